@@ -1,0 +1,67 @@
+// The FUSE adapter: turns low-level kernel requests into calls on the
+// namespace snapshot and the read path, and replies. Thin by design: all
+// policy lives in tiering/ and prefetch/.
+//
+// Inode numbers: node id + 1 (the root node 0 is FUSE_ROOT_ID 1); numbers
+// above the namespace belong to the control directory.
+#pragma once
+
+#include <fuse_lowlevel.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+
+#include "fs/control.h"
+#include "tiering/counting_backend.h"
+#include "tiering/namespace.h"
+#include "tiering/source_reader.h"
+
+namespace tierfs {
+
+// Requests the kernel sent us, by kind.
+struct RequestCounters {
+  std::atomic<uint64_t> lookup{0}, getattr{0}, readdir{0}, readlink{0}, read{0}, read_bytes{0},
+      statfs{0}, xattr{0}, rejected_writes{0}, errors{0};
+};
+
+struct FsTimeouts {
+  double entry = 86400;
+  double attr = 86400;
+};
+
+// Everything the handlers need. Owned by the mount session; outlives the loop.
+class FsContext {
+ public:
+  FsContext(const Namespace* ns, SourceReader* reader, const SourceCounters* source,
+            FsTimeouts timeouts, uid_t owner, gid_t group);
+
+  const Namespace& ns() const { return *ns_; }
+  SourceReader& reader() { return *reader_; }
+  const SourceCounters& source() const { return *source_; }
+  const FsTimeouts& timeouts() const { return timeouts_; }
+  RequestCounters& requests() { return requests_; }
+  ControlDir& control() { return control_; }
+
+  bool IsNode(fuse_ino_t ino) const { return ino >= 1 && ino <= ns_->size(); }
+  static NodeId NodeOf(fuse_ino_t ino) { return static_cast<NodeId>(ino - 1); }
+  static fuse_ino_t InoOf(NodeId id) { return static_cast<fuse_ino_t>(id) + 1; }
+
+  // The JSON text of .tierfs/stats.
+  std::string StatsJson();
+
+ private:
+  const Namespace* const ns_;
+  SourceReader* const reader_;
+  const SourceCounters* const source_;
+  const FsTimeouts timeouts_;
+  const std::chrono::steady_clock::time_point started_;
+  RequestCounters requests_;
+  ControlDir control_;
+};
+
+// The handler table. Userdata passed to fuse_session_new must be an FsContext*.
+const fuse_lowlevel_ops& TierFsOps();
+
+}  // namespace tierfs

@@ -1,0 +1,41 @@
+// The read path: zero-message open, then reads served from memory (control
+// files) or through the SourceReader.
+#include <algorithm>
+#include <vector>
+
+#include "fs/handler.h"
+
+namespace tierfs {
+
+// Zero-message open: answering ENOSYS makes the kernel stop sending OPEN and
+// RELEASE (and OPENDIR/RELEASEDIR) for the rest of the mount, and keep each
+// file's page cache across opens (FOPEN_KEEP_CACHE is the no-open default).
+void OpOpen(fuse_req_t req, fuse_ino_t, struct fuse_file_info*) { fuse_reply_err(req, ENOSYS); }
+
+void OpRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info*) {
+  Guarded(req, "read", [&] {
+    FsContext& ctx = Ctx(req);
+    ctx.requests().read.fetch_add(1, std::memory_order_relaxed);
+    if (off < 0) return ReplyError(req, EINVAL);
+    if (ctx.control().Owns(ino)) {
+      std::string_view data;
+      std::shared_ptr<const std::string> hold;
+      if (int err = ctx.control().Read(ino, static_cast<uint64_t>(off), size, &data, &hold)) {
+        return ReplyError(req, -err);
+      }
+      return (void)fuse_reply_buf(req, data.data(), data.size());
+    }
+    if (!ctx.IsNode(ino)) return ReplyError(req, ENOENT);
+    NodeId id = FsContext::NodeOf(ino);
+    if (!S_ISREG(ctx.ns().node(id).mode)) return ReplyError(req, EISDIR);
+    // One buffer per worker thread: no allocation per read once warm.
+    thread_local std::vector<char> buf;
+    if (buf.size() < size) buf.resize(size);
+    ssize_t n = ctx.reader().Read(id, buf.data(), size, static_cast<uint64_t>(off));
+    if (n < 0) return ReplyError(req, static_cast<int>(-n));
+    ctx.requests().read_bytes.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
+    fuse_reply_buf(req, buf.data(), static_cast<size_t>(n));
+  });
+}
+
+}  // namespace tierfs

@@ -1,0 +1,48 @@
+// The handler table and the connection setup (DESIGN.md "Making FUSE fast").
+#include "fs/handler.h"
+
+namespace tierfs {
+
+void InitConnection(void*, struct fuse_conn_info* conn) {
+  auto want = [conn](unsigned cap) {
+    if (conn->capable & cap) conn->want |= cap;
+  };
+  want(FUSE_CAP_ASYNC_READ);       // parallel reads of one file
+  want(FUSE_CAP_READDIRPLUS);      // one listing primes every entry's attributes
+  want(FUSE_CAP_CACHE_SYMLINKS);   // symlink targets stay in the page cache
+  want(FUSE_CAP_PARALLEL_DIROPS);  // lookups in one directory run in parallel
+  // The dataset is immutable while mounted: no GETATTR before reads, and
+  // always READDIRPLUS rather than the kernel's guess.
+  conn->want &= ~(FUSE_CAP_AUTO_INVAL_DATA | FUSE_CAP_READDIRPLUS_AUTO);
+  // 1 MiB requests (libfuse derives max_pages from max_write).
+  conn->max_write = 1u << 20;
+  conn->max_readahead = 1u << 20;
+  conn->max_background = 64;
+  conn->congestion_threshold = 48;
+  conn->time_gran = 1;
+}
+
+const fuse_lowlevel_ops& TierFsOps() {
+  static const fuse_lowlevel_ops ops = [] {
+    fuse_lowlevel_ops o{};
+    o.init = InitConnection;
+    o.lookup = OpLookup;
+    o.forget = OpForget;
+    o.forget_multi = OpForgetMulti;
+    o.getattr = OpGetattr;
+    o.readlink = OpReadlink;
+    o.open = OpOpen;
+    o.opendir = OpOpen;
+    o.read = OpRead;
+    o.readdir = OpReaddir;
+    o.readdirplus = OpReaddirplus;
+    o.statfs = OpStatfs;
+    o.getxattr = OpGetxattr;
+    o.listxattr = OpListxattr;
+    SetReadOnlyOps(&o);
+    return o;
+  }();
+  return ops;
+}
+
+}  // namespace tierfs

@@ -1,0 +1,285 @@
+#include "fs/options.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <functional>
+
+namespace tierfs {
+namespace {
+
+// One tierfs -o option: its name, the value it takes ("" for a flag), help.
+struct OwnOption {
+  const char* name;
+  const char* value;
+  const char* help;
+  std::function<void(MountConfig&, const std::string& value, const std::string& opt)> apply;
+};
+
+unsigned ParseUnsigned(const std::string& text, const std::string& opt, uint64_t lo, uint64_t hi) {
+  uint64_t v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || text.empty() || v < lo || v > hi) {
+    throw OptionError(
+        fmt::format("option '{}': '{}' is not a whole number from {} to {}", opt, text, lo, hi));
+  }
+  return static_cast<unsigned>(v);
+}
+
+double ParseSeconds(const std::string& text, const std::string& opt) {
+  double v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || text.empty() || !std::isfinite(v) ||
+      v < 0 || v > 1e9) {
+    throw OptionError(fmt::format("option '{}': '{}' is not a number of seconds >= 0", opt, text));
+  }
+  return v;
+}
+
+const std::vector<OwnOption>& OwnOptions() {
+  static const std::vector<OwnOption> options = {
+      {"threads", "N", "max FUSE worker threads (1-1024, default 64)",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         c.threads = ParseUnsigned(v, o, 1, 1024);
+       }},
+      {"scan_threads", "N", "parallel directory listings during the mount scan (default 16)",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         c.scan_threads = ParseUnsigned(v, o, 1, 1024);
+       }},
+      {"max_open_files", "N", "SOURCE files kept open (default: half of RLIMIT_NOFILE)",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         c.max_open_files = ParseUnsigned(v, o, 16, 1u << 30);
+       }},
+      {"entry_timeout", "SECONDS", "how long the kernel caches names (default 86400)",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         c.entry_timeout = ParseSeconds(v, o);
+       }},
+      {"attr_timeout", "SECONDS", "how long the kernel caches attributes (default 86400)",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         c.attr_timeout = ParseSeconds(v, o);
+       }},
+      {"read_ahead_kb", "KB", "kernel readahead of the mount (default 1024; 0 keeps the kernel's)",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         c.read_ahead_kb = ParseUnsigned(v, o, 0, 1u << 20);
+       }},
+      {"nonempty", "", "allow mounting over a non-empty directory",
+       [](MountConfig& c, const std::string&, const std::string&) { c.nonempty = true; }},
+      {"log_level", "LEVEL", "error, warning, info (default) or debug",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         if (!Log::ParseLevel(v, &c.log_level)) {
+           throw OptionError(
+               fmt::format("option '{}': '{}' is not one of error, warning, info, debug", o, v));
+         }
+       }},
+  };
+  return options;
+}
+
+// Standard options handed to libfuse's mount. A trailing '=' takes a value.
+constexpr const char* kFuseOptions[] = {"allow_other",  "allow_root",
+                                        "auto_unmount", "default_permissions",
+                                        "ro",           "rw",
+                                        "suid",         "nosuid",
+                                        "dev",          "nodev",
+                                        "exec",         "noexec",
+                                        "atime",        "noatime",
+                                        "relatime",     "norelatime",
+                                        "strictatime",  "nostrictatime",
+                                        "diratime",     "nodiratime",
+                                        "sync",         "async",
+                                        "dirsync",      "fsname=",
+                                        "subtype=",     "max_read=",
+                                        "blksize=",     "context=",
+                                        "fscontext=",   "defcontext=",
+                                        "rootcontext="};
+
+// fstab-only words that mount(8) may hand over; they mean nothing to a mount.
+constexpr const char* kIgnoredOptions[] = {"defaults", "auto",  "noauto", "user",   "users",
+                                           "nouser",   "owner", "nofail", "_netdev"};
+
+bool IsFuseOption(const std::string& name, bool has_value) {
+  for (std::string_view o : kFuseOptions) {
+    bool takes_value = o.back() == '=';
+    if (takes_value) o.remove_suffix(1);
+    if (o == name && takes_value == has_value) return true;
+  }
+  return false;
+}
+
+bool IsIgnored(const std::string& name) {
+  if (name.rfind("x-", 0) == 0 || name.rfind("comment=", 0) == 0) return true;
+  return std::find(std::begin(kIgnoredOptions), std::end(kIgnoredOptions), name) !=
+         std::end(kIgnoredOptions);
+}
+
+std::string ValidOptionList() {
+  std::string s = "tierfs options: ";
+  for (const auto& o : OwnOptions())
+    s += fmt::format("{}{}{}, ", o.name, *o.value ? "=" : "", o.value);
+  s.resize(s.size() - 2);
+  s += "\nFUSE mount options: ";
+  for (std::string_view o : kFuseOptions) s += fmt::format("{}{}, ", o, o.back() == '=' ? "V" : "");
+  s.resize(s.size() - 2);
+  return s;
+}
+
+// Splits a -o argument on commas; "\," is a literal comma.
+std::vector<std::string> SplitOptions(const std::string& arg) {
+  std::vector<std::string> out(1);
+  for (size_t i = 0; i < arg.size(); ++i) {
+    if (arg[i] == '\\' && i + 1 < arg.size() && arg[i + 1] == ',') {
+      out.back() += ',';
+      ++i;
+    } else if (arg[i] == ',') {
+      out.emplace_back();
+    } else {
+      out.back() += arg[i];
+    }
+  }
+  return out;
+}
+
+void ApplyOption(MountConfig& config, const std::string& opt) {
+  if (opt.empty()) return;  // "a,,b" and a trailing comma are harmless
+  size_t eq = opt.find('=');
+  std::string name = opt.substr(0, eq);
+  bool has_value = eq != std::string::npos;
+  std::string value = has_value ? opt.substr(eq + 1) : "";
+  for (const auto& o : OwnOptions()) {
+    if (name != o.name) continue;
+    bool wants_value = *o.value != '\0';
+    if (wants_value && !has_value) {
+      throw OptionError(fmt::format("option '{}' needs a value: {}={}", name, name, o.value));
+    }
+    if (!wants_value && has_value) {
+      throw OptionError(fmt::format("option '{}' takes no value", name));
+    }
+    o.apply(config, value, name);
+    return;
+  }
+  if (IsIgnored(opt)) return;
+  if (IsFuseOption(name, has_value)) {
+    config.fuse_options.push_back(opt);
+    return;
+  }
+  throw OptionError(fmt::format("unknown option '{}'\n{}", opt, ValidOptionList()));
+}
+
+}  // namespace
+
+uint64_t ParseSize(const std::string& text, const std::string& option) {
+  double v = 0;
+  const char* begin = text.data();
+  const char* end = begin + text.size();
+  auto [rest, ec] = std::from_chars(begin, end, v);
+  uint64_t unit = 1;
+  if (ec == std::errc() && rest != end) {
+    switch (*rest++) {
+      case 'k':
+      case 'K':
+        unit = 1ull << 10;
+        break;
+      case 'm':
+      case 'M':
+        unit = 1ull << 20;
+        break;
+      case 'g':
+      case 'G':
+        unit = 1ull << 30;
+        break;
+      case 't':
+      case 'T':
+        unit = 1ull << 40;
+        break;
+      default:
+        rest = begin;
+        break;  // not a unit: reported below
+    }
+    if (rest != end && (*rest == 'i' || *rest == 'B' || *rest == 'b')) {  // 8GiB, 8GB
+      if (*rest == 'i') ++rest;
+      if (rest != end && (*rest == 'B' || *rest == 'b')) ++rest;
+    }
+  }
+  if (ec != std::errc() || rest != end || !std::isfinite(v) || v < 0 ||
+      v * static_cast<double>(unit) >= 1.8e19) {
+    throw OptionError(fmt::format(
+        "option '{}': '{}' is not a size (a number with an optional K, M, G or T suffix)", option,
+        text));
+  }
+  return static_cast<uint64_t>(v * static_cast<double>(unit));
+}
+
+MountConfig ParseCommandLine(const std::vector<std::string>& args) {
+  MountConfig config;
+  std::vector<std::string> positional;
+  for (size_t i = 1; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "-h" || a == "--help") {
+      config.action = MountConfig::Action::kHelp;
+      return config;
+    }
+    if (a == "-V" || a == "--version") {
+      config.action = MountConfig::Action::kVersion;
+      return config;
+    }
+    if (a == "-f") {
+      config.foreground = true;
+    } else if (a == "-d" || a == "--debug") {
+      config.debug = config.foreground = true;
+    } else if (a == "-o") {
+      if (i + 1 == args.size()) throw OptionError("-o needs an option list, e.g. -o allow_other");
+      for (const auto& o : SplitOptions(args[++i])) ApplyOption(config, o);
+    } else if (a.rfind("-o", 0) == 0) {
+      for (const auto& o : SplitOptions(a.substr(2))) ApplyOption(config, o);
+    } else if (a == "--") {
+      positional.insert(positional.end(), args.begin() + static_cast<long>(i) + 1, args.end());
+      break;
+    } else if (!a.empty() && a[0] == '-') {
+      throw OptionError(fmt::format("unknown argument '{}' (see --help)", a));
+    } else {
+      positional.push_back(a);
+    }
+  }
+  if (positional.size() != 2) {
+    throw OptionError(fmt::format("expected SOURCE and MOUNTPOINT, got {} path{} (see --help)",
+                                  positional.size(), positional.size() == 1 ? "" : "s"));
+  }
+  config.source = positional[0];
+  config.mountpoint = positional[1];
+  return config;
+}
+
+std::string UsageText(const std::string& program) {
+  std::string s = fmt::format(
+      "usage: {} SOURCE MOUNTPOINT [-o opt[,opt...]] [-f] [-d]\n\n"
+      "Mounts a read-only mirror of the dataset directory SOURCE at MOUNTPOINT.\n"
+      "Unmount with: fusermount3 -u MOUNTPOINT\n\n"
+      "  -f              stay in the foreground (log to stderr)\n"
+      "  -d, --debug     trace every FUSE request (implies -f)\n"
+      "  -o opt,...      mount options, below\n"
+      "  -h, --help      this text\n"
+      "  -V, --version   the version\n\n"
+      "tierfs options:\n",
+      program);
+  for (const auto& o : OwnOptions()) {
+    std::string name = fmt::format("{}{}{}", o.name, *o.value ? "=" : "", o.value);
+    s += fmt::format("  -o {:<24} {}\n", name, o.help);
+  }
+  s += "\nFUSE mount options passed to the kernel:\n  ";
+  size_t col = 2;
+  for (std::string_view o : kFuseOptions) {
+    std::string item = fmt::format("{}{} ", o, o.back() == '=' ? "V" : "");
+    if (col + item.size() > 78) {
+      s += "\n  ";
+      col = 2;
+    }
+    s += item;
+    col += item.size();
+  }
+  s += "\n\nSee docs/USAGE.md for the full reference.\n";
+  return s;
+}
+
+}  // namespace tierfs

@@ -1,0 +1,53 @@
+// Command-line and -o option parsing for the tierfs mount. tierfs's own
+// options are parsed and validated here; standard FUSE/mount options are
+// checked against a list and handed to libfuse. No FUSE include: unit-tested.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "tiering/log.h"
+
+namespace tierfs {
+
+// A bad command line. what() is a complete message for the user.
+class OptionError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct MountConfig {
+  enum class Action { kMount, kHelp, kVersion };
+  Action action = Action::kMount;
+
+  std::string source;      // as given; resolved by the caller
+  std::string mountpoint;  // as given
+  bool foreground = false;
+  bool debug = false;  // libfuse's request trace (implies foreground)
+
+  // tierfs's own options.
+  unsigned threads = 64;          // max FUSE worker threads
+  unsigned scan_threads = 16;     // parallel directory listings at mount
+  uint64_t max_open_files = 0;    // SOURCE fd cache; 0 = half of RLIMIT_NOFILE
+  double entry_timeout = 86400;   // seconds the kernel may cache names
+  double attr_timeout = 86400;    // seconds the kernel may cache attributes
+  unsigned read_ahead_kb = 1024;  // kernel readahead of the mount; 0 = kernel default
+  bool nonempty = false;          // allow mounting over a non-empty directory
+  LogLevel log_level = kInfo;
+
+  // Options for libfuse's mount (allow_other, fsname=..., ...), in order.
+  std::vector<std::string> fuse_options;
+};
+
+// Parses argv (argv[0] is the program). Throws OptionError.
+MountConfig ParseCommandLine(const std::vector<std::string>& args);
+
+// Parses "512", "64K", "8G", "1.5T" (binary units) into bytes. Throws OptionError.
+uint64_t ParseSize(const std::string& text, const std::string& option);
+
+// The --help text.
+std::string UsageText(const std::string& program);
+
+}  // namespace tierfs

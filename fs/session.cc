@@ -1,0 +1,150 @@
+#include "fs/session.h"
+
+#include <fmt/format.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <thread>
+
+#include "fs/filesystem.h"
+#include "fs/mount_checks.h"
+#include "tiering/counting_backend.h"
+#include "tiering/log.h"
+
+namespace tierfs {
+namespace {
+
+// Raises the soft open-file limit to the hard one; returns the new soft limit.
+uint64_t RaiseFileLimit() {
+  struct rlimit rl;
+  if (::getrlimit(RLIMIT_NOFILE, &rl) != 0) return 1024;
+  if (rl.rlim_cur < rl.rlim_max) {
+    rl.rlim_cur = rl.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &rl);
+    ::getrlimit(RLIMIT_NOFILE, &rl);
+  }
+  return rl.rlim_cur;
+}
+
+// Raises the mount's readahead (the kernel only ever lowers it from
+// max_readahead, so 1 MiB reads of shards need this). Runs once the loop
+// serves requests: stat() of the mount point is answered by ourselves.
+void SetReadAhead(const std::string& mountpoint, unsigned kb) {
+  struct stat st;
+  if (kb == 0 || ::stat(mountpoint.c_str(), &st) != 0) return;
+  std::string path =
+      fmt::format("/sys/class/bdi/{}:{}/read_ahead_kb", major(st.st_dev), minor(st.st_dev));
+  std::ofstream out(path);
+  out << kb << "\n";
+  out.flush();
+  if (!out) {
+    TIERFS_LOG(kDebug, "cannot set {} (needs root); readahead stays the kernel's", path);
+  } else {
+    TIERFS_LOG(kDebug, "readahead of the mount set to {} KiB", kb);
+  }
+}
+
+std::string FuseOptionString(const MountConfig& config, const std::string& source) {
+  // Defaults first; the user's options come later and win.
+  std::string opts = "subtype=tierfs,default_permissions";
+  if (source.find(',') == std::string::npos && source.find('\\') == std::string::npos) {
+    opts += ",fsname=" + source;
+  } else {
+    opts += ",fsname=tierfs";
+  }
+  for (const auto& o : config.fuse_options) opts += "," + o;
+  return opts;
+}
+
+}  // namespace
+
+int RunMount(const MountConfig& config) {
+  Log::SetLevel(config.log_level);
+  auto fail = [](const std::string& message) {
+    std::fprintf(stderr, "tierfs: %s\n", message.c_str());
+    return 1;
+  };
+  std::string source, mountpoint;
+  if (auto err = CheckSource(config.source, &source); !err.empty()) return fail(err);
+  if (auto err = CheckMountpoint(config.mountpoint, source, config.nonempty, &mountpoint);
+      !err.empty()) {
+    return fail(err);
+  }
+
+  uint64_t fd_limit = RaiseFileLimit();
+  uint64_t max_open = config.max_open_files ? config.max_open_files : fd_limit / 2;
+  if (max_open + 64 > fd_limit) {
+    return fail(fmt::format("max_open_files={} does not fit below the open-file limit {}", max_open,
+                            fd_limit));
+  }
+
+  int err = 0;
+  std::shared_ptr<Backend> posix = NewPosixBackend(source, &err);
+  if (!posix) return fail(fmt::format("SOURCE '{}': {}", source, std::strerror(-err)));
+  CountingBackend backend(posix);
+
+  auto scan_start = std::chrono::steady_clock::now();
+  std::string scan_error;
+  std::unique_ptr<Namespace> ns = ScanNamespace(&backend, {config.scan_threads}, &scan_error);
+  if (!ns) return fail(scan_error);
+  double scan_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - scan_start).count();
+  TIERFS_LOG(kInfo, "scanned {}: {} files ({} bytes), {} directories, {} symlinks in {:.2f} s",
+             source, ns->file_count(), ns->total_file_bytes(), ns->dir_count(), ns->symlink_count(),
+             scan_s);
+  if (ns->skipped_count() > 0) {
+    TIERFS_LOG(kWarning, "{} entries skipped (special files or unreadable directories)",
+               ns->skipped_count());
+  }
+
+  SourceReader reader(&backend, ns.get(), max_open);
+  FsContext ctx(ns.get(), &reader, &backend.counters(),
+                FsTimeouts{config.entry_timeout, config.attr_timeout}, ::getuid(), ::getgid());
+
+  std::string opts = FuseOptionString(config, source);
+  std::vector<std::string> argv_s = {"tierfs", "-o", opts};
+  if (config.debug) argv_s.push_back("-d");
+  std::vector<char*> argv;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  struct fuse_args args = FUSE_ARGS_INIT(static_cast<int>(argv.size()), argv.data());
+  struct fuse_session* se = fuse_session_new(&args, &TierFsOps(), sizeof(fuse_lowlevel_ops), &ctx);
+  fuse_opt_free_args(&args);
+  if (se == nullptr) return fail("cannot create the FUSE session (see the message above)");
+  if (fuse_set_signal_handlers(se) != 0) {
+    fuse_session_destroy(se);
+    return fail("cannot install signal handlers");
+  }
+  if (fuse_session_mount(se, mountpoint.c_str()) != 0) {
+    fuse_remove_signal_handlers(se);
+    fuse_session_destroy(se);
+    return fail(fmt::format("cannot mount on '{}' (is /dev/fuse usable and fusermount3 installed?)",
+                            mountpoint));
+  }
+  TIERFS_LOG(kInfo, "mounted {} on {}", source, mountpoint);
+  if (!config.foreground) {
+    // No thread runs yet (the scan's have been joined), so forking is safe.
+    Log::UseSyslog("tierfs");
+    fuse_daemonize(0);
+  }
+
+  struct fuse_loop_config* loop = fuse_loop_cfg_create();
+  fuse_loop_cfg_set_max_threads(loop, config.threads);
+  fuse_loop_cfg_set_idle_threads(loop, std::min(config.threads, 16u));
+  fuse_loop_cfg_set_clone_fd(loop, 1);
+  std::thread tune([&] { SetReadAhead(mountpoint, config.read_ahead_kb); });
+  int rc = fuse_session_loop_mt(se, loop);
+  tune.join();
+  fuse_loop_cfg_destroy(loop);
+  fuse_session_unmount(se);
+  fuse_remove_signal_handlers(se);
+  fuse_session_destroy(se);
+  TIERFS_LOG(kInfo, "unmounted {}", mountpoint);
+  return rc == 0 ? 0 : 1;
+}
+
+}  // namespace tierfs

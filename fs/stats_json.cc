@@ -1,0 +1,53 @@
+// FsContext and the JSON of .tierfs/stats.
+#include <fmt/format.h>
+
+#include "fs/filesystem.h"
+#include "tierfs/version.h"
+
+namespace tierfs {
+
+FsContext::FsContext(const Namespace* ns, SourceReader* reader, const SourceCounters* source,
+                     FsTimeouts timeouts, uid_t owner, gid_t group)
+    : ns_(ns),
+      reader_(reader),
+      source_(source),
+      timeouts_(timeouts),
+      started_(std::chrono::steady_clock::now()),
+      control_(static_cast<uint64_t>(ns->size()) + 1, owner, group,
+               [this] { return StatsJson(); }) {}
+
+std::string FsContext::StatsJson() {
+  auto load = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
+  const SourceCounters& s = *source_;
+  const RequestCounters& r = requests_;
+  const OpenFileCache& f = reader_->open_files();
+  double uptime =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+  std::string out = fmt::format(
+      "{{\n"
+      "  \"version\": \"{}\",\n"
+      "  \"uptime_seconds\": {:.3f},\n"
+      "  \"namespace\": {{\"files\": {}, \"directories\": {}, \"symlinks\": {}, "
+      "\"skipped\": {}, \"file_bytes\": {}, \"memory_bytes\": {}}},\n",
+      TIERFS_VERSION, uptime, ns_->file_count(), ns_->dir_count(), ns_->symlink_count(),
+      ns_->skipped_count(), ns_->total_file_bytes(), ns_->memory_bytes());
+  out += fmt::format(
+      "  \"source\": {{\"meta_ops\": {}, \"stats\": {}, \"lists\": {}, \"readlinks\": {}, "
+      "\"statfs\": {}, \"opens\": {}, \"reads\": {}, \"read_bytes\": {}, \"errors\": {}, "
+      "\"failed_reads\": {}}},\n",
+      s.meta_ops(), load(s.stats), load(s.lists), load(s.readlinks), load(s.statfs), load(s.opens),
+      load(s.reads), load(s.read_bytes), load(s.errors), reader_->failed_reads());
+  out += fmt::format(
+      "  \"requests\": {{\"lookup\": {}, \"getattr\": {}, \"readdir\": {}, \"readlink\": {}, "
+      "\"read\": {}, \"read_bytes\": {}, \"statfs\": {}, \"xattr\": {}, "
+      "\"rejected_writes\": {}, \"errors\": {}}},\n",
+      load(r.lookup), load(r.getattr), load(r.readdir), load(r.readlink), load(r.read),
+      load(r.read_bytes), load(r.statfs), load(r.xattr), load(r.rejected_writes), load(r.errors));
+  out += fmt::format(
+      "  \"open_files\": {{\"open\": {}, \"capacity\": {}, \"hits\": {}, \"misses\": {}, "
+      "\"evictions\": {}}}\n}}\n",
+      f.open_files(), f.capacity(), f.hits(), f.misses(), f.evictions());
+  return out;
+}
+
+}  // namespace tierfs

@@ -1,0 +1,74 @@
+// The backend: every access to SOURCE (the dataset directory on the PFS) goes
+// through this interface, so tests can substitute a slow or failing one
+// (LevelDB's Env). Errors are returned as -errno, never thrown.
+#pragma once
+
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tierfs {
+
+// One entry of a SOURCE directory, with its lstat() attributes.
+struct DirEntry {
+  std::string name;
+  struct stat st;
+};
+
+// An open SOURCE file.
+// Thread-safe: pread may be called concurrently from many threads.
+class SourceFile {
+ public:
+  virtual ~SourceFile() = default;
+  // Reads up to n bytes at offset off. Returns the byte count (short only at
+  // EOF) or -errno.
+  virtual ssize_t pread(void* buf, size_t n, uint64_t off) = 0;
+};
+
+// Paths are relative to SOURCE's root; "" names the root itself.
+// Thread-safe: every method may be called concurrently.
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual int stat(const std::string& rel, struct stat* st) = 0;
+  // Lists a directory (without "." and ".."), each entry lstat()ed.
+  virtual int list(const std::string& rel, std::vector<DirEntry>* out) = 0;
+  virtual int readlink(const std::string& rel, std::string* target) = 0;
+  virtual int statfs(struct statvfs* out) = 0;
+  // Opens a regular file for reading.
+  virtual int open(const std::string& rel, std::unique_ptr<SourceFile>* out) = 0;
+};
+
+// A backend over a local (or PFS-mounted) directory. Returns nullptr and sets
+// *err to -errno when `root` cannot be opened as a directory.
+std::unique_ptr<Backend> NewPosixBackend(const std::string& root, int* err);
+
+// Forwards every call to a target; subclasses override what they change.
+class BackendWrapper : public Backend {
+ public:
+  explicit BackendWrapper(std::shared_ptr<Backend> target) : target_(std::move(target)) {}
+  int stat(const std::string& rel, struct stat* st) override { return target_->stat(rel, st); }
+  int list(const std::string& rel, std::vector<DirEntry>* out) override {
+    return target_->list(rel, out);
+  }
+  int readlink(const std::string& rel, std::string* target) override {
+    return target_->readlink(rel, target);
+  }
+  int statfs(struct statvfs* out) override { return target_->statfs(out); }
+  int open(const std::string& rel, std::unique_ptr<SourceFile>* out) override {
+    return target_->open(rel, out);
+  }
+
+ protected:
+  Backend* target() const { return target_.get(); }
+
+ private:
+  std::shared_ptr<Backend> target_;
+};
+
+}  // namespace tierfs

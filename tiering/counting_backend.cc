@@ -1,0 +1,57 @@
+#include "tiering/counting_backend.h"
+
+namespace tierfs {
+namespace {
+
+class CountingFile final : public SourceFile {
+ public:
+  CountingFile(std::unique_ptr<SourceFile> file, SourceCounters* counters)
+      : file_(std::move(file)), counters_(counters) {}
+  ssize_t pread(void* buf, size_t n, uint64_t off) override {
+    ssize_t r = file_->pread(buf, n, off);
+    counters_->reads.fetch_add(1, std::memory_order_relaxed);
+    if (r < 0) {
+      counters_->errors.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      counters_->read_bytes.fetch_add(static_cast<uint64_t>(r), std::memory_order_relaxed);
+    }
+    return r;
+  }
+
+ private:
+  std::unique_ptr<SourceFile> file_;
+  SourceCounters* counters_;  // owned by the CountingBackend, which outlives its files
+};
+
+}  // namespace
+
+int CountingBackend::Count(std::atomic<uint64_t>& op, int result) {
+  op.fetch_add(1, std::memory_order_relaxed);
+  if (result < 0) counters_.errors.fetch_add(1, std::memory_order_relaxed);
+  return result;
+}
+
+int CountingBackend::stat(const std::string& rel, struct stat* st) {
+  return Count(counters_.stats, target()->stat(rel, st));
+}
+
+int CountingBackend::list(const std::string& rel, std::vector<DirEntry>* out) {
+  return Count(counters_.lists, target()->list(rel, out));
+}
+
+int CountingBackend::readlink(const std::string& rel, std::string* target_path) {
+  return Count(counters_.readlinks, target()->readlink(rel, target_path));
+}
+
+int CountingBackend::statfs(struct statvfs* out) {
+  return Count(counters_.statfs, target()->statfs(out));
+}
+
+int CountingBackend::open(const std::string& rel, std::unique_ptr<SourceFile>* out) {
+  std::unique_ptr<SourceFile> file;
+  int r = Count(counters_.opens, target()->open(rel, &file));
+  if (r == 0) *out = std::make_unique<CountingFile>(std::move(file), &counters_);
+  return r;
+}
+
+}  // namespace tierfs

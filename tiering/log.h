@@ -1,0 +1,37 @@
+// Logging: one line per notable event, never one per read. Goes to stderr
+// until the daemon detaches, then to syslog (the journal under systemd).
+#pragma once
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <string>
+#include <string_view>
+
+namespace tierfs {
+
+enum LogLevel { kError = 0, kWarning = 1, kInfo = 2, kDebug = 3 };
+
+// Thread-safe. Lines below the current level are dropped before formatting.
+class Log {
+ public:
+  static bool Enabled(LogLevel level) { return level <= level_.load(std::memory_order_relaxed); }
+  static void SetLevel(LogLevel level) { level_.store(level); }
+  // Parses "error", "warning", "info" or "debug"; false if none matches.
+  static bool ParseLevel(std::string_view text, LogLevel* out);
+  // Sends every later line to syslog under `ident` instead of stderr.
+  static void UseSyslog(const char* ident);
+  static void Write(LogLevel level, std::string_view line);
+
+ private:
+  static std::atomic<LogLevel> level_;
+  static std::atomic<bool> syslog_;
+};
+
+}  // namespace tierfs
+
+#define TIERFS_LOG(level, ...)                                           \
+  do {                                                                   \
+    if (::tierfs::Log::Enabled(::tierfs::level))                         \
+      ::tierfs::Log::Write(::tierfs::level, ::fmt::format(__VA_ARGS__)); \
+  } while (0)

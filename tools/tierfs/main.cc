@@ -1,0 +1,30 @@
+// tierfs: mount a tiered read-only mirror of a dataset directory.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "fs/options.h"
+#include "fs/session.h"
+#include "tierfs/version.h"
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv, argv + argc);
+  tierfs::MountConfig config;
+  try {
+    config = tierfs::ParseCommandLine(args);
+  } catch (const tierfs::OptionError& e) {
+    std::fprintf(stderr, "tierfs: %s\n", e.what());
+    return 2;
+  }
+  switch (config.action) {
+    case tierfs::MountConfig::Action::kHelp:
+      std::fputs(tierfs::UsageText("tierfs").c_str(), stdout);
+      return 0;
+    case tierfs::MountConfig::Action::kVersion:
+      std::printf("tierfs %s\n", TIERFS_VERSION);
+      return 0;
+    case tierfs::MountConfig::Action::kMount:
+      break;
+  }
+  return tierfs::RunMount(config);
+}
