@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -86,6 +87,13 @@ std::string CheckMountpoint(const std::string& mountpoint, const std::string& so
     return fmt::format("MOUNTPOINT '{}' is SOURCE itself; mount the mirror elsewhere", mountpoint);
   }
   if (IsMountPoint(*resolved)) {
+    struct statvfs fs;
+    if (::statvfs(resolved->c_str(), &fs) != 0 && errno == ENOTCONN) {  // attributes may be cached
+      return fmt::format(
+          "MOUNTPOINT '{}' is a stale FUSE mount (its daemon died); clear it with: "
+          "fusermount3 -u '{}'",
+          mountpoint, mountpoint);
+    }
     return fmt::format(
         "MOUNTPOINT '{}' is busy: something is already mounted there (unmount it first, e.g. "
         "fusermount3 -u '{}')",

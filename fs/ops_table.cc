@@ -14,6 +14,10 @@ void InitConnection(void*, struct fuse_conn_info* conn) {
   // The dataset is immutable while mounted: no GETATTR before reads, and
   // always READDIRPLUS rather than the kernel's guess.
   conn->want &= ~(FUSE_CAP_AUTO_INVAL_DATA | FUSE_CAP_READDIRPLUS_AUTO);
+  // With atomic O_TRUNC the kernel would pass O_TRUNC to OPEN, which it never
+  // sends (zero-message open): the truncation would silently succeed. Without
+  // it, O_TRUNC becomes a SETATTR, which answers EROFS.
+  conn->want &= ~FUSE_CAP_ATOMIC_O_TRUNC;
   // 1 MiB requests (libfuse derives max_pages from max_write).
   conn->max_write = 1u << 20;
   conn->max_readahead = 1u << 20;

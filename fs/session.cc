@@ -7,7 +7,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <thread>
 
@@ -144,7 +146,11 @@ int RunMount(const MountConfig& config) {
   fuse_remove_signal_handlers(se);
   fuse_session_destroy(se);
   TIERFS_LOG(kInfo, "unmounted {}", mountpoint);
-  return rc == 0 ? 0 : 1;
+  // The loop returns the signal number when SIGINT/SIGTERM/SIGHUP ended it:
+  // that is a clean, requested unmount.
+  bool clean = rc == 0 || rc == SIGINT || rc == SIGTERM || rc == SIGHUP;
+  if (!clean) TIERFS_LOG(kError, "the FUSE loop failed: {}", std::strerror(rc < 0 ? -rc : rc));
+  return clean ? 0 : 1;
 }
 
 }  // namespace tierfs

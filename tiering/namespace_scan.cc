@@ -165,7 +165,7 @@ class NamespaceBuilder {
 
   static Node MakeNode(Namespace& ns, const struct stat& st, NodeId parent, std::string_view name) {
     Node n;
-    n.size = S_ISDIR(st.st_mode) ? 4096 : static_cast<uint64_t>(st.st_size);
+    n.size = static_cast<uint64_t>(st.st_size);
     n.blocks = static_cast<uint64_t>(st.st_blocks);
     n.atime_ns = Nanos(st.st_atim);
     n.mtime_ns = Nanos(st.st_mtim);

@@ -1,0 +1,138 @@
+"""Shared helpers of the integration tests: they mount a real tierfs.
+
+Each test script is run by ctest as `python3 test_x.py --bin-dir BUILD/bin`.
+Exit status 77 means "skipped" (no usable /dev/fuse here).
+"""
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+SKIP = 77
+BIN_DIR = None
+
+
+def tierfs_bin():
+    return os.path.join(BIN_DIR, "tierfs")
+
+
+def fuse_usable():
+    """Returns '' if FUSE mounts can be made here, else the reason."""
+    if not os.path.exists("/dev/fuse"):
+        return "/dev/fuse does not exist"
+    if not os.access("/dev/fuse", os.R_OK | os.W_OK):
+        return "/dev/fuse is not readable and writable by this user"
+    if shutil.which("fusermount3") is None:
+        return "fusermount3 is not installed (Debian package fuse3)"
+    return ""
+
+
+def main():
+    """Parses --bin-dir, skips (exit 77) without FUSE, runs the unittest cases."""
+    global BIN_DIR
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--bin-dir", required=True)
+    args, rest = parser.parse_known_args()
+    BIN_DIR = os.path.abspath(args.bin_dir)
+    reason = fuse_usable()
+    if reason:
+        print(f"SKIPPED: FUSE is not usable here: {reason}")
+        sys.exit(SKIP)
+    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
+
+
+def is_mounted(path):
+    path = os.path.realpath(path)
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            mp = line.split()[4].encode().decode("unicode_escape")
+            if mp == path:
+                return True
+    return False
+
+
+def wait_for(predicate, timeout=20.0, what="condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def force_unmount(mnt):
+    if is_mounted(mnt):
+        subprocess.run(["fusermount3", "-u", mnt], stderr=subprocess.DEVNULL)
+    if is_mounted(mnt):
+        subprocess.run(["fusermount3", "-uz", mnt], stderr=subprocess.DEVNULL)
+
+
+class Mount:
+    """A foreground tierfs process serving SOURCE at MNT; unmounts on exit."""
+
+    def __init__(self, source, mnt, options=(), extra_args=()):
+        self.source, self.mnt = source, mnt
+        cmd = [tierfs_bin(), source, mnt, "-f"]
+        if options:
+            cmd += ["-o", ",".join(options)]
+        cmd += list(extra_args)
+        self.log = tempfile.TemporaryFile(mode="w+")
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
+        try:
+            wait_for(lambda: is_mounted(mnt) or self.proc.poll() is not None, what="the mount")
+            if self.proc.poll() is not None:
+                raise AssertionError(f"tierfs exited {self.proc.returncode}: {self.output()}")
+        except BaseException:
+            self.close()
+            raise
+
+    def output(self):
+        self.log.seek(0)
+        return self.log.read()
+
+    def stats(self):
+        with open(os.path.join(self.mnt, ".tierfs", "stats")) as f:
+            return json.load(f)
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def close(self):
+        force_unmount(self.mnt)
+        try:
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        return self.proc.returncode
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+@contextlib.contextmanager
+def workdir():
+    """A temporary directory with src/ and mnt/; removed afterwards."""
+    d = tempfile.mkdtemp(prefix="tierfs-it-")
+    src, mnt = os.path.join(d, "src"), os.path.join(d, "mnt")
+    os.mkdir(src)
+    os.mkdir(mnt)
+    try:
+        yield src, mnt
+    finally:
+        force_unmount(mnt)
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def run_tierfs(*args, timeout=30):
+    return subprocess.run([tierfs_bin(), *args], capture_output=True, text=True, timeout=timeout)
