@@ -1,0 +1,99 @@
+#include "bench_options.h"
+
+#include <charconv>
+#include <string_view>
+
+namespace bench {
+namespace {
+
+template <typename T>
+bool ParseUnsigned(std::string_view text, T& out, T min_value, T max_value) {
+  T value{};
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || ptr != text.data() + text.size()) return false;
+  if (value < min_value || value > max_value) return false;
+  out = value;
+  return true;
+}
+
+bool ParseMs(std::string_view text, double& out) {
+  double value = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || ptr != text.data() + text.size() || value < 0 || value > 1e6) {
+    return false;
+  }
+  out = value;
+  return true;
+}
+
+// "1M", "64K", "4096" -> bytes.
+bool ParseBlock(std::string_view text, size_t& out) {
+  size_t scale = 1;
+  if (!text.empty() && (text.back() == 'K' || text.back() == 'k')) scale = 1024;
+  if (!text.empty() && (text.back() == 'M' || text.back() == 'm')) scale = 1024 * 1024;
+  if (scale != 1) text.remove_suffix(1);
+  size_t value = 0;
+  if (!ParseUnsigned<size_t>(text, value, 1, 64 * 1024)) return false;
+  out = value * scale;
+  return out >= 4096 && out <= (64u << 20);
+}
+
+}  // namespace
+
+std::string Usage() {
+  return "usage: tierfs-bench ROOT [--epochs N] [--workers N] [--batch N] [--compute-ms MS]\n"
+         "                    [--prefetch N] [--seed S] [--block SIZE] [--pfs-stats FILE]\n"
+         "                    [--label NAME] [--json FILE|-] [--allow-errors]\n"
+         "Reads every file below ROOT once per epoch in a seeded shuffled order.\n";
+}
+
+std::string ParseOptions(int argc, char* argv[], BenchOptions& o) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "-h" || arg == "--help") {
+      o.help = true;
+      return "";
+    }
+    if (arg == "--allow-errors") {
+      o.allow_errors = true;
+      continue;
+    }
+    if (arg.substr(0, 2) != "--") {
+      if (!o.root.empty()) return "more than one ROOT: " + std::string(arg);
+      o.root = arg;
+      continue;
+    }
+    if (i + 1 >= argc) return std::string(arg) + " needs a value";
+    const std::string_view value = argv[++i];
+    bool ok = true;
+    if (arg == "--epochs") {
+      ok = ParseUnsigned(value, o.epochs, 1u, 100000u);
+    } else if (arg == "--workers") {
+      ok = ParseUnsigned(value, o.epoch.workers, 1u, 1024u);
+    } else if (arg == "--batch") {
+      ok = ParseUnsigned(value, o.epoch.batch, 1u, 1000000u);
+    } else if (arg == "--prefetch") {
+      ok = ParseUnsigned(value, o.epoch.prefetch_batches, 1u, 100000u);
+    } else if (arg == "--compute-ms") {
+      ok = ParseMs(value, o.epoch.compute_ms);
+    } else if (arg == "--seed") {
+      ok = ParseUnsigned<uint64_t>(value, o.seed, 0, UINT64_MAX);
+    } else if (arg == "--block") {
+      ok = ParseBlock(value, o.block);
+    } else if (arg == "--pfs-stats") {
+      o.pfs_stats = value;
+    } else if (arg == "--label") {
+      o.label = value;
+      ok = o.label.find_first_of("\"\\") == std::string::npos;
+    } else if (arg == "--json") {
+      o.json_path = value;
+    } else {
+      return "unknown option " + std::string(arg);
+    }
+    if (!ok) return "bad value '" + std::string(value) + "' for " + std::string(arg);
+  }
+  if (o.root.empty()) return "no ROOT given";
+  return "";
+}
+
+}  // namespace bench
