@@ -12,6 +12,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "bench"))
+from benchlib.mounts import is_mounted, unmount  # noqa: E402  (shared with tools/bench/run)
+
 SKIP = 77
 
 
@@ -34,18 +37,6 @@ def require_fuse(*binaries):
         if not os.access(binary, os.X_OK):
             print(f"SKIP: {binary} is not built")
             sys.exit(SKIP)
-
-
-def unmount(mountpoint):
-    """Unmounts; falls back to a lazy unmount so no stale mount is left."""
-    if subprocess.run(["fusermount3", "-u", mountpoint], capture_output=True).returncode != 0:
-        subprocess.run(["fusermount3", "-uz", mountpoint], capture_output=True)
-
-
-def is_mounted(mountpoint):
-    real = os.path.realpath(mountpoint)
-    with open("/proc/self/mounts") as mounts:
-        return any(line.split()[1] == real for line in mounts)
 
 
 @contextlib.contextmanager

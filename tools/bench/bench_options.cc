@@ -43,8 +43,10 @@ bool ParseBlock(std::string_view text, size_t& out) {
 std::string Usage() {
   return "usage: tierfs-bench ROOT [--epochs N] [--workers N] [--batch N] [--compute-ms MS]\n"
          "                    [--prefetch N] [--seed S] [--block SIZE] [--pfs-stats FILE]\n"
-         "                    [--label NAME] [--json FILE|-] [--allow-errors]\n"
-         "Reads every file below ROOT once per epoch in a seeded shuffled order.\n";
+         "                    [--label NAME] [--json FILE|-] [--allow-errors] [--drop-caches]\n"
+         "Reads every file below ROOT once per epoch in a seeded shuffled order.\n"
+         "--drop-caches empties the kernel page cache before each epoch (needs root):\n"
+         "a node whose memory cannot hold the dataset.\n";
 }
 
 std::string ParseOptions(int argc, char* argv[], BenchOptions& o) {
@@ -54,8 +56,8 @@ std::string ParseOptions(int argc, char* argv[], BenchOptions& o) {
       o.help = true;
       return "";
     }
-    if (arg == "--allow-errors") {
-      o.allow_errors = true;
+    if (arg == "--allow-errors" || arg == "--drop-caches") {
+      (arg == "--allow-errors" ? o.allow_errors : o.drop_caches) = true;
       continue;
     }
     if (arg.substr(0, 2) != "--") {

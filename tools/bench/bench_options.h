@@ -19,6 +19,7 @@ struct BenchOptions {
   std::string label = "run";
   std::string json_path;  // append JSON lines here; "-" = stdout
   bool allow_errors = false;
+  bool drop_caches = false;  // drop the kernel page cache before each epoch (root)
   bool help = false;
 };
 

@@ -2,7 +2,7 @@
 //
 //   tierfs-bench ROOT [--epochs 3] [--workers 4] [--batch 32] [--compute-ms 0]
 //                [--seed 1] [--block 1M] [--pfs-stats FILE] [--label NAME]
-//                [--json FILE] [--allow-errors]
+//                [--json FILE] [--allow-errors] [--drop-caches]
 //
 // Lists ROOT once, then each epoch shuffles the file list with (seed, epoch),
 // reads every file with N worker threads and reports per epoch: wall time,
@@ -13,6 +13,7 @@
 // Exit: 0 ok; 1 read errors (unless --allow-errors) or a file not read
 // exactly once; 2 bad arguments or an unreadable ROOT.
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -104,6 +105,15 @@ class Report {
   std::FILE* json_ = nullptr;
 };
 
+// Writes back dirty pages and drops the page cache, dentries and inodes.
+bool DropCaches() {
+  sync();
+  std::FILE* f = std::fopen("/proc/sys/vm/drop_caches", "w");
+  if (f == nullptr) return false;
+  const bool ok = std::fputs("3\n", f) >= 0;
+  return std::fclose(f) == 0 && ok;
+}
+
 double Seconds(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
 }
@@ -131,6 +141,10 @@ int Run(const BenchOptions& options) {
   int status = 0;
   for (unsigned epoch = 1; epoch <= options.epochs; ++epoch) {
     const std::vector<size_t> order = bench::EpochOrder(files.size(), options.seed, epoch);
+    if (options.drop_caches && !DropCaches()) {
+      fmt::print(stderr, "tierfs-bench: cannot drop caches (need root)\n");
+      return 2;
+    }
     before = counters();
     const bench::EpochResult result = bench::RunEpoch(files, order, options.epoch, reader);
     report.Epoch(epoch, result, bench::CounterDelta(before, counters()));

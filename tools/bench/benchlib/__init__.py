@@ -1,0 +1,1 @@
+"""Helpers of the tierfs benchmark driver (tools/bench/run)."""
