@@ -141,6 +141,17 @@ std::vector<std::string> SplitOptions(const std::string& arg) {
   return out;
 }
 
+// A FUSE option as libfuse's -o list wants it: ',' and '\' escaped by '\', so
+// that joining the list with commas cannot split a value ("fsname=a\,b").
+std::string EscapeForFuse(const std::string& opt) {
+  std::string out;
+  for (char c : opt) {
+    if (c == ',' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
 void ApplyOption(MountConfig& config, const std::string& opt) {
   if (opt.empty()) return;  // "a,,b" and a trailing comma are harmless
   size_t eq = opt.find('=');
@@ -161,7 +172,7 @@ void ApplyOption(MountConfig& config, const std::string& opt) {
   }
   if (IsIgnored(opt)) return;
   if (IsFuseOption(name, has_value)) {
-    config.fuse_options.push_back(opt);
+    config.fuse_options.push_back(EscapeForFuse(opt));
     return;
   }
   throw OptionError(fmt::format("unknown option '{}'\n{}", opt, ValidOptionList()));

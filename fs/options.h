@@ -37,7 +37,8 @@ struct MountConfig {
   bool nonempty = false;          // allow mounting over a non-empty directory
   LogLevel log_level = kInfo;
 
-  // Options for libfuse's mount (allow_other, fsname=..., ...), in order.
+  // Options for libfuse's mount (allow_other, fsname=..., ...), in order,
+  // escaped for a -o list (',' and '\' preceded by '\').
   std::vector<std::string> fuse_options;
 };
 

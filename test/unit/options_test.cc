@@ -1,0 +1,246 @@
+// ParseCommandLine and ParseSize.
+#include "fs/options.h"
+
+#include <catch2/catch.hpp>
+
+namespace tierfs {
+namespace {
+
+using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
+
+MountConfig Parse(std::vector<std::string> args) {
+  args.insert(args.begin(), "tierfs");
+  return ParseCommandLine(args);
+}
+
+// The message of the OptionError that parsing `args` throws.
+std::string ErrorOf(std::vector<std::string> args) {
+  try {
+    Parse(std::move(args));
+  } catch (const OptionError& e) {
+    return e.what();
+  }
+  FAIL("no OptionError");
+  return "";
+}
+
+TEST_CASE("ParseCommandLine takes SOURCE and MOUNTPOINT with defaults", "[options]") {
+  MountConfig c = Parse({"/data", "/mnt"});
+  CHECK(c.action == MountConfig::Action::kMount);
+  CHECK(c.source == "/data");
+  CHECK(c.mountpoint == "/mnt");
+  CHECK_FALSE(c.foreground);
+  CHECK_FALSE(c.debug);
+  CHECK(c.threads == 64);
+  CHECK(c.scan_threads == 16);
+  CHECK(c.max_open_files == 0);
+  CHECK(c.entry_timeout == 86400);
+  CHECK(c.attr_timeout == 86400);
+  CHECK(c.read_ahead_kb == 1024);
+  CHECK_FALSE(c.nonempty);
+  CHECK(c.log_level == kInfo);
+  CHECK(c.fuse_options.empty());
+}
+
+TEST_CASE("ParseCommandLine accepts positionals anywhere", "[options]") {
+  for (const auto& args :
+       std::vector<std::vector<std::string>>{{"-o", "threads=8", "/data", "-f", "/mnt"},
+                                             {"/data", "-o", "threads=8", "/mnt", "-f"},
+                                             {"-f", "-othreads=8", "/data", "/mnt"},
+                                             {"-f", "-o", "threads=8", "--", "/data", "/mnt"}}) {
+    MountConfig c = Parse(args);
+    CHECK(c.source == "/data");
+    CHECK(c.mountpoint == "/mnt");
+    CHECK(c.threads == 8);
+    CHECK(c.foreground);
+  }
+  CHECK(Parse({"--", "-odd", "-f"}).source == "-odd");  // after "--" nothing is an option
+}
+
+TEST_CASE("ParseCommandLine rejects the wrong number of positionals", "[options]") {
+  CHECK(ErrorOf({}) == "expected SOURCE and MOUNTPOINT, got 0 paths (see --help)");
+  CHECK(ErrorOf({"/data"}) == "expected SOURCE and MOUNTPOINT, got 1 path (see --help)");
+  CHECK(ErrorOf({"/a", "/b", "/c"}) == "expected SOURCE and MOUNTPOINT, got 3 paths (see --help)");
+  CHECK(ErrorOf({"-f", "-o", "threads=2"}) ==
+        "expected SOURCE and MOUNTPOINT, got 0 paths (see --help)");
+}
+
+TEST_CASE("ParseCommandLine reads -o lists in every form", "[options]") {
+  SECTION("a list") {
+    MountConfig c = Parse({"s", "m", "-o", "threads=4,scan_threads=3,nonempty,log_level=debug"});
+    CHECK(c.threads == 4);
+    CHECK(c.scan_threads == 3);
+    CHECK(c.nonempty);
+    CHECK(c.log_level == kDebug);
+  }
+  SECTION("the -oX form") {
+    MountConfig c = Parse({"s", "m", "-omax_open_files=100,read_ahead_kb=0"});
+    CHECK(c.max_open_files == 100);
+    CHECK(c.read_ahead_kb == 0);
+  }
+  SECTION("repeated -o: the last value wins") {
+    MountConfig c = Parse(
+        {"-o", "threads=4", "s", "m", "-o", "threads=9,entry_timeout=1.5", "-oattr_timeout=0"});
+    CHECK(c.threads == 9);
+    CHECK(c.entry_timeout == 1.5);
+    CHECK(c.attr_timeout == 0);
+  }
+  SECTION("empty items are harmless") {
+    MountConfig c = Parse({"s", "m", "-o", ",threads=5,,nonempty,"});
+    CHECK(c.threads == 5);
+    CHECK(c.nonempty);
+  }
+  SECTION("-o with no list") {
+    CHECK_THAT(ErrorOf({"s", "m", "-o"}), StartsWith("-o needs an option list"));
+  }
+}
+
+TEST_CASE("ParseCommandLine reads -f, -d, --help and --version", "[options]") {
+  MountConfig f = Parse({"s", "m", "-f"});
+  CHECK(f.foreground);
+  CHECK_FALSE(f.debug);
+  for (const char* d : {"-d", "--debug"}) {
+    MountConfig c = Parse({"s", d, "m"});
+    CHECK(c.debug);
+    CHECK(c.foreground);  // -d implies -f
+  }
+  for (const char* h : {"-h", "--help"}) {
+    CHECK(Parse({h}).action == MountConfig::Action::kHelp);
+    CHECK(Parse({"s", "m", h}).action == MountConfig::Action::kHelp);
+  }
+  for (const char* v : {"-V", "--version"}) {
+    CHECK(Parse({v}).action == MountConfig::Action::kVersion);
+  }
+  std::string usage = UsageText("tierfs");
+  CHECK_THAT(usage, StartsWith("usage: tierfs SOURCE MOUNTPOINT"));
+  CHECK_THAT(usage, Contains("max_open_files=N") && Contains("allow_other"));
+}
+
+TEST_CASE("ParseCommandLine names an unknown option and lists the valid ones", "[options]") {
+  std::string e = ErrorOf({"s", "m", "-o", "threads=2,bogus=1"});
+  CHECK_THAT(e, StartsWith("unknown option 'bogus=1'"));
+  CHECK_THAT(e, Contains("tierfs options: threads=N, scan_threads=N"));
+  CHECK_THAT(e, Contains("log_level=LEVEL"));
+  CHECK_THAT(e, Contains("FUSE mount options: allow_other"));
+  CHECK_THAT(e, Contains("fsname=V"));
+  CHECK_THAT(ErrorOf({"s", "m", "-oThreads=2"}), StartsWith("unknown option 'Threads=2'"));
+  // A FUSE flag given a value, or a FUSE option wanting a value given none.
+  CHECK_THAT(ErrorOf({"s", "m", "-o", "allow_other=1"}), StartsWith("unknown option"));
+  CHECK_THAT(ErrorOf({"s", "m", "-o", "fsname"}), StartsWith("unknown option 'fsname'"));
+  // Unknown command-line arguments.
+  CHECK(ErrorOf({"s", "m", "-x"}) == "unknown argument '-x' (see --help)");
+  CHECK(ErrorOf({"s", "m", "--foreground"}) == "unknown argument '--foreground' (see --help)");
+}
+
+TEST_CASE("ParseCommandLine checks whether an option takes a value", "[options]") {
+  CHECK(ErrorOf({"s", "m", "-o", "threads"}) == "option 'threads' needs a value: threads=N");
+  CHECK(ErrorOf({"s", "m", "-o", "log_level"}) ==
+        "option 'log_level' needs a value: log_level=LEVEL");
+  CHECK(ErrorOf({"s", "m", "-o", "nonempty=1"}) == "option 'nonempty' takes no value");
+  CHECK(ErrorOf({"s", "m", "-o", "nonempty="}) == "option 'nonempty' takes no value");
+}
+
+TEST_CASE("ParseCommandLine rejects out-of-range and malformed numbers", "[options]") {
+  for (const char* bad :
+       {"threads=0", "threads=1025", "threads=-1", "threads=", "threads=4x", "threads= 4",
+        "threads=0x10", "threads=99999999999999999999", "scan_threads=0", "max_open_files=15",
+        "max_open_files=1073741825", "read_ahead_kb=1048577"}) {
+    INFO(bad);
+    CHECK_THAT(ErrorOf({"s", "m", "-o", bad}), Contains("is not a whole number from"));
+  }
+  CHECK(ErrorOf({"s", "m", "-o", "threads=1025"}) ==
+        "option 'threads': '1025' is not a whole number from 1 to 1024");
+  for (const char* bad :
+       {"entry_timeout=-1", "entry_timeout=abc", "entry_timeout=inf", "entry_timeout=nan",
+        "attr_timeout=1e10", "attr_timeout=", "attr_timeout=1s"}) {
+    INFO(bad);
+    CHECK_THAT(ErrorOf({"s", "m", "-o", bad}), Contains("is not a number of seconds >= 0"));
+  }
+  MountConfig edges = Parse({"s", "m", "-o",
+                             "threads=1024,scan_threads=1,max_open_files=16,read_ahead_kb=1048576,"
+                             "entry_timeout=1e9,attr_timeout=0.25"});
+  CHECK(edges.threads == 1024);
+  CHECK(edges.scan_threads == 1);
+  CHECK(edges.max_open_files == 16);
+  CHECK(edges.read_ahead_kb == 1048576);
+  CHECK(edges.entry_timeout == 1e9);
+  CHECK(edges.attr_timeout == 0.25);
+}
+
+TEST_CASE("ParseCommandLine reads log_level", "[options]") {
+  CHECK(Parse({"s", "m", "-o", "log_level=error"}).log_level == kError);
+  CHECK(Parse({"s", "m", "-o", "log_level=warning"}).log_level == kWarning);
+  CHECK(Parse({"s", "m", "-o", "log_level=info"}).log_level == kInfo);
+  CHECK(Parse({"s", "m", "-o", "log_level=debug"}).log_level == kDebug);
+  CHECK(ErrorOf({"s", "m", "-o", "log_level=verbose"}) ==
+        "option 'log_level': 'verbose' is not one of error, warning, info, debug");
+  CHECK_THAT(ErrorOf({"s", "m", "-o", "log_level=DEBUG"}), Contains("is not one of"));
+}
+
+TEST_CASE("ParseCommandLine ignores fstab-only options", "[options]") {
+  MountConfig c = Parse({"s", "m", "-o",
+                         "defaults,nofail,_netdev,auto,noauto,user,users,nouser,owner,"
+                         "x-systemd.automount,x-systemd.requires=/data,comment=hi"});
+  CHECK(c.fuse_options.empty());
+  CHECK(c.threads == 64);
+}
+
+TEST_CASE("ParseCommandLine passes FUSE options through in order", "[options]") {
+  MountConfig c = Parse({"s", "-o", "allow_other,threads=2,fsname=mydata", "m", "-o",
+                         "noatime,defaults,max_read=131072", "-osubtype=x"});
+  CHECK(c.fuse_options == std::vector<std::string>{"allow_other", "fsname=mydata", "noatime",
+                                                   "max_read=131072", "subtype=x"});
+  CHECK(c.threads == 2);
+}
+
+TEST_CASE("ParseCommandLine reads an escaped comma as part of a value", "[options]") {
+  // "\," is a literal comma, not a separator.
+  CHECK_THAT(ErrorOf({"s", "m", "-o", "log_level=info\\,debug"}),
+             Contains("'info,debug' is not one of"));
+  CHECK_THAT(ErrorOf({"s", "m", "-o", "bogus=a\\,b,nonempty"}),
+             StartsWith("unknown option 'bogus=a,b'"));
+  MountConfig c = Parse({"s", "m", "-o", "fsname=a\\,b,allow_other"});
+  CHECK(c.fuse_options.size() == 2);
+  CHECK(c.fuse_options[1] == "allow_other");
+}
+
+// Regression: fuse_options were stored unescaped ("fsname=a,b") and then
+// joined with commas into libfuse's -o list, where the value split into
+// "fsname=a" and an unknown option "b", failing the mount.
+TEST_CASE("Regression: escaped comma in a FUSE option value splits libfuse's -o list",
+          "[options][regression]") {
+  MountConfig c = Parse({"s", "m", "-o", "fsname=a\\,b,subtype=x\\y"});
+  CHECK(c.fuse_options == std::vector<std::string>{"fsname=a\\,b", "subtype=x\\\\y"});
+}
+
+TEST_CASE("ParseSize reads plain numbers and binary units", "[options]") {
+  CHECK(ParseSize("0", "o") == 0);
+  CHECK(ParseSize("512", "o") == 512);
+  CHECK(ParseSize("64K", "o") == 64ull << 10);
+  CHECK(ParseSize("64k", "o") == 64ull << 10);
+  CHECK(ParseSize("3M", "o") == 3ull << 20);
+  CHECK(ParseSize("8G", "o") == 8ull << 30);
+  CHECK(ParseSize("2T", "o") == 2ull << 40);
+  CHECK(ParseSize("8GiB", "o") == 8ull << 30);
+  CHECK(ParseSize("8GB", "o") == 8ull << 30);
+  CHECK(ParseSize("8gb", "o") == 8ull << 30);
+  CHECK(ParseSize("100KiB", "o") == 100ull << 10);
+  CHECK(ParseSize("1.5G", "o") == 3ull << 29);
+  CHECK(ParseSize("0.5K", "o") == 512);
+  CHECK(ParseSize("16000000T", "o") == 16000000ull << 40);
+}
+
+TEST_CASE("ParseSize rejects what is not a size", "[options]") {
+  for (const char* bad : {"", "G", "-1", "-1G", "10X", "1e30G", "1e30", "8 G", " 8G", "8GiBs",
+                          "8iB", "8B", "inf", "nan", "0x10", "16777216T", "1.8e19"}) {
+    INFO(bad);
+    CHECK_THROWS_AS(ParseSize(bad, "cache_size"), OptionError);
+  }
+  CHECK_THROWS_WITH(ParseSize("10X", "cache_size"),
+                    "option 'cache_size': '10X' is not a size (a number with an optional K, M, G "
+                    "or T suffix)");
+}
+
+}  // namespace
+}  // namespace tierfs
