@@ -32,7 +32,7 @@ def mount(cmd, mountpoint, log_path, timeout=60):
     """Runs a daemonizing mount command (its output goes to `log_path`) and
     waits until `mountpoint` is mounted. Raises MountError with the log's
     tail on failure."""
-    with open(log_path, "a") as log:
+    with open(log_path, "w") as log:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
