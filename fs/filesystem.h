@@ -14,6 +14,7 @@
 #include <memory>
 
 #include "fs/control.h"
+#include "prefetch/tiered_store.h"
 #include "tiering/counting_backend.h"
 #include "tiering/namespace.h"
 #include "tiering/source_reader.h"
@@ -34,11 +35,12 @@ struct FsTimeouts {
 // Everything the handlers need. Owned by the mount session; outlives the loop.
 class FsContext {
  public:
-  FsContext(const Namespace* ns, SourceReader* reader, const SourceCounters* source,
-            FsTimeouts timeouts, uid_t owner, gid_t group);
+  FsContext(const Namespace* ns, SourceReader* reader, TieredStore* store,
+            const SourceCounters* source, FsTimeouts timeouts, uid_t owner, gid_t group);
 
   const Namespace& ns() const { return *ns_; }
   SourceReader& reader() { return *reader_; }
+  ReadPath& read_path() { return store_->read_path(); }
   const SourceCounters& source() const { return *source_; }
   const FsTimeouts& timeouts() const { return timeouts_; }
   RequestCounters& requests() { return requests_; }
@@ -54,6 +56,7 @@ class FsContext {
  private:
   const Namespace* const ns_;
   SourceReader* const reader_;
+  TieredStore* const store_;
   const SourceCounters* const source_;
   const FsTimeouts timeouts_;
   const std::chrono::steady_clock::time_point started_;

@@ -1,5 +1,5 @@
 // The read path: zero-message open, then reads served from memory (control
-// files) or through the SourceReader.
+// files) or through the ReadPath (tiers, then SOURCE).
 #include <algorithm>
 #include <vector>
 
@@ -31,10 +31,11 @@ void OpRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_
     // One buffer per worker thread: no allocation per read once warm.
     thread_local std::vector<char> buf;
     if (buf.size() < size) buf.resize(size);
-    ssize_t n = ctx.reader().Read(id, buf.data(), size, static_cast<uint64_t>(off));
+    TierRead data;  // in buf, or in tier memory held until the reply is sent
+    ssize_t n = ctx.read_path().Read(id, static_cast<uint64_t>(off), size, buf.data(), &data);
     if (n < 0) return ReplyError(req, static_cast<int>(-n));
     ctx.requests().read_bytes.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
-    fuse_reply_buf(req, buf.data(), static_cast<size_t>(n));
+    fuse_reply_buf(req, data.data, static_cast<size_t>(n));
   });
 }
 

@@ -64,6 +64,49 @@ const std::vector<OwnOption>& OwnOptions() {
        [](MountConfig& c, const std::string& v, const std::string& o) {
          c.read_ahead_kb = ParseUnsigned(v, o, 0, 1u << 20);
        }},
+      {"ram", "SIZE", "RAM tier budget, e.g. 8G (K/M/G/T suffixes; default 0: no RAM tier)",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         c.tiering.ram = ParseSize(v, o);
+       }},
+      {"tier", "PATH:SIZE",
+       "a directory tier (node-local NVMe, /dev/shm) and its budget; repeat for more, "
+       "fastest first",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         size_t colon = v.rfind(':');
+         if (colon == std::string::npos || colon == 0 || colon + 1 == v.size()) {
+           throw OptionError(fmt::format(
+               "option '{}': '{}' is not PATH:SIZE (e.g. tier=/local/nvme/tierfs:400G)", o, v));
+         }
+         uint64_t budget = ParseSize(v.substr(colon + 1), o);
+         if (budget == 0) throw OptionError(fmt::format("option '{}': the budget is 0", o));
+         c.tiering.dirs.push_back({v.substr(0, colon), budget});
+       }},
+      {"policy", "NAME", "placement: first-fit (default; no eviction) or lru",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         const auto& names = PlacementPolicyNames();
+         if (std::find(names.begin(), names.end(), v) == names.end()) {
+           throw OptionError(fmt::format("option '{}': '{}' is not one of first-fit, lru", o, v));
+         }
+         c.tiering.policy = v;
+       }},
+      {"promote_threads", "N", "parallel promotions, i.e. SOURCE copy streams (default 8)",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         c.tiering.promote_threads = ParseUnsigned(v, o, 1, 256);
+       }},
+      {"promote_queue", "N", "queued promotions per lane before new ones are rejected (4096)",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         c.tiering.promote_queue = ParseUnsigned(v, o, 1, 1u << 24);
+       }},
+      {"chunk_size", "SIZE", "large files are promoted in chunks of this size (default 64M)",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         uint64_t size = ParseSize(v, o);
+         if (size < (1u << 20) || size > (4ull << 30)) {
+           throw OptionError(fmt::format("option '{}': {} is not between 1M and 4G", o, v));
+         }
+         c.tiering.chunk_size = size;
+       }},
+      {"tier_reset", "", "start with empty directory tiers (default: reuse valid copies)",
+       [](MountConfig& c, const std::string&, const std::string&) { c.tiering.reset = true; }},
       {"nonempty", "", "allow mounting over a non-empty directory",
        [](MountConfig& c, const std::string&, const std::string&) { c.nonempty = true; }},
       {"log_level", "LEVEL", "error, warning, info (default) or debug",

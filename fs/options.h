@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "prefetch/tiered_store.h"
 #include "tiering/log.h"
 
 namespace tierfs {
@@ -36,6 +37,9 @@ struct MountConfig {
   unsigned read_ahead_kb = 1024;  // kernel readahead of the mount; 0 = kernel default
   bool nonempty = false;          // allow mounting over a non-empty directory
   LogLevel log_level = kInfo;
+
+  // Tiers and promotion (ram=, tier=, policy=, ...).
+  TieringConfig tiering;
 
   // Options for libfuse's mount (allow_other, fsname=..., ...), in order,
   // escaped for a -o list (',' and '\' preceded by '\').

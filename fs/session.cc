@@ -105,7 +105,13 @@ int RunMount(const MountConfig& config) {
   }
 
   SourceReader reader(&backend, ns.get(), max_open);
-  FsContext ctx(ns.get(), &reader, &backend.counters(),
+  struct stat source_st {};
+  ::stat(source.c_str(), &source_st);
+  std::string tier_error;
+  std::unique_ptr<TieredStore> store =
+      TieredStore::Open(config.tiering, ns.get(), &reader, source_st.st_dev, &tier_error);
+  if (!store) return fail(tier_error);
+  FsContext ctx(ns.get(), &reader, store.get(), &backend.counters(),
                 FsTimeouts{config.entry_timeout, config.attr_timeout}, ::getuid(), ::getgid());
 
   std::string opts = FuseOptionString(config, source);
@@ -129,11 +135,13 @@ int RunMount(const MountConfig& config) {
   }
   TIERFS_LOG(kInfo, "mounted {} on {}", source, mountpoint);
   if (!config.foreground) {
-    // No thread runs yet (the scan's have been joined), so forking is safe.
+    // No thread runs yet (the scan's have been joined, promotion threads start
+    // later), so forking is safe.
     Log::UseSyslog("tierfs");
     fuse_daemonize(0);
   }
 
+  store->Start();  // threads only now: they would not survive the fork
   struct fuse_loop_config* loop = fuse_loop_cfg_create();
   fuse_loop_cfg_set_max_threads(loop, config.threads);
   fuse_loop_cfg_set_idle_threads(loop, std::min(config.threads, 16u));
@@ -142,6 +150,7 @@ int RunMount(const MountConfig& config) {
   int rc = fuse_session_loop_mt(se, loop);
   tune.join();
   fuse_loop_cfg_destroy(loop);
+  store->Shutdown();  // no promotion is left half-published
   fuse_session_unmount(se);
   fuse_remove_signal_handlers(se);
   fuse_session_destroy(se);

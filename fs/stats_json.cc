@@ -6,10 +6,11 @@
 
 namespace tierfs {
 
-FsContext::FsContext(const Namespace* ns, SourceReader* reader, const SourceCounters* source,
-                     FsTimeouts timeouts, uid_t owner, gid_t group)
+FsContext::FsContext(const Namespace* ns, SourceReader* reader, TieredStore* store,
+                     const SourceCounters* source, FsTimeouts timeouts, uid_t owner, gid_t group)
     : ns_(ns),
       reader_(reader),
+      store_(store),
       source_(source),
       timeouts_(timeouts),
       started_(std::chrono::steady_clock::now()),
@@ -43,6 +44,7 @@ std::string FsContext::StatsJson() {
       "\"rejected_writes\": {}, \"errors\": {}}},\n",
       load(r.lookup), load(r.getattr), load(r.readdir), load(r.readlink), load(r.read),
       load(r.read_bytes), load(r.statfs), load(r.xattr), load(r.rejected_writes), load(r.errors));
+  out += store_->StatsJson();
   out += fmt::format(
       "  \"open_files\": {{\"open\": {}, \"capacity\": {}, \"hits\": {}, \"misses\": {}, "
       "\"evictions\": {}}}\n}}\n",

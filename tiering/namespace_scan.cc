@@ -34,7 +34,7 @@ class ParallelScanner {
 
   // Scans the tree below `root`; returns -errno if the root cannot be listed.
   int Run(ScanDir* root) {
-    int err = ScanOne(root, "");
+    int err = ScanOne(root, "", /*report=*/false);
     if (err < 0) return err;
     std::vector<std::thread> pool;
     for (unsigned i = 0; i < threads_; ++i) pool.emplace_back([this] { Work(); });
@@ -59,7 +59,7 @@ class ParallelScanner {
         queue_.pop_front();
         ++active_;
       }
-      if (ScanOne(job.dir, job.path) < 0) job.dir->skipped++;
+      if (ScanOne(job.dir, job.path, /*report=*/true) < 0) job.dir->skipped++;
       {
         std::lock_guard lock(mu_);
         --active_;
@@ -68,15 +68,16 @@ class ParallelScanner {
     }
   }
 
-  // Lists one directory and queues its subdirectories.
-  int ScanOne(ScanDir* dir, const std::string& path) {
+  // Lists one directory and queues its subdirectories. `report`: log a
+  // failure (the root's is reported by the caller, as fatal).
+  int ScanOne(ScanDir* dir, const std::string& path, bool report) {
     std::vector<DirEntry> entries;
     int err = backend_->list(path, &entries);
-    if (err < 0) {
+    if (err < 0 && report) {
       TIERFS_LOG(kWarning, "cannot list '{}' on SOURCE: {}; it is shown empty", path,
                  std::strerror(-err));
-      return err;
     }
+    if (err < 0) return err;
     std::sort(entries.begin(), entries.end(),
               [](const DirEntry& a, const DirEntry& b) { return a.name < b.name; });
     for (auto& e : entries) {

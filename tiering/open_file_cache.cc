@@ -7,7 +7,7 @@ namespace tierfs {
 OpenFileCache::OpenFileCache(Backend* backend, const Namespace* ns, size_t capacity)
     : backend_(backend),
       ns_(ns),
-      capacity_(std::max(capacity, kShards)),
+      capacity_(std::max(capacity, kShards) / kShards * kShards),  // a whole number per shard
       per_shard_(capacity_ / kShards),
       shards_(kShards) {}
 

@@ -1,0 +1,70 @@
+#include "prefetch/executor.h"
+
+namespace tierfs {
+
+Executor::Executor(unsigned threads, size_t capacity) : threads_(threads), capacity_(capacity) {}
+
+void Executor::Start() {
+  std::lock_guard lock(mu_);
+  if (!workers_.empty() || stopping()) return;
+  for (unsigned i = 0; i < threads_; ++i) workers_.emplace_back([this] { Work(); });
+}
+
+Executor::~Executor() { Shutdown(); }
+
+bool Executor::Submit(Lane lane, Job job) {
+  {
+    std::lock_guard lock(mu_);
+    auto& q = lanes_[static_cast<int>(lane)];
+    if (stopping() || q.size() >= capacity_) {
+      rejected_.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
+    q.push_back(std::move(job));
+  }
+  cv_.notify_one();
+  return true;
+}
+
+size_t Executor::queued(Lane lane) const {
+  std::lock_guard lock(mu_);
+  return lanes_[static_cast<int>(lane)].size();
+}
+
+void Executor::Work() {
+  while (true) {
+    Job job;
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [this] { return stopping() || !lanes_[0].empty() || !lanes_[1].empty(); });
+      if (stopping()) return;
+      auto& q = lanes_[0].empty() ? lanes_[1] : lanes_[0];  // foreground first
+      job = std::move(q.front());
+      q.pop_front();
+      running_.fetch_add(1, std::memory_order_relaxed);
+    }
+    job.run();
+    running_.fetch_sub(1, std::memory_order_relaxed);
+    completed_.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+void Executor::Shutdown() {
+  std::deque<Job> dropped;
+  {
+    std::lock_guard lock(mu_);
+    if (stopping()) return;
+    stopping_.store(true);
+    for (auto& q : lanes_) {
+      for (auto& j : q) dropped.push_back(std::move(j));
+      q.clear();
+    }
+  }
+  cv_.notify_all();
+  for (auto& j : dropped) {
+    if (j.cancel) j.cancel();
+  }
+  for (auto& t : workers_) t.join();
+}
+
+}  // namespace tierfs

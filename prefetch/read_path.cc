@@ -1,0 +1,103 @@
+#include "prefetch/read_path.h"
+
+#include <cerrno>
+#include <cstring>
+
+#include "tiering/log.h"
+
+namespace tierfs {
+
+ReadPath::ReadPath(const Namespace* ns, SourceReader* source, Catalog* catalog,
+                   std::vector<Tier*> tiers, PlacementPolicy* policy, Promoter* promoter)
+    : ns_(ns),
+      source_(source),
+      catalog_(catalog),
+      tiers_(std::move(tiers)),
+      policy_(policy),
+      promoter_(promoter) {}
+
+ssize_t ReadPath::Read(NodeId id, uint64_t off, size_t size, char* scratch, TierRead* out) {
+  const uint64_t file_size = ns_->node(id).size;
+  *out = {};
+  if (off >= file_size || size == 0) return 0;
+  size = static_cast<size_t>(std::min<uint64_t>(size, file_size - off));
+  if (catalog_ == nullptr) {
+    return ReadSource(ChunkKey{id, 0}, off, size, scratch, out);
+  }
+  const uint64_t chunk_size = catalog_->chunk_size();
+  ChunkKey key{id, static_cast<uint32_t>(off / chunk_size)};
+  uint64_t in_chunk = off % chunk_size;
+  if (in_chunk + size <= chunk_size) return ReadChunk(key, in_chunk, size, scratch, out);
+  // The request straddles chunks: assemble the pieces in scratch.
+  size_t done = 0;
+  while (done < size) {
+    size_t n = static_cast<size_t>(std::min<uint64_t>(size - done, chunk_size - in_chunk));
+    TierRead piece;
+    ssize_t r = ReadChunk(key, in_chunk, n, scratch + done, &piece);
+    if (r < 0) return r;
+    if (piece.data != scratch + done) std::memcpy(scratch + done, piece.data, piece.size);
+    done += static_cast<size_t>(r);
+    if (static_cast<size_t>(r) < n) break;
+    key.chunk++;
+    in_chunk = 0;
+  }
+  out->data = scratch;
+  out->size = done;
+  return static_cast<ssize_t>(done);
+}
+
+ssize_t ReadPath::ReadChunk(ChunkKey key, uint64_t off, size_t n, char* scratch, TierRead* out) {
+  bool requested = false;  // at most one promotion attempt per read
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    uint8_t state = catalog_->state(key);
+    if (Catalog::IsResident(state)) {
+      Tier* tier = tiers_[static_cast<size_t>(Catalog::TierOf(state))];
+      int err = tier->Read(key, off, n, scratch, out);
+      if (err == 0 && out->size == n) {
+        tier->CountHit(n);
+        policy_->Touched(key);
+        counters_.tier_reads.fetch_add(1, std::memory_order_relaxed);
+        return static_cast<ssize_t>(n);
+      }
+      if (err != -ENOENT) {  // ENOENT: evicted meanwhile, which is normal
+        counters_.tier_errors.fetch_add(1, std::memory_order_relaxed);
+        TIERFS_LOG(kWarning, "tier {} read of '{}' failed ({}); served from SOURCE", tier->name(),
+                   ns_->Path(key.node), err < 0 ? std::strerror(-err) : "short read");
+      }
+      break;
+    }
+    if (state == Catalog::kInFlight) {
+      counters_.waits.fetch_add(1, std::memory_order_relaxed);
+      catalog_->WaitWhileInFlight(key);
+      continue;
+    }
+    // On SOURCE only: promote it (first access, Monarch) and wait for that.
+    if (requested || promoter_ == nullptr ||
+        !promoter_->Request(key, Executor::Lane::kForeground)) {
+      break;
+    }
+    requested = true;
+    PromoteRestOf(key);
+  }
+  return ReadSource(key, off, n, scratch, out);
+}
+
+void ReadPath::PromoteRestOf(ChunkKey key) {
+  // A large file read from one chunk is likely read on: queue its other chunks.
+  for (uint32_t c = key.chunk + 1; c < catalog_->chunks(key.node); ++c) {
+    promoter_->Request(ChunkKey{key.node, c}, Executor::Lane::kBackground);
+  }
+}
+
+ssize_t ReadPath::ReadSource(ChunkKey key, uint64_t off, size_t n, char* scratch, TierRead* out) {
+  uint64_t file_off = catalog_ ? key.chunk * catalog_->chunk_size() + off : off;
+  ssize_t r = source_->Read(key.node, scratch, n, file_off);
+  if (r < 0) return r;
+  counters_.source_reads.fetch_add(1, std::memory_order_relaxed);
+  counters_.source_bytes.fetch_add(static_cast<uint64_t>(r), std::memory_order_relaxed);
+  out->data = scratch;
+  out->size = static_cast<size_t>(r);
+  return r;
+}
+
+}  // namespace tierfs

@@ -1,0 +1,54 @@
+// ReadPath: serves a read from whichever place holds the bytes now. A chunk
+// resident in a tier is read from it; one in flight is waited for; one on
+// SOURCE only is promoted (the reader waits for that promotion, so SOURCE is
+// read once per byte) or, when it cannot be promoted, read from SOURCE.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <vector>
+
+#include "prefetch/promoter.h"
+#include "tiering/catalog.h"
+#include "tiering/source_reader.h"
+#include "tiering/tier.h"
+
+namespace tierfs {
+
+struct ReadCounters {
+  std::atomic<uint64_t> tier_reads{0};    // pieces served from a tier
+  std::atomic<uint64_t> source_reads{0};  // pieces served from SOURCE
+  std::atomic<uint64_t> source_bytes{0};
+  std::atomic<uint64_t> waits{0};        // reads that waited for an in-flight promotion
+  std::atomic<uint64_t> tier_errors{0};  // tier reads that failed (served from SOURCE)
+};
+
+class ReadPath {
+ public:
+  // Without a promoter (no tiers), every read goes to SOURCE.
+  ReadPath(const Namespace* ns, SourceReader* source, Catalog* catalog, std::vector<Tier*> tiers,
+           PlacementPolicy* policy, Promoter* promoter);
+
+  // Reads up to `size` bytes of regular file `id` at `off`. The bytes are at
+  // out->data (in `scratch`, which must hold `size` bytes, or in tier memory
+  // held by out->hold). Returns the count (short only at EOF) or -errno.
+  ssize_t Read(NodeId id, uint64_t off, size_t size, char* scratch, TierRead* out);
+
+  const ReadCounters& counters() const { return counters_; }
+
+ private:
+  // Reads [off, off+n) of one chunk (off relative to the chunk).
+  ssize_t ReadChunk(ChunkKey key, uint64_t off, size_t n, char* scratch, TierRead* out);
+  ssize_t ReadSource(ChunkKey key, uint64_t off, size_t n, char* scratch, TierRead* out);
+  void PromoteRestOf(ChunkKey key);
+
+  const Namespace* const ns_;
+  SourceReader* const source_;
+  Catalog* const catalog_;
+  const std::vector<Tier*> tiers_;
+  PlacementPolicy* const policy_;
+  Promoter* const promoter_;
+  ReadCounters counters_;
+};
+
+}  // namespace tierfs

@@ -1,0 +1,66 @@
+// TieredStore: builds and owns the tiers, the catalog, the placement policy,
+// the promotion executor and the read path from the mount's options, and
+// reports them in the stats. With no tier configured, reads go to SOURCE.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "prefetch/executor.h"
+#include "prefetch/promoter.h"
+#include "prefetch/read_path.h"
+#include "tiering/catalog.h"
+#include "tiering/placement.h"
+#include "tiering/tier.h"
+
+namespace tierfs {
+
+struct DirectoryTierSpec {
+  std::string path;
+  uint64_t budget = 0;
+};
+
+struct TieringConfig {
+  uint64_t ram = 0;                     // RAM tier budget; 0 = no RAM tier
+  std::vector<DirectoryTierSpec> dirs;  // directory tiers, fastest first
+  std::string policy = "first-fit";
+  unsigned promote_threads = 8;
+  size_t promote_queue = 4096;  // per lane
+  uint64_t chunk_size = 64ull << 20;
+  bool reset = false;  // start directory tiers empty
+  bool enabled() const { return ram > 0 || !dirs.empty(); }
+};
+
+class TieredStore {
+ public:
+  // Returns nullptr with a message in *error for an unusable configuration.
+  // `source_dev` is SOURCE's st_dev: a tier on the same device gets a warning.
+  static std::unique_ptr<TieredStore> Open(const TieringConfig& config, const Namespace* ns,
+                                           SourceReader* source, dev_t source_dev,
+                                           std::string* error);
+  ~TieredStore();
+
+  ReadPath& read_path() { return *read_path_; }
+  // Starts the promotion threads; call after the daemon has forked.
+  void Start();
+  // Stops promotions: queued ones are dropped, running ones cancelled.
+  void Shutdown();
+  // The "tiers" and "promotions" members of the stats JSON (with a trailing comma).
+  std::string StatsJson() const;
+
+ private:
+  TieredStore() = default;
+  const Namespace* ns_ = nullptr;
+  TieringConfig config_;
+  std::vector<std::unique_ptr<Tier>> owned_;
+  std::vector<Tier*> tiers_;
+  std::vector<std::string> paths_;  // "" for memory
+  std::unique_ptr<Catalog> catalog_;
+  std::unique_ptr<PlacementPolicy> policy_;
+  std::unique_ptr<Executor> executor_;
+  std::unique_ptr<Promoter> promoter_;
+  std::unique_ptr<ReadPath> read_path_;
+};
+
+}  // namespace tierfs

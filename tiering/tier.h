@@ -1,0 +1,132 @@
+// Tiers: places that hold promoted copies of SOURCE's bytes, fastest first
+// (RAM, node-local NVMe, /dev/shm). Data is stored per chunk: a file smaller
+// than the chunk size is one chunk.
+//
+// Budgets are hard limits: bytes are reserved before a chunk is written and
+// a reservation that does not fit is refused.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "tiering/namespace.h"
+
+namespace tierfs {
+
+struct ChunkKey {
+  NodeId node = 0;
+  uint32_t chunk = 0;
+  bool operator==(const ChunkKey&) const = default;
+};
+
+struct ChunkKeyHash {
+  size_t operator()(const ChunkKey& k) const {
+    return std::hash<uint64_t>()((static_cast<uint64_t>(k.node) << 32) | k.chunk);
+  }
+};
+
+// What a stored chunk is a copy of; directory tiers persist it so a restart
+// can tell a valid copy (same SOURCE size and mtime) from a stale one.
+struct ChunkOrigin {
+  std::string path;  // relative to SOURCE
+  uint64_t file_size = 0;
+  int64_t mtime_ns = 0;
+  uint32_t chunk = 0;
+  uint64_t length = 0;  // bytes in this chunk
+};
+
+// Streams one chunk into a tier. Nothing is visible to readers until Commit.
+class ChunkWriter {
+ public:
+  virtual ~ChunkWriter() = default;
+  virtual int Append(const char* data, size_t n) = 0;  // 0 or -errno
+  virtual int Commit() = 0;                            // 0 or -errno (then aborted)
+  virtual void Abort() = 0;                            // idempotent; also done by the destructor
+};
+
+// Bytes read from a tier: `data` points into `scratch` or into tier memory
+// kept alive by `hold`.
+struct TierRead {
+  const char* data = nullptr;
+  size_t size = 0;
+  std::shared_ptr<const void> hold;
+};
+
+class Tier {
+ public:
+  enum class Kind { kMemory, kDirectory };
+  Tier(std::string name, Kind kind, uint64_t budget)
+      : name_(std::move(name)), kind_(kind), budget_(budget) {}
+  virtual ~Tier() = default;
+
+  const std::string& name() const { return name_; }
+  Kind kind() const { return kind_; }
+  uint64_t budget() const { return budget_; }
+  uint64_t used() const { return used_.load(std::memory_order_relaxed); }
+  // The budget in force: lowered to what is used when the device filled up
+  // before the budget did (ENOSPC), so no more promotions are tried there.
+  uint64_t limit() const { return limit_.load(std::memory_order_relaxed); }
+  void MarkFull() { limit_.store(used(), std::memory_order_relaxed); }
+
+  // Reserves `n` bytes of the budget; false (nothing reserved) if they do not fit.
+  bool Reserve(uint64_t n);
+  void Release(uint64_t n);
+
+  // Starts storing chunk `key` of `origin.length` bytes, already reserved.
+  // Returns nullptr and sets *err on failure.
+  virtual std::unique_ptr<ChunkWriter> BeginStore(ChunkKey key, const ChunkOrigin& origin,
+                                                  int* err) = 0;
+  // Reads [off, off+n) of a stored chunk. Returns 0 or -errno (-ENOENT if the
+  // chunk is not stored). Thread-safe; concurrent with Remove.
+  virtual int Read(ChunkKey key, uint64_t off, size_t n, char* scratch, TierRead* out) = 0;
+  // Drops a stored chunk; returns its length (0 if absent). The caller
+  // releases the budget.
+  virtual uint64_t Remove(ChunkKey key) = 0;
+  virtual size_t chunks() const = 0;
+
+  // Counters of reads served.
+  void CountHit(size_t bytes) {
+    hits_.fetch_add(1, std::memory_order_relaxed);
+    bytes_served_.fetch_add(bytes, std::memory_order_relaxed);
+  }
+  uint64_t hits() const { return hits_.load(std::memory_order_relaxed); }
+  uint64_t bytes_served() const { return bytes_served_.load(std::memory_order_relaxed); }
+
+ private:
+  const std::string name_;
+  const Kind kind_;
+  const uint64_t budget_;
+  std::atomic<uint64_t> used_{0};
+  std::atomic<uint64_t> limit_{budget_};
+  std::atomic<uint64_t> hits_{0}, bytes_served_{0};
+};
+
+std::unique_ptr<Tier> NewMemoryTier(std::string name, uint64_t budget);
+
+// A tier in a directory (node-local NVMe, /dev/shm). Chunks are written to a
+// temporary name, flushed, then renamed and recorded in a journal, so a
+// crash leaves only complete copies. Recover() must run before use.
+class DirectoryTier : public Tier {
+ public:
+  using Tier::Tier;
+  // Decides whether a recovered chunk is still a valid copy, and under which key.
+  using Acceptor = std::function<std::optional<ChunkKey>(const ChunkOrigin&)>;
+  // Reuses the complete chunks that `accept` takes, removes the rest (stale,
+  // incomplete, unknown files). Returns the kept keys.
+  virtual std::vector<ChunkKey> Recover(const Acceptor& accept) = 0;
+  virtual const std::string& path() const = 0;
+};
+
+// Opens (creating) a directory tier under `path`. `reset` empties it first.
+// Returns nullptr with a message in *error when the path is unusable or in
+// use by another tierfs.
+std::unique_ptr<DirectoryTier> OpenDirectoryTier(std::string name, const std::string& path,
+                                                 uint64_t budget, bool reset, std::string* error);
+
+}  // namespace tierfs
