@@ -136,3 +136,36 @@ def workdir():
 
 def run_tierfs(*args, timeout=30):
     return subprocess.run([tierfs_bin(), *args], capture_output=True, text=True, timeout=timeout)
+
+
+def read_file(path, drop_cache=True):
+    """Reads a whole file; drop_cache evicts its pages afterwards so the next
+    read of it reaches the daemon again (POSIX_FADV_DONTNEED, no root needed)."""
+    with open(path, "rb", buffering=0) as f:
+        data = f.readall()
+        if drop_cache:
+            os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+    return data
+
+
+def make_files(root, count, size, subdirs=4, seed=0):
+    """count files of about `size` bytes in `subdirs` directories; returns {rel: bytes}."""
+    import random
+    rnd = random.Random(seed)
+    out = {}
+    for i in range(count):
+        rel = f"d{i % subdirs}/f{i:05d}"
+        os.makedirs(os.path.join(root, os.path.dirname(rel)), exist_ok=True)
+        data = rnd.randbytes(size + i % 97)
+        with open(os.path.join(root, rel), "wb") as f:
+            f.write(data)
+        out[rel] = data
+    return out
+
+
+def rss_bytes(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    return 0
