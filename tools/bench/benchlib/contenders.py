@@ -92,7 +92,8 @@ class MountContender(Contender):
 
 class Tierfs(MountContender):
     """tierfs in one mode: `options` is an -o string in which {tier} becomes
-    the scenario's tier budget (e.g. 'ram={tier}')."""
+    the scenario's tier budget (e.g. 'ram={tier}') and {tierdir} a fresh
+    directory on local disk for a directory tier."""
 
     def __init__(self, ctx, name, options):
         super().__init__(ctx)
@@ -104,8 +105,16 @@ class Tierfs(MountContender):
         if not os.access(binary, os.X_OK):
             raise Skip(f"{binary} not built")
         cmd = [binary, self.ctx.pfs_mnt, mountpoint]
-        options = self.options.format(tier=self.ctx.tier_size)
+        self.tierdir = os.path.join(self.ctx.work, f"tier-{self.name}")
+        shutil.rmtree(self.tierdir, ignore_errors=True)
+        os.makedirs(self.tierdir)
+        options = self.options.format(tier=self.ctx.tier_size, tierdir=self.tierdir)
         return cmd + (["-o", options] if options else [])
+
+    def cleanup(self):
+        super().cleanup()
+        if hasattr(self, "tierdir"):
+            shutil.rmtree(self.tierdir, ignore_errors=True)
 
 
 class Rclone(MountContender):
