@@ -1,4 +1,5 @@
-// tierfs: mount a tiered read-only mirror of a dataset directory.
+// tierfs: mount a tiered read-only mirror of a dataset directory, or (with a
+// subcommand: stat, hint, stage) talk to a running mount.
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -6,9 +7,13 @@
 #include "fs/options.h"
 #include "fs/session.h"
 #include "tierfs/version.h"
+#include "tools/tierfs/subcommands.h"
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv, argv + argc);
+  if (args.size() > 1 && tierfs::cli::IsSubcommand(args[1])) {
+    return tierfs::cli::RunSubcommand(args);
+  }
   tierfs::MountConfig config;
   try {
     config = tierfs::ParseCommandLine(args);
@@ -19,6 +24,7 @@ int main(int argc, char** argv) {
   switch (config.action) {
     case tierfs::MountConfig::Action::kHelp:
       std::fputs(tierfs::UsageText("tierfs").c_str(), stdout);
+      std::fputs(tierfs::cli::SubcommandUsage("tierfs").c_str(), stdout);
       return 0;
     case tierfs::MountConfig::Action::kVersion:
       std::printf("tierfs %s\n", TIERFS_VERSION);

@@ -1,0 +1,25 @@
+// Internal to the subcommands: one function per subcommand (arguments already
+// parsed) and the shared number formatting. Each returns an exit status and
+// throws ControlError for a one-line failure.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tools/tierfs/mount_control.h"
+
+namespace tierfs::cli {
+
+int RunStat(const MountControl& mount, bool json);
+int RunHint(const MountControl& mount, const std::string& list_path);
+int RunStage(const MountControl& mount, const std::vector<std::string>& paths, bool quiet);
+
+// 1536 -> "1.5 KiB"; below 1 KiB "N B".
+std::string HumanBytes(uint64_t bytes);
+// 1234567 -> "1,234,567".
+std::string Grouped(uint64_t n);
+// part / whole as "37.5%", or "-" when whole is 0.
+std::string Percent(uint64_t part, uint64_t whole);
+
+}  // namespace tierfs::cli

@@ -1,0 +1,141 @@
+// tierfs stage: asks the daemon to promote paths now (`.tierfs/stage`) and
+// follows the stats' "prefetch.stage" counters until every requested file is
+// done or failed. Ctrl-C stops the watching (exit 130), not the staging.
+#include <fmt/format.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <thread>
+
+#include "tools/tierfs/commands.h"
+
+namespace tierfs::cli {
+namespace {
+
+std::atomic<bool> g_interrupted{false};
+
+void OnInterrupt(int) { g_interrupted.store(true); }
+
+struct StageCounters {
+  uint64_t requested_files = 0, requested_bytes = 0, done_files = 0, done_bytes = 0,
+           failed_files = 0;
+
+  static StageCounters From(const JsonValue& stats) {
+    const JsonValue* s = stats.Find("prefetch.stage");
+    if (!s) return {};
+    return {s->Uint("requested_files"), s->Uint("requested_bytes"), s->Uint("done_files"),
+            s->Uint("done_bytes"), s->Uint("failed_files")};
+  }
+  bool Finished() const { return done_files + failed_files >= requested_files; }
+};
+
+// One progress line: our request's share of the counters (now - before).
+std::string ProgressLine(const StageCounters& before, const StageCounters& now, double seconds) {
+  uint64_t files = now.requested_files - std::min(now.requested_files, before.requested_files);
+  uint64_t bytes = now.requested_bytes - std::min(now.requested_bytes, before.requested_bytes);
+  uint64_t done = std::min(files, now.done_files - std::min(now.done_files, before.done_files));
+  uint64_t done_bytes =
+      std::min(bytes, now.done_bytes - std::min(now.done_bytes, before.done_bytes));
+  uint64_t failed = now.failed_files - std::min(now.failed_files, before.failed_files);
+  constexpr int kWidth = 28;
+  double fraction = bytes   ? static_cast<double>(done_bytes) / static_cast<double>(bytes)
+                    : files ? static_cast<double>(done + failed) / static_cast<double>(files)
+                            : 1.0;
+  int filled = std::clamp(static_cast<int>(fraction * kWidth), 0, kWidth);
+  double rate = seconds > 0 ? static_cast<double>(done_bytes) / seconds : 0;
+  std::string eta = "-";
+  if (rate > 0 && done_bytes < bytes) {
+    eta = fmt::format("{:.0f}s", static_cast<double>(bytes - done_bytes) / rate);
+  }
+  return fmt::format("[{}{}] {:5.1f}%  {}/{} files  {}/{}  {}/s  ETA {}{}",
+                     std::string(static_cast<size_t>(filled), '#'),
+                     std::string(static_cast<size_t>(kWidth - filled), '-'), fraction * 100,
+                     Grouped(done + failed), Grouped(files), HumanBytes(done_bytes),
+                     HumanBytes(bytes), HumanBytes(static_cast<uint64_t>(rate)), eta,
+                     failed ? fmt::format("  ({} failed)", Grouped(failed)) : "");
+}
+
+}  // namespace
+
+int RunStage(const MountControl& mount, const std::vector<std::string>& paths, bool quiet) {
+  if (!mount.HasControl("stage")) {
+    throw ControlError(
+        fmt::format("{} has no .tierfs/stage: this tierfs daemon predates staging", mount.mount()));
+  }
+  std::string text;
+  for (const std::string& p : paths) {
+    if (p.empty() || p.find('\n') != std::string::npos) {
+      throw ControlError(fmt::format("invalid path '{}' (empty or with a newline)", p));
+    }
+    text += p + "\n";
+  }
+  StageCounters before = StageCounters::From(mount.ReadStats());
+  auto start = std::chrono::steady_clock::now();
+  if (int err = mount.WriteControl("stage", text); err != 0) {
+    throw ControlError(fmt::format(
+        "writing {}: {}{}", mount.ControlPath("stage"), std::strerror(err),
+        err == EINVAL ? " (no path names a file or directory in the mount, relative to its root)"
+                      : ""));
+  }
+  if (!mount.ReadStats().Find("prefetch.stage")) {
+    if (!quiet) std::printf("staging requested (this daemon does not report its progress)\n");
+    return 0;
+  }
+
+  struct sigaction sa = {}, old_int = {}, old_term = {};
+  sa.sa_handler = OnInterrupt;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, &old_int);
+  sigaction(SIGTERM, &sa, &old_term);
+  const bool tty = ::isatty(STDERR_FILENO);
+  auto last_line = start;
+  StageCounters now;
+  int status = 0;
+  for (;;) {
+    now = StageCounters::From(mount.ReadStats());
+    auto t = std::chrono::steady_clock::now();
+    double seconds = std::chrono::duration<double>(t - start).count();
+    if (!quiet && tty) {
+      std::fprintf(stderr, "\r%s\033[K", ProgressLine(before, now, seconds).c_str());
+    } else if (!quiet && t - last_line >= std::chrono::seconds(5)) {
+      std::fprintf(stderr, "%s\n", ProgressLine(before, now, seconds).c_str());
+      last_line = t;
+    }
+    if (now.Finished()) break;
+    if (g_interrupted.load()) {
+      status = 130;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  sigaction(SIGINT, &old_int, nullptr);
+  sigaction(SIGTERM, &old_term, nullptr);
+  if (!quiet && tty) std::fputc('\n', stderr);
+  if (status == 130) {
+    std::fprintf(stderr,
+                 "tierfs stage: interrupted; the daemon keeps staging (see: tierfs stat %s)\n",
+                 mount.mount().c_str());
+    return status;
+  }
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  uint64_t failed = now.failed_files - std::min(now.failed_files, before.failed_files);
+  if (!quiet) {
+    std::printf("staged %s files, %s in %.1f s%s\n",
+                Grouped(now.done_files - std::min(now.done_files, before.done_files)).c_str(),
+                HumanBytes(now.done_bytes - std::min(now.done_bytes, before.done_bytes)).c_str(),
+                seconds, failed ? fmt::format("; {} failed", Grouped(failed)).c_str() : "");
+  }
+  if (failed) {
+    std::fprintf(stderr, "tierfs stage: %s files could not be staged (see the daemon's log)\n",
+                 Grouped(failed).c_str());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace tierfs::cli

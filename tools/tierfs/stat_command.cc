@@ -1,0 +1,131 @@
+// tierfs stat: a human summary of `.tierfs/stats` (or the raw JSON).
+// Sections the daemon does not report (an older version, no tiers) are
+// omitted or marked, never an error.
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <string>
+
+#include "tools/tierfs/commands.h"
+
+namespace tierfs::cli {
+namespace {
+
+std::string Uptime(double seconds) {
+  auto s = static_cast<uint64_t>(seconds);
+  if (s < 60) return fmt::format("{}s", s);
+  if (s < 3600) return fmt::format("{}m {:02}s", s / 60, s % 60);
+  if (s < 86400) return fmt::format("{}h {:02}m", s / 3600, s % 3600 / 60);
+  return fmt::format("{}d {:02}h", s / 86400, s % 86400 / 3600);
+}
+
+void Line(const char* label, const std::string& text) {
+  std::printf("%-11s %s\n", label, text.c_str());
+}
+
+void PrintTiers(const JsonValue& stats) {
+  const JsonValue* tiers = stats.Member("tiers");
+  if (!tiers || !tiers->is_array() || tiers->items().empty()) {
+    Line("tiers", "none (every read goes to SOURCE; mount with -o ram=SIZE or tier=PATH:SIZE)");
+    return;
+  }
+  uint64_t pieces = stats.Uint("reads.from_tiers") + stats.Uint("reads.from_source");
+  const char* label = "tiers";
+  for (const JsonValue& t : tiers->items()) {
+    uint64_t budget = t.Uint("budget"), limit = t.Uint("limit", budget), used = t.Uint("used");
+    std::string room =
+        fmt::format("{} / {} ({})", HumanBytes(used), HumanBytes(limit), Percent(used, limit));
+    if (limit < budget)
+      room += fmt::format(" [budget {}, lowered after ENOSPC]", HumanBytes(budget));
+    Line(label,
+         fmt::format("{:<8} {:<9} {}  hits {} ({} of reads), served {}", t.String("name", "?"),
+                     t.String("kind", "?"), room, Grouped(t.Uint("hits")),
+                     Percent(t.Uint("hits"), pieces), HumanBytes(t.Uint("bytes_served"))));
+    label = "";
+  }
+}
+
+void PrintPrefetch(const JsonValue& stats) {
+  const JsonValue* p = stats.Member("prefetch");
+  if (!p || !p->is_object()) {
+    Line("prefetch", "not reported (a daemon without prefetch modes)");
+    return;
+  }
+  Line("prefetch", fmt::format("mode {}", p->String("mode", "?")));
+  if (const JsonValue* o = p->Member("order"); o && o->is_object()) {
+    uint64_t declared = o->Uint("declared"), position = o->Uint("position");
+    Line("  order", fmt::format("position {} of {} declared ({}), lookahead {}, lead {}",
+                                Grouped(position), Grouped(declared), Percent(position, declared),
+                                Grouped(o->Uint("lookahead")), Grouped(o->Uint("lead"))));
+    Line("", fmt::format("hint lines accepted {}, rejected {}", Grouped(o->Uint("valid_lines")),
+                         Grouped(o->Uint("rejected_lines"))));
+  }
+  if (const JsonValue* s = p->Member("stage"); s && s->is_object()) {
+    uint64_t files = s->Uint("requested_files"), bytes = s->Uint("requested_bytes");
+    Line("  stage",
+         fmt::format("{} of {} files, {} of {}, failed {}", Grouped(s->Uint("done_files")),
+                     Grouped(files), HumanBytes(s->Uint("done_bytes")), HumanBytes(bytes),
+                     Grouped(s->Uint("failed_files"))));
+  }
+  if (const JsonValue* a = p->Member("autotune"); a && a->is_object() && !a->members().empty()) {
+    std::string fields;
+    for (const auto& [key, value] : a->members()) {
+      if (!fields.empty()) fields += ", ";
+      if (value.is_number()) {
+        fields += fmt::format("{} {}", key, value.number());
+      } else if (value.is_string()) {
+        fields += fmt::format("{} {}", key, value.string());
+      } else if (value.type() == JsonValue::Type::kBool) {
+        fields += fmt::format("{} {}", key, value.boolean() ? "yes" : "no");
+      }
+    }
+    Line("  autotune", fields);
+  }
+}
+
+}  // namespace
+
+int RunStat(const MountControl& mount, bool json) {
+  if (json) {
+    std::string text = mount.ReadStatsText();
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return 0;
+  }
+  JsonValue s = mount.ReadStats();
+  std::printf("tierfs %s at %s, up %s\n", s.String("version", "?").c_str(), mount.mount().c_str(),
+              Uptime(s.Number("uptime_seconds")).c_str());
+  Line("namespace", fmt::format("{} files, {} directories, {}", Grouped(s.Uint("namespace.files")),
+                                Grouped(s.Uint("namespace.directories")),
+                                HumanBytes(s.Uint("namespace.file_bytes"))));
+  PrintTiers(s);
+  uint64_t from_tiers = s.Uint("reads.from_tiers"), from_source = s.Uint("reads.from_source");
+  if (s.Member("reads")) {
+    Line("reads", fmt::format("{} from tiers ({}), {} from SOURCE ({}), {} waited for a promotion",
+                              Grouped(from_tiers), Percent(from_tiers, from_tiers + from_source),
+                              Grouped(from_source), HumanBytes(s.Uint("reads.source_bytes")),
+                              Grouped(s.Uint("reads.waits"))));
+  }
+  Line("SOURCE", fmt::format("{} read in {} reads, {} opens, {} metadata ops, {} errors",
+                             HumanBytes(s.Uint("source.read_bytes")),
+                             Grouped(s.Uint("source.reads")), Grouped(s.Uint("source.opens")),
+                             Grouped(s.Uint("source.meta_ops")), Grouped(s.Uint("source.errors"))));
+  Line("requests",
+       fmt::format("{} reads ({}) from the kernel, {} lookups, {} errors",
+                   Grouped(s.Uint("requests.read")), HumanBytes(s.Uint("requests.read_bytes")),
+                   Grouped(s.Uint("requests.lookup")), Grouped(s.Uint("requests.errors"))));
+  if (const JsonValue* p = s.Member("promotions"); p && p->is_object()) {
+    Line("promotions",
+         fmt::format("{} done ({}), {} failed, {} running, queued {}+{}, {} rejected, {} no room, "
+                     "{} evicted; {} of {} files fully resident",
+                     Grouped(p->Uint("done")), HumanBytes(p->Uint("bytes")),
+                     Grouped(p->Uint("failed")), Grouped(p->Uint("running")),
+                     Grouped(p->Uint("queued_foreground")), Grouped(p->Uint("queued_background")),
+                     Grouped(p->Uint("rejected")), Grouped(p->Uint("no_room")),
+                     Grouped(p->Uint("evicted")), Grouped(p->Uint("files_resident")),
+                     Grouped(s.Uint("namespace.files"))));
+  }
+  PrintPrefetch(s);
+  return 0;
+}
+
+}  // namespace tierfs::cli

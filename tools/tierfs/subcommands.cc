@@ -1,0 +1,177 @@
+#include "tools/tierfs/subcommands.h"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "tools/tierfs/commands.h"
+
+namespace tierfs::cli {
+namespace {
+
+struct Spec {
+  const char* name;
+  const char* synopsis;
+  const char* summary;
+};
+
+constexpr Spec kSubcommands[] = {
+    {"stat", "MOUNT [--json]",
+     "summary of the mount's counters: tiers, hit rates, SOURCE traffic,\n"
+     "    promotions, prefetching (--json: the raw .tierfs/stats)"},
+    {"hint", "MOUNT FILE|-",
+     "declare the coming read order: append the paths in FILE (one per line,\n"
+     "    relative to MOUNT; '-' = standard input) to .tierfs/order and report\n"
+     "    how many the daemon accepted; fails if none was valid"},
+    {"stage", "MOUNT [PATH...] [--quiet]",
+     "promote PATHs (files or directories, relative to MOUNT; default '.' =\n"
+     "    everything) into the tiers now, with a progress bar until done"},
+};
+
+const Spec* FindSpec(const std::string& name) {
+  for (const Spec& s : kSubcommands) {
+    if (name == s.name) return &s;
+  }
+  return nullptr;
+}
+
+// A bad command line for subcommand `spec`: message plus its synopsis, status 2.
+int Usage(const Spec& spec, const std::string& message) {
+  std::fprintf(stderr, "tierfs %s: %s\nusage: tierfs %s %s\n", spec.name, message.c_str(),
+               spec.name, spec.synopsis);
+  return 2;
+}
+
+}  // namespace
+
+bool IsSubcommand(const std::string& word) { return FindSpec(word) != nullptr; }
+
+std::string SubcommandUsage(const std::string& program) {
+  std::string s = "\nSubcommands, for a running mount (MOUNT is its mount point):\n";
+  for (const Spec& spec : kSubcommands) {
+    s += fmt::format("  {} {} {}\n    {}\n", program, spec.name, spec.synopsis, spec.summary);
+  }
+  s += "A SOURCE directory named like a subcommand is mounted with ./NAME.\n";
+  return s;
+}
+
+int RunSubcommand(const std::vector<std::string>& args) {
+  const Spec& spec = *FindSpec(args.at(1));
+  const std::string name = spec.name;
+  std::vector<std::string> positional;
+  bool json = false, quiet = false, options_done = false;
+  for (size_t i = 2; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (options_done || a.empty() || a[0] != '-' || a == "-") {
+      positional.push_back(a);
+    } else if (a == "--") {
+      options_done = true;
+    } else if (a == "-h" || a == "--help") {
+      std::printf("usage: tierfs %s %s\n  %s\n", spec.name, spec.synopsis, spec.summary);
+      return 0;
+    } else if (a == "--json" && name == "stat") {
+      json = true;
+    } else if ((a == "--quiet" || a == "-q") && name == "stage") {
+      quiet = true;
+    } else {
+      return Usage(spec, fmt::format("unknown option '{}'", a));
+    }
+  }
+  if (positional.empty()) return Usage(spec, "expected MOUNT");
+  if (name == "stat" && positional.size() != 1) {
+    return Usage(spec, fmt::format("expected only MOUNT, got '{}' too", positional[1]));
+  }
+  if (name == "hint" && positional.size() != 2) {
+    return Usage(spec, positional.size() < 2 ? "expected a FILE of paths ('-' = standard input)"
+                                             : "expected one FILE only");
+  }
+  try {
+    MountControl mount(positional[0]);
+    if (name == "stat") return RunStat(mount, json);
+    if (name == "hint") return RunHint(mount, positional[1]);
+    std::vector<std::string> paths(positional.begin() + 1, positional.end());
+    if (paths.empty()) paths.push_back(".");
+    return RunStage(mount, paths, quiet);
+  } catch (const ControlError& e) {
+    std::fprintf(stderr, "tierfs %s: %s\n", spec.name, e.what());
+    return 1;
+  }
+}
+
+int RunHint(const MountControl& mount, const std::string& list_path) {
+  if (!mount.HasControl("order")) {
+    throw ControlError(fmt::format(
+        "{} has no .tierfs/order: this tierfs daemon predates order hints", mount.mount()));
+  }
+  std::string text = ReadInput(list_path);
+  uint64_t lines = 0;
+  for (size_t start = 0; start < text.size();) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    if (end > start) ++lines;
+    start = end + 1;
+  }
+  if (lines == 0) {
+    throw ControlError(fmt::format("{} holds no paths",
+                                   list_path == "-" ? "standard input" : "'" + list_path + "'"));
+  }
+  if (text.back() != '\n') text.push_back('\n');  // the daemon takes complete lines only
+  JsonValue before = mount.ReadStats();
+  int err = mount.WriteControl("order", text);
+  JsonValue after = mount.ReadStats();
+  const JsonValue* order = after.Find("prefetch.order");
+  if (err != 0 && err != EINVAL) {
+    throw ControlError(
+        fmt::format("writing {}: {}", mount.ControlPath("order"), std::strerror(err)));
+  }
+  if (!order || !order->Member("valid_lines")) {
+    if (err == EINVAL) throw ControlError("the daemon rejected every line (EINVAL)");
+    std::printf("wrote %s paths (this daemon does not report how many it accepted)\n",
+                Grouped(lines).c_str());
+    return 0;
+  }
+  uint64_t valid = order->Uint("valid_lines") - before.Uint("prefetch.order.valid_lines");
+  uint64_t rejected = order->Uint("rejected_lines") - before.Uint("prefetch.order.rejected_lines");
+  std::printf("accepted %s of %s paths, rejected %s; declared order now %s paths (mode %s)\n",
+              Grouped(valid).c_str(), Grouped(lines).c_str(), Grouped(rejected).c_str(),
+              Grouped(order->Uint("declared")).c_str(), after.String("prefetch.mode", "?").c_str());
+  if (err == EINVAL || valid == 0) {
+    std::fprintf(stderr,
+                 "tierfs hint: no valid path: each line must name a file in the mount, relative "
+                 "to %s (see the daemon's log for the rejected lines)\n",
+                 mount.mount().c_str());
+    return 1;
+  }
+  return 0;
+}
+
+std::string HumanBytes(uint64_t bytes) {
+  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  if (bytes < 1024) return fmt::format("{} B", bytes);
+  double v = static_cast<double>(bytes);
+  int unit = 0;
+  while (v >= 1024 && unit < 6) {
+    v /= 1024;
+    ++unit;
+  }
+  return fmt::format("{:.{}f} {}", v, v < 10 ? 2 : 1, kUnits[unit]);
+}
+
+std::string Grouped(uint64_t n) {
+  std::string digits = std::to_string(n);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i && (digits.size() - i) % 3 == 0) out.push_back(',');
+    out.push_back(digits[i]);
+  }
+  return out;
+}
+
+std::string Percent(uint64_t part, uint64_t whole) {
+  if (whole == 0) return "-";
+  return fmt::format("{:.1f}%", 100.0 * static_cast<double>(part) / static_cast<double>(whole));
+}
+
+}  // namespace tierfs::cli
