@@ -169,3 +169,21 @@ def rss_bytes(pid):
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) * 1024
     return 0
+
+
+def tierfs_pids(prefix):
+    """PIDs of the live tierfs processes with an argument starting with prefix
+    (a test's temporary directory: its own daemons, whoever started them)."""
+    pids = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/cmdline", "rb") as f:
+                args = f.read().split(b"\0")  # empty for a zombie
+        except OSError:
+            continue
+        if os.path.basename(args[0]) == b"tierfs" and any(
+                a.startswith(prefix.encode()) for a in args[1:]):
+            pids.append(int(name))
+    return pids

@@ -1,0 +1,220 @@
+# shellcheck shell=bash
+# Functions shared by tierfs-prolog and tierfs-epilog (sourced, not run).
+#
+# Contract: the caller has set TIERFS_SCRIPT (the name used in log lines) and
+# runs as root under `set -euo pipefail`. Every external command that could
+# block on a file system (the PFS, a FUSE mount whose daemon hangs) runs under
+# `timeout`, so no function here can hang the node.
+
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin  # Slurm sets none
+
+# ---- logging: stderr (slurmd's log) and syslog (journalctl -t tierfs-slurm) ----
+
+log() {  # log LEVEL MESSAGE...   LEVEL: err, warning, info
+  local level=$1
+  shift
+  printf '%s: job %s: %s: %s\n' "$TIERFS_SCRIPT" "${SLURM_JOB_ID:-?}" "$level" "$*" >&2
+  if [[ -S /dev/log ]]; then
+    logger -t tierfs-slurm -p "user.$level" -- "$TIERFS_SCRIPT: job ${SLURM_JOB_ID:-?}: $*" \
+      2>/dev/null || true
+  fi
+}
+
+# ---- configuration ----
+
+# Defaults; /etc/tierfs/slurm.conf (or $TIERFS_SLURM_CONF) overrides them.
+load_config() {
+  TIERFS_BIN=/usr/local/bin/tierfs
+  MOUNT_ROOT=/mnt/tierfs
+  LOCAL_SCRATCH=/tmp
+  STATE_ROOT=/run/tierfs-slurm
+  DATASET=
+  DEFAULT_OPTIONS=
+  TIER_PERCENT=90
+  TIER_MIN_MB=1024
+  RAM_PERCENT=25
+  RAM_MIN_MB=256
+  RUN_AS_USER=yes
+  MOUNT_TIMEOUT=300
+  STEP_TIMEOUT=10
+  USER_ERROR=cancel
+  SCANCEL=scancel
+  local conf=${TIERFS_SLURM_CONF:-/etc/tierfs/slurm.conf}
+  if [[ -e $conf ]]; then
+    # It is sourced by root: refuse one that another user could have written.
+    local owner mode
+    owner=$(stat -c %u "$conf")
+    mode=$(stat -c %a "$conf")
+    if [[ $owner != 0 ]] || (((8#$mode & 8#022) != 0)); then
+      log err "refusing $conf: it must be owned by root and writable only by root"
+      return 1
+    fi
+    # shellcheck source=slurm.conf.example
+    source "$conf"
+  fi
+  # mountinfo shows canonical paths: compare like with like.
+  MOUNT_ROOT=$(realpath -m -- "$MOUNT_ROOT")
+  LOCAL_SCRATCH=$(realpath -m -- "$LOCAL_SCRATCH")
+}
+
+# ---- the job: who, what, where ----
+
+# Sets JOB_ID, JOB_USER, JOB_UID, JOB_GID, MNT, TIER_DIR, STATE_DIR.
+# Returns 1 if Slurm's variables are missing or malformed.
+# shellcheck disable=SC2034  # the globals set here are for the caller
+load_job() {
+  JOB_ID=${SLURM_JOB_ID:-}
+  if ! [[ $JOB_ID =~ ^[0-9]+$ ]]; then
+    log err "SLURM_JOB_ID '${JOB_ID}' is not a job number (is this run by slurmd?)"
+    return 1
+  fi
+  JOB_USER=${SLURM_JOB_USER:-}
+  JOB_UID=${SLURM_JOB_UID:-}
+  if [[ -z $JOB_UID && -n $JOB_USER ]]; then JOB_UID=$(id -u "$JOB_USER" 2>/dev/null || true); fi
+  if ! [[ $JOB_UID =~ ^[0-9]+$ ]]; then
+    log err "SLURM_JOB_UID '${JOB_UID}' is not a user id"
+    return 1
+  fi
+  JOB_GID=${SLURM_JOB_GID:-}
+  if [[ -z $JOB_GID ]]; then JOB_GID=$(id -g "$JOB_UID" 2>/dev/null || true); fi
+  if ! [[ $JOB_GID =~ ^[0-9]+$ ]]; then JOB_GID=$JOB_UID; fi
+  STATE_DIR=$STATE_ROOT/$JOB_ID
+  MNT=$MOUNT_ROOT/$JOB_ID
+  TIER_DIR=$LOCAL_SCRATCH/tierfs-$JOB_ID
+  if [[ -f $STATE_DIR/mount ]]; then MNT=$(<"$STATE_DIR/mount"); fi  # the prolog's choice
+}
+
+# The first non-empty of the job's variables NAME: SPANK_TIERFS_NAME (set for
+# the prolog by a SPANK plugin), then TIERFS_NAME.
+job_var() {
+  local spank=SPANK_TIERFS_$1 plain=TIERFS_$1
+  if [[ -n ${!spank:-} ]]; then
+    printf '%s' "${!spank}"
+  else
+    printf '%s' "${!plain:-}"
+  fi
+}
+
+# The dataset the job asked for: its variables, then `--extra=tierfs=PATH`
+# (SLURM_JOB_EXTRA), then the site's DATASET. Empty: the job wants no mount.
+job_dataset() {
+  local d token
+  d=$(job_var DATASET)
+  if [[ -z $d && -n ${SLURM_JOB_EXTRA:-} ]]; then
+    for token in ${SLURM_JOB_EXTRA//,/ }; do
+      if [[ $token == tierfs=* ]]; then d=${token#tierfs=}; fi
+    done
+  fi
+  printf '%s' "${d:-$DATASET}"
+}
+
+# ---- mounts and processes ----
+
+# The mountinfo line of the mount at $1 (exact path), empty if none. Reads
+# /proc, so it never touches the mount itself (which may hang or be ENOTCONN).
+mount_entry() {
+  local escaped=${1// /\\040}
+  awk -v mp="$escaped" '$5 == mp { line = $0 } END { if (line != "") print line }' \
+    /proc/self/mountinfo
+}
+
+is_mounted() { [[ -n $(mount_entry "$1") ]]; }
+
+# PIDs of the tierfs processes whose arguments name the mount point $1 (found
+# in /proc, so a lost state directory or a reused PID cannot mislead it).
+daemon_pids() {
+  local mnt=$1 pid arg name found=()
+  for pid in /proc/[0-9]*; do
+    pid=${pid#/proc/}
+    name=$(cat "/proc/$pid/comm" 2>/dev/null) || continue
+    [[ $name == tierfs ]] || continue
+    while IFS= read -r -d '' arg; do
+      if [[ $arg == "$mnt" ]]; then
+        found+=("$pid")
+        break
+      fi
+    done <"/proc/$pid/cmdline" 2>/dev/null || true
+  done
+  if ((${#found[@]})); then printf '%s\n' "${found[@]}"; fi
+}
+
+# Waits up to $1 seconds for every PID in the rest of the arguments to exit.
+wait_gone() {
+  local deadline=$((SECONDS + $1)) pid alive
+  shift
+  while :; do
+    alive=0
+    for pid in "$@"; do
+      if [[ -d /proc/$pid ]] && [[ $(awk '{ print $3 }' "/proc/$pid/stat" 2>/dev/null) != Z ]]; then
+        alive=1
+      fi
+    done
+    ((alive)) || return 0
+    ((SECONDS < deadline)) || return 1
+    sleep 0.1
+  done
+}
+
+# Aborts the FUSE connection of the mount at $1, so that every process blocked
+# on it gets ENOTCONN instead of waiting for a daemon that will not answer.
+abort_connection() {
+  local entry dev minor
+  entry=$(mount_entry "$1")
+  [[ -n $entry ]] || return 0
+  dev=$(awk '{ print $3 }' <<<"$entry")
+  minor=${dev#*:}
+  if [[ -w /sys/fs/fuse/connections/$minor/abort ]]; then
+    echo 1 >"/sys/fs/fuse/connections/$minor/abort" || true
+    log warning "aborted FUSE connection $minor of $1"
+  fi
+}
+
+# Unmounts $1, stops its daemon and removes the job's tier data and state.
+# Every step is bounded. Returns 1 only if the node is left unhealthy: the
+# mount is still there or a daemon survived SIGKILL.
+cleanup_job() {
+  local mnt=$1 t=$STEP_TIMEOUT pids=() healthy=0
+  mapfile -t pids < <(daemon_pids "$mnt")
+  if is_mounted "$mnt"; then
+    # A live daemon exits by itself once unmounted; a dead one left ENOTCONN.
+    if ! timeout -k 2 "$t" fusermount3 -u "$mnt" 2>/dev/null; then
+      log warning "fusermount3 -u $mnt failed (busy, or the daemon hangs)"
+    fi
+  fi
+  if ((${#pids[@]})) && ! wait_gone "$t" "${pids[@]}"; then
+    log warning "tierfs (pid ${pids[*]}) still running: SIGTERM"
+    kill -TERM "${pids[@]}" 2>/dev/null || true
+    if ! wait_gone "$t" "${pids[@]}"; then
+      log warning "tierfs (pid ${pids[*]}) ignored SIGTERM for ${t}s: SIGKILL"
+      kill -KILL "${pids[@]}" 2>/dev/null || true
+      wait_gone 5 "${pids[@]}" || { log err "tierfs (pid ${pids[*]}) survived SIGKILL"; healthy=1; }
+    fi
+  fi
+  if is_mounted "$mnt"; then
+    abort_connection "$mnt"
+    timeout -k 2 "$t" fusermount3 -uz "$mnt" 2>/dev/null ||
+      timeout -k 2 "$t" umount -l "$mnt" 2>/dev/null || true
+    if is_mounted "$mnt"; then
+      log err "$mnt is still mounted after a lazy unmount"
+      healthy=1
+    else
+      log warning "$mnt was detached lazily"
+    fi
+  fi
+  remove_tier_data
+  if [[ -d $mnt && $mnt == "$MOUNT_ROOT"/* ]]; then rmdir "$mnt" 2>/dev/null || true; fi
+  rm -rf "$STATE_DIR"
+  return "$healthy"
+}
+
+# Removes the job's tier directory (never across a file system boundary).
+remove_tier_data() {
+  [[ -e $TIER_DIR ]] || return 0
+  if is_mounted "$TIER_DIR"; then
+    log err "$TIER_DIR is a mount point: not removing it"
+    return 0
+  fi
+  if ! timeout -k 2 "$((STEP_TIMEOUT * 6))" rm -rf --one-file-system -- "$TIER_DIR"; then
+    log err "could not remove the tier data in $TIER_DIR"
+  fi
+}
