@@ -100,10 +100,12 @@ int RunStat(const MountControl& mount, bool json) {
   PrintTiers(s);
   uint64_t from_tiers = s.Uint("reads.from_tiers"), from_source = s.Uint("reads.from_source");
   if (s.Member("reads")) {
-    Line("reads", fmt::format("{} from tiers ({}), {} from SOURCE ({}), {} waited for a promotion",
-                              Grouped(from_tiers), Percent(from_tiers, from_tiers + from_source),
-                              Grouped(from_source), HumanBytes(s.Uint("reads.source_bytes")),
-                              Grouped(s.Uint("reads.waits"))));
+    Line("reads",
+         fmt::format(
+             "{} served from tiers ({}), {} directly from SOURCE ({}), {} waited for a promotion",
+             Grouped(from_tiers), Percent(from_tiers, from_tiers + from_source),
+             Grouped(from_source), HumanBytes(s.Uint("reads.source_bytes")),
+             Grouped(s.Uint("reads.waits"))));
   }
   Line("SOURCE", fmt::format("{} read in {} reads, {} opens, {} metadata ops, {} errors",
                              HumanBytes(s.Uint("source.read_bytes")),

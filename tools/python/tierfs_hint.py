@@ -1,0 +1,184 @@
+"""tierfs_hint: tell a tierfs mount the order in which a training job will read.
+
+With `-o prefetch=order`, tierfs promotes files into its RAM/NVMe tiers just
+ahead of the reader when it knows the coming read order. This module declares
+that order from PyTorch (or any loop) by writing paths to MOUNT/.tierfs/order.
+
+    from tierfs_hint import HintedSampler
+    dataset = torchvision.datasets.ImageFolder("/mnt/imagenet/train")
+    sampler = HintedSampler(RandomSampler(dataset), dataset.samples, "/mnt/imagenet")
+    loader = DataLoader(dataset, sampler=sampler, batch_size=256, num_workers=8)
+
+Each time an epoch's iterator starts (`iter(loader)`), the wrapper draws the
+sampler's indices for the whole epoch, appends their files to the declared
+order in one write, then yields the same indices unchanged. It wraps any
+sampler: with `DistributedSampler` each rank hints exactly the files it will
+read; `set_epoch` and `len` pass through.
+
+Hints never break training: if the mount has no `.tierfs/order` (not tierfs,
+or an older tierfs) or a write fails, a RuntimeWarning is issued once and the
+job goes on without hints. Standard library only; torch is not imported.
+"""
+import errno
+import os
+import sys
+import warnings
+
+__all__ = ["HintedSampler", "hint", "clear", "relative_paths"]
+
+ORDER_FILE = os.path.join(".tierfs", "order")
+# Errors after which no later write can succeed: stop trying.
+_PERMANENT = {errno.ENOENT, errno.ENOTDIR, errno.EACCES, errno.EPERM, errno.EROFS}
+
+
+def _warn(message):
+    """A RuntimeWarning attributed to the first caller outside this module."""
+    level, frame = 1, sys._getframe(0)
+    while frame is not None and frame.f_code.co_filename == __file__:
+        frame, level = frame.f_back, level + 1
+    warnings.warn(f"tierfs_hint: {message}", RuntimeWarning, stacklevel=level)
+
+
+def _sample_path(sample):
+    """A dataset entry as a path: 'p', b'p', Path, or (path, target) as in ImageFolder.samples."""
+    if isinstance(sample, (tuple, list)):
+        sample = sample[0]
+    return os.fsdecode(os.fspath(sample))
+
+
+def relative_paths(mount, paths):
+    """Returns (rel, outside): rel[i] is paths[i] relative to the mount root, or
+    None when it is not under the mount (or contains a newline); outside counts
+    those. Relative paths are taken relative to the current directory; a
+    path's directory may reach the mount through symlinks."""
+    roots = []
+    for root in (os.path.abspath(mount), os.path.realpath(mount)):
+        root = root.rstrip(os.sep) + os.sep
+        if root not in roots:
+            roots.append(root)
+    real_dirs = {}  # directory -> its realpath, for paths that reach the mount via a symlink
+
+    def under_mount(p):
+        for root in roots:
+            if p.startswith(root):
+                return p[len(root):]
+        return None
+
+    rel, outside = [], 0
+    for sample in paths:
+        p = os.path.abspath(_sample_path(sample))
+        r = under_mount(p)
+        if r is None:
+            d, name = os.path.split(p)
+            if d not in real_dirs:
+                real_dirs[d] = os.path.realpath(d)
+            r = under_mount(os.path.join(real_dirs[d], name))
+        if not r or "\n" in r:
+            r = None
+            outside += 1
+        rel.append(r)
+    return rel, outside
+
+
+class _Writer:
+    """Appends lines to MOUNT/.tierfs/order; warns once per kind of failure and
+    gives up for good after a failure that will not go away."""
+
+    def __init__(self, mount):
+        self.path = os.path.join(mount, ORDER_FILE)
+        self.disabled = False
+        self._warned = set()
+
+    def write(self, rel_paths, truncate=False):
+        """Writes the paths (one line each) in one open/write/close; returns True on success."""
+        if self.disabled:
+            return False
+        data = "".join(p + "\n" for p in rel_paths).encode("utf-8", "surrogateescape")
+        flags = os.O_WRONLY | os.O_CLOEXEC | (os.O_TRUNC if truncate else os.O_APPEND)
+        try:
+            fd = os.open(self.path, flags)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+            finally:
+                os.close(fd)
+            return True
+        except OSError as e:
+            self._fail(e)
+            return False
+
+    def _fail(self, e):
+        if e.errno in (errno.ENOENT, errno.ENOTDIR):
+            why = "it has no .tierfs/order (not a tierfs mount, or a tierfs without order hints)"
+        elif e.errno == errno.EINVAL:
+            why = "the daemon rejected every path (none names a file in the mount)"
+        else:
+            why = os.strerror(e.errno or 0)
+        if e.errno in _PERMANENT:
+            self.disabled = True
+            why += "; continuing without hints"
+        if e.errno not in self._warned:
+            self._warned.add(e.errno)
+            _warn(f"cannot declare the read order to {self.path}: {why}")
+
+
+def hint(mount, paths):
+    """Appends `paths` (absolute under the mount, relative to the current
+    directory, or (path, target) pairs) to the mount's declared read order in
+    one write. Paths outside the mount are skipped with a warning. Returns the
+    number of paths written (0 if the write failed: a warning says why)."""
+    rel, outside = relative_paths(mount, paths)
+    if outside:
+        _warn(f"{outside} of {len(rel)} paths are not under {mount}; they are not hinted")
+    rel = [r for r in rel if r is not None]
+    if not rel:
+        return 0
+    return len(rel) if _Writer(mount).write(rel) else 0
+
+
+def clear(mount):
+    """Forgets the mount's declared order (e.g. left by an earlier job). Returns True on success."""
+    return _Writer(mount).write([], truncate=True)
+
+
+class HintedSampler:
+    """Wraps `sampler`; every epoch it declares the files of the indices the
+    sampler yields (in that order) to the tierfs at `mount`, then yields them.
+
+    `paths[i]` is the file of dataset index i: a list of paths, or of
+    (path, target) pairs such as ImageFolder.samples. Paths must lie under
+    `mount` (others are skipped, with one warning)."""
+
+    def __init__(self, sampler, paths, mount):
+        self.sampler = sampler
+        self.mount = mount
+        self._rel, outside = relative_paths(mount, paths)
+        if outside:
+            _warn(f"{outside} of {len(self._rel)} dataset paths are not under {mount}; "
+                  "their reads are not hinted")
+        self._writer = _Writer(mount)
+        self.epochs_hinted = 0
+
+    def __iter__(self):
+        indices = list(iter(self.sampler))
+        if not self._writer.disabled:
+            try:
+                rel = self._rel
+                order = [rel[i] for i in indices if rel[i] is not None]
+            except (IndexError, TypeError) as e:  # an index the paths do not cover
+                _warn(f"the sampler yielded an index with no path ({e}); "
+                      "continuing without hints")
+                self._writer.disabled = True
+                order = []
+            if order and self._writer.write(order):
+                self.epochs_hinted += 1
+        return iter(indices)
+
+    def __len__(self):
+        return len(self.sampler)
+
+    def set_epoch(self, epoch):
+        """Passed to the wrapped sampler (DistributedSampler reshuffles per epoch)."""
+        if hasattr(self.sampler, "set_epoch"):
+            self.sampler.set_epoch(epoch)
