@@ -72,7 +72,10 @@ class MemoryWriter final : public ChunkWriter {
     return 0;
   }
   int Commit() override {
-    if (!buf_ || buf_->size() != length_) return -EIO;  // incomplete
+    if (!buf_ || buf_->size() != length_) {  // incomplete
+      Abort();
+      return -EIO;
+    }
     tier_->Publish(key_, std::move(buf_));
     return 0;
   }
