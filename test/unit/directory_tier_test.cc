@@ -1,0 +1,304 @@
+// The directory tier (OpenDirectoryTier): publication, Abort, Recover after a
+// restart, reset, the lock against a second daemon, unusable paths.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cerrno>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <string>
+
+#include "temp_tree.h"
+#include "tiering/tier.h"
+
+namespace tierfs {
+namespace {
+
+using testing::PatternBytes;
+using testing::TempTree;
+
+std::unique_ptr<DirectoryTier> Open(const TempTree& dir, uint64_t budget, bool reset = false) {
+  std::string error;
+  auto tier = OpenDirectoryTier("nvme", dir.root(), budget, reset, &error);
+  INFO(error);
+  REQUIRE(tier != nullptr);
+  return tier;
+}
+
+// Chunk `i` of the test: its origin (path "file<i>") and its bytes.
+ChunkOrigin OriginOf(int i, uint64_t length) {
+  return ChunkOrigin{"file" + std::to_string(i), length * 3, 1000 + i, 0, length};
+}
+std::string BytesOf(int i, uint64_t length) {
+  return PatternBytes(length, static_cast<unsigned>(i));
+}
+
+void Store(DirectoryTier& tier, ChunkKey key, const ChunkOrigin& origin, const std::string& data) {
+  tier.Reserve(data.size());
+  int err = -1;
+  auto writer = tier.BeginStore(key, origin, &err);
+  REQUIRE(writer != nullptr);
+  REQUIRE(writer->Append(data.data(), data.size()) == 0);
+  REQUIRE(writer->Commit() == 0);
+}
+
+std::string ReadAll(Tier& tier, ChunkKey key, size_t n, int* err) {
+  std::string scratch(n, '\0');
+  TierRead out;
+  *err = tier.Read(key, 0, n, scratch.data(), &out);
+  return *err == 0 ? std::string(out.data, out.size) : std::string();
+}
+
+// Names of the files in the tier's data directory.
+std::set<std::string> DataFiles(const TempTree& dir) {
+  std::set<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir.Abs("data"))) {
+    names.insert(e.path().filename().string());
+  }
+  return names;
+}
+
+// Accepts every origin "file<i>" as key {i, 0}.
+std::optional<ChunkKey> AcceptAll(const ChunkOrigin& o) {
+  return ChunkKey{static_cast<NodeId>(std::stoi(o.path.substr(4))), 0};
+}
+
+// Opens a fresh tier in `dir`, stores chunks 1..n of `length` bytes (chunk i
+// as key {i, 0}), and returns the tier. *files, if given, gets chunk i's data
+// file name.
+std::unique_ptr<DirectoryTier> Populate(const TempTree& dir, int n, uint64_t length,
+                                        std::map<int, std::string>* files = nullptr) {
+  auto tier = Open(dir, 1 << 20);
+  REQUIRE(tier->Recover(AcceptAll).empty());
+  for (int i = 1; i <= n; ++i) {
+    auto before = DataFiles(dir);
+    Store(*tier, ChunkKey{NodeId(i), 0}, OriginOf(i, length), BytesOf(i, length));
+    for (const auto& name : DataFiles(dir)) {
+      if (files != nullptr && !before.count(name)) (*files)[i] = name;
+    }
+  }
+  return tier;
+}
+
+TEST_CASE("DirectoryTier stores and reads a chunk", "[directory_tier]") {
+  TempTree dir;
+  auto tier = Open(dir, 1 << 20);
+  CHECK(tier->kind() == Tier::Kind::kDirectory);
+  CHECK(tier->path() == dir.root());
+  CHECK(tier->Recover(AcceptAll).empty());
+  const std::string data = BytesOf(1, 10000);
+  Store(*tier, ChunkKey{1, 0}, OriginOf(1, data.size()), data);
+  CHECK(tier->chunks() == 1);
+
+  int err = 0;
+  CHECK(ReadAll(*tier, ChunkKey{1, 0}, data.size(), &err) == data);
+  std::string scratch(100, '\0');
+  TierRead out;
+  REQUIRE(tier->Read(ChunkKey{1, 0}, 9950, 100, scratch.data(), &out) == 0);
+  CHECK(out.data == scratch.data());  // copied into the caller's scratch
+  CHECK(std::string(out.data, out.size) == data.substr(9950));
+  CHECK(tier->Read(ChunkKey{2, 0}, 0, 1, scratch.data(), &out) == -ENOENT);
+
+  CHECK(tier->Remove(ChunkKey{1, 0}) == data.size());
+  CHECK(tier->Remove(ChunkKey{1, 0}) == 0);
+  CHECK(tier->chunks() == 0);
+  CHECK(DataFiles(dir).empty());
+}
+
+TEST_CASE("DirectoryTier shows nothing before Commit; Abort leaves no file", "[directory_tier]") {
+  TempTree dir;
+  auto tier = Open(dir, 1 << 20);
+  tier->Recover(AcceptAll);
+  const std::string data = BytesOf(1, 5000);
+  int err = 0;
+  auto writer = tier->BeginStore(ChunkKey{1, 0}, OriginOf(1, data.size()), &err);
+  REQUIRE(writer != nullptr);
+  REQUIRE(writer->Append(data.data(), data.size()) == 0);
+  CHECK(tier->chunks() == 0);
+  ReadAll(*tier, ChunkKey{1, 0}, data.size(), &err);
+  CHECK(err == -ENOENT);
+  for (const auto& name : DataFiles(dir)) CHECK(name.ends_with(".tmp"));
+
+  SECTION("Abort") {
+    writer->Abort();
+    writer->Abort();
+    CHECK(DataFiles(dir).empty());
+    CHECK(writer->Commit() < 0);
+  }
+  SECTION("destroyed without Commit") {
+    writer.reset();
+    CHECK(DataFiles(dir).empty());
+  }
+  SECTION("Commit of an incomplete chunk") {
+    auto short_writer = tier->BeginStore(ChunkKey{2, 0}, OriginOf(2, 10), &err);
+    REQUIRE(short_writer->Append("abc", 3) == 0);
+    CHECK(short_writer->Commit() < 0);
+    writer->Abort();
+    CHECK(DataFiles(dir).empty());
+  }
+  CHECK(tier->chunks() == 0);
+}
+
+TEST_CASE("DirectoryTier Recover keeps accepted complete chunks after a restart",
+          "[directory_tier]") {
+  TempTree dir;
+  Populate(dir, 4, 1000)->Remove(ChunkKey{4, 0});  // journalled as removed
+  auto tier = Open(dir, 1 << 20);
+  std::vector<ChunkOrigin> seen;
+  auto keys = tier->Recover([&](const ChunkOrigin& o) {
+    seen.push_back(o);
+    return AcceptAll(o);
+  });
+  CHECK(keys.size() == 3);
+  CHECK(seen.size() == 3);
+  for (const auto& o : seen) {
+    int i = std::stoi(o.path.substr(4));
+    CHECK(o.length == 1000);
+    CHECK(o.file_size == 3000);
+    CHECK(o.mtime_ns == 1000 + i);
+    CHECK(o.chunk == 0);
+  }
+  CHECK(tier->used() == 3000);
+  CHECK(tier->chunks() == 3);
+  int err = 0;
+  for (int i = 1; i <= 3; ++i)
+    CHECK(ReadAll(*tier, ChunkKey{NodeId(i), 0}, 1000, &err) == BytesOf(i, 1000));
+  ReadAll(*tier, ChunkKey{4, 0}, 1000, &err);
+  CHECK(err == -ENOENT);
+
+  // New chunks do not reuse the names of kept ones, and a third start keeps all.
+  Store(*tier, ChunkKey{5, 0}, OriginOf(5, 1000), BytesOf(5, 1000));
+  CHECK(DataFiles(dir).size() == 4);
+  tier.reset();
+  tier = Open(dir, 1 << 20);
+  CHECK(tier->Recover(AcceptAll).size() == 4);
+  for (int i : {1, 2, 3, 5})
+    CHECK(ReadAll(*tier, ChunkKey{NodeId(i), 0}, 1000, &err) == BytesOf(i, 1000));
+}
+
+TEST_CASE("DirectoryTier Recover removes what it cannot trust", "[directory_tier]") {
+  TempTree dir;
+  std::map<int, std::string> file_of;  // chunk i -> its data file name
+  Populate(dir, 4, 1000, &file_of);
+  REQUIRE(file_of.size() == 4);
+  dir.Truncate("data/" + file_of[2], 999);       // size disagrees with the journal
+  dir.Write("data/c900.tmp", "partial");         // an interrupted write
+  dir.Write("data/c901", std::string(10, 'x'));  // not in the journal
+  dir.Write("data/junk", "?");                   // not ours at all
+
+  auto tier = Open(dir, 1 << 20);
+  auto keys = tier->Recover([](const ChunkOrigin& o) -> std::optional<ChunkKey> {
+    if (o.path == "file3") return std::nullopt;  // stale: SOURCE changed
+    return AcceptAll(o);
+  });
+  REQUIRE(keys.size() == 2);
+  std::set<NodeId> kept = {keys[0].node, keys[1].node};
+  CHECK(kept == std::set<NodeId>{1, 4});
+  CHECK(DataFiles(dir) == std::set<std::string>{file_of[1], file_of[4]});
+  CHECK(tier->used() == 2000);
+  int err = 0;
+  CHECK(ReadAll(*tier, ChunkKey{4, 0}, 1000, &err) == BytesOf(4, 1000));
+  for (NodeId id : {2, 3}) {
+    ReadAll(*tier, ChunkKey{id, 0}, 1000, &err);
+    CHECK(err == -ENOENT);
+  }
+  // The rejected chunks are gone from the journal too: accepting everything
+  // on the next start brings nothing back.
+  tier.reset();
+  tier = Open(dir, 1 << 20);
+  CHECK(tier->Recover(AcceptAll).size() == 2);
+}
+
+TEST_CASE("DirectoryTier Recover honours the budget", "[directory_tier]") {
+  TempTree dir;
+  Populate(dir, 5, 1000);
+  auto tier = Open(dir, 2500);  // room for two of the five
+  auto keys = tier->Recover(AcceptAll);
+  CHECK(keys.size() == 2);
+  CHECK(tier->used() == 2000);
+  CHECK(tier->used() <= tier->budget());
+  CHECK(DataFiles(dir).size() == 2);
+  int err = 0;
+  for (ChunkKey key : keys) CHECK(ReadAll(*tier, key, 1000, &err) == BytesOf(int(key.node), 1000));
+}
+
+TEST_CASE("DirectoryTier Recover ignores a torn last journal line", "[directory_tier]") {
+  TempTree dir;
+  std::map<int, std::string> file_of;
+  Populate(dir, 2, 1000, &file_of);
+  // A crash in the middle of the last record's write: drop its newline.
+  std::string journal;
+  {
+    std::ifstream in(dir.Abs("journal"));
+    journal.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  REQUIRE(journal.ends_with("file2\n"));
+  dir.Write("journal", journal.substr(0, journal.size() - 1));
+
+  auto tier = Open(dir, 1 << 20);
+  auto keys = tier->Recover(AcceptAll);
+  REQUIRE(keys.size() == 1);
+  CHECK(keys[0] == ChunkKey{1, 0});
+  CHECK(DataFiles(dir) == std::set<std::string>{file_of[1]});
+}
+
+TEST_CASE("DirectoryTier passes odd paths through the journal", "[directory_tier]") {
+  TempTree dir;
+  const std::vector<std::string> paths = {"a b/c  d ", "new\nline", "back\\slash\\",
+                                          "\\n not a newline", " lead"};
+  {
+    auto tier = Open(dir, 1 << 20);
+    tier->Recover(AcceptAll);
+    for (size_t i = 0; i < paths.size(); ++i) {
+      ChunkOrigin o{paths[i], 10, 1, 0, 10};
+      Store(*tier, ChunkKey{NodeId(i), 0}, o, std::string(10, 'z'));
+    }
+  }
+  auto tier = Open(dir, 1 << 20);
+  std::set<std::string> seen;
+  auto keys = tier->Recover([&](const ChunkOrigin& o) {
+    seen.insert(o.path);
+    return ChunkKey{NodeId(seen.size()), 0};
+  });
+  CHECK(keys.size() == paths.size());
+  CHECK(seen == std::set<std::string>(paths.begin(), paths.end()));
+}
+
+TEST_CASE("OpenDirectoryTier with reset starts empty", "[directory_tier]") {
+  TempTree dir;
+  Populate(dir, 3, 100);
+  auto tier = Open(dir, 1 << 20, /*reset=*/true);
+  CHECK(DataFiles(dir).empty());
+  CHECK(tier->Recover(AcceptAll).empty());
+  CHECK(tier->used() == 0);
+  CHECK(tier->chunks() == 0);
+}
+
+TEST_CASE("OpenDirectoryTier refuses a directory another tier holds", "[directory_tier]") {
+  TempTree dir;
+  auto first = Open(dir, 1 << 20);
+  std::string error;
+  CHECK(OpenDirectoryTier("again", dir.root(), 1 << 20, false, &error) == nullptr);
+  CHECK_THAT(error, Catch::Contains("in use"));
+  CHECK_THAT(error, Catch::Contains(dir.root()));
+  first.reset();
+  error.clear();
+  CHECK(OpenDirectoryTier("again", dir.root(), 1 << 20, false, &error) != nullptr);
+  CHECK(error.empty());
+}
+
+TEST_CASE("OpenDirectoryTier explains an unusable path", "[directory_tier]") {
+  TempTree dir;
+  dir.Write("file", "x");
+  for (const std::string& path : {dir.Abs("missing"), dir.Abs("file"), dir.Abs("file/sub")}) {
+    std::string error;
+    CHECK(OpenDirectoryTier("bad", path, 1 << 20, false, &error) == nullptr);
+    CHECK_THAT(error, Catch::Contains(path) && Catch::Contains("not an existing directory"));
+  }
+}
+
+}  // namespace
+}  // namespace tierfs
