@@ -1,0 +1,198 @@
+// Catalog: chunking of a snapshot and the per-chunk state machine.
+#include "tiering/catalog.h"
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <future>
+#include <thread>
+
+#include "temp_tree.h"
+
+namespace tierfs {
+namespace {
+
+using testing::TempTree;
+
+constexpr uint64_t kChunk = 4096;
+
+// A snapshot of files whose sizes sit on and around chunk boundaries, plus a
+// directory and a symlink (which have no chunks).
+class Files {
+ public:
+  Files() {
+    tree_.Write("empty", "");
+    tree_.Write("one", "x");
+    tree_.Write("exact", std::string(kChunk, 'e'));
+    tree_.Write("plus", std::string(kChunk + 1, 'p'));
+    tree_.Write("many", std::string(10 * kChunk + 5, 'm'));
+    tree_.Mkdir("d");
+    tree_.Symlink("one", "l");
+    int err = 0;
+    auto backend = NewPosixBackend(tree_.root(), &err);
+    REQUIRE(backend != nullptr);
+    std::string error;
+    ns_ = ScanNamespace(backend.get(), ScanOptions{}, &error);
+    REQUIRE(ns_ != nullptr);
+  }
+  const Namespace& ns() const { return *ns_; }
+  NodeId Id(const std::string& rel) const { return *ns_->Resolve(rel); }
+
+ private:
+  TempTree tree_;
+  std::unique_ptr<Namespace> ns_;
+};
+
+// Waits up to 5 s for `f`; true if it became ready.
+bool Ready(std::future<uint8_t>& f) {
+  return f.wait_for(std::chrono::seconds(5)) == std::future_status::ready;
+}
+
+TEST_CASE("Catalog splits files into chunks", "[catalog]") {
+  Files files;
+  Catalog catalog(files.ns(), kChunk);
+  CHECK(catalog.chunk_size() == kChunk);
+  CHECK(catalog.chunks(files.Id("empty")) == 0);
+  CHECK(catalog.chunks(files.Id("one")) == 1);
+  CHECK(catalog.length(files.Id("one"), 0) == 1);
+  CHECK(catalog.chunks(files.Id("exact")) == 1);
+  CHECK(catalog.length(files.Id("exact"), 0) == kChunk);
+  CHECK(catalog.chunks(files.Id("plus")) == 2);
+  CHECK(catalog.length(files.Id("plus"), 0) == kChunk);
+  CHECK(catalog.length(files.Id("plus"), 1) == 1);
+  const NodeId many = files.Id("many");
+  CHECK(catalog.chunks(many) == 11);
+  for (uint32_t c = 0; c < 10; ++c) CHECK(catalog.length(many, c) == kChunk);
+  CHECK(catalog.length(many, 10) == 5);
+  CHECK(catalog.length(many, 11) == 0);  // past the end
+  CHECK(catalog.chunks(files.Id("d")) == 0);
+  CHECK(catalog.chunks(files.Id("l")) == 0);
+  CHECK(catalog.chunks(kRootNode) == 0);
+  CHECK(catalog.total_chunks() == 0 + 1 + 1 + 2 + 11);
+  for (uint32_t c = 0; c < 11; ++c) CHECK(catalog.state(ChunkKey{many, c}) == Catalog::kOnSource);
+}
+
+TEST_CASE("Catalog::TryBegin lets exactly one of 16 threads begin", "[catalog]") {
+  Files files;
+  Catalog catalog(files.ns(), kChunk);
+  const NodeId many = files.Id("many");
+  std::atomic<int> winners[11] = {};
+  std::atomic<bool> go{false};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 16; ++t) {
+    threads.emplace_back([&] {
+      while (!go.load()) std::this_thread::yield();
+      for (uint32_t c = 0; c < 11; ++c) {
+        if (catalog.TryBegin(ChunkKey{many, c})) winners[c].fetch_add(1);
+      }
+    });
+  }
+  go = true;
+  for (auto& t : threads) t.join();
+  for (uint32_t c = 0; c < 11; ++c) {
+    CHECK(winners[c].load() == 1);
+    CHECK(catalog.state(ChunkKey{many, c}) == Catalog::kInFlight);
+  }
+}
+
+TEST_CASE("Catalog state changes follow the state machine", "[catalog]") {
+  Files files;
+  Catalog catalog(files.ns(), kChunk);
+  const ChunkKey k{files.Id("plus"), 1};
+  CHECK(catalog.TryBegin(k));
+  CHECK_FALSE(catalog.TryBegin(k));
+  CHECK_FALSE(catalog.Evict(k, 0));  // in flight, not resident
+  catalog.Abort(k);
+  CHECK(catalog.state(k) == Catalog::kOnSource);
+  CHECK(catalog.TryBegin(k));
+  catalog.Publish(k, 1);
+  CHECK(catalog.state(k) == Catalog::kResidentBase + 1);
+  CHECK(Catalog::IsResident(catalog.state(k)));
+  CHECK(Catalog::TierOf(catalog.state(k)) == 1);
+  CHECK_FALSE(catalog.TryBegin(k));
+  CHECK_FALSE(catalog.Evict(k, 0));  // the wrong tier
+  CHECK_FALSE(catalog.Evict(k, 2));
+  CHECK(catalog.state(k) == Catalog::kResidentBase + 1);
+  CHECK(catalog.Evict(k, 1));
+  CHECK(catalog.state(k) == Catalog::kOnSource);
+  CHECK_FALSE(catalog.Evict(k, 1));
+  CHECK(catalog.state(ChunkKey{k.node, 0}) == Catalog::kOnSource);  // its neighbour untouched
+}
+
+TEST_CASE("Catalog::WaitWhileInFlight returns at once unless in flight", "[catalog]") {
+  Files files;
+  Catalog catalog(files.ns(), kChunk);
+  const ChunkKey k{files.Id("one"), 0};
+  CHECK(catalog.WaitWhileInFlight(k) == Catalog::kOnSource);
+  REQUIRE(catalog.TryBegin(k));
+  catalog.Publish(k, 0);
+  CHECK(catalog.WaitWhileInFlight(k) == Catalog::kResidentBase);
+}
+
+TEST_CASE("Catalog::WaitWhileInFlight wakes on Publish and on Abort", "[catalog]") {
+  Files files;
+  Catalog catalog(files.ns(), kChunk);
+  const ChunkKey k{files.Id("many"), 3};
+  REQUIRE(catalog.TryBegin(k));
+  auto waiter = std::async(std::launch::async, [&] { return catalog.WaitWhileInFlight(k); });
+  // Still waiting while the chunk is in flight.
+  CHECK(waiter.wait_for(std::chrono::milliseconds(50)) == std::future_status::timeout);
+  uint8_t want = 0;
+  SECTION("Publish") {
+    std::thread([&] { catalog.Publish(k, 4); }).join();
+    want = Catalog::kResidentBase + 4;
+  }
+  SECTION("Abort") {
+    std::thread([&] { catalog.Abort(k); }).join();
+    want = Catalog::kOnSource;
+  }
+  REQUIRE(Ready(waiter));
+  CHECK(waiter.get() == want);
+}
+
+TEST_CASE("Catalog wakes many waiters on chunks sharing a stripe", "[catalog]") {
+  Files files;
+  Catalog catalog(files.ns(), kChunk);
+  const NodeId many = files.Id("many");
+  std::vector<std::future<uint8_t>> waiters;
+  for (uint32_t c = 0; c < 11; ++c) {
+    REQUIRE(catalog.TryBegin(ChunkKey{many, c}));
+    for (int w = 0; w < 3; ++w) {
+      waiters.push_back(std::async(std::launch::async, [&, c] {
+        return catalog.WaitWhileInFlight(ChunkKey{many, c});
+      }));
+    }
+  }
+  for (uint32_t c = 0; c < 11; ++c) catalog.Publish(ChunkKey{many, c}, static_cast<int>(c % 2));
+  for (size_t i = 0; i < waiters.size(); ++i) {
+    REQUIRE(Ready(waiters[i]));
+    CHECK(waiters[i].get() == Catalog::kResidentBase + (i / 3) % 2);
+  }
+}
+
+TEST_CASE("Catalog counts resident chunks per tier and fully resident files", "[catalog]") {
+  Files files;
+  Catalog catalog(files.ns(), kChunk);
+  auto publish = [&](const std::string& rel, uint32_t c, int tier) {
+    ChunkKey k{files.Id(rel), c};
+    REQUIRE(catalog.TryBegin(k));
+    catalog.Publish(k, tier);
+  };
+  CHECK(catalog.ResidentChunksPerTier(2) == std::vector<uint64_t>{0, 0});
+  CHECK(catalog.FullyResidentFiles() == 0);  // an empty file does not count
+  publish("one", 0, 0);
+  publish("plus", 0, 0);
+  publish("plus", 1, 1);                                      // a file across two tiers
+  for (uint32_t c = 0; c < 10; ++c) publish("many", c, 1);    // all but the last chunk
+  REQUIRE(catalog.TryBegin(ChunkKey{files.Id("exact"), 0}));  // in flight: not resident
+  CHECK(catalog.ResidentChunksPerTier(2) == std::vector<uint64_t>{2, 11});
+  CHECK(catalog.ResidentChunksPerTier(1) == std::vector<uint64_t>{2});
+  CHECK(catalog.FullyResidentFiles() == 2);
+  publish("many", 10, 0);
+  CHECK(catalog.FullyResidentFiles() == 3);
+  CHECK(catalog.Evict(ChunkKey{files.Id("one"), 0}, 0));
+  CHECK(catalog.FullyResidentFiles() == 2);
+  CHECK(catalog.ResidentChunksPerTier(2) == std::vector<uint64_t>{2, 11});
+}
+
+}  // namespace
+}  // namespace tierfs
