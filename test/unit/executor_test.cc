@@ -1,0 +1,171 @@
+// Executor: lane priority, bounded lanes, Start, Shutdown.
+#include "prefetch/executor.h"
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <future>
+#include <string>
+#include <thread>
+
+namespace tierfs {
+namespace {
+
+using Lane = Executor::Lane;
+using namespace std::chrono_literals;
+
+// Polls `done` for up to 5 s.
+template <typename F>
+bool Eventually(F done) {
+  for (int i = 0; i < 5000 && !done(); ++i) std::this_thread::sleep_for(1ms);
+  return done();
+}
+
+// Records the names of the jobs that ran, in order.
+class Journal {
+ public:
+  Executor::Job Job(std::string name) {
+    return Executor::Job{[this, name] {
+                           std::lock_guard lock(mu_);
+                           ran_.push_back(name);
+                         },
+                         [this, name] {
+                           std::lock_guard lock(mu_);
+                           cancelled_.push_back(name);
+                         }};
+  }
+  std::vector<std::string> ran() const {
+    std::lock_guard lock(mu_);
+    return ran_;
+  }
+  std::vector<std::string> cancelled() const {
+    std::lock_guard lock(mu_);
+    return cancelled_;
+  }
+
+ private:
+  mutable std::mutex mu_;  // guards both lists
+  std::vector<std::string> ran_, cancelled_;
+};
+
+TEST_CASE("Executor runs foreground jobs before queued background ones", "[executor]") {
+  Executor executor(1, 16);
+  Journal journal;
+  std::promise<void> open_gate;
+  std::shared_future<void> gate = open_gate.get_future().share();
+  std::atomic<bool> gate_running{false};
+  REQUIRE(executor.Submit(Lane::kBackground, Executor::Job{[&] {
+                                                             gate_running = true;
+                                                             gate.wait();
+                                                           },
+                                                           nullptr}));
+  executor.Start();
+  REQUIRE(Eventually([&] { return gate_running.load(); }));  // the one thread is busy
+  REQUIRE(executor.Submit(Lane::kBackground, journal.Job("b1")));
+  REQUIRE(executor.Submit(Lane::kForeground, journal.Job("f1")));
+  REQUIRE(executor.Submit(Lane::kBackground, journal.Job("b2")));
+  REQUIRE(executor.Submit(Lane::kForeground, journal.Job("f2")));
+  CHECK(executor.queued(Lane::kForeground) == 2);
+  CHECK(executor.queued(Lane::kBackground) == 2);
+  CHECK(executor.running() == 1);
+  open_gate.set_value();
+  REQUIRE(Eventually([&] { return executor.completed() == 5; }));
+  CHECK(journal.ran() == std::vector<std::string>{"f1", "f2", "b1", "b2"});
+  CHECK(executor.running() == 0);
+}
+
+TEST_CASE("Executor rejects and counts jobs beyond a lane's capacity", "[executor]") {
+  Executor executor(1, 2);
+  Journal journal;
+  CHECK(executor.capacity() == 2);
+  CHECK(executor.Submit(Lane::kForeground, journal.Job("f1")));
+  CHECK(executor.Submit(Lane::kForeground, journal.Job("f2")));
+  CHECK_FALSE(executor.Submit(Lane::kForeground, journal.Job("f3")));
+  CHECK(executor.rejected() == 1);
+  // The other lane has its own room.
+  CHECK(executor.Submit(Lane::kBackground, journal.Job("b1")));
+  CHECK(executor.Submit(Lane::kBackground, journal.Job("b2")));
+  CHECK_FALSE(executor.Submit(Lane::kBackground, journal.Job("b3")));
+  CHECK(executor.rejected() == 2);
+  CHECK(executor.queued(Lane::kForeground) == 2);
+  CHECK(executor.queued(Lane::kBackground) == 2);
+  executor.Start();
+  REQUIRE(Eventually([&] { return executor.completed() == 4; }));
+  CHECK(journal.ran() ==
+        std::vector<std::string>{"f1", "f2", "b1", "b2"});       // the rejected never run
+  CHECK(executor.Submit(Lane::kForeground, journal.Job("f4")));  // room again
+  REQUIRE(Eventually([&] { return executor.completed() == 5; }));
+}
+
+TEST_CASE("Executor runs jobs submitted before Start only after Start", "[executor]") {
+  Executor executor(2, 8);
+  Journal journal;
+  for (int i = 0; i < 3; ++i) REQUIRE(executor.Submit(Lane::kBackground, journal.Job("j")));
+  std::this_thread::sleep_for(20ms);
+  CHECK(journal.ran().empty());
+  CHECK(executor.completed() == 0);
+  executor.Start();
+  executor.Start();  // a second Start adds no threads
+  REQUIRE(Eventually([&] { return executor.completed() == 3; }));
+  CHECK(journal.ran().size() == 3);
+  CHECK(journal.cancelled().empty());
+}
+
+TEST_CASE("Executor Shutdown cancels queued jobs and waits for running ones", "[executor]") {
+  Executor executor(1, 8);
+  Journal journal;
+  std::atomic<bool> started{false}, saw_stopping{false}, finished{false};
+  REQUIRE(
+      executor.Submit(Lane::kForeground, Executor::Job{[&] {
+                                                         started = true;
+                                                         // A long job polls stopping() to give up
+                                                         // early.
+                                                         while (!executor.stopping())
+                                                           std::this_thread::sleep_for(1ms);
+                                                         saw_stopping = true;
+                                                         std::this_thread::sleep_for(
+                                                             30ms);  // Shutdown must wait for this
+                                                         finished = true;
+                                                       },
+                                                       nullptr}));
+  executor.Start();
+  REQUIRE(Eventually([&] { return started.load(); }));
+  REQUIRE(executor.Submit(Lane::kForeground, journal.Job("f")));
+  REQUIRE(executor.Submit(Lane::kBackground, journal.Job("b")));
+  CHECK_FALSE(executor.stopping());
+  executor.Shutdown();
+  CHECK(saw_stopping.load());
+  CHECK(finished.load());
+  CHECK(journal.ran().empty());
+  CHECK(journal.cancelled().size() == 2);
+  CHECK(executor.queued(Lane::kForeground) == 0);
+  CHECK(executor.queued(Lane::kBackground) == 0);
+  CHECK_FALSE(executor.Submit(Lane::kForeground, journal.Job("late")));
+  CHECK(journal.cancelled().size() == 2);  // a rejected job is not cancelled: the caller keeps it
+  executor.Shutdown();                     // again: nothing to do
+}
+
+TEST_CASE("Executor Shutdown before Start cancels everything queued", "[executor]") {
+  Journal journal;
+  {
+    Executor executor(4, 8);
+    REQUIRE(executor.Submit(Lane::kForeground, journal.Job("f")));
+    REQUIRE(executor.Submit(Lane::kBackground, journal.Job("b")));
+    executor.Shutdown();
+    executor.Start();  // too late: no thread starts
+    std::this_thread::sleep_for(10ms);
+  }  // the destructor does not hang
+  CHECK(journal.ran().empty());
+  CHECK(journal.cancelled() == std::vector<std::string>{"f", "b"});
+}
+
+TEST_CASE("Executor destructor cancels queued jobs", "[executor]") {
+  Journal journal;
+  {
+    Executor executor(1, 8);
+    REQUIRE(executor.Submit(Lane::kBackground, journal.Job("b")));
+  }
+  CHECK(journal.cancelled() == std::vector<std::string>{"b"});
+}
+
+}  // namespace
+}  // namespace tierfs
