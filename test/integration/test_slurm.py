@@ -202,6 +202,14 @@ class SlurmScripts(unittest.TestCase):
         self.assertFalse(os.path.exists(custom))
         self.assert_nothing_left()
 
+    def test_dataset_from_sbatch_extra(self):
+        r = self.prolog(TIERFS_DATASET=None, SLURM_JOB_EXTRA=f"rack=3,tierfs={self.dataset}")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        rel, data = next(iter(self.files.items()))
+        self.assertEqual(harness.read_file(os.path.join(self.mnt, rel)), data)
+        self.assertEqual(self.epilog().returncode, 0)
+        self.assert_nothing_left()
+
     def test_a_job_without_a_dataset_is_left_alone(self):
         r = self.prolog(TIERFS_DATASET=None)
         self.assertEqual((r.returncode, r.stderr), (0, ""))
