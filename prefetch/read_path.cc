@@ -72,11 +72,14 @@ ssize_t ReadPath::ReadChunk(ChunkKey key, uint64_t off, size_t n, char* scratch,
       continue;
     }
     // On SOURCE only: promote it (first access, Monarch) and wait for that.
-    if (requested || promoter_ == nullptr ||
-        !promoter_->Request(key, Executor::Lane::kForeground)) {
-      break;
-    }
+    if (requested || promoter_ == nullptr) break;
     requested = true;
+    if (!promoter_->Request(key, Executor::Lane::kForeground)) {
+      // Another reader may have put it in flight since our look: wait for
+      // that rather than read SOURCE a second time.
+      if (catalog_->state(key) == Catalog::kOnSource) break;  // no room, or queue full
+      continue;
+    }
     PromoteRestOf(key);
   }
   return ReadSource(key, off, n, scratch, out);

@@ -124,7 +124,11 @@ int RunStage(const MountControl& mount, const std::vector<std::string>& paths, b
   }
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   uint64_t failed = now.failed_files - std::min(now.failed_files, before.failed_files);
-  if (!quiet) {
+  if (!quiet && now.requested_files == before.requested_files) {
+    std::printf(
+        "nothing new to stage: these paths were requested before (%s files staged so far)\n",
+        Grouped(now.done_files).c_str());
+  } else if (!quiet) {
     std::printf("staged %s files, %s in %.1f s%s\n",
                 Grouped(now.done_files - std::min(now.done_files, before.done_files)).c_str(),
                 HumanBytes(now.done_bytes - std::min(now.done_bytes, before.done_bytes)).c_str(),

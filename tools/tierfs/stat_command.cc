@@ -57,8 +57,12 @@ void PrintPrefetch(const JsonValue& stats) {
     Line("  order", fmt::format("position {} of {} declared ({}), lookahead {}, lead {}",
                                 Grouped(position), Grouped(declared), Percent(position, declared),
                                 Grouped(o->Uint("lookahead")), Grouped(o->Uint("lead"))));
-    Line("", fmt::format("hint lines accepted {}, rejected {}", Grouped(o->Uint("valid_lines")),
-                         Grouped(o->Uint("rejected_lines"))));
+    std::string dropped;
+    if (const JsonValue* d = o->Member("dropped"); d && d->is_number()) {
+      dropped = fmt::format(", dropped {}", Grouped(o->Uint("dropped")));
+    }
+    Line("", fmt::format("hint lines accepted {}, rejected {}{}", Grouped(o->Uint("valid_lines")),
+                         Grouped(o->Uint("rejected_lines")), dropped));
   }
   if (const JsonValue* s = p->Member("stage"); s && s->is_object()) {
     uint64_t files = s->Uint("requested_files"), bytes = s->Uint("requested_bytes");
@@ -70,6 +74,7 @@ void PrintPrefetch(const JsonValue& stats) {
   if (const JsonValue* a = p->Member("autotune"); a && a->is_object() && !a->members().empty()) {
     std::string fields;
     for (const auto& [key, value] : a->members()) {
+      if (value.is_string() && value.string().empty()) continue;
       if (!fields.empty()) fields += ", ";
       if (value.is_number()) {
         fields += fmt::format("{} {}", key, value.number());
