@@ -5,13 +5,12 @@
 
 namespace tierfs {
 
-ControlDir::ControlDir(uint64_t dir_ino, uid_t owner, gid_t group,
-                       std::function<std::string()> stats)
+ControlDir::ControlDir(uint64_t dir_ino, uid_t owner, gid_t group, std::vector<ControlFile> files)
     : dir_ino_(dir_ino),
       owner_(owner),
       group_(group),
       created_s_(::time(nullptr)),
-      stats_(std::move(stats)),
+      files_(std::move(files)),
       next_ino_(dir_ino + 1) {}
 
 void ControlDir::DirAttr(struct stat* st) const {
@@ -24,10 +23,11 @@ void ControlDir::DirAttr(struct stat* st) const {
   st->st_mtim.tv_sec = st->st_ctim.tv_sec = st->st_atim.tv_sec = created_s_;
 }
 
-void ControlDir::FileAttr(uint64_t ino, size_t size, struct stat* st) const {
+void ControlDir::FileAttr(uint64_t ino, const ControlFile& file, size_t size,
+                          struct stat* st) const {
   *st = {};
   st->st_ino = ino;
-  st->st_mode = S_IFREG | 0444;
+  st->st_mode = S_IFREG | (file.write ? 0644 : 0444);  // only the owner (or root) may steer
   st->st_nlink = 1;
   st->st_uid = owner_;
   st->st_gid = group_;
@@ -37,13 +37,15 @@ void ControlDir::FileAttr(uint64_t ino, size_t size, struct stat* st) const {
 }
 
 int ControlDir::Lookup(std::string_view name, struct stat* st) {
-  if (name != "stats") return -ENOENT;
-  auto text = std::make_shared<const std::string>(stats_());
+  size_t index = 0;
+  while (index < files_.size() && files_[index].name != name) ++index;
+  if (index == files_.size()) return -ENOENT;
+  auto text = std::make_shared<const std::string>(files_[index].read());
   std::lock_guard lock(mu_);
   uint64_t ino = next_ino_++;
-  snapshots_[ino] = Snapshot{text, 1};
+  snapshots_[ino] = Snapshot{index, text, 1};
   if (snapshots_.size() > kMaxSnapshots) snapshots_.erase(snapshots_.begin());
-  FileAttr(ino, text->size(), st);
+  FileAttr(ino, files_[index], text->size(), st);
   return 0;
 }
 
@@ -55,7 +57,7 @@ int ControlDir::GetAttr(uint64_t ino, struct stat* st) const {
   std::lock_guard lock(mu_);
   auto it = snapshots_.find(ino);
   if (it == snapshots_.end()) return -ENOENT;
-  FileAttr(ino, it->second.text->size(), st);
+  FileAttr(ino, files_[it->second.file], it->second.text->size(), st);
   return 0;
 }
 
@@ -73,6 +75,29 @@ int ControlDir::Read(uint64_t ino, uint64_t off, size_t size, std::string_view* 
   return 0;
 }
 
+const ControlFile* ControlDir::FileOf(uint64_t ino) const {
+  std::lock_guard lock(mu_);
+  auto it = snapshots_.find(ino);
+  return it == snapshots_.end() ? nullptr : &files_[it->second.file];
+}
+
+ssize_t ControlDir::Write(uint64_t ino, uint64_t writer, uint64_t off, std::string_view data) {
+  if (ino == dir_ino_) return -EISDIR;
+  const ControlFile* file = FileOf(ino);
+  if (file == nullptr) return -EIO;
+  if (!file->write) return -EACCES;
+  return file->write(writer, off, data);
+}
+
+int ControlDir::Truncate(uint64_t ino) {
+  if (ino == dir_ino_) return -EISDIR;
+  const ControlFile* file = FileOf(ino);
+  if (file == nullptr) return -EIO;
+  if (!file->write) return -EACCES;
+  if (file->truncate) file->truncate();
+  return 0;
+}
+
 void ControlDir::Forget(uint64_t ino, uint64_t nlookup) {
   std::lock_guard lock(mu_);
   auto it = snapshots_.find(ino);
@@ -82,6 +107,12 @@ void ControlDir::Forget(uint64_t ino, uint64_t nlookup) {
   } else {
     it->second.lookups -= nlookup;
   }
+}
+
+std::vector<std::string_view> ControlDir::Entries() const {
+  std::vector<std::string_view> names;
+  for (const auto& f : files_) names.push_back(f.name);
+  return names;
 }
 
 size_t ControlDir::live_snapshots() const {

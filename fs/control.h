@@ -1,15 +1,17 @@
 // ControlDir: the hidden `.tierfs/` directory at the mount root, through which
-// the daemon is observed (and later steered). It is not listed by readdir of
-// the root but can be looked up by name.
+// the daemon is observed and steered. It is not listed by readdir of the
+// root but can be looked up by name.
 //
-// `.tierfs/stats` is a JSON snapshot. Opens cost no request (zero-message
-// open), so a snapshot cannot be taken at open: instead every lookup of
-// `stats` creates a fresh inode holding a fresh snapshot, whose size is exact
-// and whose bytes never change; the kernel's FORGET frees it. Each `cat` thus
-// reads one consistent, current snapshot through the page cache.
+// Opens cost no request (zero-message open), so a file's content cannot be
+// taken at open: instead every lookup of a control file creates a fresh
+// inode holding a fresh snapshot of its content, with an exact size; the
+// bytes of that inode never change and the kernel's FORGET frees it. Each
+// `cat` thus reads one consistent, current snapshot through the page cache.
+// Writes (and truncation) go to the file's handler whichever inode they hit.
 #pragma once
 
 #include <sys/stat.h>
+#include <sys/types.h>
 
 #include <cstdint>
 #include <functional>
@@ -22,17 +24,27 @@
 
 namespace tierfs {
 
+// One file of the control directory.
+struct ControlFile {
+  std::string name;
+  std::function<std::string()> read;  // its content now; called without our lock
+  // Bytes written by `writer` (a thread id) at `off`: the count accepted or
+  // -errno. Null for a read-only file.
+  std::function<ssize_t(uint64_t writer, uint64_t off, std::string_view data)> write;
+  std::function<void()> truncate;  // O_TRUNC; null = nothing to do
+};
+
 class ControlDir {
  public:
   static constexpr std::string_view kName = ".tierfs";
   static constexpr size_t kMaxSnapshots = 1024;  // oldest dropped beyond this
 
   // Inode numbers from `dir_ino` upward belong to the control directory.
-  // `stats` produces the JSON text; it is called without any lock of ours.
-  ControlDir(uint64_t dir_ino, uid_t owner, gid_t group, std::function<std::string()> stats);
+  ControlDir(uint64_t dir_ino, uid_t owner, gid_t group, std::vector<ControlFile> files);
 
   bool Owns(uint64_t ino) const { return ino >= dir_ino_; }
   uint64_t dir_ino() const { return dir_ino_; }
+  uid_t owner() const { return owner_; }
 
   // Attributes of the directory itself.
   void DirAttr(struct stat* st) const;
@@ -44,25 +56,33 @@ class ControlDir {
   // while the caller replies. Returns 0, -EISDIR or -EIO (a dropped snapshot).
   int Read(uint64_t ino, uint64_t off, size_t size, std::string_view* out,
            std::shared_ptr<const std::string>* hold) const;
+  // A write to control inode `ino`: bytes accepted or -errno (-EACCES for a
+  // read-only file, -EIO for an unknown inode).
+  ssize_t Write(uint64_t ino, uint64_t writer, uint64_t off, std::string_view data);
+  // Truncation to 0 of control inode `ino`: 0 or -errno.
+  int Truncate(uint64_t ino);
   // The kernel forgot `nlookup` lookups of `ino`.
   void Forget(uint64_t ino, uint64_t nlookup);
   // Names listed by readdir of the directory.
-  static std::vector<std::string_view> Entries() { return {"stats"}; }
+  std::vector<std::string_view> Entries() const;
 
   size_t live_snapshots() const;
 
  private:
   struct Snapshot {
+    size_t file;  // index into files_
     std::shared_ptr<const std::string> text;
     uint64_t lookups = 0;
   };
-  void FileAttr(uint64_t ino, size_t size, struct stat* st) const;
+  void FileAttr(uint64_t ino, const ControlFile& file, size_t size, struct stat* st) const;
+  // The file an inode is a snapshot of, or nullptr.
+  const ControlFile* FileOf(uint64_t ino) const;
 
   const uint64_t dir_ino_;
   const uid_t owner_;
   const gid_t group_;
   const int64_t created_s_;
-  const std::function<std::string()> stats_;
+  const std::vector<ControlFile> files_;
   mutable std::mutex mu_;  // guards snapshots_ and next_ino_; a leaf lock
   std::map<uint64_t, Snapshot> snapshots_;
   uint64_t next_ino_;

@@ -54,6 +54,8 @@ class FsContext {
   std::string StatsJson();
 
  private:
+  std::vector<ControlFile> ControlFiles();
+
   const Namespace* const ns_;
   SourceReader* const reader_;
   TieredStore* const store_;

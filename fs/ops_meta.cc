@@ -44,7 +44,7 @@ bool EntryAt(FsContext& ctx, fuse_ino_t ino, size_t i, std::string_view* name,
     return true;
   }
   if (control) {
-    auto entries = ControlDir::Entries();
+    auto entries = ctx.control().Entries();
     if (i - 2 >= entries.size()) return false;
     *name = entries[i - 2];
     *entry_ino = 0;

@@ -89,9 +89,26 @@ const std::vector<OwnOption>& OwnOptions() {
          }
          c.tiering.policy = v;
        }},
-      {"promote_threads", "N", "parallel promotions, i.e. SOURCE copy streams (default 8)",
+      {"promote_threads", "N",
+       "promotion threads, i.e. parallel SOURCE copy streams (default 8, auto-tuned between 1 "
+       "and 8; a value given here is fixed)",
        [](MountConfig& c, const std::string& v, const std::string& o) {
          c.tiering.promote_threads = ParseUnsigned(v, o, 1, 256);
+         c.tiering.prefetch.tune_parallelism = false;
+       }},
+      {"prefetch", "MODE",
+       "on-access (default: promote on first read), stage-in (promote everything now) or "
+       "order (follow .tierfs/order)",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         if (!ParsePrefetchMode(v, &c.tiering.prefetch.mode)) {
+           throw OptionError(
+               fmt::format("option '{}': '{}' is not one of on-access, stage-in, order", o, v));
+         }
+       }},
+      {"lookahead", "N",
+       "files kept promoted ahead of the reader in order mode (default: auto-tuned, 8-8192)",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         c.tiering.prefetch.lookahead = ParseUnsigned(v, o, 1, 1u << 20);
        }},
       {"promote_queue", "N", "queued promotions per lane before new ones are rejected (4096)",
        [](MountConfig& c, const std::string& v, const std::string& o) {

@@ -108,8 +108,10 @@ int RunMount(const MountConfig& config) {
   struct stat source_st {};
   ::stat(source.c_str(), &source_st);
   std::string tier_error;
+  TieringConfig tiering = config.tiering;
+  tiering.prefetch.mountpoint = mountpoint;
   std::unique_ptr<TieredStore> store =
-      TieredStore::Open(config.tiering, ns.get(), &reader, source_st.st_dev, &tier_error);
+      TieredStore::Open(tiering, ns.get(), &reader, source_st.st_dev, &tier_error);
   if (!store) return fail(tier_error);
   FsContext ctx(ns.get(), &reader, store.get(), &backend.counters(),
                 FsTimeouts{config.entry_timeout, config.attr_timeout}, ::getuid(), ::getgid());

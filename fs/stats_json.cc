@@ -14,8 +14,22 @@ FsContext::FsContext(const Namespace* ns, SourceReader* reader, TieredStore* sto
       source_(source),
       timeouts_(timeouts),
       started_(std::chrono::steady_clock::now()),
-      control_(static_cast<uint64_t>(ns->size()) + 1, owner, group,
-               [this] { return StatsJson(); }) {}
+      control_(static_cast<uint64_t>(ns->size()) + 1, owner, group, ControlFiles()) {}
+
+std::vector<ControlFile> FsContext::ControlFiles() {
+  Prefetcher* p = &store_->prefetcher();
+  return {
+      {"stats", [this] { return StatsJson(); }, nullptr, nullptr},
+      {"order", [] { return std::string(); },
+       [p](uint64_t w, uint64_t off, std::string_view d) { return p->WriteOrder(w, off, d); },
+       [p] { p->ClearOrder(); }},
+      {"stage", [] { return std::string(); },
+       [p](uint64_t w, uint64_t off, std::string_view d) { return p->WriteStage(w, off, d); },
+       nullptr},
+      {"prefetch", [p] { return p->ModeText(); },
+       [p](uint64_t, uint64_t, std::string_view d) { return p->WriteMode(d); }, nullptr},
+  };
+}
 
 std::string FsContext::StatsJson() {
   auto load = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };

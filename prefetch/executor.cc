@@ -1,8 +1,19 @@
 #include "prefetch/executor.h"
 
+#include <algorithm>
+
 namespace tierfs {
 
-Executor::Executor(unsigned threads, size_t capacity) : threads_(threads), capacity_(capacity) {}
+Executor::Executor(unsigned threads, size_t capacity)
+    : threads_(threads), capacity_(capacity), active_limit_(threads) {}
+
+void Executor::SetActiveLimit(unsigned n) {
+  {
+    std::lock_guard lock(mu_);
+    active_limit_.store(std::clamp(n, 1u, threads_));
+  }
+  cv_.notify_all();
+}
 
 void Executor::Start() {
   std::lock_guard lock(mu_);
@@ -36,16 +47,30 @@ void Executor::Work() {
     Job job;
     {
       std::unique_lock lock(mu_);
-      cv_.wait(lock, [this] { return stopping() || !lanes_[0].empty() || !lanes_[1].empty(); });
+      std::deque<Job>* q = nullptr;
+      cv_.wait(lock, [&] {
+        if (stopping()) return true;
+        if (running_.load(std::memory_order_relaxed) >= active_limit()) return false;
+        for (auto& lane : lanes_) {  // foreground, then look-ahead, then background
+          if (!lane.empty()) {
+            q = &lane;
+            return true;
+          }
+        }
+        return false;
+      });
       if (stopping()) return;
-      auto& q = lanes_[0].empty() ? lanes_[1] : lanes_[0];  // foreground first
-      job = std::move(q.front());
-      q.pop_front();
+      job = std::move(q->front());
+      q->pop_front();
       running_.fetch_add(1, std::memory_order_relaxed);
     }
     job.run();
-    running_.fetch_sub(1, std::memory_order_relaxed);
+    {
+      std::lock_guard lock(mu_);  // so a worker waiting on the limit sees the change
+      running_.fetch_sub(1, std::memory_order_relaxed);
+    }
     completed_.fetch_add(1, std::memory_order_relaxed);
+    cv_.notify_all();
   }
 }
 

@@ -1,7 +1,9 @@
-// Executor: the promotion thread pool. Two lanes: foreground jobs (a reader
-// is waiting) always run before background ones (stage-in, look-ahead).
-// Bounded: a lane holds at most `capacity` queued jobs; Submit beyond that
-// is rejected and counted, never queued without limit.
+// Executor: the promotion thread pool. Three lanes, served in order:
+// foreground (a reader is waiting), look-ahead (the declared order's next
+// files), background (stage-in). Bounded: a lane holds at most `capacity`
+// queued jobs; Submit beyond that is rejected and counted, never queued
+// without limit. At most `active_limit` jobs run at once (the autotuner moves
+// it between 1 and the thread count).
 #pragma once
 
 #include <atomic>
@@ -17,7 +19,8 @@ namespace tierfs {
 
 class Executor {
  public:
-  enum class Lane { kForeground = 0, kBackground = 1 };
+  enum class Lane { kForeground = 0, kLookahead = 1, kBackground = 2 };
+  static constexpr int kLanes = 3;
   struct Job {
     std::function<void()> run;
     std::function<void()> cancel;  // called instead of run if the job is dropped at shutdown
@@ -38,6 +41,9 @@ class Executor {
   bool stopping() const { return stopping_.load(std::memory_order_relaxed); }
 
   unsigned threads() const { return threads_; }
+  // Jobs allowed to run at once, 1..threads().
+  unsigned active_limit() const { return active_limit_.load(std::memory_order_relaxed); }
+  void SetActiveLimit(unsigned n);
   size_t capacity() const { return capacity_; }
   size_t queued(Lane lane) const;
   unsigned running() const { return running_.load(std::memory_order_relaxed); }
@@ -51,7 +57,8 @@ class Executor {
   const size_t capacity_;
   mutable std::mutex mu_;  // guards lanes_; a leaf lock, never held while a job runs
   std::condition_variable cv_;
-  std::deque<Job> lanes_[2];
+  std::deque<Job> lanes_[kLanes];
+  std::atomic<unsigned> active_limit_;
   std::atomic<bool> stopping_{false};
   std::atomic<unsigned> running_{0};
   std::atomic<uint64_t> rejected_{0}, completed_{0};

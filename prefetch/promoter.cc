@@ -29,11 +29,13 @@ bool Promoter::Request(ChunkKey key, Executor::Lane lane) {
   Executor::Job job{[this, key, tier] { Run(key, tier); },
                     [this, key, tier, length] {
                       tiers_[static_cast<size_t>(tier)]->Release(length);
+                      policy_->Abandoned(key, tier);
                       catalog_->Abort(key);
                     }};
   if (!executor_->Submit(lane, std::move(job))) {
     counters_.rejected.fetch_add(1, std::memory_order_relaxed);
     tiers_[static_cast<size_t>(tier)]->Release(length);
+    policy_->Abandoned(key, tier);
     catalog_->Abort(key);
     return false;
   }
@@ -72,6 +74,7 @@ void Promoter::Run(ChunkKey key, int tier_index) {
 void Promoter::Fail(ChunkKey key, int tier_index, const char* what, int err) {
   Tier* tier = tiers_[static_cast<size_t>(tier_index)];
   tier->Release(catalog_->length(key.node, key.chunk));
+  policy_->Abandoned(key, tier_index);
   if (err == -ENOSPC || err == -EDQUOT) {
     // The device filled before the budget did: stop placing there.
     tier->MarkFull();

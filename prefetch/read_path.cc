@@ -17,6 +17,18 @@ ReadPath::ReadPath(const Namespace* ns, SourceReader* source, Catalog* catalog,
       promoter_(promoter) {}
 
 ssize_t ReadPath::Read(NodeId id, uint64_t off, size_t size, char* scratch, TierRead* out) {
+  ssize_t n = ReadRange(id, off, size, scratch, out);
+  // Only now: the planner may evict a file once it is consumed, and this
+  // read must not lose its data to that (the reply holds what it needs).
+  if (n > 0) {
+    if (ReadObserver* observer = observer_.load(std::memory_order_relaxed)) {
+      observer->OnRead(id, off);
+    }
+  }
+  return n;
+}
+
+ssize_t ReadPath::ReadRange(NodeId id, uint64_t off, size_t size, char* scratch, TierRead* out) {
   const uint64_t file_size = ns_->node(id).size;
   *out = {};
   if (off >= file_size || size == 0) return 0;

@@ -23,6 +23,14 @@ struct ReadCounters {
   std::atomic<uint64_t> tier_errors{0};  // tier reads that failed (served from SOURCE)
 };
 
+// Hears of every read (the order planner tracks the reader's position).
+class ReadObserver {
+ public:
+  virtual ~ReadObserver() = default;
+  // Called on the read path: must be cheap and never block on I/O.
+  virtual void OnRead(NodeId id, uint64_t off) = 0;
+};
+
 class ReadPath {
  public:
   // Without a promoter (no tiers), every read goes to SOURCE.
@@ -35,8 +43,10 @@ class ReadPath {
   ssize_t Read(NodeId id, uint64_t off, size_t size, char* scratch, TierRead* out);
 
   const ReadCounters& counters() const { return counters_; }
+  void SetObserver(ReadObserver* observer) { observer_.store(observer); }
 
  private:
+  ssize_t ReadRange(NodeId id, uint64_t off, size_t size, char* scratch, TierRead* out);
   // Reads [off, off+n) of one chunk (off relative to the chunk).
   ssize_t ReadChunk(ChunkKey key, uint64_t off, size_t n, char* scratch, TierRead* out);
   ssize_t ReadSource(ChunkKey key, uint64_t off, size_t n, char* scratch, TierRead* out);
@@ -49,6 +59,7 @@ class ReadPath {
   PlacementPolicy* const policy_;
   Promoter* const promoter_;
   ReadCounters counters_;
+  std::atomic<ReadObserver*> observer_{nullptr};
 };
 
 }  // namespace tierfs

@@ -32,15 +32,22 @@ std::unique_ptr<TieredStore> TieredStore::Open(const TieringConfig& config, cons
   store->ns_ = ns;
   store->config_ = config;
   if (!config.enabled()) {
+    if (config.prefetch.mode != PrefetchMode::kOnAccess) {
+      *error = fmt::format("prefetch={} needs a tier to promote into (ram= or tier=)",
+                           PrefetchModeName(config.prefetch.mode));
+      return nullptr;
+    }
     store->read_path_ =
         std::make_unique<ReadPath>(ns, source, nullptr, std::vector<Tier*>{}, nullptr, nullptr);
+    // Hints are still parsed and counted, so helpers work against any mount.
+    store->prefetcher_ = std::make_unique<Prefetcher>(config.prefetch, ns, nullptr, nullptr,
+                                                      nullptr, nullptr, nullptr);
     return store;
   }
   if (config.ram > 0) {
     store->owned_.push_back(NewMemoryTier("ram", config.ram));
     store->paths_.push_back("");
   }
-  std::vector<DirectoryTier*> dirs;
   for (size_t i = 0; i < config.dirs.size(); ++i) {
     const auto& spec = config.dirs[i];
     auto tier =
@@ -53,7 +60,6 @@ std::unique_ptr<TieredStore> TieredStore::Open(const TieringConfig& config, cons
                  "reads faster",
                  spec.path);
     }
-    dirs.push_back(tier.get());
     store->paths_.push_back(spec.path);
     store->owned_.push_back(std::move(tier));
   }
@@ -64,9 +70,19 @@ std::unique_ptr<TieredStore> TieredStore::Open(const TieringConfig& config, cons
   }
   store->catalog_ = std::make_unique<Catalog>(*ns, config.chunk_size);
   TieredStore* raw = store.get();
-  store->policy_ = NewPlacementPolicy(config.policy, store->tiers_, [raw](ChunkKey key, int tier) {
-    return raw->promoter_->Evict(key, tier);
-  });
+  Evictor evict = [raw](ChunkKey key, int tier) { return raw->promoter_->Evict(key, tier); };
+  if (config.policy == "first-fit") {
+    // First-fit that turns into Belady eviction once an order is declared.
+    auto next_use = [raw](NodeId id) {
+      return raw->prefetcher_ ? raw->prefetcher_->NextUse(id)
+                              : NextUses{OrderPlan::kNever, OrderPlan::kNever};
+    };
+    auto clairvoyant = NewClairvoyantPolicy(store->tiers_, evict, store->catalog_.get(), next_use);
+    store->clairvoyant_ = clairvoyant.get();
+    store->policy_ = std::move(clairvoyant);
+  } else {
+    store->policy_ = NewPlacementPolicy(config.policy, store->tiers_, evict);
+  }
   if (!store->policy_) {
     *error = fmt::format("unknown policy '{}'", config.policy);
     return nullptr;
@@ -100,6 +116,10 @@ std::unique_ptr<TieredStore> TieredStore::Open(const TieringConfig& config, cons
                                  source, store->executor_.get());
   store->read_path_ = std::make_unique<ReadPath>(ns, source, store->catalog_.get(), store->tiers_,
                                                  store->policy_.get(), store->promoter_.get());
+  store->prefetcher_ = std::make_unique<Prefetcher>(
+      config.prefetch, ns, store->catalog_.get(), store->promoter_.get(), store->executor_.get(),
+      store->clairvoyant_, &store->read_path_->counters());
+  store->read_path_->SetObserver(store->prefetcher_.get());
   return store;
 }
 
@@ -107,9 +127,12 @@ TieredStore::~TieredStore() { Shutdown(); }
 
 void TieredStore::Start() {
   if (executor_) executor_->Start();
+  if (prefetcher_) prefetcher_->Start();
 }
 
 void TieredStore::Shutdown() {
+  if (read_path_) read_path_->SetObserver(nullptr);
+  if (prefetcher_) prefetcher_->Shutdown();
   if (executor_) executor_->Shutdown();
 }
 
@@ -139,15 +162,18 @@ std::string TieredStore::StatsJson() const {
     const PromotionCounters& p = promoter_->counters();
     out += fmt::format(
         "  \"promotions\": {{\"policy\": \"{}\", \"chunk_size\": {}, \"threads\": {}, "
-        "\"queued_foreground\": {}, \"queued_background\": {}, \"running\": {}, "
+        "\"queued_foreground\": {}, \"queued_lookahead\": {}, \"queued_background\": {}, "
+        "\"running\": {}, "
         "\"requested\": {}, \"done\": {}, \"failed\": {}, \"rejected\": {}, \"no_room\": {}, "
         "\"evicted\": {}, \"bytes\": {}, \"files_resident\": {}}},\n",
         policy_->name(), config_.chunk_size, executor_->threads(),
         executor_->queued(Executor::Lane::kForeground),
+        executor_->queued(Executor::Lane::kLookahead),
         executor_->queued(Executor::Lane::kBackground), executor_->running(), load(p.requested),
         load(p.done), load(p.failed), load(p.rejected), load(p.no_room), policy_->evictions(),
         load(p.bytes), catalog_->FullyResidentFiles());
   }
+  out += prefetcher_->StatsJson();
   return out;
 }
 

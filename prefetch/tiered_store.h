@@ -7,7 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "prefetch/clairvoyant_policy.h"
 #include "prefetch/executor.h"
+#include "prefetch/prefetcher.h"
 #include "prefetch/promoter.h"
 #include "prefetch/read_path.h"
 #include "tiering/catalog.h"
@@ -29,6 +31,7 @@ struct TieringConfig {
   size_t promote_queue = 4096;  // per lane
   uint64_t chunk_size = 64ull << 20;
   bool reset = false;  // start directory tiers empty
+  PrefetchConfig prefetch;
   bool enabled() const { return ram > 0 || !dirs.empty(); }
 };
 
@@ -42,6 +45,7 @@ class TieredStore {
   ~TieredStore();
 
   ReadPath& read_path() { return *read_path_; }
+  Prefetcher& prefetcher() { return *prefetcher_; }
   // Starts the promotion threads; call after the daemon has forked.
   void Start();
   // Stops promotions: queued ones are dropped, running ones cancelled.
@@ -61,6 +65,8 @@ class TieredStore {
   std::unique_ptr<Executor> executor_;
   std::unique_ptr<Promoter> promoter_;
   std::unique_ptr<ReadPath> read_path_;
+  ClairvoyantPolicy* clairvoyant_ = nullptr;  // policy_ when it is the first-fit/Belady one
+  std::unique_ptr<Prefetcher> prefetcher_;
 };
 
 }  // namespace tierfs

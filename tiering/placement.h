@@ -26,6 +26,8 @@ class PlacementPolicy {
   virtual int Place(ChunkKey key, uint64_t bytes) = 0;
   // The chunk became resident in `tier` (it was Placed there).
   virtual void Published(ChunkKey, int) {}
+  // A promotion placed in `tier` was given up (its budget already released).
+  virtual void Abandoned(ChunkKey, int) {}
   // A read was served from the chunk.
   virtual void Touched(ChunkKey) {}
   uint64_t evictions() const { return evictions_; }

@@ -14,7 +14,8 @@ constexpr uint64_t kDirIno = 1000;
 // length grows, so snapshots can be told apart by content and size.
 struct Control {
   int produced = 0;
-  ControlDir dir{kDirIno, 123, 456, [this] { return Text(++produced); }};
+  ControlDir dir{kDirIno, 123, 456,
+                 {ControlFile{"stats", [this] { return Text(++produced); }, nullptr, nullptr}}};
 
   static std::string Text(int n) {
     return fmt::format("{{\"snapshot\": {}, \"pad\": \"{}\"}}\n", n,
@@ -139,7 +140,7 @@ TEST_CASE("ControlDir knows only stats", "[control]") {
   CHECK(c.dir.Lookup("..", &st) == -ENOENT);
   CHECK(c.produced == 0);
   CHECK(c.dir.live_snapshots() == 0);
-  CHECK(ControlDir::Entries() == std::vector<std::string_view>{"stats"});
+  CHECK(c.dir.Entries() == std::vector<std::string_view>{"stats"});
   std::string_view out;
   std::shared_ptr<const std::string> hold;
   CHECK(c.dir.Read(kDirIno, 0, 10, &out, &hold) == -EISDIR);

@@ -1,0 +1,65 @@
+#include "prefetch/autotuner.h"
+
+#include <algorithm>
+
+namespace tierfs {
+
+HillClimber::HillClimber(unsigned lo, unsigned hi, unsigned start, double tolerance,
+                         unsigned settle_steps)
+    : lo_(lo),
+      hi_(std::max(lo, hi)),
+      tolerance_(tolerance),
+      settle_steps_(settle_steps),
+      value_(std::clamp(start, lo, std::max(lo, hi))) {}
+
+unsigned HillClimber::Clamp(long v) const {
+  return static_cast<unsigned>(std::clamp<long>(v, lo_, hi_));
+}
+
+unsigned HillClimber::Probe() {
+  unsigned next = Clamp(static_cast<long>(base_) + dir_);
+  if (next == base_) {  // at a bound: turn around
+    dir_ = -dir_;
+    next = Clamp(static_cast<long>(base_) + dir_);
+  }
+  return next;
+}
+
+unsigned HillClimber::Step(double rate) {
+  if (settling_ > 0) {  // holding at base_: keep its rate fresh, then probe
+    base_rate_ = rate;
+    if (--settling_ > 0) return value_;
+    return value_ = Probe();
+  }
+  if (!have_base_) {
+    have_base_ = true;
+    base_ = value_;
+    base_rate_ = rate;
+    return value_ = Probe();
+  }
+  // value_ is one step away from base_.
+  if (rate > base_rate_ * (1 + tolerance_)) {  // the step helped: keep going
+    base_ = value_;
+    base_rate_ = rate;
+    return value_ = Probe();
+  }
+  // No better (worse, or within noise: fewer parallel reads are kinder to the
+  // shared PFS): go back, turn around, settle before probing again.
+  value_ = base_;
+  dir_ = -dir_;
+  settling_ = settle_steps_;
+  return value_;
+}
+
+unsigned LookaheadTuner::Step(uint64_t misses, uint64_t lead) {
+  if (misses > 0 && lead < value_) {
+    value_ = std::min(hi_, std::max(value_ + 1, value_ * 2));
+    calm_ = 0;
+  } else if (misses == 0 && ++calm_ >= 30) {
+    value_ = std::max(lo_, value_ - value_ / 4);
+    calm_ = 0;
+  }
+  return value_;
+}
+
+}  // namespace tierfs

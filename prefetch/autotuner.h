@@ -1,0 +1,53 @@
+// Auto-tuning (PRISMA tuned up-only from buffer occupancy; this goes both
+// ways, from measured rates):
+// - HillClimber moves one integer knob (parallel SOURCE reads) by one step at
+//   a time towards the highest measured rate, backs off when a step made it
+//   worse, settles there for a while, then probes again.
+// - LookaheadTuner grows the look-ahead window when reads miss (waited for
+//   or went to SOURCE) while the prefetcher is not far enough ahead, and
+//   shrinks it slowly after long calm.
+// Both are pure: the caller measures and applies. Not thread-safe.
+#pragma once
+
+#include <cstdint>
+
+namespace tierfs {
+
+class HillClimber {
+ public:
+  // `tolerance`: relative rate change treated as noise.
+  HillClimber(unsigned lo, unsigned hi, unsigned start, double tolerance = 0.05,
+              unsigned settle_steps = 5);
+  // The rate measured while the knob was at value(); returns the next value.
+  unsigned Step(double rate);
+  unsigned value() const { return value_; }
+
+ private:
+  unsigned Clamp(long v) const;
+  unsigned Probe();
+  const unsigned lo_, hi_;
+  const double tolerance_;
+  const unsigned settle_steps_;
+  unsigned value_;
+  int dir_ = +1;
+  bool have_base_ = false;
+  unsigned base_ = 0;  // the value the last accepted rate was measured at
+  double base_rate_ = 0;
+  unsigned settling_ = 0;  // steps left to hold at base_ before probing again
+};
+
+class LookaheadTuner {
+ public:
+  LookaheadTuner(unsigned lo, unsigned hi, unsigned start) : lo_(lo), hi_(hi), value_(start) {}
+  // One period: reads that missed, and how many declared files ahead of the
+  // reader are resident. Returns the next window.
+  unsigned Step(uint64_t misses, uint64_t lead);
+  unsigned value() const { return value_; }
+
+ private:
+  const unsigned lo_, hi_;
+  unsigned value_;
+  unsigned calm_ = 0;
+};
+
+}  // namespace tierfs

@@ -1,0 +1,178 @@
+#include "prefetch/clairvoyant_policy.h"
+
+#include <deque>
+#include <mutex>
+#include <queue>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace tierfs {
+namespace {
+
+class Clairvoyant final : public ClairvoyantPolicy {
+ public:
+  Clairvoyant(std::vector<Tier*> tiers, Evictor evict, const Catalog* catalog, NextUseFn next_use)
+      : tiers_(std::move(tiers)),
+        evict_(std::move(evict)),
+        catalog_(catalog),
+        next_use_(std::move(next_use)),
+        per_tier_(tiers_.size()) {}
+
+  const char* name() const override { return "first-fit"; }
+
+  void SetTransientLimit(size_t chunks) override {
+    std::lock_guard lock(mu_);
+    transient_limit_ = std::max<size_t>(chunks, 1);
+  }
+
+  int Place(ChunkKey key, uint64_t bytes) override {
+    for (size_t i = 0; i < tiers_.size(); ++i) {
+      if (tiers_[i]->Reserve(bytes)) return Admit(key, i, false);
+    }
+    for (size_t i = 0; i < tiers_.size(); ++i) {
+      if (bytes > tiers_[i]->limit()) continue;
+      bool transient = false;
+      while (true) {
+        if (tiers_[i]->Reserve(bytes)) return Admit(key, i, transient);
+        ChunkKey victim;
+        {
+          std::lock_guard lock(mu_);
+          if (!ChooseVictim(i, key, &victim, &transient)) break;
+        }
+        if (evict_(victim, static_cast<int>(i)) > 0) evictions_.fetch_add(1);
+      }
+    }
+    return -1;
+  }
+
+  void Published(ChunkKey key, int tier) override {
+    std::lock_guard lock(mu_);
+    TierState& t = per_tier_[static_cast<size_t>(tier)];
+    auto it = placing_.find(key);
+    bool transient = it != placing_.end() && it->second;
+    if (it != placing_.end()) placing_.erase(it);
+    if (transient) {
+      t.transient[key] = false;
+    } else {
+      t.resident.insert(key);
+      t.heap.push({next_use_(key.node).next, key});
+    }
+  }
+
+  void Abandoned(ChunkKey key, int) override {
+    std::lock_guard lock(mu_);
+    placing_.erase(key);
+  }
+
+  void NextUseChanged(NodeId node) override {
+    std::lock_guard lock(mu_);
+    bool fetched = false;
+    uint64_t use = 0;
+    for (uint32_t c = 0; c < catalog_->chunks(node); ++c) {
+      ChunkKey key{node, c};
+      for (auto& t : per_tier_) {
+        auto tr = t.transient.find(key);
+        if (tr != t.transient.end()) {
+          if (!tr->second) {  // its one read is done: first to go
+            tr->second = true;
+            t.recycle.push_back(key);
+          }
+          continue;
+        }
+        if (!t.resident.count(key)) continue;
+        if (!fetched) {
+          use = next_use_(node).next;
+          fetched = true;
+        }
+        t.heap.push({use, key});
+      }
+    }
+  }
+
+ private:
+  struct Entry {
+    uint64_t next_use;
+    ChunkKey key;
+    bool operator<(const Entry& o) const { return next_use < o.next_use; }
+  };
+  struct TierState {
+    std::unordered_set<ChunkKey, ChunkKeyHash> resident;  // kept for their later uses
+    std::priority_queue<Entry> heap;  // max next use on top; stale entries skipped
+    std::unordered_map<ChunkKey, bool, ChunkKeyHash> transient;  // -> already read
+    std::deque<ChunkKey> recycle;                                // transient chunks already read
+  };
+
+  int Admit(ChunkKey key, size_t tier, bool transient) {
+    std::lock_guard lock(mu_);
+    placing_[key] = transient;
+    return static_cast<int>(tier);
+  }
+
+  // REQUIRES: mu_ held. Picks what to evict from tier i for `key`, and
+  // whether `key` would then be transient. False: promote nothing.
+  bool ChooseVictim(size_t i, ChunkKey key, ChunkKey* victim, bool* transient) {
+    TierState& t = per_tier_[i];
+    while (!t.recycle.empty()) {
+      ChunkKey k = t.recycle.front();
+      t.recycle.pop_front();
+      if (t.transient.erase(k)) {
+        *victim = k;
+        return true;
+      }
+    }
+    const NextUses uses = next_use_(key.node);
+    if (PopFarthest(t, uses.after, victim)) {
+      *transient = false;
+      return true;
+    }
+    if (t.transient.size() < transient_limit_ && PopFarthest(t, uses.next, victim)) {
+      *transient = true;
+      return true;
+    }
+    return false;
+  }
+
+  // REQUIRES: mu_ held. Takes the resident chunk needed farthest in the
+  // future, if that is later than `than`.
+  bool PopFarthest(TierState& t, uint64_t than, ChunkKey* victim) {
+    while (!t.heap.empty()) {
+      Entry top = t.heap.top();
+      if (!t.resident.count(top.key)) {
+        t.heap.pop();  // evicted already
+        continue;
+      }
+      uint64_t now = next_use_(top.key.node).next;
+      if (top.next_use != now) {  // its next use moved: requeue at the true value
+        t.heap.pop();
+        t.heap.push({now, top.key});
+        continue;
+      }
+      if (top.next_use <= than) return false;
+      t.heap.pop();
+      t.resident.erase(top.key);
+      *victim = top.key;
+      return true;
+    }
+    return false;
+  }
+
+  const std::vector<Tier*> tiers_;
+  const Evictor evict_;
+  const Catalog* const catalog_;
+  const NextUseFn next_use_;
+  std::mutex mu_;  // guards the rest; released before evicting (the evictor takes tier locks)
+  std::vector<TierState> per_tier_;
+  std::unordered_map<ChunkKey, bool, ChunkKeyHash> placing_;  // placed, not yet published
+  size_t transient_limit_ = 16;
+};
+
+}  // namespace
+
+std::unique_ptr<ClairvoyantPolicy> NewClairvoyantPolicy(std::vector<Tier*> tiers, Evictor evict,
+                                                        const Catalog* catalog,
+                                                        NextUseFn next_use) {
+  return std::make_unique<Clairvoyant>(std::move(tiers), std::move(evict), catalog,
+                                       std::move(next_use));
+}
+
+}  // namespace tierfs

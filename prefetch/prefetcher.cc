@@ -1,0 +1,345 @@
+#include "prefetch/prefetcher.h"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <chrono>
+
+#include "tiering/log.h"
+
+namespace tierfs {
+namespace {
+
+constexpr const char* kModeNames[] = {"on-access", "stage-in", "order"};
+constexpr unsigned kMinWindow = 8, kMaxWindow = 8192, kStartWindow = 64;
+
+uint64_t NowNs() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+}
+
+}  // namespace
+
+const char* PrefetchModeName(PrefetchMode mode) { return kModeNames[static_cast<int>(mode)]; }
+
+bool ParsePrefetchMode(std::string_view name, PrefetchMode* out) {
+  for (int i = 0; i < 3; ++i) {
+    if (name == kModeNames[i]) {
+      *out = static_cast<PrefetchMode>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+Prefetcher::Prefetcher(const PrefetchConfig& config, const Namespace* ns, Catalog* catalog,
+                       Promoter* promoter, Executor* executor, ClairvoyantPolicy* policy,
+                       const ReadCounters* reads)
+    : config_(config),
+      ns_(ns),
+      catalog_(catalog),
+      promoter_(promoter),
+      executor_(executor),
+      policy_(policy),
+      reads_(reads),
+      mode_(PrefetchMode::kOnAccess),
+      plan_(ns->size(), config.max_order_entries),
+      order_parser_(ns, config.mountpoint, /*directories=*/false),
+      stage_parser_(ns, config.mountpoint, /*directories=*/true),
+      staged_mark_(ns->size(), 0),
+      window_(config.lookahead ? config.lookahead : kStartWindow),
+      climber_(1, executor ? executor->threads() : 1, executor ? executor->threads() : 1),
+      window_tuner_(kMinWindow, kMaxWindow, window_) {
+  if (policy_) policy_->SetTransientLimit(window_);
+  SetMode(config.mode);
+}
+
+Prefetcher::~Prefetcher() { Shutdown(); }
+
+void Prefetcher::Start() {
+  if (!thread_.joinable()) thread_ = std::thread([this] { Loop(); });
+}
+
+void Prefetcher::Shutdown() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Prefetcher::SetMode(PrefetchMode mode) {
+  PrefetchMode old = mode_.exchange(mode);
+  {
+    std::lock_guard lock(mu_);
+    if (mode == PrefetchMode::kStageIn && old != PrefetchMode::kStageIn && catalog_) {
+      stage_in_started_ = NowNs();
+      for (NodeId id = 0; id < ns_->size(); ++id) {  // namespace order: directory by directory
+        if (catalog_->chunks(id) == 0 || staged_mark_[id]) continue;
+        staged_mark_[id] = 1;
+        staged_.push_back(id);
+        stage_queue_.push_back(id);
+      }
+    }
+  }
+  if (old != mode) TIERFS_LOG(kInfo, "prefetch mode: {}", PrefetchModeName(mode));
+  wake_.notify_all();
+}
+
+void Prefetcher::OnRead(NodeId id, uint64_t off) {
+  if (off != 0 || mode_.load(std::memory_order_relaxed) != PrefetchMode::kOrder) return;
+  bool consumed;
+  {
+    std::lock_guard lock(mu_);
+    consumed = plan_.Consume(id);
+  }
+  if (consumed) {
+    if (policy_) policy_->NextUseChanged(id);
+    wake_.notify_all();
+  }
+}
+
+NextUses Prefetcher::NextUse(NodeId id) const {
+  if (mode_.load(std::memory_order_relaxed) != PrefetchMode::kOrder) {
+    return {OrderPlan::kNever, OrderPlan::kNever};
+  }
+  std::lock_guard lock(mu_);
+  return {plan_.NextUse(id), plan_.FollowingUse(id)};
+}
+
+void Prefetcher::AppendOrder(HintParser::Result& result) {
+  std::vector<NodeId> newly_declared;
+  {
+    std::lock_guard lock(mu_);
+    order_valid_ += result.valid;
+    order_rejected_ += result.rejected;
+    for (NodeId id : result.files) {
+      if (plan_.NextUse(id) == OrderPlan::kNever) newly_declared.push_back(id);
+    }
+    order_dropped_ += result.files.size() - plan_.Append(result.files);
+  }
+  if (policy_) {
+    for (NodeId id : newly_declared) policy_->NextUseChanged(id);
+  }
+  if (!result.files.empty()) wake_.notify_all();
+}
+
+ssize_t Prefetcher::WriteOrder(uint64_t writer, uint64_t off, std::string_view data) {
+  HintParser::Result result;
+  {
+    std::lock_guard lock(mu_);
+    order_parser_.Feed(writer, off, data, &result);
+  }
+  AppendOrder(result);
+  // Some complete line, and none of them valid: tell the writer.
+  if (result.valid == 0 && result.rejected > 0) return -EINVAL;
+  return static_cast<ssize_t>(data.size());
+}
+
+void Prefetcher::ClearOrder() {
+  {
+    std::lock_guard lock(mu_);
+    HintParser::Result dropped;
+    order_parser_.FlushTails(std::chrono::steady_clock::duration::zero(), &dropped);
+    plan_.Clear();
+    lead_ = 0;
+  }
+  TIERFS_LOG(kInfo, "declared order cleared");
+}
+
+ssize_t Prefetcher::WriteStage(uint64_t writer, uint64_t off, std::string_view data) {
+  HintParser::Result result;
+  {
+    std::lock_guard lock(mu_);
+    stage_parser_.Feed(writer, off, data, &result);
+    stage_valid_ += result.valid;
+    stage_rejected_ += result.rejected;
+    for (NodeId id : result.files) {
+      if (!catalog_ || catalog_->chunks(id) == 0 || staged_mark_[id]) continue;
+      staged_mark_[id] = 1;
+      staged_.push_back(id);
+      stage_queue_.push_back(id);
+    }
+  }
+  wake_.notify_all();
+  if (result.valid == 0 && result.rejected > 0) return -EINVAL;
+  return static_cast<ssize_t>(data.size());
+}
+
+ssize_t Prefetcher::WriteMode(std::string_view data) {
+  while (!data.empty() && (data.back() == '\n' || data.back() == '\r' || data.back() == ' ')) {
+    data.remove_suffix(1);
+  }
+  PrefetchMode mode;
+  if (!ParsePrefetchMode(data, &mode)) return -EINVAL;
+  if (mode != PrefetchMode::kOnAccess && promoter_ == nullptr) return -EOPNOTSUPP;  // no tiers
+  SetMode(mode);
+  return static_cast<ssize_t>(data.size());
+}
+
+std::string Prefetcher::ModeText() const {
+  return std::string(PrefetchModeName(mode_.load())) + "\n";
+}
+
+bool Prefetcher::Promote(NodeId id, Executor::Lane lane) {
+  for (uint32_t c = 0; c < catalog_->chunks(id); ++c) {
+    ChunkKey key{id, c};
+    if (catalog_->state(key) != Catalog::kOnSource) continue;
+    if (!promoter_->Request(key, lane) && catalog_->state(key) == Catalog::kOnSource) {
+      return false;  // no room (or not worth it), or the lane is full
+    }
+  }
+  return true;
+}
+
+void Prefetcher::PumpLookahead() {
+  std::vector<NodeId> next;
+  {
+    std::lock_guard lock(mu_);
+    uint64_t p = plan_.cursor() > 64 ? plan_.cursor() - 64 : 0;  // stragglers first
+    bool contiguous = true;
+    lead_ = 0;
+    for (; p < plan_.size() && next.size() < window_; ++p) {
+      if (!plan_.pending(p)) continue;
+      NodeId id = plan_.at(p);
+      bool ready = true;
+      for (uint32_t c = 0; c < catalog_->chunks(id) && ready; ++c) {
+        ready = Catalog::IsResident(catalog_->state(ChunkKey{id, c}));
+      }
+      if (ready && contiguous && p >= plan_.cursor()) lead_++;
+      if (!ready) {
+        contiguous = false;
+        next.push_back(id);
+      }
+    }
+  }
+  for (NodeId id : next) {
+    if (!Promote(id, Executor::Lane::kLookahead)) break;  // later ones are needed even later
+  }
+}
+
+void Prefetcher::FeedStage() {
+  // Keep the background lane half full: enough to keep every thread busy,
+  // little enough that look-ahead and misses never queue behind it.
+  const size_t target = std::max<size_t>(executor_->capacity() / 2, 1);
+  while (executor_->queued(Executor::Lane::kBackground) < target) {
+    NodeId id;
+    {
+      std::lock_guard lock(mu_);
+      if (stage_queue_.empty()) return;
+      id = stage_queue_.front();
+      stage_queue_.pop_front();
+    }
+    Promote(id, Executor::Lane::kBackground);  // no room: skipped; smaller files may still fit
+  }
+}
+
+void Prefetcher::Tune(double seconds) {
+  if (!promoter_ || seconds <= 0) return;
+  uint64_t bytes = promoter_->counters().bytes.load(std::memory_order_relaxed);
+  uint64_t misses = reads_->waits.load(std::memory_order_relaxed) +
+                    reads_->source_reads.load(std::memory_order_relaxed);
+  double rate = static_cast<double>(bytes - last_promoted_bytes_) / seconds;
+  uint64_t new_misses = misses - last_misses_;
+  last_promoted_bytes_ = bytes;
+  last_misses_ = misses;
+  bool backlog = executor_->queued(Executor::Lane::kForeground) +
+                     executor_->queued(Executor::Lane::kLookahead) +
+                     executor_->queued(Executor::Lane::kBackground) >
+                 0;
+  if (config_.tune_parallelism && backlog) {
+    unsigned before = executor_->active_limit();
+    unsigned after = climber_.Step(rate);
+    if (after != before) {
+      executor_->SetActiveLimit(after);
+      tune_decisions_++;
+      last_decision_ =
+          fmt::format("parallel SOURCE reads {} -> {} at {:.1f} MB/s", before, after, rate / 1e6);
+      TIERFS_LOG(kInfo, "autotune: {}", last_decision_);
+    }
+  }
+  if (config_.lookahead == 0 && mode_.load() == PrefetchMode::kOrder) {
+    unsigned before = window_;
+    window_ = window_tuner_.Step(new_misses, lead_);
+    if (window_ != before) {
+      tune_decisions_++;
+      last_decision_ = fmt::format("look-ahead {} -> {} files ({} misses, lead {})", before,
+                                   window_, new_misses, lead_);
+      TIERFS_LOG(kInfo, "autotune: {}", last_decision_);
+    }
+  }
+}
+
+void Prefetcher::Loop() {
+  auto last_tune = std::chrono::steady_clock::now();
+  while (true) {
+    {
+      std::unique_lock lock(mu_);
+      wake_.wait_for(lock, std::chrono::milliseconds(50));
+      if (stop_) return;
+      HintParser::Result late;  // lines whose writer never sent the newline
+      order_parser_.FlushTails(std::chrono::milliseconds(500), &late);
+      lock.unlock();
+      if (!late.files.empty() || late.rejected) AppendOrder(late);
+    }
+    if (promoter_ == nullptr) continue;
+    if (mode_.load() == PrefetchMode::kOrder) PumpLookahead();
+    FeedStage();
+    auto now = std::chrono::steady_clock::now();
+    double dt = std::chrono::duration<double>(now - last_tune).count();
+    if (dt >= 1.0) {
+      unsigned window;
+      {
+        std::lock_guard lock(mu_);  // the tuners' state
+        last_tune = now;
+        Tune(dt);
+        window = window_;
+      }
+      if (policy_) policy_->SetTransientLimit(window);  // not under mu_: lock order
+    }
+  }
+}
+
+std::string Prefetcher::StatsJson() const {
+  std::lock_guard lock(mu_);
+  uint64_t done_files = 0, done_bytes = 0, failed = 0, requested_bytes = 0;
+  size_t fed = staged_.size() - stage_queue_.size();
+  for (size_t i = 0; i < staged_.size(); ++i) {
+    NodeId id = staged_[i];
+    uint64_t size = ns_->node(id).size;
+    requested_bytes += size;
+    bool all = true, in_flight = false;
+    for (uint32_t c = 0; c < catalog_->chunks(id); ++c) {
+      uint8_t s = catalog_->state(ChunkKey{id, c});
+      all = all && Catalog::IsResident(s);
+      in_flight = in_flight || s == Catalog::kInFlight;
+    }
+    if (all) {
+      done_files++;
+      done_bytes += size;
+    } else if (i < fed && !in_flight && executor_->queued(Executor::Lane::kBackground) == 0) {
+      failed++;  // fed, settled, not resident: no room, or the copy failed
+    }
+  }
+  double elapsed = stage_in_started_ ? (NowNs() - stage_in_started_) / 1e9 : 0;
+  double rate = elapsed > 0 ? done_bytes / elapsed : 0;
+  double eta = rate > 0 ? (requested_bytes - done_bytes) / rate : -1;
+  return fmt::format(
+      "  \"prefetch\": {{\"mode\": \"{}\",\n"
+      "    \"order\": {{\"declared\": {}, \"position\": {}, \"consumed\": {}, \"valid_lines\": {}, "
+      "\"rejected_lines\": {}, \"dropped\": {}, \"lookahead\": {}, \"lead\": {}}},\n"
+      "    \"stage\": {{\"requested_files\": {}, \"requested_bytes\": {}, \"done_files\": {}, "
+      "\"done_bytes\": {}, \"failed_files\": {}, \"queued_files\": {}, \"valid_lines\": {}, "
+      "\"rejected_lines\": {}, \"rate_bytes_per_s\": {:.0f}, \"eta_seconds\": {:.1f}}},\n"
+      "    \"autotune\": {{\"parallelism\": {}, \"tune_parallelism\": {}, \"tune_lookahead\": {}, "
+      "\"decisions\": {}, \"last\": \"{}\"}}}},\n",
+      PrefetchModeName(mode_.load()), plan_.size(), plan_.cursor(), plan_.consumed(), order_valid_,
+      order_rejected_, order_dropped_, window_, lead_, staged_.size(), requested_bytes, done_files,
+      done_bytes, failed, stage_queue_.size(), stage_valid_, stage_rejected_, rate, eta,
+      executor_ ? executor_->active_limit() : 0, config_.tune_parallelism, config_.lookahead == 0,
+      tune_decisions_, last_decision_);
+}
+
+}  // namespace tierfs

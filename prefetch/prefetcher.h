@@ -1,0 +1,117 @@
+// Prefetcher: the planners and the control plane of promotion.
+//
+// Modes (-o prefetch=..., or written to .tierfs/prefetch at runtime):
+// - on-access: a chunk is promoted when first read (ReadPath does it).
+// - stage-in: the whole dataset is queued for promotion at mount, in
+//   namespace order, on the background lane, while reads go on (Serizawa &
+//   Tatebe); foreground misses and look-ahead always run first.
+// - order: files declared in .tierfs/order are promoted a window ahead of the
+//   reader (look-ahead lane), the reader's position is tracked from its reads,
+//   and full tiers evict the chunk needed farthest in the future (Belady,
+//   through ClairvoyantPolicy::NextUse).
+// A planner thread pumps look-ahead and stage-in, completes stale hint lines
+// and runs the autotuner once a second.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "prefetch/autotuner.h"
+#include "prefetch/clairvoyant_policy.h"
+#include "prefetch/executor.h"
+#include "prefetch/hint_parser.h"
+#include "prefetch/order_plan.h"
+#include "prefetch/promoter.h"
+#include "prefetch/read_path.h"
+
+namespace tierfs {
+
+enum class PrefetchMode { kOnAccess = 0, kStageIn = 1, kOrder = 2 };
+const char* PrefetchModeName(PrefetchMode mode);
+bool ParsePrefetchMode(std::string_view name, PrefetchMode* out);
+
+struct PrefetchConfig {
+  PrefetchMode mode = PrefetchMode::kOnAccess;
+  unsigned lookahead = 0;        // files ahead of the reader; 0 = auto-tuned
+  bool tune_parallelism = true;  // off when promote_threads is fixed by the user
+  size_t max_order_entries = 64u << 20;
+  std::string mountpoint;  // absolute hint paths below it are accepted
+};
+
+class Prefetcher final : public ReadObserver {
+ public:
+  // With a null promoter (no tiers) hints are parsed and counted but nothing
+  // is promoted. All pointers must outlive the prefetcher.
+  Prefetcher(const PrefetchConfig& config, const Namespace* ns, Catalog* catalog,
+             Promoter* promoter, Executor* executor, ClairvoyantPolicy* policy,
+             const ReadCounters* reads);
+  ~Prefetcher() override;
+
+  void Start();     // the planner thread; after the daemon forks
+  void Shutdown();  // stops it
+
+  void OnRead(NodeId id, uint64_t off) override;
+
+  // Control files. Each returns the bytes accepted or -errno.
+  ssize_t WriteOrder(uint64_t writer, uint64_t off, std::string_view data);
+  void ClearOrder();
+  ssize_t WriteStage(uint64_t writer, uint64_t off, std::string_view data);
+  ssize_t WriteMode(std::string_view data);
+  std::string ModeText() const;
+  // When a file is next needed, and after that (OrderPlan::kNever outside
+  // order mode).
+  NextUses NextUse(NodeId id) const;
+
+  // The "prefetch" member of the stats JSON (with a trailing comma and newline).
+  std::string StatsJson() const;
+
+ private:
+  void SetMode(PrefetchMode mode);
+  void Loop();
+  void PumpLookahead();
+  void FeedStage();
+  void Tune(double seconds);
+  bool Promote(NodeId id, Executor::Lane lane);  // false: stopped (no room, lane full)
+  void AppendOrder(HintParser::Result& result);
+
+  const PrefetchConfig config_;
+  const Namespace* const ns_;
+  Catalog* const catalog_;
+  Promoter* const promoter_;
+  Executor* const executor_;
+  ClairvoyantPolicy* const policy_;
+  const ReadCounters* const reads_;
+  std::atomic<PrefetchMode> mode_;
+
+  // Lock order: ClairvoyantPolicy's mutex, then mu_. Never call the policy
+  // or the promoter with mu_ held.
+  mutable std::mutex mu_;  // guards plan_, parsers, stage state, tuners
+  OrderPlan plan_;
+  HintParser order_parser_, stage_parser_;
+  uint64_t order_valid_ = 0, order_rejected_ = 0, order_dropped_ = 0;
+  uint64_t stage_valid_ = 0, stage_rejected_ = 0;
+  std::deque<NodeId> stage_queue_;  // files still to feed to the executor
+  std::vector<NodeId> staged_;      // every file ever asked for (stage-in and .tierfs/stage)
+  std::vector<char> staged_mark_;   // per node: already in staged_
+  uint64_t stage_in_started_ = 0;   // steady-clock ns when stage-in began
+  uint64_t lead_ = 0;
+  unsigned window_;
+  HillClimber climber_;
+  LookaheadTuner window_tuner_;
+  uint64_t tune_decisions_ = 0;
+  std::string last_decision_;
+  uint64_t last_promoted_bytes_ = 0, last_misses_ = 0;
+
+  std::condition_variable wake_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+}  // namespace tierfs
