@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "fs/handler.h"
+#include "tiering/aligned_buffer.h"
 
 namespace tierfs {
 
@@ -28,11 +29,10 @@ void OpRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_
     if (!ctx.IsNode(ino)) return ReplyError(req, ENOENT);
     NodeId id = FsContext::NodeOf(ino);
     if (!S_ISREG(ctx.ns().node(id).mode)) return ReplyError(req, EISDIR);
-    // One buffer per worker thread: no allocation per read once warm.
-    thread_local std::vector<char> buf;
-    if (buf.size() < size) buf.resize(size);
+    // One page-aligned buffer per worker thread: no allocation per read once warm.
+    thread_local AlignedBuffer buf;
     TierRead data;  // in buf, or in tier memory held until the reply is sent
-    ssize_t n = ctx.read_path().Read(id, static_cast<uint64_t>(off), size, buf.data(), &data);
+    ssize_t n = ctx.read_path().Read(id, static_cast<uint64_t>(off), size, buf.Get(size), &data);
     if (n < 0) return ReplyError(req, static_cast<int>(-n));
     ctx.requests().read_bytes.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
     fuse_reply_buf(req, data.data, static_cast<size_t>(n));

@@ -73,8 +73,13 @@ int RunMount(const MountConfig& config) {
   };
   std::string source, mountpoint;
   if (auto err = CheckSource(config.source, &source); !err.empty()) return fail(err);
-  if (auto err = CheckMountpoint(config.mountpoint, source, config.nonempty, &mountpoint);
-      !err.empty()) {
+  // mount.fuse3 -o drop_privileges mounts itself and hands over the FUSE
+  // device as /dev/fd/N: libfuse takes that as the mount point.
+  const bool fd_mount = config.mountpoint.rfind("/dev/fd/", 0) == 0;
+  if (fd_mount) {
+    mountpoint = config.mountpoint;
+  } else if (auto err = CheckMountpoint(config.mountpoint, source, config.nonempty, &mountpoint);
+             !err.empty()) {
     return fail(err);
   }
 
@@ -109,7 +114,7 @@ int RunMount(const MountConfig& config) {
   ::stat(source.c_str(), &source_st);
   std::string tier_error;
   TieringConfig tiering = config.tiering;
-  tiering.prefetch.mountpoint = mountpoint;
+  tiering.prefetch.mountpoint = fd_mount ? "" : mountpoint;
   std::unique_ptr<TieredStore> store =
       TieredStore::Open(tiering, ns.get(), &reader, source_st.st_dev, &tier_error);
   if (!store) return fail(tier_error);
@@ -148,7 +153,7 @@ int RunMount(const MountConfig& config) {
   fuse_loop_cfg_set_max_threads(loop, config.threads);
   fuse_loop_cfg_set_idle_threads(loop, std::min(config.threads, 16u));
   fuse_loop_cfg_set_clone_fd(loop, 1);
-  std::thread tune([&] { SetReadAhead(mountpoint, config.read_ahead_kb); });
+  std::thread tune([&] { SetReadAhead(mountpoint, fd_mount ? 0 : config.read_ahead_kb); });
   int rc = fuse_session_loop_mt(se, loop);
   tune.join();
   fuse_loop_cfg_destroy(loop);

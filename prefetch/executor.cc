@@ -1,6 +1,9 @@
 #include "prefetch/executor.h"
 
 #include <algorithm>
+#include <exception>
+
+#include "tiering/log.h"
 
 namespace tierfs {
 
@@ -64,7 +67,11 @@ void Executor::Work() {
       q->pop_front();
       running_.fetch_add(1, std::memory_order_relaxed);
     }
-    job.run();
+    try {
+      job.run();
+    } catch (const std::exception& e) {  // a job must not take the pool down
+      TIERFS_LOG(kError, "promotion job failed: {}", e.what());
+    }
     {
       std::lock_guard lock(mu_);  // so a worker waiting on the limit sees the change
       running_.fetch_sub(1, std::memory_order_relaxed);

@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "tiering/aligned_buffer.h"
 #include "tiering/log.h"
 
 namespace tierfs {
@@ -51,15 +52,21 @@ void Promoter::Run(ChunkKey key, int tier_index) {
   int err = 0;
   std::unique_ptr<ChunkWriter> writer = tier->BeginStore(key, origin, &err);
   if (!writer) return Fail(key, tier_index, "cannot start writing", err);
-  thread_local std::vector<char> buf(kReadSize);
+  thread_local AlignedBuffer aligned;
+  char* buf;
+  try {
+    buf = aligned.Get(kReadSize);
+  } catch (const std::bad_alloc&) {
+    return Fail(key, tier_index, "no memory for the copy buffer", -ENOMEM);
+  }
   const uint64_t start = static_cast<uint64_t>(key.chunk) * catalog_->chunk_size();
   for (uint64_t done = 0; done < origin.length;) {
     if (executor_->stopping()) return Fail(key, tier_index, "cancelled at shutdown", -ECANCELED);
     size_t want = static_cast<size_t>(std::min<uint64_t>(kReadSize, origin.length - done));
-    ssize_t n = source_->Read(key.node, buf.data(), want, start + done);
+    ssize_t n = source_->Read(key.node, buf, want, start + done);
     if (n < 0) return Fail(key, tier_index, "SOURCE read failed", static_cast<int>(n));
     if (static_cast<size_t>(n) != want) return Fail(key, tier_index, "SOURCE read short", -EIO);
-    if ((err = writer->Append(buf.data(), want)) < 0) {
+    if ((err = writer->Append(buf, want)) < 0) {
       return Fail(key, tier_index, "tier write failed", err);
     }
     done += want;
