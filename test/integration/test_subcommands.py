@@ -1,0 +1,202 @@
+"""`tierfs stat`, `tierfs hint` and `tierfs stage` against real mounts, and
+their errors for what is not a tierfs mount or a bad command line."""
+import json
+import os
+import signal
+import subprocess
+import time
+import unittest
+
+import harness
+
+MiB = 1 << 20
+
+
+class SubcommandTest(unittest.TestCase):
+    def setUp(self):
+        self._work = harness.workdir()
+        self.src, self.mnt = self._work.__enter__()
+        self.addCleanup(self._work.__exit__, None, None, None)
+        self.files = harness.make_files(self.src, 40, 10_000)
+        self.total = sum(map(len, self.files.values()))
+
+    def tierfs(self, *args, input=None):
+        return subprocess.run([harness.tierfs_bin(), *args], input=input, capture_output=True,
+                              text=True, timeout=30)
+
+    # ---- stat ----
+
+    def test_stat_summarises_the_counters(self):
+        with harness.Mount(self.src, self.mnt, ["ram=16M"]) as m:
+            for rel in list(self.files)[:10]:
+                harness.read_file(os.path.join(self.mnt, rel))
+            out = self.tierfs("stat", self.mnt)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            s = m.stats()
+            used = sum(len(self.files[r]) for r in list(self.files)[:10])
+            text = out.stdout
+            self.assertIn(f"tierfs {s['version']} at {self.mnt}", text)
+            self.assertIn("namespace   40 files, 5 directories", text)
+            self.assertRegex(text, r"tiers +ram +memory +[0-9.]+ KiB / 16\.0 MiB")
+            self.assertIn(f"SOURCE      {used / 1024:.1f} KiB read in", text)
+            self.assertIn("promotions  10 done", text)
+            self.assertIn("10 of 40 files fully resident", text)
+            self.assertIn("prefetch    mode on-access", text)
+
+    def test_stat_json_is_the_raw_stats(self):
+        with harness.Mount(self.src, self.mnt) as m:
+            out = self.tierfs("stat", "--json", self.mnt)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            stats = json.loads(out.stdout)
+            self.assertEqual(set(stats), set(m.stats()))
+            self.assertEqual(stats["namespace"]["files"], 40)
+            out = self.tierfs("stat", self.mnt)
+            self.assertIn("tiers       none", out.stdout)
+
+    # ---- hint ----
+
+    def test_hint_reports_accepted_and_rejected_lines(self):
+        with harness.Mount(self.src, self.mnt, ["ram=16M", "prefetch=order"]) as m:
+            names = sorted(self.files)[:3]
+            listing = os.path.join(os.path.dirname(self.src), "order.txt")
+            with open(listing, "w") as f:
+                f.write("\n".join(names + ["no/such/file", "../escape"]))  # no final newline
+            out = self.tierfs("hint", self.mnt, listing)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            self.assertIn("accepted 3 of 5 paths, rejected 2", out.stdout)
+            order = m.stats()["prefetch"]["order"]
+            self.assertEqual((order["valid_lines"], order["rejected_lines"]), (3, 2))
+
+            absolute = "".join(os.path.join(self.mnt, n) + "\n" for n in names)
+            out = self.tierfs("hint", self.mnt, "-", input=absolute)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            self.assertIn("accepted 3 of 3 paths, rejected 0", out.stdout)
+            self.assertEqual(m.stats()["prefetch"]["order"]["valid_lines"], 6)
+
+    def test_hint_with_no_valid_line_fails(self):
+        with harness.Mount(self.src, self.mnt, ["ram=16M", "prefetch=order"]) as m:
+            out = self.tierfs("hint", self.mnt, "-", input="nope\nnot/here\n")
+            self.assertEqual(out.returncode, 1)
+            self.assertIn("no valid path", out.stderr)
+            self.assertEqual(m.stats()["prefetch"]["order"]["valid_lines"], 0)
+            out = self.tierfs("hint", self.mnt, "-", input="\n\n")
+            self.assertEqual(out.returncode, 1)
+            self.assertIn("standard input holds no paths", out.stderr)
+            out = self.tierfs("hint", self.mnt, os.path.join(self.src, "missing.txt"))
+            self.assertEqual(out.returncode, 1)
+            self.assertIn("No such file or directory", out.stderr)
+
+    def test_hint_alone_starts_prefetching(self):
+        with harness.Mount(self.src, self.mnt, ["ram=16M", "prefetch=order"]) as m:
+            out = self.tierfs("hint", self.mnt, "-", input="\n".join(sorted(self.files)) + "\n")
+            self.assertEqual(out.returncode, 0, out.stderr)
+            harness.wait_for(lambda: m.stats()["promotions"]["files_resident"] > 0,
+                             what="a promotion driven by the hint alone")
+            reads = m.stats()["reads"]  # of files: none (stats reads are requests too)
+            self.assertEqual(reads["from_tiers"] + reads["from_source"], 0)
+
+    # ---- stage ----
+
+    def test_stage_everything_then_reads_touch_no_source(self):
+        with harness.Mount(self.src, self.mnt, ["ram=16M"]) as m:
+            out = self.tierfs("stage", self.mnt)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            self.assertIn("staged 40 files", out.stdout)
+            s = m.stats()
+            stage = s["prefetch"]["stage"]
+            self.assertEqual((stage["requested_files"], stage["done_files"]), (40, 40))
+            self.assertEqual(stage["done_bytes"], self.total)
+            self.assertEqual(s["promotions"]["files_resident"], 40)
+            self.assertEqual(s["source"]["read_bytes"], self.total)
+            for rel, data in self.files.items():
+                self.assertEqual(harness.read_file(os.path.join(self.mnt, rel)), data)
+            self.assertEqual(m.stats()["source"]["read_bytes"], self.total)
+
+    def test_stage_some_paths_quietly(self):
+        with harness.Mount(self.src, self.mnt, ["ram=16M"]) as m:
+            out = self.tierfs("stage", self.mnt, "d1", "d2/f00002", "--quiet")
+            self.assertEqual(out.returncode, 0, out.stderr)
+            self.assertEqual(out.stdout + out.stderr, "")
+            want = [r for r in self.files if r.startswith("d1/")] + ["d2/f00002"]
+            s = m.stats()
+            self.assertEqual(s["promotions"]["files_resident"], len(want))
+            self.assertEqual(s["source"]["read_bytes"], sum(len(self.files[r]) for r in want))
+
+    def test_stage_of_a_missing_path_fails(self):
+        with harness.Mount(self.src, self.mnt, ["ram=16M"]):
+            out = self.tierfs("stage", self.mnt, "no/such/dir")
+            self.assertEqual(out.returncode, 1)
+            self.assertIn("tierfs stage: writing", out.stderr)
+
+    def test_stage_ctrl_c_stops_watching_not_staging(self):
+        # A slow SOURCE (pfs-sim at 4 MB/s) keeps 8 MiB staging for 2 seconds.
+        pfs_sim = os.path.join(harness.BIN_DIR, "pfs-sim")
+        if not os.access(pfs_sim, os.X_OK):
+            self.skipTest("pfs-sim is not built")
+        with open(os.path.join(self.src, "big.bin"), "wb") as f:
+            f.write(os.urandom(8 * MiB))
+        slow = os.path.join(os.path.dirname(self.src), "slow")
+        os.mkdir(slow)
+        sim = subprocess.run([pfs_sim, self.src, slow, "-o", "total_mbps=4,stream_mbps=4"],
+                             capture_output=True, text=True, timeout=30)
+        self.assertEqual(sim.returncode, 0, sim.stderr)
+        self.addCleanup(harness.force_unmount, slow)
+        with harness.Mount(slow, self.mnt, ["ram=64M", "chunk_size=1M"]) as m:
+            proc = subprocess.Popen([harness.tierfs_bin(), "stage", self.mnt, "big.bin"],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            harness.wait_for(lambda: m.stats()["prefetch"]["stage"]["requested_files"] == 1,
+                             what="the stage request")
+            time.sleep(0.3)
+            proc.send_signal(signal.SIGINT)
+            _, err = proc.communicate(timeout=10)
+            self.assertEqual(proc.returncode, 130, err)
+            self.assertIn("interrupted; the daemon keeps staging", err)
+            self.assertLess(m.stats()["prefetch"]["stage"]["done_files"], 1)
+            harness.wait_for(lambda: m.stats()["prefetch"]["stage"]["done_files"] == 1,
+                             timeout=30, what="staging to finish without the watcher")
+
+    # ---- errors ----
+
+    def test_not_a_tierfs_mount(self):
+        plain = os.path.dirname(self.src)
+        for args in (["stat", plain], ["stat", "--json", plain], ["hint", plain, "-"],
+                     ["stage", plain]):
+            out = self.tierfs(*args, input="x\n")
+            self.assertEqual(out.returncode, 1, args)
+            self.assertIn(f"'{plain}' is not a tierfs mount (it has no .tierfs/stats)", out.stderr)
+            self.assertEqual(out.stdout, "")
+        out = self.tierfs("stat", os.path.join(plain, "nowhere"))
+        self.assertEqual(out.returncode, 1)
+        self.assertIn("No such file or directory", out.stderr)
+        out = self.tierfs("stat", os.path.join(self.src, "d0", "f00000"))
+        self.assertEqual(out.returncode, 1)
+        self.assertIn("is not a directory", out.stderr)
+        with harness.Mount(self.src, self.mnt):
+            out = self.tierfs("stat", os.path.join(self.mnt, "d0"))
+            self.assertEqual(out.returncode, 1)
+            self.assertIn("inside a tierfs mount but not its root", out.stderr)
+
+    def test_bad_command_lines(self):
+        for args, message in ((["stat"], "expected MOUNT"),
+                              (["stat", self.mnt, "extra"], "expected only MOUNT"),
+                              (["stat", "--bogus", self.mnt], "unknown option '--bogus'"),
+                              (["hint", self.mnt], "expected a FILE"),
+                              (["hint", self.mnt, "a", "b"], "expected one FILE only"),
+                              (["stage", "--json", self.mnt], "unknown option '--json'")):
+            out = self.tierfs(*args)
+            self.assertEqual(out.returncode, 2, args)
+            self.assertIn(message, out.stderr)
+            self.assertIn("usage: tierfs", out.stderr)
+
+    def test_help_lists_the_subcommands(self):
+        out = self.tierfs("--help")
+        self.assertEqual(out.returncode, 0)
+        for word in ("tierfs stat MOUNT", "tierfs hint MOUNT FILE|-", "tierfs stage MOUNT"):
+            self.assertIn(word, out.stdout)
+        out = self.tierfs("stage", "--help")
+        self.assertEqual(out.returncode, 0)
+        self.assertIn("usage: tierfs stage", out.stdout)
+
+
+if __name__ == "__main__":
+    harness.main()
