@@ -16,6 +16,7 @@
 #include "fs/control.h"
 #include "prefetch/tiered_store.h"
 #include "tiering/counting_backend.h"
+#include "tiering/latency_histogram.h"
 #include "tiering/namespace.h"
 #include "tiering/source_reader.h"
 
@@ -25,6 +26,7 @@ namespace tierfs {
 struct RequestCounters {
   std::atomic<uint64_t> lookup{0}, getattr{0}, readdir{0}, readlink{0}, read{0}, read_bytes{0},
       statfs{0}, xattr{0}, rejected_writes{0}, errors{0};
+  LatencyHistogram read_latency;  // data reads, request to reply
 };
 
 struct FsTimeouts {

@@ -1,6 +1,7 @@
 // The read path: zero-message open, then reads served from memory (control
 // files) or through the ReadPath (tiers, then SOURCE).
 #include <algorithm>
+#include <chrono>
 #include <vector>
 
 #include "fs/handler.h"
@@ -29,6 +30,7 @@ void OpRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_
     if (!ctx.IsNode(ino)) return ReplyError(req, ENOENT);
     NodeId id = FsContext::NodeOf(ino);
     if (!S_ISREG(ctx.ns().node(id).mode)) return ReplyError(req, EISDIR);
+    const auto start = std::chrono::steady_clock::now();
     // One page-aligned buffer per worker thread: no allocation per read once warm.
     thread_local AlignedBuffer buf;
     TierRead data;  // in buf, or in tier memory held until the reply is sent
@@ -36,6 +38,10 @@ void OpRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_
     if (n < 0) return ReplyError(req, static_cast<int>(-n));
     ctx.requests().read_bytes.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
     fuse_reply_buf(req, data.data, static_cast<size_t>(n));
+    ctx.requests().read_latency.Record(
+        static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                  std::chrono::steady_clock::now() - start)
+                                  .count()));
   });
 }
 

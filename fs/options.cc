@@ -124,6 +124,17 @@ const std::vector<OwnOption>& OwnOptions() {
        }},
       {"tier_reset", "", "start with empty directory tiers (default: reuse valid copies)",
        [](MountConfig& c, const std::string&, const std::string&) { c.tiering.reset = true; }},
+      {"metrics", "[HOST:]PORT",
+       "serve Prometheus metrics at http://HOST:PORT/metrics (HOST defaults to 127.0.0.1)",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         if (v.empty()) throw OptionError(fmt::format("option '{}' needs a port", o));
+         c.metrics = v;
+       }},
+      {"shutdown_timeout", "SECONDS",
+       "how long unmounting waits for running promotions before forcing (default 30)",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         c.shutdown_timeout = ParseUnsigned(v, o, 1, 3600);
+       }},
       {"nonempty", "", "allow mounting over a non-empty directory",
        [](MountConfig& c, const std::string&, const std::string&) { c.nonempty = true; }},
       {"log_level", "LEVEL", "error, warning, info (default) or debug",

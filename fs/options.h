@@ -37,6 +37,8 @@ struct MountConfig {
   unsigned read_ahead_kb = 1024;  // kernel readahead of the mount; 0 = kernel default
   bool nonempty = false;          // allow mounting over a non-empty directory
   LogLevel log_level = kInfo;
+  std::string metrics;             // [HOST:]PORT of the Prometheus endpoint; "" = off
+  unsigned shutdown_timeout = 30;  // seconds to finish promotions at unmount
 
   // Tiers and promotion (ram=, tier=, policy=, ...).
   TieringConfig tiering;

@@ -6,14 +6,17 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <thread>
 
 #include "fs/filesystem.h"
+#include "fs/metrics_server.h"
 #include "fs/mount_checks.h"
 #include "tiering/counting_backend.h"
 #include "tiering/log.h"
@@ -61,6 +64,38 @@ std::string FuseOptionString(const MountConfig& config, const std::string& sourc
   }
   for (const auto& o : config.fuse_options) opts += "," + o;
   return opts;
+}
+
+std::atomic<bool> g_force_exit{false};
+
+// Stops promotion (queued ones dropped, running ones cancelled at their next
+// 1 MiB piece: nothing half-published) and the metrics endpoint. A second
+// SIGTERM/SIGINT, or `timeout_s`, forces the exit (a PFS read can hang): the
+// mount is still taken down and tiers stay consistent (journaled copies are
+// complete; temporary files are removed at the next mount).
+void FinishPromotions(fuse_session* se, TieredStore* store, MetricsServer* metrics,
+                      unsigned timeout_s) {
+  g_force_exit = false;
+  auto force = [](int) { g_force_exit = true; };
+  std::signal(SIGTERM, force);
+  std::signal(SIGINT, force);
+  std::atomic<bool> done{false};
+  std::thread watchdog([&] {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+    while (!done) {
+      if (g_force_exit || std::chrono::steady_clock::now() > deadline) {
+        TIERFS_LOG(kError, "shutdown forced ({}): unmounting without waiting for promotions",
+                   g_force_exit ? "second signal" : "timeout");
+        fuse_session_unmount(se);
+        std::_Exit(1);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  });
+  if (metrics) metrics->Stop();
+  store->Shutdown();
+  done = true;
+  watchdog.join();
 }
 
 }  // namespace
@@ -120,6 +155,13 @@ int RunMount(const MountConfig& config) {
   if (!store) return fail(tier_error);
   FsContext ctx(ns.get(), &reader, store.get(), &backend.counters(),
                 FsTimeouts{config.entry_timeout, config.attr_timeout}, ::getuid(), ::getgid());
+  std::unique_ptr<MetricsServer> metrics;
+  if (!config.metrics.empty()) {
+    std::string error;
+    metrics = MetricsServer::Bind(
+        config.metrics, [&ctx] { return ctx.StatsJson(); }, &error);
+    if (!metrics) return fail(error);
+  }
 
   std::string opts = FuseOptionString(config, source);
   std::vector<std::string> argv_s = {"tierfs", "-o", opts};
@@ -149,6 +191,7 @@ int RunMount(const MountConfig& config) {
   }
 
   store->Start();  // threads only now: they would not survive the fork
+  if (metrics) metrics->Start();
   struct fuse_loop_config* loop = fuse_loop_cfg_create();
   fuse_loop_cfg_set_max_threads(loop, config.threads);
   fuse_loop_cfg_set_idle_threads(loop, std::min(config.threads, 16u));
@@ -157,9 +200,9 @@ int RunMount(const MountConfig& config) {
   int rc = fuse_session_loop_mt(se, loop);
   tune.join();
   fuse_loop_cfg_destroy(loop);
-  store->Shutdown();  // no promotion is left half-published
-  fuse_session_unmount(se);
   fuse_remove_signal_handlers(se);
+  FinishPromotions(se, store.get(), metrics.get(), config.shutdown_timeout);
+  fuse_session_unmount(se);
   fuse_session_destroy(se);
   TIERFS_LOG(kInfo, "unmounted {}", mountpoint);
   // The loop returns the signal number when SIGINT/SIGTERM/SIGHUP ended it:

@@ -55,9 +55,10 @@ std::string FsContext::StatsJson() {
   out += fmt::format(
       "  \"requests\": {{\"lookup\": {}, \"getattr\": {}, \"readdir\": {}, \"readlink\": {}, "
       "\"read\": {}, \"read_bytes\": {}, \"statfs\": {}, \"xattr\": {}, "
-      "\"rejected_writes\": {}, \"errors\": {}}},\n",
+      "\"rejected_writes\": {}, \"errors\": {},\n    \"read_latency\": {}}},\n",
       load(r.lookup), load(r.getattr), load(r.readdir), load(r.readlink), load(r.read),
-      load(r.read_bytes), load(r.statfs), load(r.xattr), load(r.rejected_writes), load(r.errors));
+      load(r.read_bytes), load(r.statfs), load(r.xattr), load(r.rejected_writes), load(r.errors),
+      r.read_latency.Json());
   out += store_->StatsJson();
   out += fmt::format(
       "  \"open_files\": {{\"open\": {}, \"capacity\": {}, \"hits\": {}, \"misses\": {}, "

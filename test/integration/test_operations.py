@@ -1,0 +1,207 @@
+"""Operations: the Prometheus endpoint (scraped and parsed, agreeing with
+.tierfs/stats, loopback by default, clear errors), and graceful shutdown
+(SIGTERM during promotion leaves a consistent tier; a second SIGTERM or the
+timeout forces the exit when a PFS read hangs)."""
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import time
+import unittest
+import urllib.error
+import urllib.request
+
+import harness
+
+MiB = 1 << 20
+SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([a-zA-Z_][a-zA-Z0-9_]*="(\\.|[^"\\])*"'
+                    r'(,[a-zA-Z_][a-zA-Z0-9_]*="(\\.|[^"\\])*")*)?\})? (?P<value>-?[0-9.e+-]+|[+-]Inf|NaN)$')
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def scrape(port, path="/metrics"):
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as r:
+        return r.status, r.headers.get("Content-Type"), r.read().decode()
+
+
+def parse(text):
+    """{(name, labels): value}; fails the test on any malformed line."""
+    samples, typed = {}, set()
+    for line in text.splitlines():
+        if line.startswith("# TYPE "):
+            _, _, name, kind = line.split(" ")
+            assert kind in ("counter", "gauge", "histogram"), line
+            typed.add(name)
+            continue
+        if line.startswith("# HELP ") or not line:
+            continue
+        m = SAMPLE.match(line)
+        assert m, f"malformed sample line: {line!r}"
+        name = m.group(1)
+        family = re.sub(r"_(bucket|sum|count)$", "", name)
+        assert name in typed or family in typed, f"no TYPE for {name}"
+        samples[(name, m.group(3) or "")] = float(m.group("value"))
+    return samples
+
+
+class PfsSim:
+    def __init__(self, src, mnt, options):
+        self.mnt = mnt
+        self.proc = subprocess.Popen(
+            [os.path.join(harness.BIN_DIR, "pfs-sim"), src, mnt, "-f", "-o", options],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        harness.wait_for(lambda: harness.is_mounted(mnt), what="pfs-sim")
+
+    def close(self):
+        harness.force_unmount(self.mnt)
+        self.proc.wait(timeout=20)
+
+
+class MetricsTest(unittest.TestCase):
+    def test_scrape_parse_and_agree_with_stats(self):
+        with harness.workdir() as (src, mnt):
+            files = harness.make_files(src, 50, 20_000)
+            port = free_port()
+            with harness.Mount(src, mnt, ["ram=64M", f"metrics={port}"]) as m:
+                for rel in files:
+                    harness.read_file(os.path.join(mnt, rel))
+                status, ctype, text = scrape(port)
+                stats = m.stats()
+                self.assertEqual(status, 200)
+                self.assertTrue(ctype.startswith("text/plain; version=0.0.4"))
+                samples = parse(text)
+                self.assertEqual(samples[("tierfs_source_read_bytes_total", "")],
+                                 stats["source"]["read_bytes"])
+                self.assertEqual(samples[("tierfs_namespace_files", "")], 50)
+                ram = 'tier="ram",kind="memory",path=""'
+                self.assertEqual(samples[("tierfs_tiers_used", ram)], stats["tiers"][0]["used"])
+                self.assertEqual(samples[("tierfs_tiers_budget", ram)], 64 * MiB)
+                self.assertEqual(samples[("tierfs_promotions_done_total", "")],
+                                 stats["promotions"]["done"])
+                count = samples[("tierfs_requests_read_latency_seconds_count", "")]
+                self.assertGreaterEqual(count, 50)
+                self.assertEqual(
+                    samples[("tierfs_requests_read_latency_seconds_bucket", 'le="+Inf"')], count)
+                self.assertIn(("tierfs_prefetch_order_lead", ""), samples)
+                self.assertEqual(samples[("tierfs_info", 'version="0.1.0",promotions_policy='
+                                          '"first-fit",prefetch_mode="on-access"')], 1)
+                with self.assertRaises(urllib.error.HTTPError) as cm:
+                    scrape(port, "/other")
+                self.assertEqual(cm.exception.code, 404)
+                # Loopback only unless told otherwise.
+                with open("/proc/net/tcp") as f:
+                    listening = [l.split()[1] for l in f if l.split()[3] == "0A"]
+                self.assertIn(f"0100007F:{port:04X}", listening)
+                # A client that connects and says nothing does not hold the server.
+                idle = socket.create_connection(("127.0.0.1", port))
+                try:
+                    t0 = time.monotonic()
+                    self.assertEqual(scrape(port)[0], 200)
+                    self.assertLess(time.monotonic() - t0, 4)
+                finally:
+                    idle.close()
+
+    def test_bad_metrics_option(self):
+        with harness.workdir() as (src, mnt):
+            r = harness.run_tierfs(src, mnt, "-o", "metrics=notaport")
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("not [HOST:]PORT", r.stderr)
+            with socket.socket() as busy:
+                busy.bind(("127.0.0.1", 0))
+                busy.listen()
+                r = harness.run_tierfs(src, mnt, "-o", f"metrics={busy.getsockname()[1]}")
+                self.assertEqual(r.returncode, 1)
+                self.assertIn("cannot listen", r.stderr)
+            self.assertFalse(harness.is_mounted(mnt))
+
+
+class ShutdownTest(unittest.TestCase):
+    def tier_is_consistent(self, tier):
+        """Every journaled chunk exists with its recorded length; no temporary files."""
+        data = os.path.join(tier, "data")
+        names = os.listdir(data)
+        self.assertFalse([n for n in names if n.endswith(".tmp")], names)
+        with open(os.path.join(tier, "journal")) as f:
+            lines = f.read().splitlines()[1:]
+        live = {}
+        for line in lines:
+            parts = line.split(" ")
+            if parts[0] == "P":
+                live[parts[1]] = int(parts[2])
+            elif parts[0] == "R":
+                live.pop(parts[1], None)
+        for seq, length in live.items():
+            self.assertEqual(os.path.getsize(os.path.join(data, f"c{seq}")), length)
+        return len(live)
+
+    def test_sigterm_during_promotion_leaves_a_consistent_tier(self):
+        with harness.workdir() as (src, mnt):
+            data = os.urandom(64 * MiB)
+            with open(os.path.join(src, "shard.bin"), "wb") as f:
+                f.write(data)
+            pfs = os.path.join(os.path.dirname(src), "pfs")
+            tier = os.path.join(os.path.dirname(src), "tier")
+            os.mkdir(pfs)
+            os.mkdir(tier)
+            sim = PfsSim(src, pfs, "read_ms=1,stream_mbps=40,parallel=4")
+            try:
+                opts = [f"tier={tier}:1G", "chunk_size=8M", "promote_threads=2"]
+                m = harness.Mount(pfs, mnt, opts)
+                with open(os.path.join(mnt, ".tierfs", "stage"), "w") as f:
+                    f.write("shard.bin\n")
+                harness.wait_for(lambda: m.stats()["promotions"]["done"] >= 1, what="a chunk")
+                m.proc.send_signal(signal.SIGTERM)
+                self.assertEqual(m.proc.wait(timeout=30), 0)
+                self.assertFalse(harness.is_mounted(mnt))
+                kept = self.tier_is_consistent(tier)
+                self.assertGreaterEqual(kept, 1)
+                self.assertLess(kept, 8, "stopped mid-way")
+                with harness.Mount(pfs, mnt, opts) as m2:
+                    self.assertIn(f"reused {kept} chunks", m2.output())
+                    with open(os.path.join(mnt, "shard.bin"), "rb") as f:
+                        self.assertEqual(f.read(), data)
+            finally:
+                sim.close()
+
+    def test_hung_pfs_read_second_sigterm_and_timeout_force_exit(self):
+        with harness.workdir() as (src, mnt):
+            with open(os.path.join(src, "f"), "wb") as f:
+                f.write(os.urandom(MiB))
+            pfs = os.path.join(os.path.dirname(src), "pfs")
+            os.mkdir(pfs)
+            # Every read stalls 4 s. The kernel lets a process exit only once its
+            # thread blocked in a FUSE read has an answer, so the exit itself
+            # waits for the stall; the mount must be gone long before.
+            sim = PfsSim(src, pfs, "stall_rate=1,stall_ms=4000")
+            try:
+                for second_signal in (True, False):
+                    opts = ["ram=16M", "shutdown_timeout=2"]
+                    m = harness.Mount(pfs, mnt, opts)
+                    with open(os.path.join(mnt, ".tierfs", "stage"), "w") as f:
+                        f.write("f\n")
+                    harness.wait_for(lambda: m.stats()["promotions"]["running"] == 1,
+                                     what="a promotion stuck on the PFS")
+                    t0 = time.monotonic()
+                    m.proc.send_signal(signal.SIGTERM)
+                    if second_signal:
+                        time.sleep(0.3)
+                        m.proc.send_signal(signal.SIGTERM)
+                    harness.wait_for(lambda: not harness.is_mounted(mnt), timeout=3.5,
+                                     what="the forced unmount")
+                    self.assertEqual(m.proc.wait(timeout=20), 1)
+                    self.assertLess(time.monotonic() - t0, 12)
+                    self.assertIn("shutdown forced", m.output())
+                    m.close()
+            finally:
+                sim.close()
+
+
+if __name__ == "__main__":
+    harness.main()
