@@ -7,12 +7,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <boost/asio.hpp>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
 #include <cstring>
-#include <utility>  // boost 1.74 asio uses std::exchange without it
+#include <utility>
+
+// After <utility>: Boost 1.74's Asio uses std::exchange without including it.
+#include <boost/asio.hpp>
 
 #include "fs/prometheus.h"
 #include "tiering/log.h"
