@@ -26,8 +26,9 @@ unsigned HillClimber::Probe() {
 }
 
 unsigned HillClimber::Step(double rate) {
-  if (settling_ > 0) {  // holding at base_: keep its rate fresh, then probe
-    base_rate_ = rate;
+  if (settling_ > 0) {  // holding at base_: average its rate afresh, then probe
+    settle_sum_ += rate;
+    base_rate_ = settle_sum_ / ++settle_n_;
     if (--settling_ > 0) return value_;
     return value_ = Probe();
   }
@@ -37,17 +38,22 @@ unsigned HillClimber::Step(double rate) {
     base_rate_ = rate;
     return value_ = Probe();
   }
-  // value_ is one step away from base_.
-  if (rate > base_rate_ * (1 + tolerance_)) {  // the step helped: keep going
+  // value_ is one step away from base_. Keep going if the step helped, or if
+  // it went down and cost no more than noise: fewer parallel reads are
+  // kinder to the shared PFS (on a plateau the knob walks down to its knee).
+  const bool down = value_ < base_;
+  if (rate > base_rate_ * (1 + tolerance_) || (down && rate >= base_rate_ * (1 - tolerance_))) {
     base_ = value_;
     base_rate_ = rate;
     return value_ = Probe();
   }
-  // No better (worse, or within noise: fewer parallel reads are kinder to the
-  // shared PFS): go back, turn around, settle before probing again.
+  // Worse, or up and within noise: go back, turn around, settle before
+  // probing again.
   value_ = base_;
   dir_ = -dir_;
   settling_ = settle_steps_;
+  settle_sum_ = 0;
+  settle_n_ = 0;
   return value_;
 }
 

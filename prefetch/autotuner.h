@@ -1,8 +1,9 @@
 // Auto-tuning (PRISMA tuned up-only from buffer occupancy; this goes both
 // ways, from measured rates):
 // - HillClimber moves one integer knob (parallel SOURCE reads) by one step at
-//   a time towards the highest measured rate, backs off when a step made it
-//   worse, settles there for a while, then probes again.
+//   a time towards the highest measured rate, and down while that costs no
+//   more than noise (fewest reads for the best rate); backs off when a step
+//   made it worse, settles there for a while, then probes again.
 // - LookaheadTuner grows the look-ahead window when reads miss (waited for
 //   or went to SOURCE) while the prefetcher is not far enough ahead, and
 //   shrinks it slowly after long calm.
@@ -34,6 +35,8 @@ class HillClimber {
   unsigned base_ = 0;  // the value the last accepted rate was measured at
   double base_rate_ = 0;
   unsigned settling_ = 0;  // steps left to hold at base_ before probing again
+  double settle_sum_ = 0;  // rates measured while holding (their mean is base_rate_)
+  unsigned settle_n_ = 0;
 };
 
 class LookaheadTuner {
