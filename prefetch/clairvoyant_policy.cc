@@ -5,6 +5,7 @@
 #include <queue>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 namespace tierfs {
 namespace {
@@ -55,8 +56,15 @@ class Clairvoyant final : public ClairvoyantPolicy {
       t.transient[key] = false;
     } else {
       t.resident.insert(key);
-      t.heap.push({next_use_(key.node).next, key});
+      Track(t, {next_use_(key.node).next, key});
     }
+  }
+
+  size_t ordering_entries() const override {
+    std::lock_guard lock(mu_);
+    size_t n = 0;
+    for (const auto& t : per_tier_) n += t.heap.size();
+    return n;
   }
 
   void Abandoned(ChunkKey key, int) override {
@@ -84,7 +92,7 @@ class Clairvoyant final : public ClairvoyantPolicy {
           use = next_use_(node).next;
           fetched = true;
         }
-        t.heap.push({use, key});
+        Track(t, {use, key});
       }
     }
   }
@@ -101,6 +109,20 @@ class Clairvoyant final : public ClairvoyantPolicy {
     std::unordered_map<ChunkKey, bool, ChunkKeyHash> transient;  // -> already read
     std::deque<ChunkKey> recycle;                                // transient chunks already read
   };
+
+  // REQUIRES: mu_ held. Queues a resident chunk's next use. Each read of a
+  // resident file leaves a stale entry behind, and stale entries only leave
+  // the heap when they reach its top (when evicting): without evictions the
+  // heap would grow by one entry per read, so it is rebuilt from the
+  // resident set once stale entries outnumber live ones.
+  void Track(TierState& t, Entry e) {
+    t.heap.push(e);
+    if (t.heap.size() <= 2 * t.resident.size() + 64) return;
+    std::vector<Entry> live;
+    live.reserve(t.resident.size());
+    for (ChunkKey k : t.resident) live.push_back({next_use_(k.node).next, k});
+    t.heap = std::priority_queue<Entry>(std::less<Entry>(), std::move(live));
+  }
 
   int Admit(ChunkKey key, size_t tier, bool transient) {
     std::lock_guard lock(mu_);
@@ -160,7 +182,8 @@ class Clairvoyant final : public ClairvoyantPolicy {
   const Evictor evict_;
   const Catalog* const catalog_;
   const NextUseFn next_use_;
-  std::mutex mu_;  // guards the rest; released before evicting (the evictor takes tier locks)
+  mutable std::mutex
+      mu_;  // guards the rest; released before evicting (the evictor takes tier locks)
   std::vector<TierState> per_tier_;
   std::unordered_map<ChunkKey, bool, ChunkKeyHash> placing_;  // placed, not yet published
   size_t transient_limit_ = 16;

@@ -42,6 +42,9 @@ class ClairvoyantPolicy : public PlacementPolicy {
   virtual void NextUseChanged(NodeId node) = 0;
   // Most transient chunks held per tier (the look-ahead window).
   virtual void SetTransientLimit(size_t chunks) = 0;
+  // Entries kept to order evictions, stale ones included: bounded by about
+  // twice the resident chunks, however many reads went by.
+  virtual size_t ordering_entries() const = 0;
 };
 
 std::unique_ptr<ClairvoyantPolicy> NewClairvoyantPolicy(std::vector<Tier*> tiers, Evictor evict,

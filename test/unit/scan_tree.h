@@ -1,0 +1,23 @@
+// ScanTree: the namespace snapshot of a TempTree, as a mount would take it.
+#pragma once
+
+#include <catch2/catch.hpp>
+#include <memory>
+#include <string>
+
+#include "temp_tree.h"
+#include "tiering/namespace.h"
+
+namespace tierfs::testing {
+
+inline std::unique_ptr<Namespace> ScanTree(const TempTree& tree) {
+  int err = 0;
+  auto backend = NewPosixBackend(tree.root(), &err);
+  REQUIRE(backend != nullptr);
+  std::string error;
+  auto ns = ScanNamespace(backend.get(), ScanOptions{}, &error);
+  REQUIRE(ns != nullptr);
+  return ns;
+}
+
+}  // namespace tierfs::testing
