@@ -187,3 +187,18 @@ def tierfs_pids(prefix):
                 a.startswith(prefix.encode()) for a in args[1:]):
             pids.append(int(name))
     return pids
+
+
+class PfsSim:
+    """A pfs-sim mount (the simulated slow PFS) of `src` at `mnt`, in the foreground."""
+
+    def __init__(self, src, mnt, options):
+        self.mnt = mnt
+        self.proc = subprocess.Popen(
+            [os.path.join(BIN_DIR, "pfs-sim"), src, mnt, "-f", "-o", options],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_for(lambda: is_mounted(mnt), what="pfs-sim")
+
+    def close(self):
+        force_unmount(self.mnt)
+        self.proc.wait(timeout=20)

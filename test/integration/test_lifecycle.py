@@ -10,18 +10,9 @@ import harness
 
 
 def daemon_pid(mnt):
-    """The pid of the tierfs process serving mnt (found by its command line)."""
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                args = f.read().split(b"\0")
-        except OSError:
-            continue
-        if args and os.path.basename(args[0]) == b"tierfs" and mnt.encode() in args:
-            return int(pid)
-    return None
+    """The pid of the tierfs process serving mnt."""
+    pids = harness.tierfs_pids(mnt)
+    return pids[0] if len(pids) == 1 else None
 
 
 def gone(pid):

@@ -51,19 +51,6 @@ def parse(text):
     return samples
 
 
-class PfsSim:
-    def __init__(self, src, mnt, options):
-        self.mnt = mnt
-        self.proc = subprocess.Popen(
-            [os.path.join(harness.BIN_DIR, "pfs-sim"), src, mnt, "-f", "-o", options],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        harness.wait_for(lambda: harness.is_mounted(mnt), what="pfs-sim")
-
-    def close(self):
-        harness.force_unmount(self.mnt)
-        self.proc.wait(timeout=20)
-
-
 class MetricsTest(unittest.TestCase):
     def test_scrape_parse_and_agree_with_stats(self):
         with harness.workdir() as (src, mnt):
@@ -150,7 +137,7 @@ class ShutdownTest(unittest.TestCase):
             tier = os.path.join(os.path.dirname(src), "tier")
             os.mkdir(pfs)
             os.mkdir(tier)
-            sim = PfsSim(src, pfs, "read_ms=1,stream_mbps=40,parallel=4")
+            sim = harness.PfsSim(src, pfs, "read_ms=1,stream_mbps=40,parallel=4")
             try:
                 opts = [f"tier={tier}:1G", "chunk_size=8M", "promote_threads=2"]
                 m = harness.Mount(pfs, mnt, opts)
@@ -179,7 +166,7 @@ class ShutdownTest(unittest.TestCase):
             # Every read stalls 4 s. The kernel lets a process exit only once its
             # thread blocked in a FUSE read has an answer, so the exit itself
             # waits for the stall; the mount must be gone long before.
-            sim = PfsSim(src, pfs, "stall_rate=1,stall_ms=4000")
+            sim = harness.PfsSim(src, pfs, "stall_rate=1,stall_ms=4000")
             try:
                 for second_signal in (True, False):
                     opts = ["ram=16M", "shutdown_timeout=2"]

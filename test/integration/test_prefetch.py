@@ -15,21 +15,6 @@ import harness
 KB = 1000
 
 
-class PfsSim:
-    """A pfs-sim mount (the simulated slow PFS) of `src` at `mnt`."""
-
-    def __init__(self, src, mnt, options):
-        self.mnt = mnt
-        self.proc = subprocess.Popen(
-            [os.path.join(harness.BIN_DIR, "pfs-sim"), src, mnt, "-f", "-o", options],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        harness.wait_for(lambda: harness.is_mounted(mnt), what="pfs-sim")
-
-    def close(self):
-        harness.force_unmount(self.mnt)
-        self.proc.wait(timeout=20)
-
-
 def write_order(mnt, paths):
     with open(os.path.join(mnt, ".tierfs", "order"), "a") as f:
         f.write("".join(p + "\n" for p in paths))
@@ -47,7 +32,7 @@ class PrefetchTest(unittest.TestCase):
         files = harness.make_files(self.src, 60, 50 * KB, subdirs=3)
         pfs = os.path.join(os.path.dirname(self.src), "pfs")
         os.mkdir(pfs)
-        sim = PfsSim(self.src, pfs, "read_ms=20,meta_ms=1")
+        sim = harness.PfsSim(self.src, pfs, "read_ms=20,meta_ms=1")
         try:
             order = sorted(files)
             random.Random(7).shuffle(order)
@@ -162,7 +147,7 @@ class PrefetchTest(unittest.TestCase):
         files = harness.make_files(self.src, 120, 500 * KB, subdirs=4)
         pfs = os.path.join(os.path.dirname(self.src), "pfs")
         os.mkdir(pfs)
-        sim = PfsSim(self.src, pfs, "read_ms=5,stream_mbps=20,parallel=4,total_mbps=40")
+        sim = harness.PfsSim(self.src, pfs, "read_ms=5,stream_mbps=20,parallel=4,total_mbps=40")
         try:
             with harness.Mount(pfs, self.mnt, ["ram=256M", "prefetch=stage-in"]) as m:
                 total = m.stats()["prefetch"]["stage"]["requested_files"]
