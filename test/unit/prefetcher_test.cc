@@ -1,0 +1,170 @@
+// Prefetcher through TieredStore: the control files (order, stage, mode), the
+// reader's position, promotion ahead of the reader, and the stats.
+#include "prefetch/prefetcher.h"
+
+#include <fmt/format.h>
+
+#include <catch2/catch.hpp>
+#include <cerrno>
+
+#include "eventually.h"
+#include "prefetch/tiered_store.h"
+#include "scan_tree.h"
+
+namespace tierfs {
+namespace {
+
+using testing::TempTree;
+constexpr uint64_t kNever = OrderPlan::kNever;
+
+// SOURCE: f0..f5 of 10 KB and a directory d with d/g0, d/g1; a TieredStore
+// over it (64 KiB chunks, `ram` bytes of RAM tier) mounted at /mnt.
+class Store {
+ public:
+  explicit Store(uint64_t ram, PrefetchMode mode = PrefetchMode::kOnAccess) {
+    for (int i = 0; i < 6; ++i) tree_.Write(fmt::format("f{}", i), std::string(10000, 'f'));
+    tree_.Mkdir("d");
+    tree_.Write("d/g0", "g0");
+    tree_.Write("d/g1", "g1");
+    int err = 0;
+    backend_ = NewPosixBackend(tree_.root(), &err);
+    REQUIRE(backend_ != nullptr);
+    ns_ = testing::ScanTree(tree_);
+    reader_ = std::make_unique<SourceReader>(backend_.get(), ns_.get(), 16);
+    TieringConfig config;
+    config.ram = ram;
+    config.chunk_size = 64 << 10;
+    config.promote_threads = 2;
+    config.prefetch.mode = mode;
+    config.prefetch.mountpoint = "/mnt";
+    std::string error;
+    store_ = TieredStore::Open(config, ns_.get(), reader_.get(), 0, &error);
+    INFO(error);
+    REQUIRE(store_ != nullptr);
+  }
+
+  Prefetcher& prefetcher() { return store_->prefetcher(); }
+  TieredStore& store() { return *store_; }
+  NodeId Id(const std::string& rel) const { return *ns_->Resolve(rel); }
+
+  // The number after "key": in the stats, searching from `section`.
+  uint64_t Stat(const std::string& section, const std::string& key) const {
+    std::string json = store_->StatsJson();
+    size_t at = json.find("\"" + section + "\": {");
+    REQUIRE(at != std::string::npos);
+    at = json.find("\"" + key + "\": ", at);
+    REQUIRE(at != std::string::npos);
+    return std::stoull(json.substr(at + key.size() + 4));
+  }
+  // Waits up to 5 s for Stat(section, key) to reach `want`.
+  bool StatReaches(const std::string& section, const std::string& key, uint64_t want) const {
+    return testing::Eventually([&] { return Stat(section, key) >= want; });
+  }
+
+ private:
+  TempTree tree_;
+  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<Namespace> ns_;
+  std::unique_ptr<SourceReader> reader_;
+  std::unique_ptr<TieredStore> store_;  // last: destroyed first
+};
+
+TEST_CASE("Prefetcher WriteOrder declares files and refuses only all-invalid writes",
+          "[prefetcher]") {
+  Store s(1 << 20, PrefetchMode::kOrder);
+  Prefetcher& p = s.prefetcher();
+  CHECK(p.WriteOrder(1, 0, "f0\n/mnt/f1\n") == 11);
+  CHECK(p.WriteOrder(1, 11, "nope\n/mnt2/f2\n") == -EINVAL);
+  CHECK(p.WriteOrder(1, 25, "f2\nnope\n") == 8);  // some valid: accepted
+  CHECK(p.WriteOrder(1, 33, "f") == 1);           // no complete line yet
+  CHECK(p.WriteOrder(1, 34, "3\nd\n") == 4);      // f3 completed; d is a directory
+  CHECK(s.Stat("order", "declared") == 4);
+  CHECK(s.Stat("order", "valid_lines") == 4);
+  CHECK(s.Stat("order", "rejected_lines") == 4);
+  CHECK(p.NextUse(s.Id("f0")).next == 0);
+  CHECK(p.NextUse(s.Id("f0")).after == kNever);
+  CHECK(p.NextUse(s.Id("f3")).next == 3);
+  CHECK(p.NextUse(s.Id("f5")).next == kNever);
+  CHECK(p.WriteOrder(2, 0, "f0\n") == 3);  // a second epoch
+  CHECK(p.NextUse(s.Id("f0")).after == 4);
+
+  p.ClearOrder();
+  CHECK(s.Stat("order", "declared") == 0);
+  CHECK(p.NextUse(s.Id("f0")).next == kNever);
+  CHECK(p.WriteOrder(1, 0, "f5\n") == 3);
+  CHECK(p.NextUse(s.Id("f5")).next == 0);
+}
+
+TEST_CASE("Prefetcher OnRead consumes the order only at offset 0 and in order mode",
+          "[prefetcher]") {
+  Store s(1 << 20, PrefetchMode::kOrder);
+  Prefetcher& p = s.prefetcher();
+  REQUIRE(p.WriteOrder(1, 0, "f0\nf1\nf0\n") == 9);
+  p.OnRead(s.Id("f0"), 4096);  // a later piece of the same read
+  CHECK(s.Stat("order", "consumed") == 0);
+  p.OnRead(s.Id("f1"), 0);
+  CHECK(s.Stat("order", "consumed") == 1);
+  CHECK(s.Stat("order", "position") == 2);
+  CHECK(p.NextUse(s.Id("f0")).next == 0);  // a straggler
+  p.OnRead(s.Id("f0"), 0);
+  CHECK(p.NextUse(s.Id("f0")).next == 2);
+  p.OnRead(s.Id("f5"), 0);  // undeclared
+  CHECK(s.Stat("order", "consumed") == 2);
+
+  REQUIRE(p.WriteMode("on-access\n") > 0);
+  p.OnRead(s.Id("f0"), 0);
+  CHECK(s.Stat("order", "consumed") == 2);
+  CHECK(p.NextUse(s.Id("f0")).next == kNever);  // no order outside order mode
+}
+
+TEST_CASE("Prefetcher WriteMode switches modes and needs a tier to promote", "[prefetcher]") {
+  Store s(1 << 20);
+  Prefetcher& p = s.prefetcher();
+  CHECK(p.ModeText() == "on-access\n");
+  CHECK(p.WriteMode("order\n") > 0);
+  CHECK(p.ModeText() == "order\n");
+  CHECK(p.WriteMode("stage-in\r\n") > 0);
+  CHECK(p.ModeText() == "stage-in\n");
+  CHECK(p.WriteMode("turbo\n") == -EINVAL);
+  CHECK(p.WriteMode("") == -EINVAL);
+  CHECK(p.ModeText() == "stage-in\n");
+
+  Store none(0);
+  Prefetcher& q = none.prefetcher();
+  CHECK(q.WriteMode("order\n") == -EOPNOTSUPP);
+  CHECK(q.WriteMode("stage-in") == -EOPNOTSUPP);
+  CHECK(q.WriteMode("on-access\n") > 0);
+  // Hints are still parsed and counted without tiers.
+  CHECK(q.WriteOrder(1, 0, "f0\nnope\n") == 8);
+  CHECK(none.Stat("order", "valid_lines") == 1);
+  CHECK(none.Stat("order", "rejected_lines") == 1);
+  CHECK(q.WriteStage(1, 0, "nope\n") == -EINVAL);
+}
+
+TEST_CASE("Prefetcher WriteStage promotes the named files", "[prefetcher]") {
+  Store s(1 << 20);
+  s.store().Start();
+  Prefetcher& p = s.prefetcher();
+  CHECK(p.WriteStage(1, 0, "f1\n/mnt/d\nnope\n") == 15);
+  CHECK(s.Stat("stage", "requested_files") == 3);  // f1, d/g0, d/g1
+  CHECK(s.Stat("stage", "valid_lines") == 2);
+  CHECK(s.Stat("stage", "rejected_lines") == 1);
+  REQUIRE(s.StatReaches("stage", "done_files", 3));
+  CHECK(s.Stat("promotions", "files_resident") == 3);
+  CHECK(s.Stat("stage", "done_bytes") == 10000 + 2 + 2);
+  CHECK(p.WriteStage(1, 15, "f1\n") == 3);  // already asked for: not again
+  CHECK(s.Stat("stage", "requested_files") == 3);
+}
+
+TEST_CASE("Prefetcher in order mode promotes declared files ahead of the reader", "[prefetcher]") {
+  Store s(1 << 20, PrefetchMode::kOrder);
+  s.store().Start();
+  REQUIRE(s.prefetcher().WriteOrder(1, 0, "f4\nf2\nf0\n") == 9);
+  REQUIRE(s.StatReaches("promotions", "files_resident", 3));
+  CHECK(s.Stat("promotions", "files_resident") == 3);
+  CHECK(s.Stat("stage", "requested_files") == 0);
+  CHECK(s.Stat("order", "lookahead") == 64);
+}
+
+}  // namespace
+}  // namespace tierfs
