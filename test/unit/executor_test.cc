@@ -48,8 +48,8 @@ class Journal {
 };
 
 TEST_CASE("Executor runs foreground jobs before queued background ones", "[executor]") {
+  Journal journal;  // outlives the executor, whose threads write to it
   Executor executor(1, 16);
-  Journal journal;
   std::promise<void> open_gate;
   std::shared_future<void> gate = open_gate.get_future().share();
   std::atomic<bool> gate_running{false};
@@ -74,8 +74,8 @@ TEST_CASE("Executor runs foreground jobs before queued background ones", "[execu
 }
 
 TEST_CASE("Executor rejects and counts jobs beyond a lane's capacity", "[executor]") {
+  Journal journal;  // outlives the executor, whose threads write to it
   Executor executor(1, 2);
-  Journal journal;
   CHECK(executor.capacity() == 2);
   CHECK(executor.Submit(Lane::kForeground, journal.Job("f1")));
   CHECK(executor.Submit(Lane::kForeground, journal.Job("f2")));
@@ -97,8 +97,8 @@ TEST_CASE("Executor rejects and counts jobs beyond a lane's capacity", "[executo
 }
 
 TEST_CASE("Executor runs jobs submitted before Start only after Start", "[executor]") {
+  Journal journal;  // outlives the executor, whose threads write to it
   Executor executor(2, 8);
-  Journal journal;
   for (int i = 0; i < 3; ++i) REQUIRE(executor.Submit(Lane::kBackground, journal.Job("j")));
   std::this_thread::sleep_for(20ms);
   CHECK(journal.ran().empty());
@@ -111,8 +111,8 @@ TEST_CASE("Executor runs jobs submitted before Start only after Start", "[execut
 }
 
 TEST_CASE("Executor Shutdown cancels queued jobs and waits for running ones", "[executor]") {
+  Journal journal;  // outlives the executor, whose threads write to it
   Executor executor(1, 8);
-  Journal journal;
   std::atomic<bool> started{false}, saw_stopping{false}, finished{false};
   REQUIRE(
       executor.Submit(Lane::kForeground, Executor::Job{[&] {

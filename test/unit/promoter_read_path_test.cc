@@ -1,0 +1,505 @@
+// Promoter and ReadPath over real files: promotion on first read, one SOURCE
+// read per byte under concurrency, failures that publish nothing, budgets,
+// lru eviction, and reuse of a directory tier by TieredStore after a restart.
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <thread>
+
+#include "fault_backend.h"
+#include "prefetch/promoter.h"
+#include "prefetch/read_path.h"
+#include "prefetch/tiered_store.h"
+#include "temp_tree.h"
+#include "tiering/counting_backend.h"
+
+namespace tierfs {
+namespace {
+
+using testing::FaultBackend;
+using testing::Op;
+using testing::PatternBytes;
+using testing::TempTree;
+using namespace std::chrono_literals;
+
+constexpr uint64_t kMiB = 1 << 20;
+
+// SOURCE: files "f0", "f1", ... of the given sizes, read through
+// Counting(Fault(Posix)), and their snapshot.
+class Source {
+ public:
+  explicit Source(const std::vector<size_t>& sizes) {
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      contents_.push_back(PatternBytes(sizes[i], static_cast<unsigned>(i)));
+      tree_.Write(Name(i), contents_.back());
+    }
+    int err = 0;
+    std::shared_ptr<Backend> posix = NewPosixBackend(tree_.root(), &err);
+    REQUIRE(posix != nullptr);
+    faults_ = std::make_shared<FaultBackend>(posix);
+    counting_ = std::make_unique<CountingBackend>(faults_);
+    Rescan();
+  }
+  // Takes a new snapshot (after the files changed), as a remount would.
+  void Rescan() {
+    reader_.reset();
+    std::string error;
+    ns_ = ScanNamespace(counting_.get(), ScanOptions{}, &error);
+    REQUIRE(ns_ != nullptr);
+    reader_ = std::make_unique<SourceReader>(counting_.get(), ns_.get(), 64);
+  }
+  // Replaces file i's bytes and sets its mtime to a time no scan has seen.
+  void Rewrite(size_t i, std::string data) {
+    contents_[i] = std::move(data);
+    tree_.Write(Name(i), contents_[i]);
+    struct timespec times[2] = {{0, UTIME_OMIT}, {1000000 + static_cast<time_t>(i), 0}};
+    REQUIRE(::utimensat(AT_FDCWD, tree_.Abs(Name(i)).c_str(), times, 0) == 0);
+  }
+
+  static std::string Name(size_t i) { return fmt::format("f{}", i); }
+  NodeId Id(size_t i) const { return *ns_->Resolve(Name(i)); }
+  const std::string& Contents(size_t i) const { return contents_[i]; }
+  size_t files() const { return contents_.size(); }
+  uint64_t read_bytes() const { return counting_->counters().read_bytes; }
+  FaultBackend& faults() { return *faults_; }
+  const Namespace* ns() const { return ns_.get(); }
+  SourceReader* reader() { return reader_.get(); }
+
+ private:
+  TempTree tree_;
+  std::vector<std::string> contents_;
+  std::shared_ptr<FaultBackend> faults_;
+  std::unique_ptr<CountingBackend> counting_;
+  std::unique_ptr<Namespace> ns_;
+  std::unique_ptr<SourceReader> reader_;
+};
+
+// Reads [off, off+size) of `id` through `path`; returns the bytes, or "" and
+// the error in *result.
+std::string ReadVia(ReadPath& path, NodeId id, uint64_t off, size_t size, ssize_t* result) {
+  std::vector<char> scratch(size);
+  TierRead out;
+  *result = path.Read(id, off, size, scratch.data(), &out);
+  if (*result < 0) return "";
+  // No REQUIRE here: Catch2 assertions are not thread-safe.
+  if (out.size != static_cast<size_t>(*result)) return "out.size disagrees with the result";
+  return std::string(out.data, out.size);
+}
+
+// The promotion stack over `source`: catalog, the given tiers, a policy by
+// name (lru evicts through Promoter::Evict), a started executor, promoter and
+// read path.
+class Stack {
+ public:
+  Stack(Source* source, std::vector<std::unique_ptr<Tier>> tiers, uint64_t chunk_size,
+        const std::string& policy = "first-fit", unsigned threads = 4)
+      : source_(source), owned_(std::move(tiers)) {
+    for (auto& t : owned_) tiers_.push_back(t.get());
+    catalog_ = std::make_unique<Catalog>(*source->ns(), chunk_size);
+    policy_ = NewPlacementPolicy(
+        policy, tiers_, [this](ChunkKey key, int tier) { return promoter_->Evict(key, tier); });
+    REQUIRE(policy_ != nullptr);
+    executor_ = std::make_unique<Executor>(threads, 1024);
+    promoter_ = std::make_unique<Promoter>(source->ns(), catalog_.get(), tiers_, policy_.get(),
+                                           source->reader(), executor_.get());
+    read_path_ = std::make_unique<ReadPath>(source->ns(), source->reader(), catalog_.get(), tiers_,
+                                            policy_.get(), promoter_.get());
+    executor_->Start();
+  }
+  ~Stack() { executor_->Shutdown(); }
+
+  // Reads file i whole and checks the bytes, then lets the promotions it
+  // started finish (a reader wakes when the catalog changes, before the
+  // promoter has updated its counters and the policy).
+  void ReadFile(size_t i) {
+    ssize_t r = 0;
+    std::string got = Read(i, 0, source_->Contents(i).size() + 1, &r);
+    REQUIRE(r == static_cast<ssize_t>(source_->Contents(i).size()));
+    REQUIRE(got == source_->Contents(i));
+    Drain();
+  }
+  std::string Read(size_t i, uint64_t off, size_t size, ssize_t* r) {
+    return ReadVia(*read_path_, source_->Id(i), off, size, r);
+  }
+  uint8_t State(size_t i, uint32_t chunk = 0) const {
+    return catalog_->state(ChunkKey{source_->Id(i), chunk});
+  }
+  bool Resident(size_t i) const { return Catalog::IsResident(State(i)); }
+  // Waits until no promotion is queued or running.
+  void Drain() const {
+    for (int n = 0; n < 5000; ++n) {
+      if (executor_->queued(Executor::Lane::kForeground) == 0 &&
+          executor_->queued(Executor::Lane::kBackground) == 0 && executor_->running() == 0) {
+        return;
+      }
+      std::this_thread::sleep_for(1ms);
+    }
+    FAIL("promotions did not finish");
+  }
+
+  Tier& tier(size_t i) { return *tiers_[i]; }
+  Catalog& catalog() { return *catalog_; }
+  PlacementPolicy& policy() { return *policy_; }
+  const PromotionCounters& promotions() const { return promoter_->counters(); }
+  const ReadCounters& reads() const { return read_path_->counters(); }
+  ReadPath& read_path() { return *read_path_; }
+
+ private:
+  Source* const source_;
+  std::vector<std::unique_ptr<Tier>> owned_;
+  std::vector<Tier*> tiers_;
+  std::unique_ptr<Catalog> catalog_;
+  std::unique_ptr<PlacementPolicy> policy_;
+  std::unique_ptr<Executor> executor_;
+  std::unique_ptr<Promoter> promoter_;
+  std::unique_ptr<ReadPath> read_path_;
+};
+
+std::vector<std::unique_ptr<Tier>> Ram(uint64_t budget) {
+  std::vector<std::unique_ptr<Tier>> tiers;
+  tiers.push_back(NewMemoryTier("ram", budget));
+  return tiers;
+}
+
+// A tier on a device that is full whatever its budget says: every Append
+// fails with ENOSPC.
+class FullDeviceTier final : public Tier {
+ public:
+  explicit FullDeviceTier(uint64_t budget) : Tier("full", Kind::kMemory, budget) {}
+  std::unique_ptr<ChunkWriter> BeginStore(ChunkKey, const ChunkOrigin&, int* err) override {
+    *err = 0;
+    begun_++;
+    return std::make_unique<Writer>();
+  }
+  int Read(ChunkKey, uint64_t, size_t, char*, TierRead*) override { return -ENOENT; }
+  uint64_t Remove(ChunkKey) override { return 0; }
+  size_t chunks() const override { return 0; }
+  int begun() const { return begun_.load(); }
+
+ private:
+  struct Writer final : ChunkWriter {
+    int Append(const char*, size_t) override { return -ENOSPC; }
+    int Commit() override { return -ENOSPC; }
+    void Abort() override {}
+  };
+  std::atomic<int> begun_{0};
+};
+
+TEST_CASE("A cold read promotes the file; the next read needs no SOURCE read",
+          "[promoter][read_path]") {
+  Source source({100000, 5000});
+  Stack stack(&source, Ram(kMiB), kMiB);
+  CHECK(stack.State(0) == Catalog::kOnSource);
+  stack.ReadFile(0);
+  CHECK(stack.State(0) == Catalog::kResidentBase);  // the reader waited for the promotion
+  CHECK(source.read_bytes() == 100000);             // ...and did not read SOURCE itself
+  CHECK(stack.promotions().done == 1);
+  CHECK(stack.promotions().bytes == 100000);
+  CHECK(stack.tier(0).used() == 100000);
+  CHECK(stack.reads().source_reads == 0);
+  CHECK(stack.State(1) == Catalog::kOnSource);  // nothing else was touched
+
+  const uint64_t before = source.read_bytes();
+  stack.ReadFile(0);
+  ssize_t r = 0;
+  CHECK(stack.Read(0, 99990, 100, &r) == source.Contents(0).substr(99990));
+  CHECK(source.read_bytes() == before);
+  CHECK(source.faults().calls(Op::kRead) == 1);
+  CHECK(stack.tier(0).hits() == 3);
+  CHECK(stack.reads().tier_reads == 3);
+  CHECK(stack.Read(0, 100000, 10, &r).empty());  // at EOF
+  CHECK(r == 0);
+}
+
+TEST_CASE("16 concurrent readers of a cold file read SOURCE once", "[promoter][read_path]") {
+  Source source({300000});
+  source.faults().SetDelay(20ms);  // the promotion is slow: the readers overlap it
+  Stack stack(&source, Ram(kMiB), kMiB);
+  std::atomic<bool> go{false};
+  std::atomic<int> good{0};
+  std::vector<std::thread> readers;
+  for (int t = 0; t < 16; ++t) {
+    readers.emplace_back([&] {
+      while (!go.load()) std::this_thread::yield();
+      ssize_t r = 0;
+      if (stack.Read(0, 0, 300000, &r) == source.Contents(0)) good++;
+    });
+  }
+  go = true;
+  for (auto& t : readers) t.join();
+  stack.Drain();
+  CHECK(good == 16);
+  CHECK(source.read_bytes() == 300000);
+  CHECK(stack.reads().source_reads == 0);
+  CHECK(stack.promotions().requested == 1);
+}
+
+// Many readers race on many cold files. Guards against a reader that saw a
+// chunk on SOURCE, then lost the race to put it in flight (Request returned
+// false), reading SOURCE itself instead of waiting: SOURCE would be read
+// twice. That window is a few instructions wide, so this is a stress test,
+// not a deterministic reproduction.
+TEST_CASE("Readers racing on many cold files read SOURCE once per byte", "[promoter][read_path]") {
+  const size_t kFiles = 200;
+  Source source(std::vector<size_t>(kFiles, 2000));
+  Stack stack(&source, Ram(kMiB), kMiB, "first-fit", 2);
+  std::atomic<size_t> next{0};
+  std::atomic<int> bad{0};
+  std::vector<std::thread> readers;
+  for (int t = 0; t < 8; ++t) {
+    readers.emplace_back([&] {
+      for (size_t i = 0; i < kFiles; ++i) {
+        // Everyone reads the same file at about the same time.
+        while (next.load() < i) std::this_thread::yield();
+        ssize_t r = 0;
+        if (stack.Read(i, 0, 2000, &r) != source.Contents(i)) bad++;
+        size_t expected = i;
+        next.compare_exchange_strong(expected, i + 1);
+      }
+    });
+  }
+  for (auto& t : readers) t.join();
+  CHECK(bad == 0);
+  CHECK(stack.reads().source_reads == 0);
+  CHECK(source.read_bytes() == kFiles * 2000);
+}
+
+TEST_CASE("A SOURCE error during promotion publishes nothing", "[promoter][read_path]") {
+  Source source({50000});
+  Stack stack(&source, Ram(kMiB), kMiB);
+  ssize_t r = 0;
+  SECTION("a transient error: the reader's own SOURCE read succeeds") {
+    source.faults().Fail(Op::kRead, "f0", EIO, 1);
+    CHECK(stack.Read(0, 0, 50000, &r) == source.Contents(0));
+    CHECK(r == 50000);
+    CHECK(stack.reads().source_reads == 1);
+  }
+  SECTION("a lasting error: the read fails with EIO") {
+    source.faults().Fail(Op::kRead, "f0", EIO);
+    CHECK(stack.Read(0, 0, 50000, &r).empty());
+    CHECK(r == -EIO);
+  }
+  stack.Drain();
+  CHECK(stack.State(0) == Catalog::kOnSource);
+  CHECK(stack.tier(0).used() == 0);
+  CHECK(stack.tier(0).chunks() == 0);
+  CHECK(stack.promotions().failed == 1);
+  CHECK(stack.promotions().done == 0);
+  // Once SOURCE heals, the next read promotes it.
+  source.faults().Heal();
+  stack.ReadFile(0);
+  CHECK(stack.State(0) == Catalog::kResidentBase);
+  CHECK(stack.tier(0).used() == 50000);
+}
+
+TEST_CASE("A tier whose device is full is marked full; reads still succeed",
+          "[promoter][read_path]") {
+  Source source({40000, 30000, 20000});
+  std::vector<std::unique_ptr<Tier>> tiers;
+  tiers.push_back(std::make_unique<FullDeviceTier>(kMiB));
+  auto* full = static_cast<FullDeviceTier*>(tiers.back().get());
+  SECTION("the only tier") {
+    Stack stack(&source, std::move(tiers), kMiB);
+    stack.ReadFile(0);  // served from SOURCE after the failed promotion
+    CHECK(stack.tier(0).limit() == 0);
+    CHECK(stack.tier(0).budget() == kMiB);
+    CHECK(stack.tier(0).used() == 0);
+    CHECK(stack.promotions().failed == 1);
+    stack.ReadFile(1);  // fits nowhere now: straight to SOURCE
+    CHECK(stack.promotions().no_room == 1);
+    CHECK(full->begun() == 1);
+    CHECK(stack.State(0) == Catalog::kOnSource);
+    CHECK(stack.State(1) == Catalog::kOnSource);
+  }
+  SECTION("followed by a RAM tier") {
+    tiers.push_back(NewMemoryTier("ram", kMiB));
+    Stack stack(&source, std::move(tiers), kMiB);
+    stack.ReadFile(0);
+    CHECK(stack.tier(0).limit() == 0);
+    stack.ReadFile(1);
+    stack.ReadFile(2);
+    CHECK(full->begun() == 1);
+    CHECK(stack.State(0) == Catalog::kOnSource);
+    CHECK(stack.State(1) == Catalog::kResidentBase + 1);
+    CHECK(stack.State(2) == Catalog::kResidentBase + 1);
+    CHECK(stack.tier(1).used() == 50000);
+  }
+}
+
+TEST_CASE("Reads straddling chunk boundaries return exact bytes", "[promoter][read_path]") {
+  const uint64_t chunk = GENERATE(as<uint64_t>{}, kMiB, 300001);
+  const size_t size = static_cast<size_t>(3 * chunk + chunk / 2 + 123);
+  Source source({size});
+  Stack stack(&source, Ram(16 * kMiB), chunk);
+  const std::string& want = source.Contents(0);
+  struct Piece {
+    uint64_t off;
+    size_t size;
+  };
+  const std::vector<Piece> pieces = {
+      {chunk - 100, 300},              // across the first boundary
+      {0, size + 10},                  // all of it, asked past EOF
+      {2 * chunk - 1, chunk + 2},      // across two boundaries
+      {3 * chunk + 5, size_t(chunk)},  // up to EOF
+      {chunk, size_t(chunk)},          // exactly one chunk
+      {3 * chunk - 1, 1},              // the last byte of a chunk
+  };
+  for (const auto& p : pieces) {
+    INFO("off " << p.off << " size " << p.size);
+    ssize_t r = 0;
+    std::string got = stack.Read(0, p.off, p.size, &r);
+    CHECK(got == want.substr(p.off, p.size));
+  }
+  stack.Drain();
+  CHECK(stack.catalog().chunks(source.Id(0)) == 4);
+  CHECK(stack.catalog().FullyResidentFiles() == 1);
+  CHECK(source.read_bytes() == size);  // each byte read from SOURCE once
+  CHECK(stack.reads().source_reads == 0);
+}
+
+TEST_CASE("A RAM budget smaller than the dataset is never exceeded", "[promoter][read_path]") {
+  std::vector<size_t> sizes;
+  for (size_t i = 0; i < 10; ++i) sizes.push_back(10000 + i);
+  Source source(sizes);
+  const uint64_t budget = 35000;
+  Stack stack(&source, Ram(budget), kMiB);
+  for (size_t i = 0; i < 10; ++i) {
+    stack.ReadFile(i);
+    CHECK(stack.tier(0).used() <= budget);
+  }
+  uint64_t total = 0, absent = 0;
+  for (size_t i = 0; i < 10; ++i) {
+    total += sizes[i];
+    if (!stack.Resident(i)) absent += sizes[i];
+    CHECK(stack.Resident(i) == (i < 3));  // first come, first placed
+  }
+  CHECK(stack.tier(0).used() == 30003);
+  CHECK(source.read_bytes() == total);
+  CHECK(stack.promotions().no_room == 7);
+  for (size_t i = 0; i < 10; ++i) stack.ReadFile(i);
+  CHECK(source.read_bytes() - total == absent);  // the second pass reads only what is absent
+  CHECK(stack.tier(0).used() == 30003);
+}
+
+TEST_CASE("lru evicts through the promoter and keeps within the budget", "[promoter][read_path]") {
+  std::vector<size_t> sizes(10, 10000);
+  Source source(sizes);
+  const uint64_t budget = 35000;  // three files
+  Stack stack(&source, Ram(budget), kMiB, "lru");
+  for (size_t i = 0; i < 10; ++i) {
+    stack.ReadFile(i);
+    CHECK(stack.tier(0).used() <= budget);
+  }
+  for (size_t i = 0; i < 10; ++i) CHECK(stack.Resident(i) == (i >= 7));
+  CHECK(stack.policy().evictions() == 7);
+  CHECK(stack.tier(0).chunks() == 3);
+  CHECK(stack.tier(0).used() == 30000);
+
+  const uint64_t before = source.read_bytes();
+  stack.ReadFile(8);  // a hit, which makes 7 the least recently used
+  CHECK(source.read_bytes() == before);
+  stack.ReadFile(0);
+  CHECK(source.read_bytes() == before + 10000);
+  CHECK_FALSE(stack.Resident(7));
+  CHECK(stack.Resident(8));
+  CHECK(stack.Resident(9));
+  CHECK(stack.Resident(0));
+  CHECK(stack.tier(0).chunks() == 3);
+}
+
+TEST_CASE("lru under 8 concurrent readers serves exact bytes within the budget",
+          "[promoter][read_path]") {
+  std::vector<size_t> sizes;
+  for (size_t i = 0; i < 24; ++i) sizes.push_back(3000 + 97 * i);
+  Source source(sizes);
+  const uint64_t budget = 20000;
+  Stack stack(&source, Ram(budget), kMiB, "lru");
+  std::atomic<bool> done{false};
+  std::atomic<uint64_t> max_used{0};
+  std::thread monitor([&] {
+    while (!done.load()) {
+      uint64_t used = stack.tier(0).used();
+      if (used > max_used.load()) max_used = used;
+      std::this_thread::yield();
+    }
+  });
+  std::atomic<int> bad{0};
+  std::vector<std::thread> readers;
+  for (size_t t = 0; t < 8; ++t) {
+    readers.emplace_back([&, t] {
+      for (size_t n = 0; n < 150; ++n) {
+        size_t i = (n * 7 + t * 5 + n * n) % sizes.size();
+        uint64_t off = (n * 131) % sizes[i];
+        ssize_t r = 0;
+        if (stack.Read(i, off, 2000, &r) != source.Contents(i).substr(off, 2000)) bad++;
+      }
+    });
+  }
+  for (auto& t : readers) t.join();
+  stack.Drain();
+  done = true;
+  monitor.join();
+  CHECK(bad == 0);
+  CHECK(max_used.load() <= budget);
+  CHECK(stack.tier(0).used() <= budget);
+  CHECK(stack.policy().evictions() > 0);
+  // The tier and the catalog agree on what is resident.
+  CHECK(stack.catalog().ResidentChunksPerTier(1)[0] == stack.tier(0).chunks());
+}
+
+TEST_CASE("TieredStore reuses a directory tier's chunks after a restart", "[tiered_store]") {
+  Source source({70000, 20000});
+  TempTree tier_dir;
+  TieringConfig config;
+  config.dirs.push_back(DirectoryTierSpec{tier_dir.root(), kMiB});
+  config.chunk_size = 64 * 1024;
+  config.promote_threads = 2;
+  auto open = [&] {
+    std::string error;
+    auto store = TieredStore::Open(config, source.ns(), source.reader(), 0, &error);
+    INFO(error);
+    REQUIRE(store != nullptr);
+    store->Start();
+    return store;
+  };
+  auto read_all = [&](TieredStore& store, size_t i) {
+    ssize_t r = 0;
+    CHECK(ReadVia(store.read_path(), source.Id(i), 0, source.Contents(i).size(), &r) ==
+          source.Contents(i));
+  };
+  {
+    auto store = open();
+    read_all(*store, 0);
+    read_all(*store, 1);
+    CHECK(source.read_bytes() == 90000);
+  }
+  SECTION("unchanged SOURCE: every chunk is reused") {
+    source.Rescan();
+    auto store = open();
+    read_all(*store, 0);
+    read_all(*store, 1);
+    CHECK(source.read_bytes() == 90000);
+  }
+  SECTION("a file changed on SOURCE: its stale chunks are dropped") {
+    source.Rewrite(1, PatternBytes(20000, 99));  // same size, other bytes, other mtime
+    source.Rescan();
+    auto store = open();
+    read_all(*store, 1);
+    CHECK(source.read_bytes() == 90000 + 20000);
+    read_all(*store, 0);
+    CHECK(source.read_bytes() == 90000 + 20000);
+  }
+  SECTION("reset: nothing is reused") {
+    config.reset = true;
+    source.Rescan();
+    auto store = open();
+    read_all(*store, 0);
+    CHECK(source.read_bytes() == 90000 + 70000);
+  }
+}
+
+}  // namespace
+}  // namespace tierfs
