@@ -50,10 +50,15 @@ class Clairvoyant final : public ClairvoyantPolicy {
     std::lock_guard lock(mu_);
     TierState& t = per_tier_[static_cast<size_t>(tier)];
     auto it = placing_.find(key);
-    bool transient = it != placing_.end() && it->second;
+    bool transient = it != placing_.end() && it->second.transient;
+    uint64_t for_use = transient ? it->second.for_use : 0;
     if (it != placing_.end()) placing_.erase(it);
     if (transient) {
-      t.transient[key] = false;
+      // A reader waiting for the chunk wakes at the catalog's Publish, before
+      // this call, and may have consumed the use it was promoted for already.
+      bool read = next_use_(key.node).next != for_use;
+      t.transient[key] = read;
+      if (read) t.recycle.push_back(key);
     } else {
       t.resident.insert(key);
       Track(t, {next_use_(key.node).next, key});
@@ -126,7 +131,7 @@ class Clairvoyant final : public ClairvoyantPolicy {
 
   int Admit(ChunkKey key, size_t tier, bool transient) {
     std::lock_guard lock(mu_);
-    placing_[key] = transient;
+    placing_[key] = Placing{transient, transient ? next_use_(key.node).next : 0};
     return static_cast<int>(tier);
   }
 
@@ -185,7 +190,11 @@ class Clairvoyant final : public ClairvoyantPolicy {
   mutable std::mutex
       mu_;  // guards the rest; released before evicting (the evictor takes tier locks)
   std::vector<TierState> per_tier_;
-  std::unordered_map<ChunkKey, bool, ChunkKeyHash> placing_;  // placed, not yet published
+  struct Placing {
+    bool transient;
+    uint64_t for_use;  // transient: the use it is promoted for
+  };
+  std::unordered_map<ChunkKey, Placing, ChunkKeyHash> placing_;  // placed, not yet published
   size_t transient_limit_ = 16;
 };
 

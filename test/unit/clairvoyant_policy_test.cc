@@ -260,6 +260,27 @@ TEST_CASE("ClairvoyantPolicy Abandoned forgets a transient placement", "[clairvo
   CHECK(sim.Resident("X"));
 }
 
+TEST_CASE("Regression: a transient chunk read before Published was never recycled",
+          "[clairvoyant]") {
+  // A reader waiting on an in-flight chunk wakes at Catalog::Publish, reads
+  // and consumes its use before the promoter calls Published. The transient
+  // chunk then stayed marked unread: it held the transient slot and its tier
+  // space until the file was read again.
+  Sim sim({"P", "Q", "R", "S"}, 2);
+  sim.Declare("PQRSPQR");  // P 0 4, Q 1 5, R 2 6, S 3
+  CHECK(sim.Read(0) == "read P: promoted");
+  CHECK(sim.Read(1) == "read Q: promoted");
+  ChunkKey r = sim.Key("R");
+  REQUIRE(sim.catalog().TryBegin(r));
+  CHECK(sim.policy().Place(r, 1) == 0);  // transient, in Q's place
+  sim.Store(r);
+  sim.catalog().Publish(r, 0);
+  REQUIRE(sim.plan().Consume(r.node));  // the reader's OnRead comes first
+  sim.policy().NextUseChanged(r.node);
+  sim.policy().Published(r, 0);
+  CHECK(sim.Read(3) == "read S: promoted, evicted R");
+}
+
 TEST_CASE("Regression: ClairvoyantPolicy's eviction heap grew by one entry per read",
           "[clairvoyant]") {
   // Every read of a resident file queued its new next use, and the stale
