@@ -9,25 +9,10 @@
 #include <fstream>
 
 #include "bench_options.h"
+#include "temp_dir.h"
 
 namespace fs = std::filesystem;
-
-namespace {
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char tmpl[] = "/tmp/bench-file-io-XXXXXX";
-    path = mkdtemp(tmpl);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  void Write(const std::string& rel, size_t size) const {
-    fs::create_directories((path / rel).parent_path());
-    std::ofstream(path / rel) << std::string(size, 'x');
-  }
-};
-
-}  // namespace
+using bench_test::TempDir;
 
 TEST_CASE("listing finds regular files and skips dot entries", "[bench][io]") {
   TempDir dir;

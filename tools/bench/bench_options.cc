@@ -44,9 +44,14 @@ std::string Usage() {
   return "usage: tierfs-bench ROOT [--epochs N] [--workers N] [--batch N] [--compute-ms MS]\n"
          "                    [--prefetch N] [--seed S] [--block SIZE] [--pfs-stats FILE]\n"
          "                    [--label NAME] [--json FILE|-] [--allow-errors] [--drop-caches]\n"
+         "                    [--hint-order] [--read-log FILE]\n"
          "Reads every file below ROOT once per epoch in a seeded shuffled order.\n"
          "--drop-caches empties the kernel page cache before each epoch (needs root):\n"
-         "a node whose memory cannot hold the dataset.\n";
+         "a node whose memory cannot hold the dataset.\n"
+         "--hint-order appends each epoch's order (paths relative to ROOT, one per line)\n"
+         "to ROOT/.tierfs/order before the epoch, in one write, as tierfs_hint.py does for\n"
+         "tierfs -o prefetch=order; without that file it warns and goes on.\n"
+         "--read-log FILE appends each file's path relative to ROOT as its read starts.\n";
 }
 
 std::string ParseOptions(int argc, char* argv[], BenchOptions& o) {
@@ -56,8 +61,10 @@ std::string ParseOptions(int argc, char* argv[], BenchOptions& o) {
       o.help = true;
       return "";
     }
-    if (arg == "--allow-errors" || arg == "--drop-caches") {
-      (arg == "--allow-errors" ? o.allow_errors : o.drop_caches) = true;
+    if (arg == "--allow-errors" || arg == "--drop-caches" || arg == "--hint-order") {
+      (arg == "--allow-errors"  ? o.allow_errors
+       : arg == "--drop-caches" ? o.drop_caches
+                                : o.hint_order) = true;
       continue;
     }
     if (arg.substr(0, 2) != "--") {
@@ -89,6 +96,8 @@ std::string ParseOptions(int argc, char* argv[], BenchOptions& o) {
       ok = o.label.find_first_of("\"\\") == std::string::npos;
     } else if (arg == "--json") {
       o.json_path = value;
+    } else if (arg == "--read-log") {
+      o.read_log = value;
     } else {
       return "unknown option " + std::string(arg);
     }

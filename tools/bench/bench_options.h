@@ -20,6 +20,8 @@ struct BenchOptions {
   std::string json_path;  // append JSON lines here; "-" = stdout
   bool allow_errors = false;
   bool drop_caches = false;  // drop the kernel page cache before each epoch (root)
+  bool hint_order = false;   // declare each epoch's order to ROOT/.tierfs/order
+  std::string read_log;      // append each file's path (relative) as its read starts
   bool help = false;
 };
 

@@ -2,7 +2,8 @@
 //
 //   tierfs-bench ROOT [--epochs 3] [--workers 4] [--batch 32] [--compute-ms 0]
 //                [--seed 1] [--block 1M] [--pfs-stats FILE] [--label NAME]
-//                [--json FILE] [--allow-errors] [--drop-caches]
+//                [--json FILE] [--allow-errors] [--drop-caches] [--hint-order]
+//                [--read-log FILE]
 //
 // Lists ROOT once, then each epoch shuffles the file list with (seed, epoch),
 // reads every file with N worker threads and reports per epoch: wall time,
@@ -10,6 +11,9 @@
 // the PFS operations and bytes of the epoch, from the counters file FILE
 // (pfs-sim's <mnt>/.pfs-sim/stats). A human table goes to stdout; with
 // --json, one JSON object per line is appended to FILE ("-" = stdout).
+// --hint-order declares each epoch's order to ROOT/.tierfs/order before the
+// epoch (tierfs -o prefetch=order); the epoch's row then carries "hinted",
+// the lines written (-1: not possible, warned once on stderr).
 // Exit: 0 ok; 1 read errors (unless --allow-errors) or a file not read
 // exactly once; 2 bad arguments or an unreadable ROOT.
 #include <fmt/format.h>
@@ -18,6 +22,9 @@
 #include <chrono>
 #include <cstdio>
 #include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -25,6 +32,7 @@
 #include "epoch_order.h"
 #include "epoch_runner.h"
 #include "file_io.h"
+#include "order_hint.h"
 
 namespace {
 
@@ -69,7 +77,8 @@ class Report {
                      PfsJson(pfs)));
   }
 
-  void Epoch(unsigned epoch, const bench::EpochResult& r, const Counters& pfs) {
+  void Epoch(unsigned epoch, const bench::EpochResult& r, const Counters& pfs,
+             std::optional<int64_t> hinted) {
     const double files_per_s = static_cast<double>(r.files_ok) / r.wall_s;
     const double mb_per_s = static_cast<double>(r.bytes) / 1e6 / r.wall_s;
     const double p50 = bench::QuantileMs(r.latencies_ns, 0.50);
@@ -85,9 +94,9 @@ class Report {
     Json(fmt::format(
         "\"phase\": \"epoch\", \"epoch\": {}, \"wall_s\": {:.4f}, \"files\": {}, \"errors\": {}, "
         "\"bytes\": {}, \"files_per_s\": {:.2f}, \"mb_per_s\": {:.3f}, \"lat_p50_ms\": {:.3f}, "
-        "\"lat_p99_ms\": {:.3f}{}",
+        "\"lat_p99_ms\": {:.3f}{}{}",
         epoch, r.wall_s, r.files_ok, r.errors, r.bytes, files_per_s, mb_per_s, p50, p99,
-        PfsJson(pfs)));
+        PfsJson(pfs), hinted ? fmt::format(", \"hinted\": {}", *hinted) : ""));
   }
 
  private:
@@ -135,9 +144,22 @@ int Run(const BenchOptions& options) {
     return 2;
   }
   const size_t block = options.block;
-  const bench::FileReader reader = [block](const std::string& path) {
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> log_file(nullptr, &std::fclose);
+  if (!options.read_log.empty()) {
+    log_file.reset(std::fopen(options.read_log.c_str(), "a"));
+    if (!log_file) throw std::runtime_error("cannot append to " + options.read_log);
+  }
+  std::FILE* const read_log = log_file.get();
+  std::mutex read_log_mu;  // guards read_log
+  const size_t root_prefix = options.root.size() + (options.root.back() == '/' ? 0 : 1);
+  const bench::FileReader reader = [&, block](const std::string& path) {
+    if (read_log != nullptr) {
+      std::lock_guard lock(read_log_mu);
+      fmt::print(read_log, "{}\n", std::string_view(path).substr(root_prefix));
+    }
     return bench::ReadWholeFile(path, block);
   };
+  bench::OrderHint hint(options.root);
   int status = 0;
   for (unsigned epoch = 1; epoch <= options.epochs; ++epoch) {
     const std::vector<size_t> order = bench::EpochOrder(files.size(), options.seed, epoch);
@@ -145,9 +167,12 @@ int Run(const BenchOptions& options) {
       fmt::print(stderr, "tierfs-bench: cannot drop caches (need root)\n");
       return 2;
     }
+    std::optional<int64_t> hinted;
+    if (options.hint_order) hinted = hint.Declare(files, order);
     before = counters();
     const bench::EpochResult result = bench::RunEpoch(files, order, options.epoch, reader);
-    report.Epoch(epoch, result, bench::CounterDelta(before, counters()));
+    if (read_log != nullptr) std::fflush(read_log);
+    report.Epoch(epoch, result, bench::CounterDelta(before, counters()), hinted);
     for (uint32_t reads : result.reads_per_file) {
       if (reads != 1) {
         fmt::print(stderr, "tierfs-bench: epoch {} read a file {} times\n", epoch, reads);

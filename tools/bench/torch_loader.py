@@ -3,7 +3,7 @@
 
   torch_loader.py ROOT [--epochs 3] [--workers 2] [--batch 32] [--compute-ms 0]
                   [--seed 1] [--label NAME] [--json FILE|-] [--pfs-stats FILE]
-                  [--allow-errors] [--drop-caches]
+                  [--allow-errors] [--drop-caches] [--hint-order] [--read-log FILE]
 
 A torch.utils.data.DataLoader over torchvision's ImageFolder (Debian's
 python3-torch and python3-torchvision): worker processes open, read and
@@ -12,6 +12,15 @@ shuffled with a generator seeded by (seed, epoch). Reports the same table and
 JSON lines as tierfs-bench: wall time, files/s, MB/s of encoded bytes, per
 sample read+decode latency p50/p99, and the epoch's PFS operations from
 pfs-sim's counters. Run it with /usr/bin/python3.
+
+--hint-order wraps the sampler in tools/python/tierfs_hint.py's HintedSampler:
+before each epoch, the epoch's shuffled files (relative to ROOT) are appended
+to ROOT/.tierfs/order in one write, for tierfs -o prefetch=order; without that
+file the helper warns once and the epoch goes on. The epoch's row carries
+"hinted": 1 if that epoch's order was declared, else 0. --read-log FILE appends
+each sample's path relative to ROOT as its read starts (in read order with
+--workers 0). Entries whose name starts with '.' are skipped, as tierfs-bench
+does (control directories are not classes).
 """
 import argparse
 import io
@@ -19,6 +28,9 @@ import json
 import os
 import sys
 import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PYTHON_HELPERS = os.path.join(os.path.dirname(HERE), "python")  # tools/python: tierfs_hint
 
 
 def parse_args():
@@ -34,6 +46,9 @@ def parse_args():
     p.add_argument("--pfs-stats")
     p.add_argument("--allow-errors", action="store_true")
     p.add_argument("--drop-caches", action="store_true")
+    p.add_argument("--hint-order", action="store_true",
+                   help="declare each epoch's order to ROOT/.tierfs/order (tierfs_hint.HintedSampler)")
+    p.add_argument("--read-log", help="append each sample's path (relative to ROOT) as its read starts")
     args = p.parse_args()
     if args.epochs < 1 or args.workers < 0 or args.batch < 1 or args.compute_ms < 0:
         p.error("--epochs and --batch must be >= 1, --workers and --compute-ms >= 0")
@@ -69,11 +84,26 @@ def main():
 
     shape = transforms.Compose([transforms.Resize((64, 64)), transforms.PILToTensor()])
 
+    root_prefix = os.path.join(args.root, "")
+
     class TimedImageFolder(datasets.ImageFolder):
         """ImageFolder whose samples also carry bytes read, latency, error."""
 
+        def find_classes(self, directory):
+            classes = sorted(e.name for e in os.scandir(directory)
+                             if e.is_dir() and not e.name.startswith("."))
+            if not classes:
+                raise FileNotFoundError(f"no class directory in {directory}")
+            return classes, {name: i for i, name in enumerate(classes)}
+
         def __getitem__(self, index):
             path, target = self.samples[index]
+            if args.read_log:
+                fd = os.open(args.read_log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+                try:
+                    os.write(fd, (path[len(root_prefix):] + "\n").encode("utf-8", "surrogateescape"))
+                finally:
+                    os.close(fd)
             start = time.monotonic()
             try:
                 with open(path, "rb") as f:
@@ -106,9 +136,13 @@ def main():
     print(f"{args.label}: {len(dataset)} files listed in {listed:.3f} s (torch DataLoader)")
     emit(dict({"phase": "list", "files": len(dataset), "wall_s": listed}, **pfs))
     generator = torch.Generator()
+    sampler = RandomSampler(dataset, generator=generator)
+    if args.hint_order:
+        sys.path.insert(0, PYTHON_HELPERS)
+        from tierfs_hint import HintedSampler
+        sampler = HintedSampler(sampler, dataset.samples, args.root)
     loader = DataLoader(dataset, batch_size=args.batch, num_workers=args.workers,
-                        sampler=RandomSampler(dataset, generator=generator),
-                        persistent_workers=args.workers > 0)
+                        sampler=sampler, persistent_workers=args.workers > 0)
     print(f"{'label':<16} {'epoch':>5} {'wall_s':>8} {'files/s':>9} {'MB/s':>8} {'p50_ms':>8} "
           f"{'p99_ms':>8} {'errors':>6} {'pfs_meta':>9} {'pfs_reads':>9} {'pfs_MB':>9}")
     failed = False
@@ -120,6 +154,7 @@ def main():
         generator.manual_seed(args.seed * 1000003 + epoch)
         before = pfs_counters(args.pfs_stats)
         latencies, files, nbytes, errors = [], 0, 0, 0
+        hinted_before = getattr(sampler, "epochs_hinted", 0)
         start = time.monotonic()
         for _, _, sizes, lat, errs in loader:
             files += len(sizes) - int(errs.sum())
@@ -133,6 +168,8 @@ def main():
         row = {"phase": "epoch", "epoch": epoch, "wall_s": wall, "files": files, "errors": errors,
                "bytes": nbytes, "files_per_s": files / wall, "mb_per_s": nbytes / 1e6 / wall,
                "lat_p50_ms": quantile_ms(latencies, 0.5), "lat_p99_ms": quantile_ms(latencies, 0.99)}
+        if args.hint_order:
+            row["hinted"] = sampler.epochs_hinted - hinted_before
         emit(dict(row, **pfs))
         print(f"{args.label:<16} {epoch:>5} {wall:>8.3f} {row['files_per_s']:>9.1f} "
               f"{row['mb_per_s']:>8.1f} {row['lat_p50_ms']:>8.2f} {row['lat_p99_ms']:>8.2f} "
