@@ -3,8 +3,6 @@
 // control file the loader warns, creates nothing and stops trying.
 #include "order_hint.h"
 
-#include <sys/stat.h>
-
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>

@@ -21,6 +21,7 @@ class Contender:
     name = "?"
     reads_pfs = True      # False: the loader reads a local copy, PFS untouched
     drop_caches_ok = True  # whether 'memory cannot hold the dataset' applies
+    hint_order = False     # the loader declares each epoch's order (.tierfs/order)
 
     def __init__(self, ctx):
         self.ctx = ctx  # the run's context: bin_dir, pfs_mnt, work, scenario
@@ -93,12 +94,14 @@ class MountContender(Contender):
 class Tierfs(MountContender):
     """tierfs in one mode: `options` is an -o string in which {tier} becomes
     the scenario's tier budget (e.g. 'ram={tier}') and {tierdir} a fresh
-    directory on local disk for a directory tier."""
+    directory on local disk for a directory tier. With prefetch=order the
+    loader declares each epoch's order, as a training script would."""
 
     def __init__(self, ctx, name, options):
         super().__init__(ctx)
         self.name = name
         self.options = options
+        self.hint_order = "prefetch=order" in options
 
     def command(self, mountpoint):
         binary = os.path.join(self.ctx.bin_dir, "tierfs")
@@ -161,12 +164,12 @@ class Native(Contender):
 
 def build(ctx, names, tierfs_modes):
     """Contender objects for `names` (in order); 'tierfs' expands to every
-    mode in `tierfs_modes` [(name, options)]."""
+    mode in `tierfs_modes` [(name, options, ...)]."""
     simple = {"direct": Direct, "copy-first": CopyFirst, "rclone": Rclone, "native": Native}
     out = []
     for name in names:
         if name == "tierfs":
-            out += [Tierfs(ctx, mode, options) for mode, options in tierfs_modes]
+            out += [Tierfs(ctx, mode[0], mode[1]) for mode in tierfs_modes]
         elif name in simple:
             out.append(simple[name](ctx))
         else:

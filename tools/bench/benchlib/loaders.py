@@ -17,7 +17,8 @@ def torch_available():
 
 def command(kind, bin_dir, root, label, json_path, pfs_stats, load):
     """argv of loader `kind` ('bench' or 'torch') reading `root`.
-    `load` holds epochs, workers, batch, compute_ms, seed, drop_caches."""
+    `load` holds epochs, workers, batch, compute_ms, seed, drop_caches,
+    hint_order."""
     if kind == "bench":
         cmd = [os.path.join(bin_dir, "tierfs-bench"), root]
     elif kind == "torch":
@@ -32,6 +33,8 @@ def command(kind, bin_dir, root, label, json_path, pfs_stats, load):
         cmd += ["--pfs-stats", pfs_stats]
     if load.get("drop_caches"):
         cmd.append("--drop-caches")
+    if load.get("hint_order"):
+        cmd.append("--hint-order")
     return cmd
 
 

@@ -22,6 +22,10 @@ def summarize(scenario, contender, setup_s, setup_pfs, rows, rss_mb, note):
         "p99_ms": max((r["lat_p99_ms"] for r in epochs), default=0.0),
         "pfs_meta_ops": pfs("meta_ops"), "pfs_read_mb": pfs("read_bytes") / 1e6,
         "pfs_meta_epochs_after_first": sum(r.get("pfs_meta_ops", 0) for r in epochs[1:]),
+        "cold_s": setup_s + sum(r["wall_s"] for r in listing + epochs[:1]),
+        "last_pfs_mb": epochs[-1].get("pfs_read_bytes", 0) / 1e6 if epochs else 0.0,
+        "last_pfs_meta_ops": epochs[-1].get("pfs_meta_ops", 0) if epochs else 0,
+        "hinted": [r["hinted"] for r in epochs if "hinted" in r],
         "rss_mb": rss_mb, "note": note,
     }
 
@@ -64,6 +68,40 @@ def markdown(summaries):
             if s["errors"]:
                 cells[1] += f" ({s['errors']} errors)"
             lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _ratio(value, ref):
+    return _fmt(value / ref) if ref else "-"
+
+
+def cold_steady_markdown(summaries):
+    """Per scenario and contender: the cold epoch (setup + listing + epoch 1:
+    the time until one epoch is done, from nothing) and the steady state (the
+    last epoch), each against direct and copy-first."""
+    head = ["scenario", "contender", "cold s", "cold / direct", "cold / copy-first", "steady s",
+            "steady / direct", "steady / copy-first", "steady PFS MB", "steady PFS meta ops",
+            "order declared"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    by_scenario = {}
+    for s in summaries:
+        if not s.get("skipped") and s.get("epoch_s"):
+            by_scenario.setdefault(s["scenario"], {})[s["contender"]] = s
+    for scenario, ran in by_scenario.items():
+        direct, copy = ran.get("direct"), ran.get("copy-first")
+        for name, s in ran.items():
+            if name == "native":
+                continue
+            steady = s["epoch_s"][-1]
+            hinted = s.get("hinted") or []
+            declared = ("-" if not hinted else
+                        "yes" if all(h > 0 for h in hinted) else "NO (see the loader's warning)")
+            lines.append("| " + " | ".join([
+                scenario, name, _fmt(s["cold_s"]), _ratio(s["cold_s"], direct and direct["cold_s"]),
+                _ratio(s["cold_s"], copy and copy["cold_s"]), _fmt(steady),
+                _ratio(steady, direct and direct["epoch_s"][-1]),
+                _ratio(steady, copy and copy["epoch_s"][-1]),
+                _fmt(s["last_pfs_mb"], 1), str(s["last_pfs_meta_ops"]), declared]) + " |")
     return "\n".join(lines) + "\n"
 
 
