@@ -1,4 +1,4 @@
-#include "tools/tierfs/json_value.h"
+#include "fs/json_value.h"
 
 #include <fmt/format.h>
 
@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <limits>
 
-namespace tierfs::cli {
+namespace tierfs {
 
 // A recursive-descent parser over one text. REQUIRES: text outlives it.
 class JsonParser {
@@ -286,4 +286,4 @@ std::string JsonValue::String(std::string_view dotted_path, std::string fallback
   return v && v->is_string() ? v->string_ : fallback;
 }
 
-}  // namespace tierfs::cli
+}  // namespace tierfs

@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-namespace tierfs::cli {
+namespace tierfs {
 
 class JsonValue {
  public:
@@ -60,4 +60,4 @@ class JsonValue {
 // to what is wrong and at which byte offset.
 std::optional<JsonValue> ParseJson(std::string_view text, std::string* error);
 
-}  // namespace tierfs::cli
+}  // namespace tierfs

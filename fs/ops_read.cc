@@ -17,7 +17,6 @@ void OpOpen(fuse_req_t req, fuse_ino_t, struct fuse_file_info*) { fuse_reply_err
 void OpRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info*) {
   Guarded(req, "read", [&] {
     FsContext& ctx = Ctx(req);
-    ctx.requests().read.fetch_add(1, std::memory_order_relaxed);
     if (off < 0) return ReplyError(req, EINVAL);
     if (ctx.control().Owns(ino)) {
       std::string_view data;
@@ -27,6 +26,7 @@ void OpRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_
       }
       return (void)fuse_reply_buf(req, data.data(), data.size());
     }
+    ctx.requests().read.fetch_add(1, std::memory_order_relaxed);  // data reads only
     if (!ctx.IsNode(ino)) return ReplyError(req, ENOENT);
     NodeId id = FsContext::NodeOf(ino);
     if (!S_ISREG(ctx.ns().node(id).mode)) return ReplyError(req, EISDIR);

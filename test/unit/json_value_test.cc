@@ -1,9 +1,9 @@
-#include "tools/tierfs/json_value.h"
+#include "fs/json_value.h"
 
 #include <catch2/catch.hpp>
 #include <string>
 
-namespace tierfs::cli {
+namespace tierfs {
 namespace {
 
 JsonValue Parse(std::string_view text) {
@@ -71,4 +71,4 @@ TEST_CASE("JsonValue rejects malformed text with the offset") {
 }
 
 }  // namespace
-}  // namespace tierfs::cli
+}  // namespace tierfs

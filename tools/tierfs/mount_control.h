@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "tools/tierfs/json_value.h"
+#include "fs/json_value.h"
 
 namespace tierfs::cli {
 
