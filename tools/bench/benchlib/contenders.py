@@ -38,6 +38,10 @@ class Contender:
         """Resident memory of the contender's daemon, if it has one."""
         return None
 
+    def daemon_stats(self):
+        """The daemon's own counters after the run (JSON text), if it has any."""
+        return None
+
 
 class Direct(Contender):
     """The loader reads the PFS mount itself."""
@@ -113,6 +117,13 @@ class Tierfs(MountContender):
         os.makedirs(self.tierdir)
         options = self.options.format(tier=self.ctx.tier_size, tierdir=self.tierdir)
         return cmd + (["-o", options] if options else [])
+
+    def daemon_stats(self):
+        try:
+            with open(os.path.join(self.mnt, ".tierfs", "stats")) as f:
+                return f.read()
+        except (OSError, AttributeError):
+            return None
 
     def cleanup(self):
         super().cleanup()
