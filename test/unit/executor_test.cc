@@ -7,18 +7,14 @@
 #include <string>
 #include <thread>
 
+#include "eventually.h"
+
 namespace tierfs {
 namespace {
 
 using Lane = Executor::Lane;
+using testing::Eventually;
 using namespace std::chrono_literals;
-
-// Polls `done` for up to 5 s.
-template <typename F>
-bool Eventually(F done) {
-  for (int i = 0; i < 5000 && !done(); ++i) std::this_thread::sleep_for(1ms);
-  return done();
-}
 
 // Records the names of the jobs that ran, in order.
 class Journal {

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <thread>
 
+#include "eventually.h"
 #include "fault_backend.h"
 #include "prefetch/promoter.h"
 #include "prefetch/read_path.h"
@@ -130,14 +131,11 @@ class Stack {
   bool Resident(size_t i) const { return Catalog::IsResident(State(i)); }
   // Waits until no promotion is queued or running.
   void Drain() const {
-    for (int n = 0; n < 5000; ++n) {
-      if (executor_->queued(Executor::Lane::kForeground) == 0 &&
-          executor_->queued(Executor::Lane::kBackground) == 0 && executor_->running() == 0) {
-        return;
-      }
-      std::this_thread::sleep_for(1ms);
-    }
-    FAIL("promotions did not finish");
+    bool idle = testing::Eventually([this] {
+      return executor_->queued(Executor::Lane::kForeground) == 0 &&
+             executor_->queued(Executor::Lane::kBackground) == 0 && executor_->running() == 0;
+    });
+    if (!idle) FAIL("promotions did not finish");
   }
 
   Tier& tier(size_t i) { return *tiers_[i]; }
