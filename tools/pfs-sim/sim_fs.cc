@@ -168,9 +168,13 @@ void SimFs::Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
 
 void SimFs::Read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi) {
   if (ino == kStatsIno) {
+    // Reply from a copy: once the kernel has the bytes the reader may close
+    // and RELEASE (on another thread) free the snapshot, while writev's
+    // sanitizer interceptor still reads the buffer after the call returns.
     const auto* text = reinterpret_cast<const std::string*>(fi->fh);
     const size_t start = std::min(text->size(), static_cast<size_t>(off));
-    return (void)fuse_reply_buf(req, text->data() + start, std::min(size, text->size() - start));
+    const std::string part = text->substr(start, size);
+    return (void)fuse_reply_buf(req, part.data(), part.size());
   }
   const auto* file = reinterpret_cast<const FileHandle*>(fi->fh);
   auto buf = std::make_shared<std::vector<char>>(size);
