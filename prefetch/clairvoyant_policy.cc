@@ -7,6 +7,8 @@
 #include <unordered_set>
 #include <vector>
 
+#include "prefetch/order_plan.h"
+
 namespace tierfs {
 namespace {
 
@@ -38,7 +40,7 @@ class Clairvoyant final : public ClairvoyantPolicy {
         ChunkKey victim;
         {
           std::lock_guard lock(mu_);
-          if (!ChooseVictim(i, key, &victim, &transient)) break;
+          if (!ChooseVictim(i, key, bytes, &victim, &transient)) break;
         }
         if (evict_(victim, static_cast<int>(i)) > 0) evictions_.fetch_add(1);
       }
@@ -72,9 +74,14 @@ class Clairvoyant final : public ClairvoyantPolicy {
     return n;
   }
 
-  void Abandoned(ChunkKey key, int) override {
+  void Abandoned(ChunkKey key, int tier) override {
     std::lock_guard lock(mu_);
-    placing_.erase(key);
+    auto it = placing_.find(key);
+    if (it == placing_.end()) return;
+    if (it->second.transient) {
+      per_tier_[static_cast<size_t>(tier)].transient_bytes -= catalog_->length(key.node, key.chunk);
+    }
+    placing_.erase(it);
   }
 
   void NextUseChanged(NodeId node) override {
@@ -113,6 +120,7 @@ class Clairvoyant final : public ClairvoyantPolicy {
     std::priority_queue<Entry> heap;  // max next use on top; stale entries skipped
     std::unordered_map<ChunkKey, bool, ChunkKeyHash> transient;  // -> already read
     std::deque<ChunkKey> recycle;                                // transient chunks already read
+    uint64_t transient_bytes = 0;  // transient chunks held or being placed
   };
 
   // REQUIRES: mu_ held. Queues a resident chunk's next use. Each read of a
@@ -132,17 +140,19 @@ class Clairvoyant final : public ClairvoyantPolicy {
   int Admit(ChunkKey key, size_t tier, bool transient) {
     std::lock_guard lock(mu_);
     placing_[key] = Placing{transient, transient ? next_use_(key.node).next : 0};
+    if (transient) per_tier_[tier].transient_bytes += catalog_->length(key.node, key.chunk);
     return static_cast<int>(tier);
   }
 
   // REQUIRES: mu_ held. Picks what to evict from tier i for `key`, and
   // whether `key` would then be transient. False: promote nothing.
-  bool ChooseVictim(size_t i, ChunkKey key, ChunkKey* victim, bool* transient) {
+  bool ChooseVictim(size_t i, ChunkKey key, uint64_t bytes, ChunkKey* victim, bool* transient) {
     TierState& t = per_tier_[i];
     while (!t.recycle.empty()) {
       ChunkKey k = t.recycle.front();
       t.recycle.pop_front();
       if (t.transient.erase(k)) {
+        t.transient_bytes -= catalog_->length(k.node, k.chunk);
         *victim = k;
         return true;
       }
@@ -152,7 +162,14 @@ class Clairvoyant final : public ClairvoyantPolicy {
       *transient = false;
       return true;
     }
-    if (t.transient.size() < transient_limit_ && PopFarthest(t, uses.next, victim)) {
+    // Transient chunks may take at most an eighth of the tier: more would
+    // evict what is kept for later (large shards thrashed without it).
+    const uint64_t transient_cap = std::max(bytes, tiers_[i]->limit() / 8);
+    // ...and only in place of a chunk with no declared use left: evicting one
+    // still needed would cost a SOURCE read later for a read served from the
+    // tier now (with one epoch declared at a time, shards thrashed).
+    if (t.transient.size() < transient_limit_ && t.transient_bytes + bytes <= transient_cap &&
+        uses.next != OrderPlan::kNever && PopFarthest(t, OrderPlan::kNever - 1, victim)) {
       *transient = true;
       return true;
     }

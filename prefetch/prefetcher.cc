@@ -200,10 +200,13 @@ void Prefetcher::PumpLookahead() {
     std::lock_guard lock(mu_);
     uint64_t p = plan_.cursor() > 64 ? plan_.cursor() - 64 : 0;  // stragglers first
     bool contiguous = true;
+    uint64_t bytes = 0;
     lead_ = 0;
     for (; p < plan_.size() && next.size() < window_; ++p) {
       if (!plan_.pending(p)) continue;
       NodeId id = plan_.at(p);
+      bytes += ns_->node(id).size;
+      if (bytes > config_.max_lookahead_bytes && !next.empty()) break;
       bool ready = true;
       for (uint32_t c = 0; c < catalog_->chunks(id) && ready; ++c) {
         ready = Catalog::IsResident(catalog_->state(ChunkKey{id, c}));

@@ -42,6 +42,9 @@ struct PrefetchConfig {
   unsigned lookahead = 0;        // files ahead of the reader; 0 = auto-tuned
   bool tune_parallelism = true;  // off when promote_threads is fixed by the user
   size_t max_order_entries = 64u << 20;
+  // Bytes the look-ahead may hold ahead of the reader (set from the tiers'
+  // size): a window of files larger than the tiers would only thrash.
+  uint64_t max_lookahead_bytes = UINT64_MAX;
   std::string mountpoint;  // absolute hint paths below it are accepted
 };
 

@@ -116,8 +116,12 @@ std::unique_ptr<TieredStore> TieredStore::Open(const TieringConfig& config, cons
                                  source, store->executor_.get());
   store->read_path_ = std::make_unique<ReadPath>(ns, source, store->catalog_.get(), store->tiers_,
                                                  store->policy_.get(), store->promoter_.get());
+  PrefetchConfig prefetch = config.prefetch;
+  uint64_t tier_bytes = 0;
+  for (const Tier* t : store->tiers_) tier_bytes += t->budget();
+  prefetch.max_lookahead_bytes = std::max<uint64_t>(tier_bytes / 4, 1);
   store->prefetcher_ = std::make_unique<Prefetcher>(
-      config.prefetch, ns, store->catalog_.get(), store->promoter_.get(), store->executor_.get(),
+      prefetch, ns, store->catalog_.get(), store->promoter_.get(), store->executor_.get(),
       store->clairvoyant_, &store->read_path_->counters());
   store->read_path_->SetObserver(store->prefetcher_.get());
   return store;
