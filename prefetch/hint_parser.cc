@@ -74,7 +74,8 @@ void HintParser::ResolveLine(std::string_view line, Result* out) const {
   }
   if (line.front() == '/') {
     std::string_view mp = mountpoint_;
-    if (mp.empty() || line.substr(0, mp.size()) != mp || (line.size() > mp.size() && line[mp.size()] != '/')) {
+    if (mp.empty() || line.substr(0, mp.size()) != mp ||
+        (line.size() > mp.size() && line[mp.size()] != '/')) {
       out->rejected++;  // an absolute path outside the mount
       return;
     }

@@ -14,7 +14,9 @@ constexpr uint64_t kDirIno = 1000;
 // length grows, so snapshots can be told apart by content and size.
 struct Control {
   int produced = 0;
-  ControlDir dir{kDirIno, 123, 456,
+  ControlDir dir{kDirIno,
+                 123,
+                 456,
                  {ControlFile{"stats", [this] { return Text(++produced); }, nullptr, nullptr}}};
 
   static std::string Text(int n) {
