@@ -114,7 +114,7 @@ const std::vector<OwnOption>& OwnOptions() {
        [](MountConfig& c, const std::string& v, const std::string& o) {
          c.tiering.promote_queue = ParseUnsigned(v, o, 1, 1u << 24);
        }},
-      {"chunk_size", "SIZE", "large files are promoted in chunks of this size (default 64M)",
+      {"chunk_size", "SIZE", "large files are promoted in chunks of this size (default 8M)",
        [](MountConfig& c, const std::string& v, const std::string& o) {
          uint64_t size = ParseSize(v, o);
          if (size < (1u << 20) || size > (4ull << 30)) {

@@ -29,7 +29,9 @@ struct TieringConfig {
   std::string policy = "first-fit";
   unsigned promote_threads = 8;
   size_t promote_queue = 4096;  // per lane
-  uint64_t chunk_size = 64ull << 20;
+  // A reader's first access waits for one chunk: 8 MiB is a few tens of ms
+  // from a PFS stream, while a shard's other chunks are copied in parallel.
+  uint64_t chunk_size = 8ull << 20;
   bool reset = false;  // start directory tiers empty
   PrefetchConfig prefetch;
   bool enabled() const { return ram > 0 || !dirs.empty(); }
