@@ -37,11 +37,13 @@ void OpRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_
     ssize_t n = ctx.read_path().Read(id, static_cast<uint64_t>(off), size, buf.Get(size), &data);
     if (n < 0) return ReplyError(req, static_cast<int>(-n));
     ctx.requests().read_bytes.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
-    fuse_reply_buf(req, data.data, static_cast<size_t>(n));
+    // Recorded before the reply: once the reader has its bytes it may look
+    // at the counters, and this read must already be in them.
     ctx.requests().read_latency.Record(
         static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
                                   std::chrono::steady_clock::now() - start)
                                   .count()));
+    fuse_reply_buf(req, data.data, static_cast<size_t>(n));
   });
 }
 
