@@ -41,7 +41,6 @@ class FsContext {
             const SourceCounters* source, FsTimeouts timeouts, uid_t owner, gid_t group);
 
   const Namespace& ns() const { return *ns_; }
-  SourceReader& reader() { return *reader_; }
   ReadPath& read_path() { return store_->read_path(); }
   const SourceCounters& source() const { return *source_; }
   const FsTimeouts& timeouts() const { return timeouts_; }
