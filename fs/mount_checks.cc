@@ -30,6 +30,13 @@ std::string Unescape(const std::string& s) {
   return out;
 }
 
+std::string StaleMountMessage(const std::string& mountpoint) {
+  return fmt::format(
+      "MOUNTPOINT '{}' is a stale FUSE mount (its daemon died); clear it with: "
+      "fusermount3 -u '{}'",
+      mountpoint, mountpoint);
+}
+
 bool Resolve(const std::string& path, std::string* resolved) {
   char buf[PATH_MAX];
   if (::realpath(path.c_str(), buf) == nullptr) return false;
@@ -72,10 +79,7 @@ std::string CheckMountpoint(const std::string& mountpoint, const std::string& so
   struct stat st;
   if (::stat(mountpoint.c_str(), &st) != 0) {
     if (errno == ENOTCONN) {
-      return fmt::format(
-          "MOUNTPOINT '{}' is a stale FUSE mount (its daemon died); clear it with: "
-          "fusermount3 -u '{}'",
-          mountpoint, mountpoint);
+      return StaleMountMessage(mountpoint);
     }
     return fmt::format("MOUNTPOINT '{}': {}", mountpoint, std::strerror(errno));
   }
@@ -89,10 +93,7 @@ std::string CheckMountpoint(const std::string& mountpoint, const std::string& so
   if (IsMountPoint(*resolved)) {
     struct statvfs fs;
     if (::statvfs(resolved->c_str(), &fs) != 0 && errno == ENOTCONN) {  // attributes may be cached
-      return fmt::format(
-          "MOUNTPOINT '{}' is a stale FUSE mount (its daemon died); clear it with: "
-          "fusermount3 -u '{}'",
-          mountpoint, mountpoint);
+      return StaleMountMessage(mountpoint);
     }
     return fmt::format(
         "MOUNTPOINT '{}' is busy: something is already mounted there (unmount it first, e.g. "

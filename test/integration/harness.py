@@ -194,6 +194,7 @@ class PfsSim:
 
     def __init__(self, src, mnt, options):
         self.mnt = mnt
+        os.makedirs(mnt, exist_ok=True)
         self.proc = subprocess.Popen(
             [os.path.join(BIN_DIR, "pfs-sim"), src, mnt, "-f", "-o", options],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

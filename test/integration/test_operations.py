@@ -135,7 +135,6 @@ class ShutdownTest(unittest.TestCase):
                 f.write(data)
             pfs = os.path.join(os.path.dirname(src), "pfs")
             tier = os.path.join(os.path.dirname(src), "tier")
-            os.mkdir(pfs)
             os.mkdir(tier)
             sim = harness.PfsSim(src, pfs, "read_ms=1,stream_mbps=40,parallel=4")
             try:
@@ -162,7 +161,6 @@ class ShutdownTest(unittest.TestCase):
             with open(os.path.join(src, "f"), "wb") as f:
                 f.write(os.urandom(MiB))
             pfs = os.path.join(os.path.dirname(src), "pfs")
-            os.mkdir(pfs)
             # Every read stalls 4 s. The kernel lets a process exit only once its
             # thread blocked in a FUSE read has an answer, so the exit itself
             # waits for the stall; the mount must be gone long before.

@@ -31,7 +31,6 @@ class PrefetchTest(unittest.TestCase):
     def test_order_hints_prefetch_ahead_of_a_reader_on_a_slow_pfs(self):
         files = harness.make_files(self.src, 60, 50 * KB, subdirs=3)
         pfs = os.path.join(os.path.dirname(self.src), "pfs")
-        os.mkdir(pfs)
         sim = harness.PfsSim(self.src, pfs, "read_ms=20,meta_ms=1")
         try:
             order = sorted(files)
@@ -146,7 +145,6 @@ class PrefetchTest(unittest.TestCase):
     def test_stage_in_yields_to_foreground_reads(self):
         files = harness.make_files(self.src, 120, 500 * KB, subdirs=4)
         pfs = os.path.join(os.path.dirname(self.src), "pfs")
-        os.mkdir(pfs)
         sim = harness.PfsSim(self.src, pfs, "read_ms=5,stream_mbps=20,parallel=4,total_mbps=40")
         try:
             with harness.Mount(pfs, self.mnt, ["ram=256M", "prefetch=stage-in"]) as m:
