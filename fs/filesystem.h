@@ -27,6 +27,7 @@ struct RequestCounters {
   std::atomic<uint64_t> lookup{0}, getattr{0}, readdir{0}, readlink{0}, read{0}, read_bytes{0},
       statfs{0}, xattr{0}, rejected_writes{0}, errors{0};
   LatencyHistogram read_latency;  // data reads, request to reply
+  void VisitCounters(CounterVisitor& v) const;
 };
 
 struct FsTimeouts {
@@ -51,8 +52,11 @@ class FsContext {
   static NodeId NodeOf(fuse_ino_t ino) { return static_cast<NodeId>(ino - 1); }
   static fuse_ino_t InoOf(NodeId id) { return static_cast<fuse_ino_t>(id) + 1; }
 
-  // The JSON text of .tierfs/stats.
-  std::string StatsJson();
+  // Every figure of the daemon, in the layout of .tierfs/stats.
+  void VisitCounters(CounterVisitor& v) const;
+  // The JSON text of .tierfs/stats, and the Prometheus text of /metrics.
+  std::string StatsJson() const;
+  std::string PrometheusText() const;
 
  private:
   std::vector<ControlFile> ControlFiles();

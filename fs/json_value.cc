@@ -286,4 +286,19 @@ std::string JsonValue::String(std::string_view dotted_path, std::string fallback
   return v && v->is_string() ? v->string_ : fallback;
 }
 
+std::string JsonQuote(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      out += fmt::format("\\u{:04x}", static_cast<int>(c));
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
 }  // namespace tierfs

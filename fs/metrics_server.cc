@@ -16,7 +16,6 @@
 // After <utility>: Boost 1.74's Asio uses std::exchange without including it.
 #include <boost/asio.hpp>
 
-#include "fs/prometheus.h"
 #include "tiering/log.h"
 
 namespace tierfs {
@@ -148,11 +147,7 @@ void MetricsServer::Serve() {
         }
         std::string reply;
         if (request.rfind("GET /metrics ", 0) == 0 || request.rfind("GET /metrics?", 0) == 0) {
-          std::string error;
-          std::string body = PrometheusFromStatsJson(render_(), &error);
-          reply = error.empty()
-                      ? Response("200 OK", "text/plain; version=0.0.4; charset=utf-8", body)
-                      : Response("500 Internal Server Error", "text/plain", error + "\n");
+          reply = Response("200 OK", "text/plain; version=0.0.4; charset=utf-8", render_());
         } else if (request.rfind("GET ", 0) == 0) {
           reply = Response("404 Not Found", "text/plain", "tierfs serves /metrics only\n");
         } else {

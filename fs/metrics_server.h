@@ -17,7 +17,8 @@ namespace tierfs {
 class MetricsServer {
  public:
   // Binds and listens on `spec` ("9100", "127.0.0.1:9100", "[::1]:9100",
-  // "0.0.0.0:9100"). Returns nullptr with a message in *error.
+  // "0.0.0.0:9100"); `render` makes the exposition text of each scrape.
+  // Returns nullptr with a message in *error.
   static std::unique_ptr<MetricsServer> Bind(const std::string& spec,
                                              std::function<std::string()> render,
                                              std::string* error);

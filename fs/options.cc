@@ -83,7 +83,7 @@ const std::vector<OwnOption>& OwnOptions() {
        }},
       {"policy", "NAME", "placement: first-fit (default; no eviction) or lru",
        [](MountConfig& c, const std::string& v, const std::string& o) {
-         const auto& names = PlacementPolicyNames();
+         const auto& names = EvictionPolicyNames();
          if (std::find(names.begin(), names.end(), v) == names.end()) {
            throw OptionError(fmt::format("option '{}': '{}' is not one of first-fit, lru", o, v));
          }

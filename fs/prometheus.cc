@@ -3,58 +3,11 @@
 #include <fmt/format.h>
 
 #include <cctype>
-#include <cmath>
-#include <cstdlib>
-#include <map>
-#include <memory>
-#include <set>
-#include <tuple>
-#include <vector>
 
-#include "fs/json_value.h"
+#include "fs/counter_json.h"
 
 namespace tierfs {
 namespace {
-
-// Figures that go up and down; every other number is a counter.
-const std::set<std::string>& GaugeNames() {
-  static const std::set<std::string> names = {"uptime_seconds",
-                                              "files",
-                                              "directories",
-                                              "symlinks",
-                                              "skipped",
-                                              "file_bytes",
-                                              "memory_bytes",
-                                              "budget",
-                                              "limit",
-                                              "used",
-                                              "chunks",
-                                              "open",
-                                              "capacity",
-                                              "chunk_size",
-                                              "threads",
-                                              "queued_foreground",
-                                              "queued_lookahead",
-                                              "queued_background",
-                                              "running",
-                                              "files_resident",
-                                              "declared",
-                                              "position",
-                                              "lookahead",
-                                              "lead",
-                                              "requested_files",
-                                              "requested_bytes",
-                                              "done_files",
-                                              "done_bytes",
-                                              "failed_files",
-                                              "queued_files",
-                                              "rate_bytes_per_s",
-                                              "eta_seconds",
-                                              "parallelism",
-                                              "tune_parallelism",
-                                              "tune_lookahead"};
-  return names;
-}
 
 std::string Sanitize(std::string_view s) {
   std::string out;
@@ -65,128 +18,98 @@ std::string Sanitize(std::string_view s) {
 std::string LabelValue(std::string_view s) {
   std::string out;
   for (char c : s) {
-    if (c == '\\' || c == '"') out += '\\';
     if (c == '\n') {
       out += "\\n";
       continue;
     }
+    if (c == '\\' || c == '"') out += '\\';
     out += c;
   }
   return out;
 }
 
-std::string Number(double v) {
-  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
-  if (v == std::floor(v) && std::fabs(v) < 1e15) return fmt::format("{:.0f}", v);
-  return fmt::format("{}", v);
-}
-
-class Writer {
- public:
-  void Sample(const std::string& name, const std::string& labels, double value, bool gauge) {
-    std::string full = gauge ? name : name + "_total";
-    if (declared_.insert(full).second) {
-      families_.push_back(full);
-      out_[full] = fmt::format("# HELP {} tierfs .tierfs/stats {}\n# TYPE {} {}\n", full,
-                               name.substr(7), full, gauge ? "gauge" : "counter");
-    }
-    out_[full] +=
-        fmt::format("{}{} {}\n", full, labels.empty() ? "" : "{" + labels + "}", Number(value));
-  }
-  void Raw(const std::string& family, const std::string& text) {
-    families_.push_back(family);
-    out_[family] = text;
-  }
-  std::string Text() const {
-    std::string all;
-    for (const auto& f : families_) all += out_.at(f);
-    return all;
-  }
-
- private:
-  std::set<std::string> declared_;
-  std::vector<std::string> families_;
-  std::map<std::string, std::string> out_;
-};
-
-void Histogram(const std::string& name, const JsonValue& h, Writer* w) {
-  const JsonValue* bounds = h.Member("bounds_us");
-  const JsonValue* cumulative = h.Member("cumulative");
-  const JsonValue* count = h.Member("count");
-  const JsonValue* sum = h.Member("sum_us");
-  if (!bounds || !cumulative || !count || !sum ||
-      bounds->items().size() != cumulative->items().size()) {
-    return;
-  }
-  std::string full = name + "_seconds";
-  std::string text =
-      fmt::format("# HELP {} tierfs read latency\n# TYPE {} histogram\n", full, full);
-  for (size_t i = 0; i < bounds->items().size(); ++i) {
-    text += fmt::format("{}_bucket{{le=\"{}\"}} {}\n", full, bounds->items()[i].number() / 1e6,
-                        Number(cumulative->items()[i].number()));
-  }
-  text += fmt::format("{}_bucket{{le=\"+Inf\"}} {}\n", full, Number(count->number()));
-  text += fmt::format("{}_sum {}\n{}_count {}\n", full, sum->number() / 1e6, full,
-                      Number(count->number()));
-  w->Raw(full, text);
-}
-
-double Value(const JsonValue& v) {
-  return v.type() == JsonValue::Type::kBool ? (v.boolean() ? 1 : 0) : v.number();
-}
-
-bool IsScalar(const JsonValue& v) {
-  return v.type() == JsonValue::Type::kNumber || v.type() == JsonValue::Type::kBool;
-}
-
-void Walk(const std::string& prefix, const std::string& key, const std::string& labels,
-          const JsonValue& v, Writer* w, std::string* info) {
-  std::string name = prefix + "_" + Sanitize(key);
-  if (IsScalar(v)) {
-    w->Sample(name, labels, Value(v), GaugeNames().count(key) > 0);
-  } else if (v.is_string()) {
-    if (labels.empty() && key != "last") {
-      *info += fmt::format("{}{}=\"{}\"", info->empty() ? "" : ",", Sanitize(name.substr(7)),
-                           LabelValue(v.string()));
-    }
-  } else if (v.is_object()) {
-    if (v.Member("bounds_us")) return Histogram(name, v, w);
-    for (const auto& [k, m] : v.members()) Walk(name, k, labels, m, w, info);
-  } else if (v.is_array()) {
-    for (const JsonValue& item : v.items()) {  // e.g. tiers: one label set per named item
-      const JsonValue* item_name = item.Member("name");
-      if (!item_name) continue;
-      std::string l = fmt::format("tier=\"{}\"", LabelValue(item_name->string()));
-      for (const char* extra : {"kind", "path"}) {
-        if (const JsonValue* e = item.Member(extra)) {
-          l += fmt::format(",{}=\"{}\"", extra, LabelValue(e->string()));
-        }
-      }
-      for (const auto& [k, m] : item.members()) {
-        if (IsScalar(m)) Walk(name, k, l, m, w, info);
-      }
-    }
-  }
-}
-
 }  // namespace
 
-std::string PrometheusFromStatsJson(std::string_view json, std::string* error) {
-  std::optional<JsonValue> root = ParseJson(json, error);
-  if (!root) return "";
-  if (!root->is_object()) {
-    *error = "the stats are not a JSON object";
-    return "";
+std::string PrometheusCounterWriter::Full(std::string_view name) const {
+  std::string full = "tierfs";
+  for (const auto& p : path_) full += "_" + Sanitize(p);
+  return full + "_" + Sanitize(name);
+}
+
+void PrometheusCounterWriter::Sample(std::string_view name, double value, bool counter) {
+  const std::string base = Full(name);
+  const std::string family = counter ? base + "_total" : base;
+  auto [it, added] = text_.try_emplace(family);
+  if (added) {
+    families_.push_back(family);
+    it->second = fmt::format("# HELP {} tierfs .tierfs/stats {}\n# TYPE {} {}\n", family,
+                             base.substr(7), family, counter ? "counter" : "gauge");
   }
-  Writer w;
-  std::string info;
-  for (const auto& [k, v] : root->members()) Walk("tierfs", k, "", v, &w, &info);
-  std::string text = w.Text();
-  text += fmt::format(
+  it->second += fmt::format("{}{} {}\n", family, labels_.empty() ? "" : "{" + labels_ + "}",
+                            JsonNumber(value));
+}
+
+void PrometheusCounterWriter::Counter(std::string_view name, uint64_t value) {
+  Sample(name, static_cast<double>(value), true);
+}
+
+void PrometheusCounterWriter::Gauge(std::string_view name, double value) {
+  Sample(name, value, false);
+}
+
+void PrometheusCounterWriter::Flag(std::string_view name, bool value) {
+  Sample(name, value ? 1 : 0, false);
+}
+
+void PrometheusCounterWriter::Text(std::string_view name, std::string_view value) {
+  if (!labels_.empty()) return;  // an item's words are its labels already
+  info_ +=
+      fmt::format("{}{}=\"{}\"", info_.empty() ? "" : ",", Full(name).substr(7), LabelValue(value));
+}
+
+void PrometheusCounterWriter::Histogram(std::string_view name, const LatencyHistogram& h) {
+  const std::string family = Full(name) + "_seconds";
+  std::string text =
+      fmt::format("# HELP {} tierfs read latency\n# TYPE {} histogram\n", family, family);
+  for (size_t i = 0; i < LatencyHistogram::kBoundsUs.size(); ++i) {
+    text += fmt::format("{}_bucket{{le=\"{}\"}} {}\n", family,
+                        static_cast<double>(LatencyHistogram::kBoundsUs[i]) / 1e6,
+                        h.CumulativeCount(i));
+  }
+  text += fmt::format("{}_bucket{{le=\"+Inf\"}} {}\n", family, h.count());
+  text += fmt::format("{}_sum {}\n{}_count {}\n", family, static_cast<double>(h.sum_us()) / 1e6,
+                      family, h.count());
+  families_.push_back(family);
+  text_[family] = std::move(text);
+}
+
+void PrometheusCounterWriter::BeginList(std::string_view name, std::string_view item_label) {
+  path_.emplace_back(name);
+  item_label_ = Sanitize(item_label);
+}
+
+void PrometheusCounterWriter::BeginItem(const Labels& labels) {
+  labels_.clear();
+  for (size_t i = 0; i < labels.size(); ++i) {
+    labels_ +=
+        fmt::format("{}{}=\"{}\"", i ? "," : "", i == 0 ? item_label_ : Sanitize(labels[i].first),
+                    LabelValue(labels[i].second));
+  }
+}
+
+void PrometheusCounterWriter::EndList() {
+  path_.pop_back();
+  item_label_.clear();
+}
+
+std::string PrometheusCounterWriter::Finish() {
+  std::string all;
+  for (const auto& f : families_) all += text_[f];
+  all += fmt::format(
       "# HELP tierfs_info tierfs version and modes\n# TYPE tierfs_info gauge\n"
       "tierfs_info{{{}}} 1\n",
-      info);
-  return text;
+      info_);
+  return all;
 }
 
 }  // namespace tierfs

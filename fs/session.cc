@@ -159,7 +159,7 @@ int RunMount(const MountConfig& config) {
   if (!config.metrics.empty()) {
     std::string error;
     metrics = MetricsServer::Bind(
-        config.metrics, [&ctx] { return ctx.StatsJson(); }, &error);
+        config.metrics, [&ctx] { return ctx.PrometheusText(); }, &error);
     if (!metrics) return fail(error);
   }
 

@@ -1,7 +1,7 @@
-// FsContext and the JSON of .tierfs/stats.
-#include <fmt/format.h>
-
+// FsContext and its counters: the walk behind .tierfs/stats and /metrics.
+#include "fs/counter_json.h"
 #include "fs/filesystem.h"
+#include "fs/prometheus.h"
 #include "tierfs/version.h"
 
 namespace tierfs {
@@ -31,40 +31,51 @@ std::vector<ControlFile> FsContext::ControlFiles() {
   };
 }
 
-std::string FsContext::StatsJson() {
+void RequestCounters::VisitCounters(CounterVisitor& v) const {
   auto load = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
-  const SourceCounters& s = *source_;
-  const RequestCounters& r = requests_;
-  const OpenFileCache& f = reader_->open_files();
-  double uptime =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
-  std::string out = fmt::format(
-      "{{\n"
-      "  \"version\": \"{}\",\n"
-      "  \"uptime_seconds\": {:.3f},\n"
-      "  \"namespace\": {{\"files\": {}, \"directories\": {}, \"symlinks\": {}, "
-      "\"skipped\": {}, \"file_bytes\": {}, \"memory_bytes\": {}}},\n",
-      TIERFS_VERSION, uptime, ns_->file_count(), ns_->dir_count(), ns_->symlink_count(),
-      ns_->skipped_count(), ns_->total_file_bytes(), ns_->memory_bytes());
-  out += fmt::format(
-      "  \"source\": {{\"meta_ops\": {}, \"stats\": {}, \"lists\": {}, \"readlinks\": {}, "
-      "\"statfs\": {}, \"opens\": {}, \"reads\": {}, \"read_bytes\": {}, \"errors\": {}, "
-      "\"failed_reads\": {}}},\n",
-      s.meta_ops(), load(s.stats), load(s.lists), load(s.readlinks), load(s.statfs), load(s.opens),
-      load(s.reads), load(s.read_bytes), load(s.errors), reader_->failed_reads());
-  out += fmt::format(
-      "  \"requests\": {{\"lookup\": {}, \"getattr\": {}, \"readdir\": {}, \"readlink\": {}, "
-      "\"read\": {}, \"read_bytes\": {}, \"statfs\": {}, \"xattr\": {}, "
-      "\"rejected_writes\": {}, \"errors\": {},\n    \"read_latency\": {}}},\n",
-      load(r.lookup), load(r.getattr), load(r.readdir), load(r.readlink), load(r.read),
-      load(r.read_bytes), load(r.statfs), load(r.xattr), load(r.rejected_writes), load(r.errors),
-      r.read_latency.Json());
-  out += store_->StatsJson();
-  out += fmt::format(
-      "  \"open_files\": {{\"open\": {}, \"capacity\": {}, \"hits\": {}, \"misses\": {}, "
-      "\"evictions\": {}}}\n}}\n",
-      f.open_files(), f.capacity(), f.hits(), f.misses(), f.evictions());
-  return out;
+  v.Counter("lookup", load(lookup));
+  v.Counter("getattr", load(getattr));
+  v.Counter("readdir", load(readdir));
+  v.Counter("readlink", load(readlink));
+  v.Counter("read", load(read));
+  v.Counter("read_bytes", load(read_bytes));
+  v.Counter("statfs", load(statfs));
+  v.Counter("xattr", load(xattr));
+  v.Counter("rejected_writes", load(rejected_writes));
+  v.Counter("errors", load(errors));
+  v.Histogram("read_latency", read_latency);
+}
+
+void FsContext::VisitCounters(CounterVisitor& v) const {
+  v.Text("version", TIERFS_VERSION);
+  v.Gauge("uptime_seconds",
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count());
+  v.BeginGroup("namespace");
+  ns_->VisitCounters(v);
+  v.EndGroup();
+  v.BeginGroup("source");
+  source_->VisitCounters(v);
+  v.Counter("failed_reads", reader_->failed_reads());
+  v.EndGroup();
+  v.BeginGroup("requests");
+  requests_.VisitCounters(v);
+  v.EndGroup();
+  store_->VisitCounters(v);
+  v.BeginGroup("open_files");
+  reader_->open_files().VisitCounters(v);
+  v.EndGroup();
+}
+
+std::string FsContext::StatsJson() const {
+  JsonCounterWriter json;
+  VisitCounters(json);
+  return json.Finish();
+}
+
+std::string FsContext::PrometheusText() const {
+  PrometheusCounterWriter prometheus;
+  VisitCounters(prometheus);
+  return prometheus.Finish();
 }
 
 }  // namespace tierfs

@@ -71,7 +71,10 @@ void Executor::Work() {
       job.run();
     } catch (const std::exception& e) {  // a job must not take the pool down
       TIERFS_LOG(kError, "promotion job failed: {}", e.what());
+    } catch (...) {
+      TIERFS_LOG(kError, "promotion job failed: unknown exception");
     }
+    job = {};  // what it owns is released (a claim undone) before the job counts as done
     {
       std::lock_guard lock(mu_);  // so a worker waiting on the limit sees the change
       running_.fetch_sub(1, std::memory_order_relaxed);
@@ -97,6 +100,14 @@ void Executor::Shutdown() {
     if (j.cancel) j.cancel();
   }
   for (auto& t : workers_) t.join();
+}
+
+void Executor::VisitCounters(CounterVisitor& v) const {
+  v.Gauge("threads", threads());
+  v.Gauge("queued_foreground", static_cast<double>(queued(Lane::kForeground)));
+  v.Gauge("queued_lookahead", static_cast<double>(queued(Lane::kLookahead)));
+  v.Gauge("queued_background", static_cast<double>(queued(Lane::kBackground)));
+  v.Gauge("running", running());
 }
 
 }  // namespace tierfs

@@ -15,6 +15,8 @@
 #include <thread>
 #include <vector>
 
+#include "tiering/counter_visitor.h"
+
 namespace tierfs {
 
 class Executor {
@@ -49,6 +51,8 @@ class Executor {
   unsigned running() const { return running_.load(std::memory_order_relaxed); }
   uint64_t rejected() const { return rejected_.load(std::memory_order_relaxed); }
   uint64_t completed() const { return completed_.load(std::memory_order_relaxed); }
+  // threads, queued per lane, running (gauges).
+  void VisitCounters(CounterVisitor& v) const;
 
  private:
   void Work();

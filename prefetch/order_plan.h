@@ -14,12 +14,13 @@
 #include <vector>
 
 #include "tiering/namespace.h"
+#include "tiering/next_use.h"
 
 namespace tierfs {
 
 class OrderPlan {
  public:
-  static constexpr uint64_t kNever = std::numeric_limits<uint64_t>::max();
+  static constexpr uint64_t kNever = NextUses::kNever;
 
   // `nodes` is the namespace size; `max_entries` bounds the plan's memory.
   OrderPlan(size_t nodes, size_t max_entries);

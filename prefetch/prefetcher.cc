@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 
 #include "tiering/log.h"
 
@@ -33,12 +34,13 @@ bool ParsePrefetchMode(std::string_view name, PrefetchMode* out) {
   return false;
 }
 
-Prefetcher::Prefetcher(const PrefetchConfig& config, const Namespace* ns, Catalog* catalog,
-                       Promoter* promoter, Executor* executor, ClairvoyantPolicy* policy,
+Prefetcher::Prefetcher(const PrefetchConfig& config, const Namespace* ns, const ChunkStore* store,
+                       Promoter* promoter, Executor* executor, BeladyPolicy* policy,
                        const ReadCounters* reads)
     : config_(config),
       ns_(ns),
-      catalog_(catalog),
+      store_(store),
+      catalog_(store ? &store->catalog() : nullptr),
       promoter_(promoter),
       executor_(executor),
       policy_(policy),
@@ -239,40 +241,46 @@ void Prefetcher::FeedStage() {
   }
 }
 
-void Prefetcher::Tune(double seconds) {
-  if (!promoter_ || seconds <= 0) return;
-  uint64_t bytes = promoter_->counters().bytes.load(std::memory_order_relaxed);
+unsigned Prefetcher::Tune(double seconds) {
+  // Measured and applied outside mu_: the executor's lock is never taken under it.
+  uint64_t bytes = store_->counters().bytes.load(std::memory_order_relaxed);
   uint64_t misses = reads_->waits.load(std::memory_order_relaxed) +
                     reads_->source_reads.load(std::memory_order_relaxed);
-  double rate = static_cast<double>(bytes - last_promoted_bytes_) / seconds;
-  uint64_t new_misses = misses - last_misses_;
-  last_promoted_bytes_ = bytes;
-  last_misses_ = misses;
   bool backlog = executor_->queued(Executor::Lane::kForeground) +
                      executor_->queued(Executor::Lane::kLookahead) +
                      executor_->queued(Executor::Lane::kBackground) >
                  0;
-  if (config_.tune_parallelism && backlog) {
-    unsigned before = executor_->active_limit();
-    unsigned after = climber_.Step(rate);
-    if (after != before) {
-      executor_->SetActiveLimit(after);
-      tune_decisions_++;
-      last_decision_ =
-          fmt::format("parallel SOURCE reads {} -> {} at {:.1f} MB/s", before, after, rate / 1e6);
-      TIERFS_LOG(kInfo, "autotune: {}", last_decision_);
+  const unsigned limit = executor_->active_limit();
+  unsigned new_limit = limit, window;
+  {
+    std::lock_guard lock(mu_);  // the tuners' state
+    double rate = static_cast<double>(bytes - last_promoted_bytes_) / seconds;
+    uint64_t new_misses = misses - last_misses_;
+    last_promoted_bytes_ = bytes;
+    last_misses_ = misses;
+    if (config_.tune_parallelism && backlog) {
+      new_limit = climber_.Step(rate);
+      if (new_limit != limit) {
+        tune_decisions_++;
+        last_decision_ = fmt::format("parallel SOURCE reads {} -> {} at {:.1f} MB/s", limit,
+                                     new_limit, rate / 1e6);
+        TIERFS_LOG(kInfo, "autotune: {}", last_decision_);
+      }
     }
-  }
-  if (config_.lookahead == 0 && mode_.load() == PrefetchMode::kOrder) {
-    unsigned before = window_;
-    window_ = window_tuner_.Step(new_misses, lead_);
-    if (window_ != before) {
-      tune_decisions_++;
-      last_decision_ = fmt::format("look-ahead {} -> {} files ({} misses, lead {})", before,
-                                   window_, new_misses, lead_);
-      TIERFS_LOG(kInfo, "autotune: {}", last_decision_);
+    if (config_.lookahead == 0 && mode_.load() == PrefetchMode::kOrder) {
+      unsigned before = window_;
+      window_ = window_tuner_.Step(new_misses, lead_);
+      if (window_ != before) {
+        tune_decisions_++;
+        last_decision_ = fmt::format("look-ahead {} -> {} files ({} misses, lead {})", before,
+                                     window_, new_misses, lead_);
+        TIERFS_LOG(kInfo, "autotune: {}", last_decision_);
+      }
     }
+    window = window_;
   }
+  if (new_limit != limit) executor_->SetActiveLimit(new_limit);
+  return window;
 }
 
 void Prefetcher::Loop() {
@@ -293,19 +301,17 @@ void Prefetcher::Loop() {
     auto now = std::chrono::steady_clock::now();
     double dt = std::chrono::duration<double>(now - last_tune).count();
     if (dt >= 1.0) {
-      unsigned window;
-      {
-        std::lock_guard lock(mu_);  // the tuners' state
-        last_tune = now;
-        Tune(dt);
-        window = window_;
-      }
+      last_tune = now;
+      unsigned window = Tune(dt);
       if (policy_) policy_->SetTransientLimit(window);  // not under mu_: lock order
     }
   }
 }
 
-std::string Prefetcher::StatsJson() const {
+void Prefetcher::VisitCounters(CounterVisitor& v) const {
+  // Read before taking mu_: the executor's lock is never taken under it.
+  const bool background_idle = !executor_ || executor_->queued(Executor::Lane::kBackground) == 0;
+  const unsigned parallelism = executor_ ? executor_->active_limit() : 0;
   std::lock_guard lock(mu_);
   uint64_t done_files = 0, done_bytes = 0, failed = 0, requested_bytes = 0;
   size_t fed = staged_.size() - stage_queue_.size();
@@ -322,27 +328,43 @@ std::string Prefetcher::StatsJson() const {
     if (all) {
       done_files++;
       done_bytes += size;
-    } else if (i < fed && !in_flight && executor_->queued(Executor::Lane::kBackground) == 0) {
+    } else if (i < fed && !in_flight && background_idle) {
       failed++;  // fed, settled, not resident: no room, or the copy failed
     }
   }
   double elapsed = stage_in_started_ ? (NowNs() - stage_in_started_) / 1e9 : 0;
   double rate = elapsed > 0 ? done_bytes / elapsed : 0;
   double eta = rate > 0 ? (requested_bytes - done_bytes) / rate : -1;
-  return fmt::format(
-      "  \"prefetch\": {{\"mode\": \"{}\",\n"
-      "    \"order\": {{\"declared\": {}, \"position\": {}, \"consumed\": {}, \"valid_lines\": {}, "
-      "\"rejected_lines\": {}, \"dropped\": {}, \"lookahead\": {}, \"lead\": {}}},\n"
-      "    \"stage\": {{\"requested_files\": {}, \"requested_bytes\": {}, \"done_files\": {}, "
-      "\"done_bytes\": {}, \"failed_files\": {}, \"queued_files\": {}, \"valid_lines\": {}, "
-      "\"rejected_lines\": {}, \"rate_bytes_per_s\": {:.0f}, \"eta_seconds\": {:.1f}}},\n"
-      "    \"autotune\": {{\"parallelism\": {}, \"tune_parallelism\": {}, \"tune_lookahead\": {}, "
-      "\"decisions\": {}, \"last\": \"{}\"}}}},\n",
-      PrefetchModeName(mode_.load()), plan_.size(), plan_.cursor(), plan_.consumed(), order_valid_,
-      order_rejected_, order_dropped_, window_, lead_, staged_.size(), requested_bytes, done_files,
-      done_bytes, failed, stage_queue_.size(), stage_valid_, stage_rejected_, rate, eta,
-      executor_ ? executor_->active_limit() : 0, config_.tune_parallelism, config_.lookahead == 0,
-      tune_decisions_, last_decision_);
+  v.Text("mode", PrefetchModeName(mode_.load()));
+  v.BeginGroup("order");
+  v.Gauge("declared", static_cast<double>(plan_.size()));
+  v.Gauge("position", static_cast<double>(plan_.cursor()));
+  v.Counter("consumed", plan_.consumed());
+  v.Counter("valid_lines", order_valid_);
+  v.Counter("rejected_lines", order_rejected_);
+  v.Counter("dropped", order_dropped_);
+  v.Gauge("lookahead", window_);
+  v.Gauge("lead", static_cast<double>(lead_));
+  v.EndGroup();
+  v.BeginGroup("stage");
+  v.Gauge("requested_files", static_cast<double>(staged_.size()));
+  v.Gauge("requested_bytes", static_cast<double>(requested_bytes));
+  v.Gauge("done_files", static_cast<double>(done_files));
+  v.Gauge("done_bytes", static_cast<double>(done_bytes));
+  v.Gauge("failed_files", static_cast<double>(failed));
+  v.Gauge("queued_files", static_cast<double>(stage_queue_.size()));
+  v.Counter("valid_lines", stage_valid_);
+  v.Counter("rejected_lines", stage_rejected_);
+  v.Gauge("rate_bytes_per_s", std::round(rate));
+  v.Gauge("eta_seconds", std::round(eta * 10) / 10);
+  v.EndGroup();
+  v.BeginGroup("autotune");
+  v.Gauge("parallelism", parallelism);
+  v.Flag("tune_parallelism", config_.tune_parallelism);
+  v.Flag("tune_lookahead", config_.lookahead == 0);
+  v.Counter("decisions", tune_decisions_);
+  v.Note("last", last_decision_);
+  v.EndGroup();
 }
 
 }  // namespace tierfs

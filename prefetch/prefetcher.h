@@ -8,7 +8,7 @@
 // - order: files declared in .tierfs/order are promoted a window ahead of the
 //   reader (look-ahead lane), the reader's position is tracked from its reads,
 //   and full tiers evict the chunk needed farthest in the future (Belady,
-//   through ClairvoyantPolicy::NextUse).
+//   through BeladyPolicy, which asks NextUse).
 // A planner thread pumps look-ahead and stage-in, completes stale hint lines
 // and runs the autotuner once a second.
 #pragma once
@@ -24,12 +24,13 @@
 #include <vector>
 
 #include "prefetch/autotuner.h"
-#include "prefetch/clairvoyant_policy.h"
 #include "prefetch/executor.h"
 #include "prefetch/hint_parser.h"
 #include "prefetch/order_plan.h"
 #include "prefetch/promoter.h"
 #include "prefetch/read_path.h"
+#include "tiering/eviction_policy.h"
+#include "tiering/next_use.h"
 
 namespace tierfs {
 
@@ -48,12 +49,13 @@ struct PrefetchConfig {
   std::string mountpoint;  // absolute hint paths below it are accepted
 };
 
-class Prefetcher final : public ReadObserver {
+class Prefetcher final : public ReadObserver, public NextUseOracle {
  public:
   // With a null promoter (no tiers) hints are parsed and counted but nothing
   // is promoted. All pointers must outlive the prefetcher.
-  Prefetcher(const PrefetchConfig& config, const Namespace* ns, Catalog* catalog,
-             Promoter* promoter, Executor* executor, ClairvoyantPolicy* policy,
+  // `policy` is null unless the eviction policy is the Belady one.
+  Prefetcher(const PrefetchConfig& config, const Namespace* ns, const ChunkStore* store,
+             Promoter* promoter, Executor* executor, BeladyPolicy* policy,
              const ReadCounters* reads);
   ~Prefetcher() override;
 
@@ -70,30 +72,32 @@ class Prefetcher final : public ReadObserver {
   std::string ModeText() const;
   // When a file is next needed, and after that (OrderPlan::kNever outside
   // order mode).
-  NextUses NextUse(NodeId id) const;
+  NextUses NextUse(NodeId id) const override;
 
-  // The "prefetch" member of the stats JSON (with a trailing comma and newline).
-  std::string StatsJson() const;
+  // The "prefetch" group's figures: mode, order, stage, autotune.
+  void VisitCounters(CounterVisitor& v) const;
 
  private:
   void SetMode(PrefetchMode mode);
   void Loop();
   void PumpLookahead();
   void FeedStage();
-  void Tune(double seconds);
+  // One tuning period of `seconds`; returns the look-ahead window.
+  unsigned Tune(double seconds);
   bool Promote(NodeId id, Executor::Lane lane);  // false: stopped (no room, lane full)
   void AppendOrder(HintParser::Result& result);
 
   const PrefetchConfig config_;
   const Namespace* const ns_;
-  Catalog* const catalog_;
+  const ChunkStore* const store_;
+  const Catalog* const catalog_;  // store_'s
   Promoter* const promoter_;
   Executor* const executor_;
-  ClairvoyantPolicy* const policy_;
+  BeladyPolicy* const policy_;
   const ReadCounters* const reads_;
   std::atomic<PrefetchMode> mode_;
 
-  // Lock order: ClairvoyantPolicy's mutex, then mu_. Never call the policy
+  // Lock order: BeladyPolicy's mutex, then mu_. Never call the policy
   // or the promoter with mu_ held.
   mutable std::mutex mu_;  // guards plan_, parsers, stage state, tuners
   OrderPlan plan_;

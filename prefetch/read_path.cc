@@ -7,14 +7,8 @@
 
 namespace tierfs {
 
-ReadPath::ReadPath(const Namespace* ns, SourceReader* source, Catalog* catalog,
-                   std::vector<Tier*> tiers, PlacementPolicy* policy, Promoter* promoter)
-    : ns_(ns),
-      source_(source),
-      catalog_(catalog),
-      tiers_(std::move(tiers)),
-      policy_(policy),
-      promoter_(promoter) {}
+ReadPath::ReadPath(const Namespace* ns, SourceReader* source, ChunkStore* store, Promoter* promoter)
+    : ns_(ns), source_(source), store_(store), promoter_(promoter) {}
 
 ssize_t ReadPath::Read(NodeId id, uint64_t off, size_t size, char* scratch, TierRead* out) {
   ssize_t n = ReadRange(id, off, size, scratch, out);
@@ -33,10 +27,10 @@ ssize_t ReadPath::ReadRange(NodeId id, uint64_t off, size_t size, char* scratch,
   *out = {};
   if (off >= file_size || size == 0) return 0;
   size = static_cast<size_t>(std::min<uint64_t>(size, file_size - off));
-  if (catalog_ == nullptr) {
+  if (store_ == nullptr) {
     return ReadSource(ChunkKey{id, 0}, off, size, scratch, out);
   }
-  const uint64_t chunk_size = catalog_->chunk_size();
+  const uint64_t chunk_size = store_->catalog().chunk_size();
   ChunkKey key{id, static_cast<uint32_t>(off / chunk_size)};
   uint64_t in_chunk = off % chunk_size;
   if (in_chunk + size <= chunk_size) return ReadChunk(key, in_chunk, size, scratch, out);
@@ -61,26 +55,24 @@ ssize_t ReadPath::ReadRange(NodeId id, uint64_t off, size_t size, char* scratch,
 ssize_t ReadPath::ReadChunk(ChunkKey key, uint64_t off, size_t n, char* scratch, TierRead* out) {
   bool requested = false;  // at most one promotion attempt per read
   for (int attempt = 0; attempt < 3; ++attempt) {
-    uint8_t state = catalog_->state(key);
+    uint8_t state = store_->state(key);
     if (Catalog::IsResident(state)) {
-      Tier* tier = tiers_[static_cast<size_t>(Catalog::TierOf(state))];
-      int err = tier->Read(key, off, n, scratch, out);
-      if (err == 0 && out->size == n) {
-        tier->CountHit(n);
-        policy_->Touched(key);
+      int err = store_->Read(key, state, off, n, scratch, out);
+      if (err == 0) {
         counters_.tier_reads.fetch_add(1, std::memory_order_relaxed);
         return static_cast<ssize_t>(n);
       }
       if (err != -ENOENT) {  // ENOENT: evicted meanwhile, which is normal
         counters_.tier_errors.fetch_add(1, std::memory_order_relaxed);
-        TIERFS_LOG(kWarning, "tier {} read of '{}' failed ({}); served from SOURCE", tier->name(),
-                   ns_->Path(key.node), err < 0 ? std::strerror(-err) : "short read");
+        TIERFS_LOG(kWarning, "tier {} read of '{}' failed ({}); served from SOURCE",
+                   store_->tiers()[static_cast<size_t>(Catalog::TierOf(state))]->name(),
+                   ns_->Path(key.node), std::strerror(-err));
       }
       break;
     }
     if (state == Catalog::kInFlight) {
       counters_.waits.fetch_add(1, std::memory_order_relaxed);
-      catalog_->WaitWhileInFlight(key);
+      store_->WaitWhileInFlight(key);
       continue;
     }
     // On SOURCE only: promote it (first access, Monarch) and wait for that.
@@ -89,7 +81,7 @@ ssize_t ReadPath::ReadChunk(ChunkKey key, uint64_t off, size_t n, char* scratch,
     if (!promoter_->Request(key, Executor::Lane::kForeground)) {
       // Another reader may have put it in flight since our look: wait for
       // that rather than read SOURCE a second time.
-      if (catalog_->state(key) == Catalog::kOnSource) break;  // no room, or queue full
+      if (store_->state(key) == Catalog::kOnSource) break;  // no room, or queue full
       continue;
     }
     PromoteRestOf(key);
@@ -99,13 +91,13 @@ ssize_t ReadPath::ReadChunk(ChunkKey key, uint64_t off, size_t n, char* scratch,
 
 void ReadPath::PromoteRestOf(ChunkKey key) {
   // A large file read from one chunk is likely read on: queue its other chunks.
-  for (uint32_t c = key.chunk + 1; c < catalog_->chunks(key.node); ++c) {
+  for (uint32_t c = key.chunk + 1; c < store_->catalog().chunks(key.node); ++c) {
     promoter_->Request(ChunkKey{key.node, c}, Executor::Lane::kBackground);
   }
 }
 
 ssize_t ReadPath::ReadSource(ChunkKey key, uint64_t off, size_t n, char* scratch, TierRead* out) {
-  uint64_t file_off = catalog_ ? key.chunk * catalog_->chunk_size() + off : off;
+  uint64_t file_off = store_ ? key.chunk * store_->catalog().chunk_size() + off : off;
   ssize_t r = source_->Read(key.node, scratch, n, file_off);
   if (r < 0) return r;
   counters_.source_reads.fetch_add(1, std::memory_order_relaxed);
@@ -113,6 +105,15 @@ ssize_t ReadPath::ReadSource(ChunkKey key, uint64_t off, size_t n, char* scratch
   out->data = scratch;
   out->size = static_cast<size_t>(r);
   return r;
+}
+
+void ReadPath::VisitCounters(CounterVisitor& v) const {
+  auto load = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
+  v.Counter("from_tiers", load(counters_.tier_reads));
+  v.Counter("from_source", load(counters_.source_reads));
+  v.Counter("source_bytes", load(counters_.source_bytes));
+  v.Counter("waits", load(counters_.waits));
+  v.Counter("tier_errors", load(counters_.tier_errors));
 }
 
 }  // namespace tierfs

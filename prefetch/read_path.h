@@ -6,12 +6,11 @@
 
 #include <atomic>
 #include <cstdint>
-#include <vector>
 
 #include "prefetch/promoter.h"
-#include "tiering/catalog.h"
+#include "tiering/chunk_store.h"
+#include "tiering/counter_visitor.h"
 #include "tiering/source_reader.h"
-#include "tiering/tier.h"
 
 namespace tierfs {
 
@@ -33,9 +32,8 @@ class ReadObserver {
 
 class ReadPath {
  public:
-  // Without a promoter (no tiers), every read goes to SOURCE.
-  ReadPath(const Namespace* ns, SourceReader* source, Catalog* catalog, std::vector<Tier*> tiers,
-           PlacementPolicy* policy, Promoter* promoter);
+  // Without a store and promoter (no tiers), every read goes to SOURCE.
+  ReadPath(const Namespace* ns, SourceReader* source, ChunkStore* store, Promoter* promoter);
 
   // Reads up to `size` bytes of regular file `id` at `off`. The bytes are at
   // out->data (in `scratch`, which must hold `size` bytes, or in tier memory
@@ -43,6 +41,8 @@ class ReadPath {
   ssize_t Read(NodeId id, uint64_t off, size_t size, char* scratch, TierRead* out);
 
   const ReadCounters& counters() const { return counters_; }
+  // The "reads" group's figures.
+  void VisitCounters(CounterVisitor& v) const;
   void SetObserver(ReadObserver* observer) { observer_.store(observer); }
 
  private:
@@ -54,9 +54,7 @@ class ReadPath {
 
   const Namespace* const ns_;
   SourceReader* const source_;
-  Catalog* const catalog_;
-  const std::vector<Tier*> tiers_;
-  PlacementPolicy* const policy_;
+  ChunkStore* const store_;
   Promoter* const promoter_;
   ReadCounters counters_;
   std::atomic<ReadObserver*> observer_{nullptr};

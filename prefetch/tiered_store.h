@@ -1,20 +1,19 @@
-// TieredStore: builds and owns the tiers, the catalog, the placement policy,
-// the promotion executor and the read path from the mount's options, and
-// reports them in the stats. With no tier configured, reads go to SOURCE.
+// TieredStore: assembles the promotion stack from the mount's options (the
+// tiers and the ChunkStore over them, the executor, the promoter, the read
+// path and the prefetcher), starts and stops it, and walks its counters.
+// With no tier configured, reads go to SOURCE.
 #pragma once
 
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "prefetch/clairvoyant_policy.h"
 #include "prefetch/executor.h"
 #include "prefetch/prefetcher.h"
 #include "prefetch/promoter.h"
 #include "prefetch/read_path.h"
-#include "tiering/catalog.h"
-#include "tiering/placement.h"
-#include "tiering/tier.h"
+#include "tiering/chunk_store.h"
+#include "tiering/counter_visitor.h"
 
 namespace tierfs {
 
@@ -48,26 +47,24 @@ class TieredStore {
 
   ReadPath& read_path() { return *read_path_; }
   Prefetcher& prefetcher() { return *prefetcher_; }
+  // Null without tiers.
+  ChunkStore* chunks() { return chunks_.get(); }
   // Starts the promotion threads; call after the daemon has forked.
   void Start();
   // Stops promotions: queued ones are dropped, running ones cancelled.
   void Shutdown();
-  // The "tiers" and "promotions" members of the stats JSON (with a trailing comma).
-  std::string StatsJson() const;
+  // The "tiers", "reads", "promotions" and "prefetch" figures.
+  void VisitCounters(CounterVisitor& v) const;
 
  private:
   TieredStore() = default;
-  const Namespace* ns_ = nullptr;
+  static std::vector<std::unique_ptr<Tier>> OpenTiers(const TieringConfig& config, dev_t source_dev,
+                                                      std::string* error);
   TieringConfig config_;
-  std::vector<std::unique_ptr<Tier>> owned_;
-  std::vector<Tier*> tiers_;
-  std::vector<std::string> paths_;  // "" for memory
-  std::unique_ptr<Catalog> catalog_;
-  std::unique_ptr<PlacementPolicy> policy_;
+  std::unique_ptr<ChunkStore> chunks_;
   std::unique_ptr<Executor> executor_;
   std::unique_ptr<Promoter> promoter_;
   std::unique_ptr<ReadPath> read_path_;
-  ClairvoyantPolicy* clairvoyant_ = nullptr;  // policy_ when it is the first-fit/Belady one
   std::unique_ptr<Prefetcher> prefetcher_;
 };
 

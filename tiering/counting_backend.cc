@@ -54,4 +54,17 @@ int CountingBackend::open(const std::string& rel, std::unique_ptr<SourceFile>* o
   return r;
 }
 
+void SourceCounters::VisitCounters(CounterVisitor& v) const {
+  auto load = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
+  v.Counter("meta_ops", meta_ops());
+  v.Counter("stats", load(stats));
+  v.Counter("lists", load(lists));
+  v.Counter("readlinks", load(readlinks));
+  v.Counter("statfs", load(statfs));
+  v.Counter("opens", load(opens));
+  v.Counter("reads", load(reads));
+  v.Counter("read_bytes", load(read_bytes));
+  v.Counter("errors", load(errors));
+}
+
 }  // namespace tierfs

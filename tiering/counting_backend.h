@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "tiering/backend.h"
+#include "tiering/counter_visitor.h"
 
 namespace tierfs {
 
@@ -22,6 +23,7 @@ struct SourceCounters {
 
   // Metadata operations: everything but opens and reads.
   uint64_t meta_ops() const { return stats + lists + readlinks + statfs; }
+  void VisitCounters(CounterVisitor& v) const;
 };
 
 class CountingBackend final : public BackendWrapper {

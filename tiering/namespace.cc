@@ -90,4 +90,13 @@ size_t Namespace::memory_bytes() const {
   return nodes_.capacity() * sizeof(Node) + arena_.capacity();
 }
 
+void Namespace::VisitCounters(CounterVisitor& v) const {
+  v.Gauge("files", static_cast<double>(file_count()));
+  v.Gauge("directories", static_cast<double>(dir_count()));
+  v.Gauge("symlinks", static_cast<double>(symlink_count()));
+  v.Gauge("skipped", static_cast<double>(skipped_count()));
+  v.Gauge("file_bytes", static_cast<double>(total_file_bytes()));
+  v.Gauge("memory_bytes", static_cast<double>(memory_bytes()));
+}
+
 }  // namespace tierfs

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "tiering/backend.h"
+#include "tiering/counter_visitor.h"
 
 namespace tierfs {
 
@@ -68,6 +69,8 @@ class Namespace {
   uint64_t symlink_count() const { return symlink_count_; }
   uint64_t skipped_count() const { return skipped_count_; }  // special files, unlistable dirs
   size_t memory_bytes() const;
+  // files, directories, ... as gauges.
+  void VisitCounters(CounterVisitor& v) const;
 
  private:
   friend class NamespaceBuilder;

@@ -57,4 +57,12 @@ size_t OpenFileCache::open_files() const {
   return n;
 }
 
+void OpenFileCache::VisitCounters(CounterVisitor& v) const {
+  v.Gauge("open", static_cast<double>(open_files()));
+  v.Gauge("capacity", static_cast<double>(capacity()));
+  v.Counter("hits", hits());
+  v.Counter("misses", misses());
+  v.Counter("evictions", evictions());
+}
+
 }  // namespace tierfs

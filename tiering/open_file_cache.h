@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tiering/backend.h"
+#include "tiering/counter_visitor.h"
 #include "tiering/namespace.h"
 
 namespace tierfs {
@@ -30,6 +31,7 @@ class OpenFileCache {
   uint64_t misses() const { return misses_.load(std::memory_order_relaxed); }
   uint64_t evictions() const { return evictions_.load(std::memory_order_relaxed); }
   size_t open_files() const;
+  void VisitCounters(CounterVisitor& v) const;
 
  private:
   struct Shard {

@@ -8,6 +8,7 @@
 #include <cerrno>
 
 #include "eventually.h"
+#include "fs/counter_json.h"
 #include "prefetch/tiered_store.h"
 #include "scan_tree.h"
 
@@ -49,7 +50,9 @@ class Store {
 
   // The number after "key": in the stats, searching from `section`.
   uint64_t Stat(const std::string& section, const std::string& key) const {
-    std::string json = store_->StatsJson();
+    JsonCounterWriter writer;
+    store_->VisitCounters(writer);
+    std::string json = writer.Finish();
     size_t at = json.find("\"" + section + "\": {");
     REQUIRE(at != std::string::npos);
     at = json.find("\"" + key + "\": ", at);

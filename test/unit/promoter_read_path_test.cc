@@ -1,6 +1,7 @@
 // Promoter and ReadPath over real files: promotion on first read, one SOURCE
 // read per byte under concurrency, failures that publish nothing, budgets,
-// lru eviction, and reuse of a directory tier by TieredStore after a restart.
+// lru eviction (first-fit is the production Belady policy), and reuse of a directory tier by
+// TieredStore after a restart.
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
@@ -90,24 +91,27 @@ std::string ReadVia(ReadPath& path, NodeId id, uint64_t off, size_t size, ssize_
   return std::string(out.data, out.size);
 }
 
-// The promotion stack over `source`: catalog, the given tiers, a policy by
-// name (lru evicts through Promoter::Evict), a started executor, promoter and
-// read path.
+// What the promotion counters say, at one moment.
+struct Promotions {
+  uint64_t requested, done, failed, no_room, bytes, evicted;
+};
+
+// The promotion stack over `source`: a ChunkStore over the given tiers with
+// a production policy by name, a started executor, promoter and read path.
 class Stack {
  public:
   Stack(Source* source, std::vector<std::unique_ptr<Tier>> tiers, uint64_t chunk_size,
         const std::string& policy = "first-fit", unsigned threads = 4)
-      : source_(source), owned_(std::move(tiers)) {
-    for (auto& t : owned_) tiers_.push_back(t.get());
-    catalog_ = std::make_unique<Catalog>(*source->ns(), chunk_size);
-    policy_ = NewPlacementPolicy(
-        policy, tiers_, [this](ChunkKey key, int tier) { return promoter_->Evict(key, tier); });
-    REQUIRE(policy_ != nullptr);
+      : source_(source) {
+    auto catalog = std::make_unique<Catalog>(*source->ns(), chunk_size);
+    auto p = NewEvictionPolicy(policy, static_cast<int>(tiers.size()), catalog.get());
+    REQUIRE(p != nullptr);
+    store_ = std::make_unique<ChunkStore>(source->ns(), std::move(catalog), std::move(tiers),
+                                          std::move(p));
     executor_ = std::make_unique<Executor>(threads, 1024);
-    promoter_ = std::make_unique<Promoter>(source->ns(), catalog_.get(), tiers_, policy_.get(),
-                                           source->reader(), executor_.get());
-    read_path_ = std::make_unique<ReadPath>(source->ns(), source->reader(), catalog_.get(), tiers_,
-                                            policy_.get(), promoter_.get());
+    promoter_ = std::make_unique<Promoter>(store_.get(), source->reader(), executor_.get());
+    read_path_ =
+        std::make_unique<ReadPath>(source->ns(), source->reader(), store_.get(), promoter_.get());
     executor_->Start();
   }
   ~Stack() { executor_->Shutdown(); }
@@ -126,7 +130,7 @@ class Stack {
     return ReadVia(*read_path_, source_->Id(i), off, size, r);
   }
   uint8_t State(size_t i, uint32_t chunk = 0) const {
-    return catalog_->state(ChunkKey{source_->Id(i), chunk});
+    return store_->state(ChunkKey{source_->Id(i), chunk});
   }
   bool Resident(size_t i) const { return Catalog::IsResident(State(i)); }
   // Waits until no promotion is queued or running.
@@ -138,19 +142,18 @@ class Stack {
     if (!idle) FAIL("promotions did not finish");
   }
 
-  Tier& tier(size_t i) { return *tiers_[i]; }
-  Catalog& catalog() { return *catalog_; }
-  PlacementPolicy& policy() { return *policy_; }
-  const PromotionCounters& promotions() const { return promoter_->counters(); }
+  Tier& tier(size_t i) { return *store_->tiers()[i]; }
+  const Catalog& catalog() const { return store_->catalog(); }
+  Promotions promotions() const {
+    const StoreCounters& c = store_->counters();
+    return {promoter_->requested(), c.done, c.failed, c.no_room, c.bytes, c.evicted};
+  }
   const ReadCounters& reads() const { return read_path_->counters(); }
   ReadPath& read_path() { return *read_path_; }
 
  private:
   Source* const source_;
-  std::vector<std::unique_ptr<Tier>> owned_;
-  std::vector<Tier*> tiers_;
-  std::unique_ptr<Catalog> catalog_;
-  std::unique_ptr<PlacementPolicy> policy_;
+  std::unique_ptr<ChunkStore> store_;
   std::unique_ptr<Executor> executor_;
   std::unique_ptr<Promoter> promoter_;
   std::unique_ptr<ReadPath> read_path_;
@@ -382,7 +385,7 @@ TEST_CASE("A RAM budget smaller than the dataset is never exceeded", "[promoter]
   CHECK(stack.tier(0).used() == 30003);
 }
 
-TEST_CASE("lru evicts through the promoter and keeps within the budget", "[promoter][read_path]") {
+TEST_CASE("lru evicts through the store and keeps within the budget", "[promoter][read_path]") {
   std::vector<size_t> sizes(10, 10000);
   Source source(sizes);
   const uint64_t budget = 35000;  // three files
@@ -392,7 +395,7 @@ TEST_CASE("lru evicts through the promoter and keeps within the budget", "[promo
     CHECK(stack.tier(0).used() <= budget);
   }
   for (size_t i = 0; i < 10; ++i) CHECK(stack.Resident(i) == (i >= 7));
-  CHECK(stack.policy().evictions() == 7);
+  CHECK(stack.promotions().evicted == 7);
   CHECK(stack.tier(0).chunks() == 3);
   CHECK(stack.tier(0).used() == 30000);
 
@@ -443,7 +446,7 @@ TEST_CASE("lru under 8 concurrent readers serves exact bytes within the budget",
   CHECK(bad == 0);
   CHECK(max_used.load() <= budget);
   CHECK(stack.tier(0).used() <= budget);
-  CHECK(stack.policy().evictions() > 0);
+  CHECK(stack.promotions().evicted > 0);
   // The tier and the catalog agree on what is resident.
   CHECK(stack.catalog().ResidentChunksPerTier(1)[0] == stack.tier(0).chunks());
 }

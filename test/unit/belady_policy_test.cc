@@ -1,128 +1,127 @@
-// ClairvoyantPolicy: first-fit while there is room, then Belady eviction with
+// BeladyPolicy through the ChunkStore: first-fit while there is room, then Belady eviction with
 // bypass and transient chunks, driven step by step against a hand-computed
 // schedule.
-#include "prefetch/clairvoyant_policy.h"
-
 #include <catch2/catch.hpp>
 #include <string>
 
 #include "prefetch/order_plan.h"
+#include "recording_policy.h"
 #include "scan_tree.h"
+#include "tiering/chunk_store.h"
+#include "tiering/eviction_policy.h"
 
 namespace tierfs {
 namespace {
 
+using testing::RecordingPolicy;
 using testing::TempTree;
 
+// The declared order, answering next uses as the prefetcher does.
+class PlanOracle final : public NextUseOracle {
+ public:
+  PlanOracle(size_t nodes, size_t max_order) : plan(nodes, max_order) {}
+  NextUses NextUse(NodeId id) const override { return {plan.NextUse(id), plan.FollowingUse(id)}; }
+  OrderPlan plan;
+};
+
 // SOURCE holds one-byte files named by `names`; one RAM tier holds
-// `capacity` of them. The test plays the prefetcher: it declares the order
-// in an OrderPlan, promotes (TryBegin, Place, store, Publish, Published) and
-// consumes reads (OrderPlan::Consume, then NextUseChanged), and records what
-// the policy did.
+// `capacity` of them, in a ChunkStore with the production first-fit
+// (Belady) policy. The test plays the prefetcher: it declares the order in
+// an OrderPlan, promotes (Claim, Write, Publish) and consumes reads
+// (OrderPlan::Consume, then NextUseChanged), and records what the store
+// evicted.
 class Sim {
  public:
   Sim(const std::vector<std::string>& names, uint64_t capacity, size_t max_order = 1000) {
     for (const auto& n : names) tree_.Write(n, "x");
     ns_ = testing::ScanTree(tree_);
-    catalog_ = std::make_unique<Catalog>(*ns_, 4096);
-    tier_ = NewMemoryTier("ram", capacity);
-    plan_ = std::make_unique<OrderPlan>(ns_->size(), max_order);
-    auto evict = [this](ChunkKey key, int t) -> uint64_t {  // as Promoter::Evict
-      REQUIRE(t == 0);
-      if (catalog_->state(key) != Catalog::kResidentBase) return 0;
-      uint64_t bytes = tier_->Remove(key);
-      catalog_->Evict(key, 0);
-      tier_->Release(bytes);
-      evicted_.push_back(Name(key.node));
-      return bytes;
-    };
-    auto next_use = [this](NodeId id) {
-      next_use_calls_++;
-      return NextUses{plan_->NextUse(id), plan_->FollowingUse(id)};
-    };
-    policy_ = NewClairvoyantPolicy({tier_.get()}, evict, catalog_.get(), next_use);
-    policy_->SetTransientLimit(1);
+    oracle_ = std::make_unique<PlanOracle>(ns_->size(), max_order);
+    auto catalog = std::make_unique<Catalog>(*ns_, 4096);
+    auto belady = NewBeladyPolicy(1, catalog.get());
+    belady_ = belady.get();
+    belady_->SetOracle(oracle_.get());
+    belady_->SetTransientLimit(1);
+    auto recording = std::make_unique<RecordingPolicy>(std::move(belady));
+    recorder_ = recording.get();
+    std::vector<std::unique_ptr<Tier>> tiers;
+    tiers.push_back(NewMemoryTier("ram", capacity));
+    store_ = std::make_unique<ChunkStore>(ns_.get(), std::move(catalog), std::move(tiers),
+                                          std::move(recording));
   }
 
   NodeId Id(const std::string& name) const { return *ns_->Resolve(name); }
   std::string Name(NodeId id) const { return std::string(ns_->name(id)); }
   ChunkKey Key(const std::string& name) const { return ChunkKey{Id(name), 0}; }
   bool Resident(const std::string& name) const {
-    return Catalog::IsResident(catalog_->state(Key(name)));
+    return Catalog::IsResident(store_->state(Key(name)));
   }
 
   void Declare(const std::string& order) {  // one letter per file
     std::vector<NodeId> ids;
     for (char c : order) ids.push_back(Id(std::string(1, c)));
-    REQUIRE(plan_->Append(ids) == ids.size());
-    for (NodeId id : ids) policy_->NextUseChanged(id);
+    REQUIRE(plan().Append(ids) == ids.size());
+    for (NodeId id : ids) belady_->NextUseChanged(id);
   }
 
+  // Claims `name` as the promoter would; "bypassed" if refused, else the
+  // claim (its tier's room made, its victims recorded in Victims()).
+  std::string Claim(const std::string& name, ChunkClaim* claim) {
+    recorder_->victims.clear();
+    auto result = store_->Claim(Key(name), claim);
+    if (result == ChunkStore::ClaimResult::kNoRoom) return "bypassed";
+    REQUIRE(result == ChunkStore::ClaimResult::kClaimed);
+    REQUIRE(claim->tier() == 0);
+    return "promoted";
+  }
+  std::string Victims() const {
+    std::string out;
+    for (NodeId v : recorder_->victims) out += ", evicted " + Name(v);
+    return out;
+  }
   // Promotes `name` as the prefetcher would; "promoted" or "bypassed", with
-  // the victims the placement evicted.
+  // the victims the store evicted.
   std::string Promote(const std::string& name) {
-    ChunkKey key = Key(name);
-    REQUIRE(catalog_->TryBegin(key));
-    evicted_.clear();
-    int t = policy_->Place(key, 1);
-    std::string outcome;
-    if (t < 0) {
-      catalog_->Abort(key);
-      outcome = "bypassed";
-    } else {
-      REQUIRE(t == 0);
-      Store(key);
-      catalog_->Publish(key, 0);
-      policy_->Published(key, 0);
-      outcome = "promoted";
+    ChunkClaim claim;
+    std::string outcome = Claim(name, &claim);
+    if (claim) {
+      REQUIRE(claim.Write("x", 1) == 0);
+      REQUIRE(claim.Publish() == 0);
     }
-    for (const auto& v : evicted_) outcome += ", evicted " + v;
-    return outcome;
+    return outcome + Victims();
   }
 
   // The reader reads plan position p: served from the tier or promoted on
   // access (ReadPath), then consumed (Prefetcher::OnRead).
   std::string Read(uint64_t p) {
-    REQUIRE(plan_->NextUse(plan_->at(p)) == p);  // the walk follows the order
-    std::string name = Name(plan_->at(p));
+    REQUIRE(plan().NextUse(plan().at(p)) == p);  // the walk follows the order
+    std::string name = Name(plan().at(p));
     std::string outcome = Resident(name) ? "hit" : Promote(name);
-    REQUIRE(plan_->Consume(Id(name)));
-    policy_->NextUseChanged(Id(name));
+    REQUIRE(plan().Consume(Id(name)));
+    belady_->NextUseChanged(Id(name));
     return "read " + name + ": " + outcome;
   }
   // The look-ahead promotes plan position p before it is read.
   std::string Prefetch(uint64_t p) {
-    std::string name = Name(plan_->at(p));
+    std::string name = Name(plan().at(p));
     return "prefetch " + name + ": " + Promote(name);
   }
 
-  // Stores chunk `key` (already reserved) in the tier.
-  void Store(ChunkKey key) {
-    int err = 0;
-    auto writer = tier_->BeginStore(key, ChunkOrigin{Name(key.node), 1, 0, 0, 1}, &err);
-    REQUIRE(writer != nullptr);
-    REQUIRE(writer->Append("x", 1) == 0);
-    REQUIRE(writer->Commit() == 0);
-  }
-
-  ClairvoyantPolicy& policy() { return *policy_; }
-  Catalog& catalog() { return *catalog_; }
-  Tier& tier() { return *tier_; }
-  OrderPlan& plan() { return *plan_; }
-  uint64_t next_use_calls() const { return next_use_calls_; }
+  BeladyPolicy& policy() { return *belady_; }
+  RecordingPolicy& recorder() { return *recorder_; }
+  uint64_t evictions() const { return store_->counters().evicted; }
+  Tier& tier() { return *store_->tiers()[0]; }
+  OrderPlan& plan() { return oracle_->plan; }
 
  private:
   TempTree tree_;
   std::unique_ptr<Namespace> ns_;
-  std::unique_ptr<Catalog> catalog_;
-  std::unique_ptr<Tier> tier_;
-  std::unique_ptr<OrderPlan> plan_;
-  std::unique_ptr<ClairvoyantPolicy> policy_;
-  std::vector<std::string> evicted_;
-  uint64_t next_use_calls_ = 0;
+  std::unique_ptr<PlanOracle> oracle_;
+  BeladyPolicy* belady_;
+  RecordingPolicy* recorder_;
+  std::unique_ptr<ChunkStore> store_;
 };
 
-TEST_CASE("ClairvoyantPolicy follows Belady with bypass and transient chunks", "[clairvoyant]") {
+TEST_CASE("BeladyPolicy follows Belady with bypass and transient chunks", "[belady]") {
   Sim sim({"A", "B", "C", "D", "E"}, 3);
   // Positions:  0 1 2 3 4 5 6 7 8 9 10 11 | 12 13 14 15 16
   // Files:      A B C D A B E A B C D  E  |  C  D  E  A  B
@@ -175,14 +174,14 @@ TEST_CASE("ClairvoyantPolicy follows Belady with bypass and transient chunks", "
       // 16: B evicts the read transient A and stays.
       "read B: promoted, evicted A"};
   CHECK(log == want);
-  CHECK(sim.policy().evictions() == 4);
+  CHECK(sim.evictions() == 4);
   CHECK(sim.tier().used() == 3);
   CHECK(sim.Resident("B"));
   CHECK(sim.Resident("D"));
   CHECK(sim.Resident("E"));
 }
 
-TEST_CASE("ClairvoyantPolicy bypasses a chunk needed after every resident", "[clairvoyant]") {
+TEST_CASE("BeladyPolicy bypasses a chunk needed after every resident", "[belady]") {
   Sim sim({"W", "X", "Y", "Z"}, 3);
   sim.Declare("XYZW");  // W next 3, after never
   CHECK(sim.Promote("X") == "promoted");
@@ -191,14 +190,14 @@ TEST_CASE("ClairvoyantPolicy bypasses a chunk needed after every resident", "[cl
   // Every resident is needed before W: evicting one costs a miss and saves none.
   sim.policy().SetTransientLimit(100);
   CHECK(sim.Promote("W") == "bypassed");
-  CHECK(sim.policy().evictions() == 0);
+  CHECK(sim.evictions() == 0);
   CHECK(sim.tier().used() == 3);
   // Once X is read (X -> never), W is worth a transient slot in X's place.
   CHECK(sim.Read(0) == "read X: hit");
   CHECK(sim.Promote("W") == "promoted, evicted X");
 }
 
-TEST_CASE("ClairvoyantPolicy without a declared order is first-fit", "[clairvoyant]") {
+TEST_CASE("BeladyPolicy without a declared order is first-fit", "[belady]") {
   Sim sim({"A", "B", "C", "D", "E"}, 3);
   CHECK(std::string(sim.policy().name()) == "first-fit");
   CHECK(sim.Promote("A") == "promoted");
@@ -208,14 +207,11 @@ TEST_CASE("ClairvoyantPolicy without a declared order is first-fit", "[clairvoya
   CHECK(sim.Promote("E") == "bypassed");
   for (const char* n : {"A", "B", "C"}) sim.policy().NextUseChanged(sim.Id(n));  // reads
   CHECK(sim.Promote("D") == "bypassed");
-  CHECK(sim.policy().evictions() == 0);
+  CHECK(sim.evictions() == 0);
   CHECK(sim.tier().used() == 3);
-  // A chunk larger than the tier is not placed and evicts nothing.
-  CHECK(sim.policy().Place(ChunkKey{sim.Id("E"), 0}, 4) == -1);
 }
 
-TEST_CASE("ClairvoyantPolicy recycles read transient chunks before Belady victims",
-          "[clairvoyant]") {
+TEST_CASE("BeladyPolicy recycles read transient chunks before Belady victims", "[belady]") {
   Sim sim({"P", "Q", "R", "S"}, 2);
   sim.Declare("PQRSP");                      // P 0 4, Q 1, R 2, S 3
   CHECK(sim.Read(0) == "read P: promoted");  // P -> 4
@@ -229,7 +225,7 @@ TEST_CASE("ClairvoyantPolicy recycles read transient chunks before Belady victim
   CHECK(sim.Read(4) == "read P: hit");
 }
 
-TEST_CASE("ClairvoyantPolicy transient chunks need a chunk with no use left", "[clairvoyant]") {
+TEST_CASE("BeladyPolicy transient chunks need a chunk with no use left", "[belady]") {
   Sim sim({"P", "Q", "R"}, 2);
   sim.Declare("PQRPQ");  // P 0 3, Q 1 4, R 2
   CHECK(sim.Read(0) == "read P: promoted");
@@ -237,10 +233,10 @@ TEST_CASE("ClairvoyantPolicy transient chunks need a chunk with no use left", "[
   // R next 2, after never; residents P3 Q4 are both needed again: evicting
   // one would cost a SOURCE read later for this one read. Read from SOURCE.
   CHECK(sim.Read(2) == "read R: bypassed");
-  CHECK(sim.policy().evictions() == 0);
+  CHECK(sim.evictions() == 0);
 }
 
-TEST_CASE("ClairvoyantPolicy Abandoned forgets a transient placement", "[clairvoyant]") {
+TEST_CASE("BeladyPolicy Abandoned forgets a transient placement", "[belady]") {
   // V, W, U are never declared: no use left. X 0, Y 1.
   Sim sim({"U", "V", "W", "X", "Y"}, 2);
   sim.Declare("XY");
@@ -248,13 +244,12 @@ TEST_CASE("ClairvoyantPolicy Abandoned forgets a transient placement", "[clairvo
   CHECK(sim.Promote("W") == "promoted");
   // X next 0, after never: a transient in the place of V or W; then its
   // copy fails.
-  ChunkKey x = sim.Key("X");
-  REQUIRE(sim.catalog().TryBegin(x));
-  CHECK(sim.policy().Place(x, 1) == 0);
-  CHECK(sim.policy().evictions() == 1);
-  sim.tier().Release(1);  // as Promoter::Fail does
-  sim.policy().Abandoned(x, 0);
-  sim.catalog().Abort(x);
+  {
+    ChunkClaim x;
+    CHECK(sim.Claim("X", &x) == "promoted");
+    CHECK(sim.evictions() == 1);
+    x.Fail(-EIO, "the copy failed");
+  }
   CHECK(sim.tier().used() == 1);
   CHECK(sim.Promote("U") == "promoted");  // full again, with no use left
   // Y next 1, after never: the transient room X held is free again (a
@@ -262,8 +257,7 @@ TEST_CASE("ClairvoyantPolicy Abandoned forgets a transient placement", "[clairvo
   CHECK(sim.Promote("Y").rfind("promoted, evicted ", 0) == 0);
 }
 
-TEST_CASE("Regression: a transient chunk read before Published was never recycled",
-          "[clairvoyant]") {
+TEST_CASE("Regression: a transient chunk read before Published was never recycled", "[belady]") {
   // A reader waiting on an in-flight chunk wakes at Catalog::Publish, reads
   // and consumes its use before the promoter calls Published. The transient
   // chunk then stayed marked unread: it held the transient slot and its tier
@@ -272,19 +266,17 @@ TEST_CASE("Regression: a transient chunk read before Published was never recycle
   sim.Declare("PQRS");                       // P 0, Q 1, R 2, S 3
   CHECK(sim.Read(0) == "read P: promoted");  // P -> never
   CHECK(sim.Read(1) == "read Q: promoted");  // Q -> never
-  ChunkKey r = sim.Key("R");
-  REQUIRE(sim.catalog().TryBegin(r));
-  CHECK(sim.policy().Place(r, 1) == 0);  // transient, in P's or Q's place
-  sim.Store(r);
-  sim.catalog().Publish(r, 0);
-  REQUIRE(sim.plan().Consume(r.node));  // the reader's OnRead comes first
-  sim.policy().NextUseChanged(r.node);
-  sim.policy().Published(r, 0);
+  // Between the catalog's publish and the policy's, the reader's OnRead.
+  sim.recorder().before_published = [&](ChunkKey r) {
+    REQUIRE(sim.plan().Consume(r.node));
+    sim.policy().NextUseChanged(r.node);
+  };
+  CHECK(sim.Promote("R").rfind("promoted, evicted ", 0) == 0);  // transient, in P's or Q's place
+  sim.recorder().before_published = nullptr;
   CHECK(sim.Read(3) == "read S: promoted, evicted R");
 }
 
-TEST_CASE("Regression: ClairvoyantPolicy's eviction heap grew by one entry per read",
-          "[clairvoyant]") {
+TEST_CASE("Regression: BeladyPolicy's eviction heap grew by one entry per read", "[belady]") {
   // Every read of a resident file queued its new next use, and the stale
   // entries left the heap only when they surfaced during an eviction: with a
   // dataset that fits, the heap grew without bound (16 bytes per read).
@@ -300,7 +292,7 @@ TEST_CASE("Regression: ClairvoyantPolicy's eviction heap grew by one entry per r
   // C (never needed again) is the one to give way.
   sim.Declare("DAB");
   CHECK(sim.Prefetch(epochs.size()) == "prefetch D: promoted, evicted C");
-  CHECK(sim.policy().evictions() == 1);
+  CHECK(sim.evictions() == 1);
 }
 
 }  // namespace

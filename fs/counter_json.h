@@ -1,0 +1,44 @@
+// JsonCounterWriter: the counters walk written as the JSON of .tierfs/stats.
+// Groups become objects, lists arrays of objects whose labels are string
+// members, counters and gauges numbers, flags booleans.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "tiering/counter_visitor.h"
+
+namespace tierfs {
+
+class JsonCounterWriter final : public CounterVisitor {
+ public:
+  JsonCounterWriter();
+  // The document, once every group and list opened has been closed.
+  std::string Finish();
+
+  void Counter(std::string_view name, uint64_t value) override;
+  void Gauge(std::string_view name, double value) override;
+  void Flag(std::string_view name, bool value) override;
+  void Text(std::string_view name, std::string_view value) override;
+  void Note(std::string_view name, std::string_view value) override;
+  void Histogram(std::string_view name, const LatencyHistogram& h) override;
+  void BeginGroup(std::string_view name) override;
+  void EndGroup() override;
+  void BeginList(std::string_view name, std::string_view item_label) override;
+  void BeginItem(const Labels& labels) override;
+  void EndItem() override;
+  void EndList() override;
+
+ private:
+  void Key(std::string_view name);
+  void Open(char bracket);
+  void Close(char bracket);
+
+  std::string out_;
+  std::vector<bool> first_;  // per open object or array: nothing written in it yet
+};
+
+// A JSON number: integers without a fraction, others in their shortest form.
+std::string JsonNumber(double v);
+
+}  // namespace tierfs

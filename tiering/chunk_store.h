@@ -1,0 +1,135 @@
+// ChunkStore: the tiers, the catalog of where each chunk is, and the
+// eviction policy; it owns the lifecycle of every chunk:
+//
+//   Claim:   ON_SOURCE -> IN_FLIGHT, a tier chosen (the fastest with room,
+//            evicting what the policy picks) and the chunk's bytes reserved
+//   Write:   the bytes streamed into the tier, invisible to readers
+//   Publish: IN_FLIGHT -> RESIDENT(t)
+//   or undo: reservation released, policy told, IN_FLIGHT -> ON_SOURCE
+//
+// A claim is an RAII object: every exit that did not publish (a failure, a
+// cancelled job, an exception) undoes it, so no chunk stays in flight.
+// Callers above (Promoter, ReadPath) copy bytes and read; they never step
+// the lifecycle themselves, and nothing here calls back up.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tiering/catalog.h"
+#include "tiering/counter_visitor.h"
+#include "tiering/eviction_policy.h"
+#include "tiering/namespace.h"
+#include "tiering/tier.h"
+
+namespace tierfs {
+
+class ChunkStore;
+
+// The right to fill one chunk of one tier. Move-only; destroying or
+// reassigning an unpublished claim undoes it.
+class ChunkClaim {
+ public:
+  ChunkClaim() = default;
+  ChunkClaim(ChunkClaim&& o) noexcept { *this = std::move(o); }
+  ChunkClaim& operator=(ChunkClaim&& o) noexcept;
+  ~ChunkClaim() { Undo(nullptr, 0); }
+
+  explicit operator bool() const { return store_ != nullptr; }
+  ChunkKey key() const { return key_; }
+  int tier() const { return tier_; }
+  uint64_t length() const { return length_; }
+
+  // Appends bytes (the tier's writer is opened by the first call). 0 or
+  // -errno; on error the caller should Fail the claim.
+  int Write(const char* data, size_t n);
+  // Commits the bytes (exactly length() must have been written) and makes
+  // the chunk resident. 0, or -errno after undoing the claim.
+  int Publish();
+  // Undoes the claim for error `err` (-errno): counted as a failed
+  // promotion and logged with `what`; ENOSPC/EDQUOT also mark the tier full.
+  void Fail(int err, const char* what);
+
+ private:
+  friend class ChunkStore;
+  void Undo(const char* what, int err);
+
+  ChunkStore* store_ = nullptr;  // null: empty, or done
+  ChunkKey key_;
+  int tier_ = -1;
+  uint64_t length_ = 0;
+  std::unique_ptr<ChunkWriter> writer_;
+  uint64_t written_ = 0;
+};
+
+struct StoreCounters {
+  std::atomic<uint64_t> no_room{0};  // claims refused: fits in no tier
+  std::atomic<uint64_t> done{0};     // chunks published
+  std::atomic<uint64_t> failed{0};   // claims undone by Fail
+  std::atomic<uint64_t> bytes{0};    // bytes published
+  std::atomic<uint64_t> evicted{0};  // chunks evicted to make room
+  std::atomic<uint64_t> dropped{0};  // resident chunks found unreadable in their tier
+};
+
+class ChunkStore {
+ public:
+  enum class ClaimResult { kClaimed, kBusy, kNoRoom };
+
+  // `catalog` must describe `ns`; `policy` must have been made for
+  // tiers.size() tiers and this catalog. Directory tiers must be recovered
+  // through RecoverDirectoryTiers before the first claim.
+  ChunkStore(const Namespace* ns, std::unique_ptr<Catalog> catalog,
+             std::vector<std::unique_ptr<Tier>> tiers, std::unique_ptr<EvictionPolicy> policy);
+
+  // Reuses what directory tiers kept from an earlier mount: complete copies
+  // whose SOURCE file still has the recorded size and mtime, chunked alike.
+  // Returns the chunks made resident.
+  uint64_t RecoverDirectoryTiers();
+
+  // Claims `key` for promotion. kBusy: it is not on SOURCE only (resident, or
+  // in flight) or empty; kNoRoom: it fits in no tier (counted). Thread-safe.
+  ClaimResult Claim(ChunkKey key, ChunkClaim* out);
+
+  // Reads [off, off+n) of chunk `key` from the tier that `state` (its
+  // resident catalog state) names. 0 when all n bytes are in *out (the
+  // read is counted and the policy told); else -errno, and a chunk that
+  // failed in its tier is dropped from it (-ENOENT: evicted meanwhile).
+  int Read(ChunkKey key, uint8_t state, uint64_t off, size_t n, char* scratch, TierRead* out);
+
+  uint8_t state(ChunkKey key) const { return catalog_->state(key); }
+  // Blocks while `key` is in flight; returns the state it then has.
+  uint8_t WaitWhileInFlight(ChunkKey key) { return catalog_->WaitWhileInFlight(key); }
+
+  const Namespace& ns() const { return *ns_; }
+  const Catalog& catalog() const { return *catalog_; }
+  const std::vector<Tier*>& tiers() const { return tiers_; }
+  EvictionPolicy& policy() { return *policy_; }
+  uint64_t tier_bytes() const;  // the sum of the tiers' budgets
+  const StoreCounters& counters() const { return counters_; }
+
+  // The tiers (a list) and this store's part of the "promotions" group.
+  void VisitTiers(CounterVisitor& v) const;
+  void VisitPromotions(CounterVisitor& v) const;
+
+ private:
+  friend class ChunkClaim;
+  // Reserves `bytes` in the fastest tier with room, evicting what the policy
+  // picks when all are full. The tier's index, or -1.
+  int Place(ChunkKey key, uint64_t bytes);
+  // Removes a resident chunk from `tier`; the bytes freed (0 if it was not there).
+  uint64_t Evict(ChunkKey key, int tier);
+  int Commit(ChunkClaim& claim);
+  void Undo(ChunkClaim& claim, const char* what, int err);
+
+  const Namespace* const ns_;
+  const std::unique_ptr<Catalog> catalog_;
+  const std::vector<std::unique_ptr<Tier>> owned_;
+  std::vector<Tier*> tiers_;
+  const std::unique_ptr<EvictionPolicy> policy_;
+  StoreCounters counters_;
+};
+
+}  // namespace tierfs

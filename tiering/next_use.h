@@ -1,0 +1,29 @@
+// When files are needed next: the information clairvoyant (Belady) eviction
+// runs on. The prefetch planner knows the declared order and answers through
+// this interface; tiering only asks, so nothing in tiering calls up into the
+// planner's code.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+
+#include "tiering/namespace.h"
+
+namespace tierfs {
+
+// Positions in the declared order; kNever when there is no such use.
+struct NextUses {
+  static constexpr uint64_t kNever = std::numeric_limits<uint64_t>::max();
+  uint64_t next = kNever;   // the coming use
+  uint64_t after = kNever;  // the use after that one
+};
+
+class NextUseOracle {
+ public:
+  virtual ~NextUseOracle() = default;
+  // Thread-safe. May take the planner's lock: callers may hold only locks
+  // that come before it in the lock order (docs/ARCHITECTURE.md).
+  virtual NextUses NextUse(NodeId id) const = 0;
+};
+
+}  // namespace tierfs
