@@ -1,0 +1,168 @@
+// One definition, two outputs: the whole daemon's counters walk (FsContext
+// over a real tiered store that has promoted and served files) is written
+// as .tierfs/stats JSON and as Prometheus text by one tee'd walk, and every
+// figure of each appears in the other with the same value.
+#include <fmt/format.h>
+
+#include <catch2/catch.hpp>
+#include <map>
+#include <regex>
+#include <sstream>
+
+#include "fs/counter_json.h"
+#include "fs/filesystem.h"
+#include "fs/json_value.h"
+#include "fs/prometheus.h"
+#include "scan_tree.h"
+#include "tiering/counting_backend.h"
+
+namespace tierfs {
+namespace {
+
+using testing::TempTree;
+
+// Sends one walk to two visitors.
+class TeeVisitor final : public CounterVisitor {
+ public:
+  TeeVisitor(CounterVisitor* a, CounterVisitor* b) : a_(a), b_(b) {}
+  void Counter(std::string_view n, uint64_t v) override { a_->Counter(n, v), b_->Counter(n, v); }
+  void Gauge(std::string_view n, double v) override { a_->Gauge(n, v), b_->Gauge(n, v); }
+  void Flag(std::string_view n, bool v) override { a_->Flag(n, v), b_->Flag(n, v); }
+  void Text(std::string_view n, std::string_view v) override { a_->Text(n, v), b_->Text(n, v); }
+  void Note(std::string_view n, std::string_view v) override { a_->Note(n, v), b_->Note(n, v); }
+  void Histogram(std::string_view n, const LatencyHistogram& h) override {
+    a_->Histogram(n, h), b_->Histogram(n, h);
+  }
+  void BeginGroup(std::string_view n) override { a_->BeginGroup(n), b_->BeginGroup(n); }
+  void EndGroup() override { a_->EndGroup(), b_->EndGroup(); }
+  void BeginList(std::string_view n, std::string_view l) override {
+    a_->BeginList(n, l), b_->BeginList(n, l);
+  }
+  void BeginItem(const Labels& l) override { a_->BeginItem(l), b_->BeginItem(l); }
+  void EndItem() override { a_->EndItem(), b_->EndItem(); }
+  void EndList() override { a_->EndList(), b_->EndList(); }
+
+ private:
+  CounterVisitor* a_;
+  CounterVisitor* b_;
+};
+
+using Samples = std::map<std::pair<std::string, std::string>, double>;  // (name, labels) -> value
+
+// Every number and boolean of the JSON, named as Prometheus names it.
+void Flatten(const std::string& prefix, const JsonValue& v, const std::string& labels, Samples* out,
+             std::vector<std::string>* words) {
+  if (v.is_object()) {
+    if (v.Member("bounds_us")) {  // the histogram: its count stands for it
+      (*out)[{prefix + "_seconds_count", labels}] = v.Member("count")->number();
+      return;
+    }
+    for (const auto& [k, m] : v.members()) {
+      if (m.is_string() && labels.empty()) words->push_back((prefix + "_" + k).substr(7));
+      Flatten(prefix + "_" + k, m, labels, out, words);
+    }
+  } else if (v.is_array()) {
+    for (const JsonValue& item : v.items()) {
+      std::string l = fmt::format("tier=\"{}\",kind=\"{}\",path=\"{}\"", item.String("name"),
+                                  item.String("kind"), item.String("path"));
+      for (const auto& [k, m] : item.members()) {
+        if (!m.is_string()) Flatten(prefix + "_" + k, m, l, out, words);
+      }
+    }
+  } else if (v.type() == JsonValue::Type::kNumber) {
+    (*out)[{prefix, labels}] = v.number();
+  } else if (v.type() == JsonValue::Type::kBool) {
+    (*out)[{prefix, labels}] = v.boolean() ? 1 : 0;
+  }
+}
+
+TEST_CASE("Every counter appears in the stats JSON and in Prometheus with one value",
+          "[counters]") {
+  TempTree tree, tier_dir;
+  for (int i = 0; i < 6; ++i) tree.Write(fmt::format("f{}", i), std::string(20000 + i, 'x'));
+  int err = 0;
+  CountingBackend backend(NewPosixBackend(tree.root(), &err));
+  std::string error;
+  auto ns = ScanNamespace(&backend, ScanOptions{}, &error);
+  REQUIRE(ns != nullptr);
+  SourceReader reader(&backend, ns.get(), 16);
+  TieringConfig config;
+  config.ram = 50000;
+  config.dirs.push_back({tier_dir.root(), 1 << 20});
+  auto store = TieredStore::Open(config, ns.get(), &reader, 0, &error);
+  REQUIRE(store != nullptr);
+  store->Start();
+  FsContext ctx(ns.get(), &reader, store.get(), &backend.counters(), FsTimeouts{}, 0, 0);
+  std::vector<char> scratch(1 << 16);
+  for (int i = 0; i < 6; ++i) {
+    TierRead out;
+    REQUIRE(store->read_path().Read(*ns->Resolve(fmt::format("f{}", i)), 0, 30000, scratch.data(),
+                                    &out) == 20000 + i);
+    ctx.requests().read_latency.Record(10 * static_cast<uint64_t>(i));
+  }
+  store->Shutdown();
+
+  JsonCounterWriter json;
+  PrometheusCounterWriter prometheus;
+  TeeVisitor tee(&json, &prometheus);
+  ctx.VisitCounters(tee);
+  const std::string json_text = json.Finish();
+  const std::string prom_text = prometheus.Finish();
+
+  auto root = ParseJson(json_text, &error);
+  INFO(error << "\n" << json_text);
+  REQUIRE(root.has_value());
+  Samples from_json;
+  std::vector<std::string> words;
+  Flatten("tierfs", *root, "", &from_json, &words);
+
+  Samples from_prom;
+  std::map<std::string, std::string> types;
+  std::string info;
+  const std::regex sample(R"(^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$)");
+  std::istringstream lines(prom_text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("# TYPE ", 0) == 0) {
+      std::istringstream t(line.substr(7));
+      std::string name, type;
+      t >> name >> type;
+      types[name] = type;
+      continue;
+    }
+    if (line.empty() || line[0] == '#') continue;
+    std::smatch m;
+    INFO(line);
+    REQUIRE(std::regex_match(line, m, sample));
+    std::string name = m[1], labels = m[3];
+    if (name == "tierfs_info") {
+      info = labels;
+      continue;
+    }
+    if (name.find("_seconds_bucket") != std::string::npos ||
+        name.find("_seconds_sum") != std::string::npos) {
+      continue;
+    }
+    double value = std::stod(m[4]);
+    if (types[name] == "counter") name = name.substr(0, name.size() - 6);  // "_total"
+    from_prom[{name, labels}] = value;
+  }
+  INFO(prom_text);
+  CHECK(from_json.size() > 60);
+  CHECK(from_json == from_prom);
+  // Counters end in _total, and only counters.
+  for (const auto& [name, type] : types) {
+    CHECK((type == "counter") == (name.size() > 6 && name.substr(name.size() - 6) == "_total"));
+  }
+  // The words are tierfs_info's labels (the free-text note aside).
+  for (const auto& w : words) {
+    if (w == "prefetch_autotune_last") continue;
+    CHECK(info.find(w + "=\"") != std::string::npos);
+  }
+  CHECK(info.find("version=\"") == 0);
+  // And the walk saw what happened: reads from SOURCE and promotions.
+  CHECK(from_json[{"tierfs_promotions_done", ""}] >= 2);
+  CHECK(from_json[{"tierfs_requests_read_latency_seconds_count", ""}] == 6);
+}
+
+}  // namespace
+}  // namespace tierfs
