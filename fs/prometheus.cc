@@ -11,7 +11,7 @@
 #include <tuple>
 #include <vector>
 
-#include "fs/json_value.h"
+#include "tiering/json/json_value.h"
 
 namespace tierfs {
 namespace {

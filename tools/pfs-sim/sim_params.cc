@@ -6,6 +6,8 @@
 #include <functional>
 #include <limits>
 
+#include "tiering/json/json_string.h"
+
 namespace pfssim {
 namespace {
 
@@ -42,22 +44,6 @@ bool ParseBytes(const std::string& text, double& out) {
   if (!ParseNumber(digits, out)) return false;
   out *= scale;
   return true;
-}
-
-// Escapes a string for a JSON string literal.
-std::string JsonString(const std::string& text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      out += fmt::format("\\u{:04x}", static_cast<int>(c));
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
 }
 
 std::vector<std::string> SplitColons(const std::string& text) {
@@ -156,7 +142,7 @@ std::string ParamsToJson(const SimParams& p) {
   std::string files;
   for (const std::string& f : p.fail_files) {
     if (!files.empty()) files += ",";
-    files += JsonString(f);
+    files += tierfs::JsonString(f);
   }
   return fmt::format(
       "{{\"meta_ms\": {}, \"meta_parallel\": {}, \"read_ms\": {}, \"stream_mbps\": {}, "
