@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "fs/json_value.h"
+#include "tiering/json/json_string.h"
 
 namespace tierfs {
 
@@ -31,7 +31,7 @@ void JsonCounterWriter::Key(std::string_view name) {
   } else {
     out_ += ' ';
   }
-  if (!name.empty()) out_ += JsonQuote(name) + ": ";
+  if (!name.empty()) out_ += JsonString(name) + ": ";
 }
 
 void JsonCounterWriter::Open(char bracket) {
@@ -61,7 +61,7 @@ void JsonCounterWriter::Flag(std::string_view name, bool value) {
 
 void JsonCounterWriter::Text(std::string_view name, std::string_view value) {
   Key(name);
-  out_ += JsonQuote(value);
+  out_ += JsonString(value);
 }
 
 void JsonCounterWriter::Note(std::string_view name, std::string_view value) { Text(name, value); }

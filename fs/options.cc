@@ -6,6 +6,9 @@
 #include <charconv>
 #include <cmath>
 #include <functional>
+#include <optional>
+
+#include "tiering/units.h"
 
 namespace tierfs {
 namespace {
@@ -252,45 +255,12 @@ void ApplyOption(MountConfig& config, const std::string& opt) {
 }  // namespace
 
 uint64_t ParseSize(const std::string& text, const std::string& option) {
-  double v = 0;
-  const char* begin = text.data();
-  const char* end = begin + text.size();
-  auto [rest, ec] = std::from_chars(begin, end, v);
-  uint64_t unit = 1;
-  if (ec == std::errc() && rest != end) {
-    switch (*rest++) {
-      case 'k':
-      case 'K':
-        unit = 1ull << 10;
-        break;
-      case 'm':
-      case 'M':
-        unit = 1ull << 20;
-        break;
-      case 'g':
-      case 'G':
-        unit = 1ull << 30;
-        break;
-      case 't':
-      case 'T':
-        unit = 1ull << 40;
-        break;
-      default:
-        rest = begin;
-        break;  // not a unit: reported below
-    }
-    if (rest != end && (*rest == 'i' || *rest == 'B' || *rest == 'b')) {  // 8GiB, 8GB
-      if (*rest == 'i') ++rest;
-      if (rest != end && (*rest == 'B' || *rest == 'b')) ++rest;
-    }
+  std::optional<uint64_t> bytes = ParseByteSize(text);
+  if (!bytes) {
+    throw OptionError(
+        fmt::format("option '{}': '{}' is not a size ({})", option, text, kByteSizeSyntax));
   }
-  if (ec != std::errc() || rest != end || !std::isfinite(v) || v < 0 ||
-      v * static_cast<double>(unit) >= 1.8e19) {
-    throw OptionError(fmt::format(
-        "option '{}': '{}' is not a size (a number with an optional K, M, G or T suffix)", option,
-        text));
-  }
-  return static_cast<uint64_t>(v * static_cast<double>(unit));
+  return *bytes;
 }
 
 MountConfig ParseCommandLine(const std::vector<std::string>& args) {

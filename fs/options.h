@@ -51,7 +51,8 @@ struct MountConfig {
 // Parses argv (argv[0] is the program). Throws OptionError.
 MountConfig ParseCommandLine(const std::vector<std::string>& args);
 
-// Parses "512", "64K", "8G", "1.5T" (binary units) into bytes. Throws OptionError.
+// ParseByteSize (tiering/units.h) for the value of -o `option`: "512", "64K",
+// "8G", "1.5T" (binary units) into bytes. Throws OptionError naming `option`.
 uint64_t ParseSize(const std::string& text, const std::string& option);
 
 // The --help text.

@@ -2,6 +2,8 @@
 // workers, errors and bytes counted, workers bounded, trainer compute paced.
 #include "epoch_runner.h"
 
+#include <fmt/format.h>
+
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <cerrno>
@@ -19,7 +21,7 @@ namespace {
 
 std::vector<std::string> Names(size_t n) {
   std::vector<std::string> files;
-  for (size_t i = 0; i < n; ++i) files.push_back("f" + std::to_string(i));
+  for (size_t i = 0; i < n; ++i) files.push_back(fmt::format("f{}", i));
   return files;
 }
 

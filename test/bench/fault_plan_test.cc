@@ -2,6 +2,8 @@
 // decisions depend only on the seed, path and offset.
 #include "fault_plan.h"
 
+#include <fmt/format.h>
+
 #include <catch2/catch.hpp>
 #include <string>
 
@@ -13,7 +15,7 @@ namespace {
 int CountFailures(const FaultPlan& plan, int reads) {
   int failed = 0;
   for (int i = 0; i < reads; ++i) {
-    failed += plan.FailsRead("dir/file" + std::to_string(i % 97), static_cast<uint64_t>(i) * 4096);
+    failed += plan.FailsRead(fmt::format("dir/file{}", i % 97), static_cast<uint64_t>(i) * 4096);
   }
   return failed;
 }
@@ -50,7 +52,7 @@ TEST_CASE("fault decisions are deterministic per seed", "[pfs-sim][faults]") {
   FaultPlan other(p);
   int same = 0, differ = 0;
   for (int i = 0; i < 1000; ++i) {
-    const std::string path = "f" + std::to_string(i);
+    const std::string path = fmt::format("f{}", i);
     REQUIRE(a.FailsRead(path, 0) == b.FailsRead(path, 0));
     REQUIRE(a.StallsRead(path, 0) == b.StallsRead(path, 0));
     (a.FailsRead(path, 0) == other.FailsRead(path, 0) ? same : differ)++;
@@ -65,7 +67,7 @@ TEST_CASE("stalls and failures are drawn independently", "[pfs-sim][faults]") {
   FaultPlan plan(p);
   int both = 0;
   for (int i = 0; i < 4000; ++i) {
-    const std::string path = "f" + std::to_string(i);
+    const std::string path = fmt::format("f{}", i);
     both += plan.FailsRead(path, 0) && plan.StallsRead(path, 0);
   }
   CHECK(both == Approx(1000).margin(200));  // 0.25 of 4000 if independent

@@ -11,7 +11,7 @@
 
 #include "fs/counter_json.h"
 #include "fs/filesystem.h"
-#include "fs/json_value.h"
+#include "tiering/json/json_value.h"
 #include "fs/prometheus.h"
 #include "scan_tree.h"
 #include "tiering/counting_backend.h"

@@ -214,26 +214,15 @@ TEST_CASE("Regression: escaped comma in a FUSE option value splits libfuse's -o 
   CHECK(c.fuse_options == std::vector<std::string>{"fsname=a\\,b", "subtype=x\\\\y"});
 }
 
-TEST_CASE("ParseSize reads plain numbers and binary units", "[options]") {
-  CHECK(ParseSize("0", "o") == 0);
-  CHECK(ParseSize("512", "o") == 512);
-  CHECK(ParseSize("64K", "o") == 64ull << 10);
-  CHECK(ParseSize("64k", "o") == 64ull << 10);
-  CHECK(ParseSize("3M", "o") == 3ull << 20);
-  CHECK(ParseSize("8G", "o") == 8ull << 30);
-  CHECK(ParseSize("2T", "o") == 2ull << 40);
-  CHECK(ParseSize("8GiB", "o") == 8ull << 30);
-  CHECK(ParseSize("8GB", "o") == 8ull << 30);
-  CHECK(ParseSize("8gb", "o") == 8ull << 30);
-  CHECK(ParseSize("100KiB", "o") == 100ull << 10);
-  CHECK(ParseSize("1.5G", "o") == 3ull << 29);
-  CHECK(ParseSize("0.5K", "o") == 512);
-  CHECK(ParseSize("16000000T", "o") == 16000000ull << 40);
+// The grammar of sizes is ParseByteSize's (units_test.cc); ParseSize adds the
+// option's name to the error.
+TEST_CASE("ParseSize returns ParseByteSize's bytes", "[options]") {
+  CHECK(ParseSize("8GiB", "ram") == 8ull << 30);
+  CHECK(ParseSize("0", "ram") == 0);
 }
 
-TEST_CASE("ParseSize rejects what is not a size", "[options]") {
-  for (const char* bad : {"", "G", "-1", "-1G", "10X", "1e30G", "1e30", "8 G", " 8G", "8GiBs",
-                          "8iB", "8B", "inf", "nan", "0x10", "16777216T", "1.8e19"}) {
+TEST_CASE("ParseSize names the option and the syntax when the value is not a size", "[options]") {
+  for (const char* bad : {"", "-1G", "10X", "1.8e19"}) {
     INFO(bad);
     CHECK_THROWS_AS(ParseSize(bad, "cache_size"), OptionError);
   }

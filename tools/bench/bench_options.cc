@@ -1,7 +1,10 @@
 #include "bench_options.h"
 
 #include <charconv>
+#include <optional>
 #include <string_view>
+
+#include "tiering/units.h"
 
 namespace bench {
 namespace {
@@ -26,16 +29,12 @@ bool ParseMs(std::string_view text, double& out) {
   return true;
 }
 
-// "1M", "64K", "4096" -> bytes.
+// A read block size: "1M", "64K", "4096" (ParseByteSize), 4 KiB to 64 MiB.
 bool ParseBlock(std::string_view text, size_t& out) {
-  size_t scale = 1;
-  if (!text.empty() && (text.back() == 'K' || text.back() == 'k')) scale = 1024;
-  if (!text.empty() && (text.back() == 'M' || text.back() == 'm')) scale = 1024 * 1024;
-  if (scale != 1) text.remove_suffix(1);
-  size_t value = 0;
-  if (!ParseUnsigned<size_t>(text, value, 1, 64 * 1024)) return false;
-  out = value * scale;
-  return out >= 4096 && out <= (64u << 20);
+  const std::optional<uint64_t> bytes = tierfs::ParseByteSize(text);
+  if (!bytes || *bytes < 4096 || *bytes > (64u << 20)) return false;
+  out = static_cast<size_t>(*bytes);
+  return true;
 }
 
 }  // namespace

@@ -5,6 +5,10 @@
 #include <charconv>
 #include <functional>
 #include <limits>
+#include <optional>
+
+#include "tiering/json/json_string.h"
+#include "tiering/units.h"
 
 namespace pfssim {
 namespace {
@@ -15,49 +19,6 @@ bool ParseNumber(const std::string& text, double& out) {
   const char* end = text.data() + text.size();
   auto [ptr, ec] = std::from_chars(text.data(), end, out);
   return ec == std::errc() && ptr == end && out >= 0 && out <= std::numeric_limits<double>::max();
-}
-
-// Parses a byte count with an optional K, M or G suffix (powers of 1024).
-bool ParseBytes(const std::string& text, double& out) {
-  if (text.empty()) return false;
-  double scale = 1;
-  std::string digits = text;
-  switch (text.back()) {
-    case 'K':
-    case 'k':
-      scale = 1024.0;
-      break;
-    case 'M':
-    case 'm':
-      scale = 1024.0 * 1024;
-      break;
-    case 'G':
-    case 'g':
-      scale = 1024.0 * 1024 * 1024;
-      break;
-    default:
-      break;
-  }
-  if (scale != 1) digits.pop_back();
-  if (!ParseNumber(digits, out)) return false;
-  out *= scale;
-  return true;
-}
-
-// Escapes a string for a JSON string literal.
-std::string JsonString(const std::string& text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      out += fmt::format("\\u{:04x}", static_cast<int>(c));
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
 }
 
 std::vector<std::string> SplitColons(const std::string& text) {
@@ -105,9 +66,9 @@ const std::vector<ParamSpec>& Specs() {
       {"parallel", "read requests served at once", Number(&SimParams::parallel, 4096)},
       {"max_request", "largest read request in bytes (K/M suffix ok, 4K..1M)",
        [](SimParams& p, const std::string& v) {
-         double d = 0;
-         if (!ParseBytes(v, d) || d < 4096 || d > (1u << 20)) return false;
-         p.max_request = static_cast<uint32_t>(d);
+         const std::optional<uint64_t> bytes = tierfs::ParseByteSize(v);
+         if (!bytes || *bytes < 4096 || *bytes > (1u << 20)) return false;
+         p.max_request = static_cast<uint32_t>(*bytes);
          return true;
        }},
       {"entry_timeout", "kernel entry cache timeout (s)", Number(&SimParams::entry_timeout, 1e6)},
@@ -156,7 +117,7 @@ std::string ParamsToJson(const SimParams& p) {
   std::string files;
   for (const std::string& f : p.fail_files) {
     if (!files.empty()) files += ",";
-    files += JsonString(f);
+    files += tierfs::JsonString(f);
   }
   return fmt::format(
       "{{\"meta_ms\": {}, \"meta_parallel\": {}, \"read_ms\": {}, \"stream_mbps\": {}, "

@@ -60,7 +60,4 @@ class JsonValue {
 // to what is wrong and at which byte offset.
 std::optional<JsonValue> ParseJson(std::string_view text, std::string* error);
 
-// `s` as a JSON string literal, quotes included (the project's one escaper).
-std::string JsonQuote(std::string_view s);
-
 }  // namespace tierfs

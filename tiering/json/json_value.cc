@@ -1,4 +1,4 @@
-#include "fs/json_value.h"
+#include "tiering/json/json_value.h"
 
 #include <fmt/format.h>
 
@@ -284,21 +284,6 @@ double JsonValue::Number(std::string_view dotted_path, double fallback) const {
 std::string JsonValue::String(std::string_view dotted_path, std::string fallback) const {
   const JsonValue* v = Find(dotted_path);
   return v && v->is_string() ? v->string_ : fallback;
-}
-
-std::string JsonQuote(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      out += fmt::format("\\u{:04x}", static_cast<int>(c));
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
 }
 
 }  // namespace tierfs

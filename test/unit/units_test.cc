@@ -1,0 +1,36 @@
+// ParseByteSize: the one size parser (mount options, pfs-sim, the benchmark).
+#include "tiering/units.h"
+
+#include <catch2/catch.hpp>
+
+namespace tierfs {
+namespace {
+
+TEST_CASE("ParseByteSize reads plain numbers and binary units", "[units]") {
+  CHECK(ParseByteSize("0") == 0u);
+  CHECK(ParseByteSize("512") == 512u);
+  CHECK(ParseByteSize("64K") == 64ull << 10);
+  CHECK(ParseByteSize("64k") == 64ull << 10);
+  CHECK(ParseByteSize("3M") == 3ull << 20);
+  CHECK(ParseByteSize("8G") == 8ull << 30);
+  CHECK(ParseByteSize("2T") == 2ull << 40);
+  CHECK(ParseByteSize("8GiB") == 8ull << 30);
+  CHECK(ParseByteSize("8GB") == 8ull << 30);
+  CHECK(ParseByteSize("8gb") == 8ull << 30);
+  CHECK(ParseByteSize("100KiB") == 100ull << 10);
+  CHECK(ParseByteSize("1.5G") == 3ull << 29);
+  CHECK(ParseByteSize("0.5K") == 512u);
+  CHECK(ParseByteSize("0.3K") == 307u);  // a fraction of a byte is truncated
+  CHECK(ParseByteSize("16000000T") == 16000000ull << 40);
+}
+
+TEST_CASE("ParseByteSize rejects what is not a size", "[units]") {
+  for (const char* bad : {"", "G", "-1", "-1G", "10X", "1e30G", "1e30", "8 G", " 8G", "8GiBs",
+                          "8iB", "8B", "inf", "nan", "0x10", "16777216T", "1.8e19"}) {
+    INFO(bad);
+    CHECK_FALSE(ParseByteSize(bad).has_value());
+  }
+}
+
+}  // namespace
+}  // namespace tierfs

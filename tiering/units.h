@@ -1,0 +1,22 @@
+// Byte sizes as people write them on a command line: the one size parser of
+// tierfs, used by the mount options (ram=, tier=PATH:SIZE, ...), pfs-sim's
+// max_request and the benchmark's --block. No FUSE, no exceptions.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace tierfs {
+
+// What ParseByteSize accepts, for error messages.
+inline constexpr std::string_view kByteSizeSyntax = "a number with an optional K, M, G or T suffix";
+
+// Parses "512", "64K", "3M", "8G", "2T", "1.5G", "0.5K" into bytes. Units
+// are binary (K = 2^10) and case-insensitive; a unit may be followed by "B"
+// or "iB" ("8GB", "8GiB"). A fraction of a byte is truncated ("0.3K" = 307).
+// Returns nullopt for anything else: empty text, spaces, a sign, hex, inf,
+// nan, a bare "B", an unknown unit, or 1.8e19 bytes (about 2^64) and more.
+std::optional<uint64_t> ParseByteSize(std::string_view text);
+
+}  // namespace tierfs
