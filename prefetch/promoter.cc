@@ -49,9 +49,9 @@ void Promoter::Run(ChunkKey key, int tier_index) {
   const Node& node = ns_->node(key.node);
   ChunkOrigin origin{ns_->Path(key.node), node.size, node.mtime_ns, key.chunk,
                      catalog_->length(key.node, key.chunk)};
-  int err = 0;
-  std::unique_ptr<ChunkWriter> writer = tier->BeginStore(key, origin, &err);
-  if (!writer) return Fail(key, tier_index, "cannot start writing", err);
+  std::unique_ptr<ChunkWriter> writer;
+  int err = tier->BeginStore(key, origin, &writer);
+  if (err < 0) return Fail(key, tier_index, "cannot start writing", err);
   thread_local AlignedBuffer aligned;
   char* buf;
   try {

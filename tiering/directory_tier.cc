@@ -33,8 +33,8 @@ class DirTier final : public DirectoryTier {
   const std::string& path() const override { return path_; }
 
   std::vector<ChunkKey> Recover(const Acceptor& accept) override;
-  std::unique_ptr<ChunkWriter> BeginStore(ChunkKey key, const ChunkOrigin& origin,
-                                          int* err) override;
+  int BeginStore(ChunkKey key, const ChunkOrigin& origin,
+                 std::unique_ptr<ChunkWriter>* out) override;
   int Read(ChunkKey key, uint64_t off, size_t n, char* scratch, TierRead* out) override;
   uint64_t Remove(ChunkKey key) override;
   size_t chunks() const override {
@@ -170,17 +170,14 @@ std::vector<ChunkKey> DirTier::Recover(const Acceptor& accept) {
   return keys;
 }
 
-std::unique_ptr<ChunkWriter> DirTier::BeginStore(ChunkKey key, const ChunkOrigin& origin,
-                                                 int* err) {
+int DirTier::BeginStore(ChunkKey key, const ChunkOrigin& origin,
+                        std::unique_ptr<ChunkWriter>* out) {
   uint64_t seq = next_seq_.fetch_add(1);
   std::string tmp = FileOf(seq) + ".tmp";
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) {
-    *err = -errno;
-    return nullptr;
-  }
-  *err = 0;
-  return std::make_unique<DirWriter>(this, key, origin, seq, fd);
+  if (fd < 0) return -errno;
+  *out = std::make_unique<DirWriter>(this, key, origin, seq, fd);
+  return 0;
 }
 
 int DirTier::Read(ChunkKey key, uint64_t off, size_t n, char* scratch, TierRead* out) {

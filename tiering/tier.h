@@ -79,9 +79,9 @@ class Tier {
   void Release(uint64_t n);
 
   // Starts storing chunk `key` of `origin.length` bytes, already reserved.
-  // Returns nullptr and sets *err on failure.
-  virtual std::unique_ptr<ChunkWriter> BeginStore(ChunkKey key, const ChunkOrigin& origin,
-                                                  int* err) = 0;
+  // Returns 0 with the writer in *out, or -errno (*out untouched).
+  virtual int BeginStore(ChunkKey key, const ChunkOrigin& origin,
+                         std::unique_ptr<ChunkWriter>* out) = 0;
   // Reads [off, off+n) of a stored chunk. Returns 0 or -errno (-ENOENT if the
   // chunk is not stored). Thread-safe; concurrent with Remove.
   virtual int Read(ChunkKey key, uint64_t off, size_t n, char* scratch, TierRead* out) = 0;

@@ -98,9 +98,8 @@ class Sim {
 
   // Stores chunk `key` (already reserved) in the tier.
   void Store(ChunkKey key) {
-    int err = 0;
-    auto writer = tier_->BeginStore(key, ChunkOrigin{Name(key.node), 1, 0, 0, 1}, &err);
-    REQUIRE(writer != nullptr);
+    std::unique_ptr<ChunkWriter> writer;
+    REQUIRE(tier_->BeginStore(key, ChunkOrigin{Name(key.node), 1, 0, 0, 1}, &writer) == 0);
     REQUIRE(writer->Append("x", 1) == 0);
     REQUIRE(writer->Commit() == 0);
   }

@@ -38,8 +38,8 @@ std::string BytesOf(int i, uint64_t length) {
 
 void Store(DirectoryTier& tier, ChunkKey key, const ChunkOrigin& origin, const std::string& data) {
   tier.Reserve(data.size());
-  int err = -1;
-  auto writer = tier.BeginStore(key, origin, &err);
+  std::unique_ptr<ChunkWriter> writer;
+  REQUIRE(tier.BeginStore(key, origin, &writer) == 0);
   REQUIRE(writer != nullptr);
   REQUIRE(writer->Append(data.data(), data.size()) == 0);
   REQUIRE(writer->Commit() == 0);
@@ -114,8 +114,8 @@ TEST_CASE("DirectoryTier shows nothing before Commit; Abort leaves no file", "[d
   tier->Recover(AcceptAll);
   const std::string data = BytesOf(1, 5000);
   int err = 0;
-  auto writer = tier->BeginStore(ChunkKey{1, 0}, OriginOf(1, data.size()), &err);
-  REQUIRE(writer != nullptr);
+  std::unique_ptr<ChunkWriter> writer;
+  REQUIRE(tier->BeginStore(ChunkKey{1, 0}, OriginOf(1, data.size()), &writer) == 0);
   REQUIRE(writer->Append(data.data(), data.size()) == 0);
   CHECK(tier->chunks() == 0);
   ReadAll(*tier, ChunkKey{1, 0}, data.size(), &err);
@@ -133,7 +133,8 @@ TEST_CASE("DirectoryTier shows nothing before Commit; Abort leaves no file", "[d
     CHECK(DataFiles(dir).empty());
   }
   SECTION("Commit of an incomplete chunk") {
-    auto short_writer = tier->BeginStore(ChunkKey{2, 0}, OriginOf(2, 10), &err);
+    std::unique_ptr<ChunkWriter> short_writer;
+    REQUIRE(tier->BeginStore(ChunkKey{2, 0}, OriginOf(2, 10), &short_writer) == 0);
     REQUIRE(short_writer->Append("abc", 3) == 0);
     CHECK(short_writer->Commit() < 0);
     writer->Abort();

@@ -167,10 +167,10 @@ std::vector<std::unique_ptr<Tier>> Ram(uint64_t budget) {
 class FullDeviceTier final : public Tier {
  public:
   explicit FullDeviceTier(uint64_t budget) : Tier("full", Kind::kMemory, budget) {}
-  std::unique_ptr<ChunkWriter> BeginStore(ChunkKey, const ChunkOrigin&, int* err) override {
-    *err = 0;
+  int BeginStore(ChunkKey, const ChunkOrigin&, std::unique_ptr<ChunkWriter>* out) override {
     begun_++;
-    return std::make_unique<Writer>();
+    *out = std::make_unique<Writer>();
+    return 0;
   }
   int Read(ChunkKey, uint64_t, size_t, char*, TierRead*) override { return -ENOENT; }
   uint64_t Remove(ChunkKey) override { return 0; }
