@@ -28,9 +28,8 @@ int ChunkClaim::Write(const char* data, size_t n) {
   if (!writer_) {
     const Node& node = store_->ns().node(key_.node);
     ChunkOrigin origin{store_->ns().Path(key_.node), node.size, node.mtime_ns, key_.chunk, length_};
-    int err = 0;
-    writer_ = store_->tiers()[static_cast<size_t>(tier_)]->BeginStore(key_, origin, &err);
-    if (!writer_) return err < 0 ? err : -EIO;
+    Tier* tier = store_->tiers()[static_cast<size_t>(tier_)];
+    if (int err = tier->BeginStore(key_, origin, &writer_); err < 0) return err;
   }
   if (int err = writer_->Append(data, n); err < 0) return err;
   written_ += n;
@@ -62,16 +61,24 @@ uint64_t ChunkStore::RecoverDirectoryTiers() {
     auto* dir = static_cast<DirectoryTier*>(tiers_[i]);
     const Catalog* catalog = catalog_.get();
     const Namespace* ns = ns_;
-    auto kept = dir->Recover([ns, catalog](const ChunkOrigin& o) -> std::optional<ChunkKey> {
-      auto id = ns->Resolve(o.path);
-      if (!id || !S_ISREG(ns->node(*id).mode)) return std::nullopt;
-      const Node& n = ns->node(*id);
-      if (n.size != o.file_size || n.mtime_ns != o.mtime_ns) return std::nullopt;  // stale
-      if (o.chunk >= catalog->chunks(*id) || catalog->length(*id, o.chunk) != o.length) {
-        return std::nullopt;  // chunked with another chunk size
-      }
-      return ChunkKey{*id, o.chunk};
-    });
+    std::vector<ChunkKey> kept;
+    int err = dir->Recover(
+        [ns, catalog](const ChunkOrigin& o) -> std::optional<ChunkKey> {
+          auto id = ns->Resolve(o.path);
+          if (!id || !S_ISREG(ns->node(*id).mode)) return std::nullopt;
+          const Node& n = ns->node(*id);
+          if (n.size != o.file_size || n.mtime_ns != o.mtime_ns) return std::nullopt;  // stale
+          if (o.chunk >= catalog->chunks(*id) || catalog->length(*id, o.chunk) != o.length) {
+            return std::nullopt;  // chunked with another chunk size
+          }
+          return ChunkKey{*id, o.chunk};
+        },
+        &kept);
+    if (err < 0) {  // the tier emptied itself and takes no promotions this mount
+      TIERFS_LOG(kError, "tier {} ({}): recovery failed ({}); it is left empty and unused",
+                 dir->name(), dir->path(), std::strerror(-err));
+      continue;
+    }
     for (ChunkKey key : kept) {
       if (!catalog_->TryBegin(key)) continue;
       policy_->Admitted(key, static_cast<int>(i), Hold::kKept);

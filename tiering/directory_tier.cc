@@ -1,19 +1,20 @@
 // The directory tier: one file per chunk under <path>/data, named c<seq>.
 // Publication: write <name>.tmp, fdatasync, rename, then a journal line.
-#include <dirent.h>
+// Every file access goes through the tier's FileIo.
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cstring>
-#include <filesystem>
 #include <mutex>
 #include <shared_mutex>
+#include <string_view>
 #include <unordered_map>
 
+#include "tiering/file_io.h"
 #include "tiering/log.h"
 #include "tiering/tier.h"
 #include "tiering/tier_journal.h"
@@ -21,20 +22,47 @@
 namespace tierfs {
 namespace {
 
+// The sequence number a chunk file's name "c<seq>" holds, written as the tier
+// writes it (decimal, no leading zero, below TierJournal::kSeqLimit); nullopt
+// for any other name (a .tmp, a stray file, a number that could wrap).
+std::optional<uint64_t> SeqOfName(std::string_view name) {
+  if (name.size() < 2 || name[0] != 'c' || name[1] == '0') return std::nullopt;
+  uint64_t seq = 0;
+  const char* end = name.data() + name.size();
+  auto [stop, ec] = std::from_chars(name.data() + 1, end, seq);
+  if (ec != std::errc() || stop != end || seq >= TierJournal::kSeqLimit) return std::nullopt;
+  return seq;
+}
+
+// Deletes the journal of the tier at `path`, then every file in its data/.
+// Best effort: what cannot be deleted is named by no journal record. Returns
+// how many data files were deleted.
+uint64_t EmptyTierDirectory(FileIo* io, const std::string& path) {
+  io->unlink(path + "/journal");
+  std::vector<std::string> names;
+  io->list(path + "/data", &names);
+  uint64_t removed = 0;
+  for (const auto& name : names) removed += io->unlink(path + "/data/" + name) == 0;
+  return removed;
+}
+
 class DirTier final : public DirectoryTier {
  public:
-  DirTier(std::string name, std::string path, uint64_t budget, int lock_fd)
+  DirTier(std::shared_ptr<FileIo> io, std::string name, std::string path, uint64_t budget,
+          std::unique_ptr<FileLock> lock)
       : DirectoryTier(std::move(name), Kind::kDirectory, budget),
+        io_(std::move(io)),
         path_(std::move(path)),
         data_(path_ + "/data"),
-        lock_fd_(lock_fd) {}
-  ~DirTier() override { ::close(lock_fd_); }
+        lock_(std::move(lock)),
+        journal_(io_.get(), path_ + "/journal") {}
 
   const std::string& path() const override { return path_; }
 
-  std::vector<ChunkKey> Recover(const Acceptor& accept) override;
-  std::unique_ptr<ChunkWriter> BeginStore(ChunkKey key, const ChunkOrigin& origin,
-                                          int* err) override;
+  using DirectoryTier::Recover;
+  int Recover(const Acceptor& accept, std::vector<ChunkKey>* kept) override;
+  int BeginStore(ChunkKey key, const ChunkOrigin& origin,
+                 std::unique_ptr<ChunkWriter>* out) override;
   int Read(ChunkKey key, uint64_t off, size_t n, char* scratch, TierRead* out) override;
   uint64_t Remove(ChunkKey key) override;
   size_t chunks() const override {
@@ -53,67 +81,66 @@ class DirTier final : public DirectoryTier {
     return 0;
   }
   std::string FileOf(uint64_t seq) const { return fmt::format("{}/c{}", data_, seq); }
+  FileIo* io() const { return io_.get(); }
 
  private:
   struct Entry {
     uint64_t seq;
     uint64_t length;
   };
+  // Recovery failed with `err`: forget and delete everything, take nothing more.
+  int GiveUp(const char* what, int err);
+
+  const std::shared_ptr<FileIo> io_;
   const std::string path_, data_;
-  const int lock_fd_;  // flock()ed: one daemon per tier directory
+  const std::unique_ptr<FileLock> lock_;  // one daemon per tier directory
   TierJournal journal_;
   std::atomic<uint64_t> next_seq_{1};
   mutable std::shared_mutex mu_;  // guards index_; a leaf lock, never held across I/O
   std::unordered_map<ChunkKey, Entry, ChunkKeyHash> index_;
-  friend class DirWriter;
 };
 
+// Not thread-safe: one promotion writes through it.
 class DirWriter final : public ChunkWriter {
  public:
-  DirWriter(DirTier* tier, ChunkKey key, ChunkOrigin origin, uint64_t seq, int fd)
-      : tier_(tier), key_(key), origin_(std::move(origin)), seq_(seq), fd_(fd) {}
+  DirWriter(DirTier* tier, ChunkKey key, ChunkOrigin origin, uint64_t seq,
+            std::unique_ptr<LocalFile> file)
+      : tier_(tier), key_(key), origin_(std::move(origin)), seq_(seq), file_(std::move(file)) {}
   ~DirWriter() override { Abort(); }
 
   int Append(const char* data, size_t n) override {
-    if (fd_ < 0) return -EBADF;
-    while (n > 0) {
-      ssize_t w = ::write(fd_, data, n);
-      if (w < 0) {
-        if (errno == EINTR) continue;
-        return -errno;
-      }
-      data += w;
-      n -= static_cast<size_t>(w);
-      written_ += static_cast<uint64_t>(w);
+    if (!file_) return failed_;
+    if (int err = WriteAll(file_.get(), data, n); err < 0) {
+      Abort();  // the file holds an unknown part of the bytes
+      return failed_ = err;
     }
+    written_ += n;
     return 0;
   }
 
   int Commit() override {
-    if (fd_ < 0) return -EBADF;
-    int err = 0;
-    if (written_ != origin_.length) err = -EIO;
-    if (err == 0 && ::fdatasync(fd_) != 0) err = -errno;  // data durable before its name
-    ::close(fd_);
-    fd_ = -1;
-    std::string final_name = tier_->FileOf(seq_);
-    if (err == 0 && ::rename(Tmp().c_str(), final_name.c_str()) != 0) err = -errno;
-    if (err < 0) {
-      ::unlink(Tmp().c_str());
-      return err;
+    if (!file_) return failed_;
+    int err = written_ == origin_.length ? 0 : -EIO;
+    if (err == 0) err = file_->fdatasync();  // data durable before its name
+    if (int closed = file_->close(); err == 0) err = closed;
+    file_.reset();
+    const std::string final_name = tier_->FileOf(seq_);
+    if (err == 0 && (err = tier_->io()->rename(Tmp(), final_name)) < 0) {
+      tier_->io()->unlink(final_name);  // in case the rename happened after all
     }
-    committed_ = true;
+    if (err < 0) {
+      Abort();
+      return failed_ = err;
+    }
+    done_ = true;
     return tier_->Publish(key_, seq_, origin_);
   }
 
   void Abort() override {
-    if (committed_) return;
-    if (fd_ >= 0) {
-      ::close(fd_);
-      fd_ = -1;
-    }
-    ::unlink(Tmp().c_str());
-    committed_ = true;  // nothing left to undo
+    if (done_) return;
+    file_.reset();  // closes
+    tier_->io()->unlink(Tmp());
+    done_ = true;  // nothing left to undo
   }
 
  private:
@@ -122,65 +149,80 @@ class DirWriter final : public ChunkWriter {
   const ChunkKey key_;
   const ChunkOrigin origin_;
   const uint64_t seq_;
-  int fd_;
+  std::unique_ptr<LocalFile> file_;  // null once committed or aborted
   uint64_t written_ = 0;
-  bool committed_ = false;
+  bool done_ = false;    // committed or aborted
+  int failed_ = -EBADF;  // what Append and Commit return once file_ is gone
 };
 
-std::vector<ChunkKey> DirTier::Recover(const Acceptor& accept) {
-  std::string journal_path = path_ + "/journal";
-  std::map<uint64_t, ChunkOrigin> recorded = TierJournal::Load(journal_path);
+int DirTier::Recover(const Acceptor& accept, std::vector<ChunkKey>* keys) {
+  keys->clear();
+  std::map<uint64_t, ChunkOrigin> recorded;
+  if (int err = journal_.Load(&recorded); err < 0) {
+    TIERFS_LOG(kWarning, "tier {}: cannot read its journal ({}): nothing is reused", path_,
+               std::strerror(-err));
+  }
+  // No new chunk may take a number that a record or a file already has.
+  uint64_t max_seq = recorded.empty() ? 0 : recorded.rbegin()->first;
+  std::vector<std::string> names;
+  if (int err = io_->list(data_, &names); err < 0) return GiveUp("cannot list data/", err);
   std::map<uint64_t, ChunkOrigin> kept;
-  std::vector<ChunkKey> keys;
-  uint64_t max_seq = 0, removed = 0;
-  DIR* dir = ::opendir(data_.c_str());
-  while (dir != nullptr) {
-    struct dirent* de = ::readdir(dir);
-    if (de == nullptr) break;
-    std::string name = de->d_name;
-    if (name == "." || name == "..") continue;
-    uint64_t seq = 0;
-    bool ours = name.size() > 1 && name[0] == 'c' &&
-                name.find_first_not_of("0123456789", 1) == std::string::npos;
-    if (ours) seq = std::strtoull(name.c_str() + 1, nullptr, 10);
-    max_seq = std::max(max_seq, seq);
-    auto it = ours ? recorded.find(seq) : recorded.end();
+  std::unordered_map<ChunkKey, Entry, ChunkKeyHash> index;
+  uint64_t removed = 0;
+  for (const auto& name : names) {
+    std::optional<uint64_t> seq = SeqOfName(name);
+    if (seq) max_seq = std::max(max_seq, *seq);
+    auto it = seq ? recorded.find(*seq) : recorded.end();
     struct stat st;
     std::optional<ChunkKey> key;
-    if (it != recorded.end() && ::stat(FileOf(seq).c_str(), &st) == 0 &&
+    if (it != recorded.end() && io_->stat(data_ + "/" + name, &st) == 0 && S_ISREG(st.st_mode) &&
         static_cast<uint64_t>(st.st_size) == it->second.length) {
       key = accept(it->second);
     }
-    if (key && Reserve(it->second.length)) {
-      index_[*key] = Entry{seq, it->second.length};
-      kept[seq] = it->second;
-      keys.push_back(*key);
+    if (key && !index.count(*key) && Reserve(it->second.length)) {
+      index[*key] = Entry{*seq, it->second.length};
+      kept[*seq] = it->second;
+      keys->push_back(*key);
     } else {
-      ::unlink((data_ + "/" + name).c_str());  // stale, incomplete, unknown or over budget
-      removed++;
+      // Stale, incomplete, unknown, a second copy, or over budget.
+      removed += io_->unlink(data_ + "/" + name) == 0;
     }
   }
-  if (dir != nullptr) ::closedir(dir);
-  next_seq_ = max_seq + 1;
-  if (int err = journal_.Rewrite(journal_path, kept); err < 0) {
-    TIERFS_LOG(kError, "tier {}: cannot write its journal: {}", path_, std::strerror(-err));
+  next_seq_ = max_seq + 1;  // max_seq < kSeqLimit: no wrap
+  {
+    std::unique_lock lock(mu_);
+    index_ = std::move(index);
+  }
+  if (int err = journal_.Rewrite(kept); err < 0) {
+    keys->clear();
+    return GiveUp("cannot rewrite its journal", err);
   }
   TIERFS_LOG(kInfo, "tier {} ({}): reused {} chunks ({} bytes), removed {} files", name(), path_,
-             keys.size(), used(), removed);
-  return keys;
+             keys->size(), used(), removed);
+  return 0;
 }
 
-std::unique_ptr<ChunkWriter> DirTier::BeginStore(ChunkKey key, const ChunkOrigin& origin,
-                                                 int* err) {
-  uint64_t seq = next_seq_.fetch_add(1);
-  std::string tmp = FileOf(seq) + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) {
-    *err = -errno;
-    return nullptr;
+int DirTier::GiveUp(const char* what, int err) {
+  {
+    std::unique_lock lock(mu_);
+    index_.clear();
   }
-  *err = 0;
-  return std::make_unique<DirWriter>(this, key, origin, seq, fd);
+  uint64_t removed = EmptyTierDirectory(io_.get(), path_);
+  Release(used());
+  MarkFull();  // limit 0: no promotion comes here this mount
+  TIERFS_LOG(kError, "tier {} ({}): {}: {}; removed {} files, unused until the next mount", name(),
+             path_, what, std::strerror(-err), removed);
+  return err;
+}
+
+int DirTier::BeginStore(ChunkKey key, const ChunkOrigin& origin,
+                        std::unique_ptr<ChunkWriter>* out) {
+  uint64_t seq = next_seq_.fetch_add(1);
+  std::unique_ptr<LocalFile> file;
+  int err = io_->open(FileOf(seq) + ".tmp", O_WRONLY | O_CREAT | O_EXCL, 0600, &file);
+  if (err < 0) return err;
+  *out = std::make_unique<DirWriter>(this, key, origin, seq, std::move(file));
+  return 0;
 }
 
 int DirTier::Read(ChunkKey key, uint64_t off, size_t n, char* scratch, TierRead* out) {
@@ -192,24 +234,15 @@ int DirTier::Read(ChunkKey key, uint64_t off, size_t n, char* scratch, TierRead*
     seq = it->second.seq;
     length = it->second.length;
   }
-  int fd = ::open(FileOf(seq).c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return -errno;  // removed meanwhile: the caller falls back to SOURCE
+  std::unique_ptr<LocalFile> file;
+  // Removed meanwhile: -ENOENT, and the caller falls back to SOURCE.
+  if (int err = io_->open(FileOf(seq), O_RDONLY, 0, &file); err < 0) return err;
   size_t want = off >= length ? 0 : std::min<uint64_t>(n, length - off);
-  size_t done = 0;
-  int err = 0;
-  while (done < want) {
-    ssize_t r = ::pread(fd, scratch + done, want - done, static_cast<off_t>(off + done));
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) {
-      err = r < 0 ? -errno : -EIO;  // a copy shorter than recorded is damaged
-      break;
-    }
-    done += static_cast<size_t>(r);
-  }
-  ::close(fd);
-  if (err < 0) return err;
+  ssize_t got = file->pread(scratch, want, off);
+  if (got < 0) return static_cast<int>(got);
+  if (static_cast<size_t>(got) < want) return -EIO;  // a copy shorter than recorded is damaged
   out->data = scratch;
-  out->size = done;
+  out->size = want;
   return 0;
 }
 
@@ -223,45 +256,51 @@ uint64_t DirTier::Remove(ChunkKey key) {
     index_.erase(it);
   }
   journal_.AppendRemove(e.seq);
-  ::unlink(FileOf(e.seq).c_str());  // readers with the file open finish their read
+  io_->unlink(FileOf(e.seq));  // readers with the file open finish their read
   return e.length;
 }
 
 }  // namespace
 
-std::unique_ptr<DirectoryTier> OpenDirectoryTier(std::string name, const std::string& path,
-                                                 uint64_t budget, bool reset, std::string* error) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (!fs::is_directory(path, ec)) {
+std::vector<ChunkKey> DirectoryTier::Recover(const Acceptor& accept) {
+  std::vector<ChunkKey> kept;
+  Recover(accept, &kept);
+  return kept;
+}
+
+std::unique_ptr<DirectoryTier> OpenDirectoryTier(std::shared_ptr<FileIo> io, std::string name,
+                                                 const std::string& path, uint64_t budget,
+                                                 bool reset, std::string* error) {
+  struct stat st;
+  if (io->stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
     *error = fmt::format("tier '{}': not an existing directory", path);
     return nullptr;
   }
-  if (::access(path.c_str(), W_OK | X_OK) != 0) {
-    *error = fmt::format("tier '{}': not writable: {}", path, std::strerror(errno));
+  if (int err = io->access(path, W_OK | X_OK); err < 0) {
+    *error = fmt::format("tier '{}': not writable: {}", path, std::strerror(-err));
     return nullptr;
   }
-  int lock_fd = ::open((path + "/lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (lock_fd < 0) {
-    *error = fmt::format("tier '{}': cannot create its lock file: {}", path, std::strerror(errno));
+  std::unique_ptr<FileLock> lock;
+  if (int err = io->lock(path + "/lock", &lock); err < 0) {
+    *error = err == -EWOULDBLOCK ? fmt::format("tier '{}' is in use by another tierfs daemon", path)
+                                 : fmt::format("tier '{}': cannot create its lock file: {}", path,
+                                               std::strerror(-err));
     return nullptr;
   }
-  if (::flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
-    ::close(lock_fd);
-    *error = fmt::format("tier '{}' is in use by another tierfs daemon", path);
+  if (reset) EmptyTierDirectory(io.get(), path);
+  const std::string data = path + "/data";
+  int err = io->mkdir(data, 0777);
+  if (err == -EEXIST) err = io->stat(data, &st) == 0 && S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+  if (err < 0) {
+    *error = fmt::format("tier '{}': cannot create data/: {}", path, std::strerror(-err));
     return nullptr;
   }
-  if (reset) {
-    fs::remove_all(path + "/data", ec);
-    fs::remove(path + "/journal", ec);
-  }
-  fs::create_directory(path + "/data", ec);
-  if (ec) {
-    ::close(lock_fd);
-    *error = fmt::format("tier '{}': cannot create data/: {}", path, ec.message());
-    return nullptr;
-  }
-  return std::make_unique<DirTier>(std::move(name), path, budget, lock_fd);
+  return std::make_unique<DirTier>(std::move(io), std::move(name), path, budget, std::move(lock));
+}
+
+std::unique_ptr<DirectoryTier> OpenDirectoryTier(std::string name, const std::string& path,
+                                                 uint64_t budget, bool reset, std::string* error) {
+  return OpenDirectoryTier(NewPosixFileIo(), std::move(name), path, budget, reset, error);
 }
 
 }  // namespace tierfs

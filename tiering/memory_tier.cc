@@ -18,8 +18,8 @@ class MemoryTier final : public Tier {
  public:
   MemoryTier(std::string name, uint64_t budget) : Tier(std::move(name), Kind::kMemory, budget) {}
 
-  std::unique_ptr<ChunkWriter> BeginStore(ChunkKey key, const ChunkOrigin& origin,
-                                          int* err) override;
+  int BeginStore(ChunkKey key, const ChunkOrigin& origin,
+                 std::unique_ptr<ChunkWriter>* out) override;
 
   int Read(ChunkKey key, uint64_t off, size_t n, char*, TierRead* out) override {
     std::shared_ptr<const Buffer> buf;
@@ -88,14 +88,13 @@ class MemoryWriter final : public ChunkWriter {
   std::shared_ptr<Buffer> buf_;
 };
 
-std::unique_ptr<ChunkWriter> MemoryTier::BeginStore(ChunkKey key, const ChunkOrigin& origin,
-                                                    int* err) {
+int MemoryTier::BeginStore(ChunkKey key, const ChunkOrigin& origin,
+                           std::unique_ptr<ChunkWriter>* out) {
   try {
-    *err = 0;
-    return std::make_unique<MemoryWriter>(this, key, origin.length);
+    *out = std::make_unique<MemoryWriter>(this, key, origin.length);
+    return 0;
   } catch (const std::bad_alloc&) {
-    *err = -ENOMEM;
-    return nullptr;
+    return -ENOMEM;
   }
 }
 

@@ -7,11 +7,10 @@
 #include <climits>
 
 #include "tiering/backend.h"
+#include "tiering/posix_calls.h"
 
 namespace tierfs {
 namespace {
-
-int PosixError() { return -errno; }
 
 // A relative path as openat() wants it: "." for the root.
 const char* AtPath(const std::string& rel) { return rel.empty() ? "." : rel.c_str(); }
@@ -20,20 +19,7 @@ class PosixFile final : public SourceFile {
  public:
   explicit PosixFile(int fd) : fd_(fd) {}
   ~PosixFile() override { ::close(fd_); }
-  ssize_t pread(void* buf, size_t n, uint64_t off) override {
-    size_t done = 0;
-    char* p = static_cast<char*>(buf);
-    while (done < n) {
-      ssize_t r = ::pread(fd_, p + done, n - done, static_cast<off_t>(off + done));
-      if (r < 0) {
-        if (errno == EINTR) continue;
-        return PosixError();
-      }
-      if (r == 0) break;  // EOF
-      done += static_cast<size_t>(r);
-    }
-    return static_cast<ssize_t>(done);
-  }
+  ssize_t pread(void* buf, size_t n, uint64_t off) override { return PreadFull(fd_, buf, n, off); }
 
  private:
   const int fd_;
@@ -59,25 +45,15 @@ class PosixBackend final : public Backend {
       return err;
     }
     out->clear();
-    int err = 0;
-    while (true) {
-      errno = 0;
-      struct dirent* de = ::readdir(dir);
-      if (de == nullptr) {
-        if (errno != 0) err = PosixError();
-        break;
-      }
-      std::string_view name(de->d_name);
-      if (name == "." || name == "..") continue;
+    int err = ForEachEntry(dir, [&](const char* name) {
       DirEntry e;
-      e.name.assign(name);
-      if (::fstatat(::dirfd(dir), de->d_name, &e.st, AT_SYMLINK_NOFOLLOW) != 0) {
-        if (errno == ENOENT) continue;  // removed while listing
-        err = PosixError();
-        break;
+      e.name = name;
+      if (::fstatat(::dirfd(dir), name, &e.st, AT_SYMLINK_NOFOLLOW) != 0) {
+        return errno == ENOENT ? 0 : PosixError();  // ENOENT: removed while listing
       }
       out->push_back(std::move(e));
-    }
+      return 0;
+    });
     ::closedir(dir);
     return err;
   }

@@ -14,10 +14,13 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "tiering/namespace.h"
 
 namespace tierfs {
+
+class FileIo;
 
 struct ChunkKey {
   NodeId node = 0;
@@ -45,9 +48,11 @@ struct ChunkOrigin {
 class ChunkWriter {
  public:
   virtual ~ChunkWriter() = default;
-  virtual int Append(const char* data, size_t n) = 0;  // 0 or -errno
-  virtual int Commit() = 0;                            // 0 or -errno (then aborted)
-  virtual void Abort() = 0;                            // idempotent; also done by the destructor
+  // 0 or -errno. After an error the chunk is incomplete: a directory tier's
+  // writer has then aborted itself, and Commit returns the same error.
+  virtual int Append(const char* data, size_t n) = 0;
+  virtual int Commit() = 0;  // 0 or -errno (then aborted)
+  virtual void Abort() = 0;  // idempotent; also done by the destructor
 };
 
 // Bytes read from a tier: `data` points into `scratch` or into tier memory
@@ -79,9 +84,9 @@ class Tier {
   void Release(uint64_t n);
 
   // Starts storing chunk `key` of `origin.length` bytes, already reserved.
-  // Returns nullptr and sets *err on failure.
-  virtual std::unique_ptr<ChunkWriter> BeginStore(ChunkKey key, const ChunkOrigin& origin,
-                                                  int* err) = 0;
+  // Returns 0 with the writer in *out, or -errno (*out untouched).
+  virtual int BeginStore(ChunkKey key, const ChunkOrigin& origin,
+                         std::unique_ptr<ChunkWriter>* out) = 0;
   // Reads [off, off+n) of a stored chunk. Returns 0 or -errno (-ENOENT if the
   // chunk is not stored). Thread-safe; concurrent with Remove.
   virtual int Read(ChunkKey key, uint64_t off, size_t n, char* scratch, TierRead* out) = 0;
@@ -117,15 +122,28 @@ class DirectoryTier : public Tier {
   using Tier::Tier;
   // Decides whether a recovered chunk is still a valid copy, and under which key.
   using Acceptor = std::function<std::optional<ChunkKey>(const ChunkOrigin&)>;
-  // Reuses the complete chunks that `accept` takes, removes the rest (stale,
-  // incomplete, unknown files). Returns the kept keys.
-  virtual std::vector<ChunkKey> Recover(const Acceptor& accept) = 0;
+  // Reuses the complete chunks that `accept` takes (their keys in *kept) and
+  // removes the rest (stale, incomplete, unknown files), then rewrites the
+  // journal to name only the kept ones. Returns 0, or -errno when the tier
+  // could not be listed or its journal not rewritten: then nothing is kept,
+  // the tier has deleted what it could (journal first), and its limit is 0,
+  // so it takes no chunk this mount. (A journal naming deleted files must
+  // never meet new files under the same numbers.)
+  // REQUIRES: called once, before any other use of the tier.
+  virtual int Recover(const Acceptor& accept, std::vector<ChunkKey>* kept) = 0;
+  // The same, for callers that need only the keys: a failed recovery leaves
+  // the tier empty and unused whether or not the caller looks.
+  std::vector<ChunkKey> Recover(const Acceptor& accept);
   virtual const std::string& path() const = 0;
 };
 
-// Opens (creating) a directory tier under `path`. `reset` empties it first.
-// Returns nullptr with a message in *error when the path is unusable or in
-// use by another tierfs.
+// Opens (creating) a directory tier under `path`, doing all its file I/O
+// through `io`. `reset` empties it first. Returns nullptr with a message in
+// *error when the path is unusable or in use by another tierfs.
+std::unique_ptr<DirectoryTier> OpenDirectoryTier(std::shared_ptr<FileIo> io, std::string name,
+                                                 const std::string& path, uint64_t budget,
+                                                 bool reset, std::string* error);
+// The same over the local file system (NewPosixFileIo()).
 std::unique_ptr<DirectoryTier> OpenDirectoryTier(std::string name, const std::string& path,
                                                  uint64_t budget, bool reset, std::string* error);
 

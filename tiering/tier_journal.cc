@@ -2,10 +2,9 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <cerrno>
-#include <fstream>
+#include <mutex>
 #include <sstream>
 
 namespace tierfs {
@@ -47,24 +46,21 @@ bool Unescape(const std::string& s, std::string* out) {
   return true;
 }
 
-int WriteAll(int fd, const std::string& s) {
-  size_t done = 0;
-  while (done < s.size()) {
-    ssize_t n = ::write(fd, s.data() + done, s.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return -errno;
-    }
-    done += static_cast<size_t>(n);
+// The whole content of `file`. 0 or -errno.
+int ReadAll(LocalFile* file, std::string* out) {
+  constexpr size_t kStep = 64 * 1024;
+  out->clear();
+  while (true) {
+    size_t have = out->size();
+    out->resize(have + kStep);
+    ssize_t n = file->pread(out->data() + have, kStep, have);
+    if (n < 0) return static_cast<int>(n);
+    out->resize(have + static_cast<size_t>(n));
+    if (static_cast<size_t>(n) < kStep) return 0;
   }
-  return 0;
 }
 
 }  // namespace
-
-TierJournal::~TierJournal() {
-  if (fd_ >= 0) ::close(fd_);
-}
 
 std::string TierJournal::FormatPublish(uint64_t seq, const ChunkOrigin& o) {
   return fmt::format("P {} {} {} {} {} {}\n", seq, o.length, o.file_size, o.mtime_ns, o.chunk,
@@ -74,7 +70,7 @@ std::string TierJournal::FormatPublish(uint64_t seq, const ChunkOrigin& o) {
 bool TierJournal::ParseLine(const std::string& line, char* op, uint64_t* seq, ChunkOrigin* origin) {
   std::istringstream in(line);
   std::string kind;
-  if (!(in >> kind >> *seq) || kind.size() != 1) return false;
+  if (!(in >> kind >> *seq) || kind.size() != 1 || *seq >= kSeqLimit) return false;
   *op = kind[0];
   if (*op == 'R') return in.peek() == EOF;
   if (*op != 'P') return false;
@@ -87,52 +83,60 @@ bool TierJournal::ParseLine(const std::string& line, char* op, uint64_t* seq, Ch
   return Unescape(rest, &origin->path) && !origin->path.empty();
 }
 
-std::map<uint64_t, ChunkOrigin> TierJournal::Load(const std::string& path) {
-  std::map<uint64_t, ChunkOrigin> entries;
-  std::ifstream in(path);
-  std::string line;
-  if (!std::getline(in, line) || line != kHeader) return entries;  // missing or foreign
-  while (std::getline(in, line)) {
-    if (in.eof()) break;  // no newline: a torn last line
+int TierJournal::Load(std::map<uint64_t, ChunkOrigin>* out) const {
+  out->clear();
+  std::unique_ptr<LocalFile> file;
+  if (int err = io_->open(path_, O_RDONLY, 0, &file); err < 0) return err == -ENOENT ? 0 : err;
+  std::string text;
+  if (int err = ReadAll(file.get(), &text); err < 0) return err;
+  const size_t header_end = text.find('\n');
+  if (header_end == std::string::npos || text.compare(0, header_end, kHeader) != 0) {
+    return 0;  // empty or foreign
+  }
+  size_t begin = header_end + 1;
+  for (size_t end; (end = text.find('\n', begin)) != std::string::npos; begin = end + 1) {
+    // A line without its newline is torn (a crash in its write): never read.
     char op;
     uint64_t seq;
     ChunkOrigin origin;
-    if (!ParseLine(line, &op, &seq, &origin)) continue;
+    if (!ParseLine(text.substr(begin, end - begin), &op, &seq, &origin)) continue;
     if (op == 'P') {
-      entries[seq] = std::move(origin);
+      (*out)[seq] = std::move(origin);
     } else {
-      entries.erase(seq);
+      out->erase(seq);
     }
   }
-  return entries;
+  return 0;
 }
 
-int TierJournal::Rewrite(const std::string& path, const std::map<uint64_t, ChunkOrigin>& entries) {
+int TierJournal::Rewrite(const std::map<uint64_t, ChunkOrigin>& entries) {
   std::string text = std::string(kHeader) + "\n";
   for (const auto& [seq, origin] : entries) text += FormatPublish(seq, origin);
-  std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return -errno;
-  int err = WriteAll(fd, text);
-  if (err == 0 && ::fsync(fd) != 0) err = -errno;
-  ::close(fd);
-  if (err == 0 && ::rename(tmp.c_str(), path.c_str()) != 0) err = -errno;
+  const std::string tmp = path_ + ".tmp";
+  std::unique_ptr<LocalFile> file;
+  int err = io_->open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0600, &file);
+  if (err < 0) return err;
+  err = WriteAll(file.get(), text.data(), text.size());
+  if (err == 0) err = file->fdatasync();  // the records durable before the name
+  if (int closed = file->close(); err == 0) err = closed;
+  if (err == 0) err = io_->rename(tmp, path_);
   if (err < 0) {
-    ::unlink(tmp.c_str());
+    io_->unlink(tmp);
     return err;
   }
-  std::lock_guard lock(mu_);
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
-  return fd_ < 0 ? -errno : 0;
+  if ((err = io_->open(path_, O_WRONLY | O_APPEND, 0, &file)) < 0) return err;
+  {
+    std::unique_lock lock(file_mu_);
+    file_.swap(file);
+  }
+  return 0;  // the old file, now in `file`, closes here, outside the lock
 }
 
 int TierJournal::AppendLine(const std::string& line) {
-  std::lock_guard lock(mu_);
-  if (fd_ < 0) return -EBADF;
-  return WriteAll(fd_, line);  // O_APPEND: one write per record
+  std::shared_lock lock(file_mu_);
+  if (!file_) return -EBADF;
+  return WriteAll(file_.get(), line.data(), line.size());  // O_APPEND: one write per record
 }
-
 int TierJournal::AppendPublish(uint64_t seq, const ChunkOrigin& origin) {
   return AppendLine(FormatPublish(seq, origin));
 }

@@ -11,76 +11,25 @@
 #include <set>
 #include <string>
 
+#include "chunk_files.h"
 #include "temp_tree.h"
+#include "tiering/file_io.h"
 #include "tiering/tier.h"
 
 namespace tierfs {
 namespace {
 
-using testing::PatternBytes;
+using testing::AcceptAll;
+using testing::BytesOf;
+using testing::DataFiles;
+using testing::OriginOf;
+using testing::Populate;
+using testing::ReadAll;
+using testing::Store;
 using testing::TempTree;
 
 std::unique_ptr<DirectoryTier> Open(const TempTree& dir, uint64_t budget, bool reset = false) {
-  std::string error;
-  auto tier = OpenDirectoryTier("nvme", dir.root(), budget, reset, &error);
-  INFO(error);
-  REQUIRE(tier != nullptr);
-  return tier;
-}
-
-// Chunk `i` of the test: its origin (path "file<i>") and its bytes.
-ChunkOrigin OriginOf(int i, uint64_t length) {
-  return ChunkOrigin{"file" + std::to_string(i), length * 3, 1000 + i, 0, length};
-}
-std::string BytesOf(int i, uint64_t length) {
-  return PatternBytes(length, static_cast<unsigned>(i));
-}
-
-void Store(DirectoryTier& tier, ChunkKey key, const ChunkOrigin& origin, const std::string& data) {
-  tier.Reserve(data.size());
-  int err = -1;
-  auto writer = tier.BeginStore(key, origin, &err);
-  REQUIRE(writer != nullptr);
-  REQUIRE(writer->Append(data.data(), data.size()) == 0);
-  REQUIRE(writer->Commit() == 0);
-}
-
-std::string ReadAll(Tier& tier, ChunkKey key, size_t n, int* err) {
-  std::string scratch(n, '\0');
-  TierRead out;
-  *err = tier.Read(key, 0, n, scratch.data(), &out);
-  return *err == 0 ? std::string(out.data, out.size) : std::string();
-}
-
-// Names of the files in the tier's data directory.
-std::set<std::string> DataFiles(const TempTree& dir) {
-  std::set<std::string> names;
-  for (const auto& e : std::filesystem::directory_iterator(dir.Abs("data"))) {
-    names.insert(e.path().filename().string());
-  }
-  return names;
-}
-
-// Accepts every origin "file<i>" as key {i, 0}.
-std::optional<ChunkKey> AcceptAll(const ChunkOrigin& o) {
-  return ChunkKey{static_cast<NodeId>(std::stoi(o.path.substr(4))), 0};
-}
-
-// Opens a fresh tier in `dir`, stores chunks 1..n of `length` bytes (chunk i
-// as key {i, 0}), and returns the tier. *files, if given, gets chunk i's data
-// file name.
-std::unique_ptr<DirectoryTier> Populate(const TempTree& dir, int n, uint64_t length,
-                                        std::map<int, std::string>* files = nullptr) {
-  auto tier = Open(dir, 1 << 20);
-  REQUIRE(tier->Recover(AcceptAll).empty());
-  for (int i = 1; i <= n; ++i) {
-    auto before = DataFiles(dir);
-    Store(*tier, ChunkKey{NodeId(i), 0}, OriginOf(i, length), BytesOf(i, length));
-    for (const auto& name : DataFiles(dir)) {
-      if (files != nullptr && !before.count(name)) (*files)[i] = name;
-    }
-  }
-  return tier;
+  return OpenTier(dir, budget, NewPosixFileIo(), reset);
 }
 
 TEST_CASE("DirectoryTier stores and reads a chunk", "[directory_tier]") {
@@ -114,8 +63,8 @@ TEST_CASE("DirectoryTier shows nothing before Commit; Abort leaves no file", "[d
   tier->Recover(AcceptAll);
   const std::string data = BytesOf(1, 5000);
   int err = 0;
-  auto writer = tier->BeginStore(ChunkKey{1, 0}, OriginOf(1, data.size()), &err);
-  REQUIRE(writer != nullptr);
+  std::unique_ptr<ChunkWriter> writer;
+  REQUIRE(tier->BeginStore(ChunkKey{1, 0}, OriginOf(1, data.size()), &writer) == 0);
   REQUIRE(writer->Append(data.data(), data.size()) == 0);
   CHECK(tier->chunks() == 0);
   ReadAll(*tier, ChunkKey{1, 0}, data.size(), &err);
@@ -133,7 +82,8 @@ TEST_CASE("DirectoryTier shows nothing before Commit; Abort leaves no file", "[d
     CHECK(DataFiles(dir).empty());
   }
   SECTION("Commit of an incomplete chunk") {
-    auto short_writer = tier->BeginStore(ChunkKey{2, 0}, OriginOf(2, 10), &err);
+    std::unique_ptr<ChunkWriter> short_writer;
+    REQUIRE(tier->BeginStore(ChunkKey{2, 0}, OriginOf(2, 10), &short_writer) == 0);
     REQUIRE(short_writer->Append("abc", 3) == 0);
     CHECK(short_writer->Commit() < 0);
     writer->Abort();

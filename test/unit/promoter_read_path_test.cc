@@ -12,6 +12,7 @@
 
 #include "eventually.h"
 #include "fault_backend.h"
+#include "fault_file_io.h"
 #include "prefetch/promoter.h"
 #include "prefetch/read_path.h"
 #include "prefetch/tiered_store.h"
@@ -22,6 +23,8 @@ namespace tierfs {
 namespace {
 
 using testing::FaultBackend;
+using testing::FaultFileIo;
+using testing::FileOp;
 using testing::Op;
 using testing::PatternBytes;
 using testing::TempTree;
@@ -165,28 +168,21 @@ std::vector<std::unique_ptr<Tier>> Ram(uint64_t budget) {
   return tiers;
 }
 
-// A tier on a device that is full whatever its budget says: every Append
-// fails with ENOSPC.
-class FullDeviceTier final : public Tier {
- public:
-  explicit FullDeviceTier(uint64_t budget) : Tier("full", Kind::kMemory, budget) {}
-  std::unique_ptr<ChunkWriter> BeginStore(ChunkKey, const ChunkOrigin&, int* err) override {
-    *err = 0;
-    begun_++;
-    return std::make_unique<Writer>();
+// A directory tier over FaultFileIo: the device can be made to fail (ENOSPC
+// on every chunk write, EIO on reads) whatever the budget says.
+struct FaultyDirTier {
+  explicit FaultyDirTier(uint64_t budget, const std::string& name = "full") {
+    io = std::make_shared<FaultFileIo>(std::shared_ptr<FileIo>(NewPosixFileIo()));
+    std::string error;
+    tier = OpenDirectoryTier(io, name, dir.root(), budget, false, &error);
+    INFO(error);
+    REQUIRE(tier != nullptr);
+    std::vector<ChunkKey> kept;
+    REQUIRE(tier->Recover([](const ChunkOrigin&) { return std::nullopt; }, &kept) == 0);
   }
-  int Read(ChunkKey, uint64_t, size_t, char*, TierRead*) override { return -ENOENT; }
-  uint64_t Remove(ChunkKey) override { return 0; }
-  size_t chunks() const override { return 0; }
-  int begun() const { return begun_.load(); }
-
- private:
-  struct Writer final : ChunkWriter {
-    int Append(const char*, size_t) override { return -ENOSPC; }
-    int Commit() override { return -ENOSPC; }
-    void Abort() override {}
-  };
-  std::atomic<int> begun_{0};
+  TempTree dir;
+  std::shared_ptr<FaultFileIo> io;
+  std::unique_ptr<DirectoryTier> tier;
 };
 
 TEST_CASE("A cold read promotes the file; the next read needs no SOURCE read",
@@ -299,9 +295,10 @@ TEST_CASE("A SOURCE error during promotion publishes nothing", "[promoter][read_
 TEST_CASE("A tier whose device is full is marked full; reads still succeed",
           "[promoter][read_path]") {
   Source source({40000, 30000, 20000});
+  FaultyDirTier full(kMiB);
+  full.io->Fail(FileOp::kWrite, "/data/c", ENOSPC);  // the device is full
   std::vector<std::unique_ptr<Tier>> tiers;
-  tiers.push_back(std::make_unique<FullDeviceTier>(kMiB));
-  auto* full = static_cast<FullDeviceTier*>(tiers.back().get());
+  tiers.push_back(std::move(full.tier));
   SECTION("the only tier") {
     Stack stack(&source, std::move(tiers), kMiB);
     stack.ReadFile(0);  // served from SOURCE after the failed promotion
@@ -311,9 +308,10 @@ TEST_CASE("A tier whose device is full is marked full; reads still succeed",
     CHECK(stack.promotions().failed == 1);
     stack.ReadFile(1);  // fits nowhere now: straight to SOURCE
     CHECK(stack.promotions().no_room == 1);
-    CHECK(full->begun() == 1);
+    CHECK(full.io->injected(FileOp::kWrite) == 1);
     CHECK(stack.State(0) == Catalog::kOnSource);
     CHECK(stack.State(1) == Catalog::kOnSource);
+    CHECK(stack.tier(0).chunks() == 0);
   }
   SECTION("followed by a RAM tier") {
     tiers.push_back(NewMemoryTier("ram", kMiB));
@@ -322,12 +320,38 @@ TEST_CASE("A tier whose device is full is marked full; reads still succeed",
     CHECK(stack.tier(0).limit() == 0);
     stack.ReadFile(1);
     stack.ReadFile(2);
-    CHECK(full->begun() == 1);
+    CHECK(full.io->injected(FileOp::kWrite) == 1);
     CHECK(stack.State(0) == Catalog::kOnSource);
     CHECK(stack.State(1) == Catalog::kResidentBase + 1);
     CHECK(stack.State(2) == Catalog::kResidentBase + 1);
     CHECK(stack.tier(1).used() == 50000);
   }
+}
+
+TEST_CASE("A directory tier that fails a read serves it from SOURCE and drops the chunk",
+          "[promoter][read_path]") {
+  Source source({40000});
+  FaultyDirTier disk(kMiB, "disk");
+  FaultFileIo* io = disk.io.get();
+  std::vector<std::unique_ptr<Tier>> tiers;
+  tiers.push_back(std::move(disk.tier));
+  Stack stack(&source, std::move(tiers), kMiB);
+  stack.ReadFile(0);
+  REQUIRE(stack.State(0) == Catalog::kResidentBase);
+  const uint64_t before = source.read_bytes();
+  io->Fail(FileOp::kRead, "/data/c", EIO, 0, 1);  // the device fails one read
+  ssize_t r = 0;
+  CHECK(stack.Read(0, 0, 40000, &r) == source.Contents(0));  // exact bytes, from SOURCE
+  CHECK(stack.reads().tier_errors == 1);
+  CHECK(source.read_bytes() - before >= 40000);
+  // The broken copy is dropped (not failed on forever): budget released,
+  // and the next read promotes it afresh.
+  stack.Drain();
+  CHECK(stack.promotions().done >= 1);
+  stack.ReadFile(0);
+  CHECK(stack.State(0) == Catalog::kResidentBase);
+  CHECK(stack.tier(0).used() == 40000);
+  CHECK(stack.tier(0).chunks() == 1);
 }
 
 TEST_CASE("Reads straddling chunk boundaries return exact bytes", "[promoter][read_path]") {

@@ -2,7 +2,13 @@
 #include "tiering/tier_journal.h"
 
 #include <catch2/catch.hpp>
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <mutex>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "temp_tree.h"
 
@@ -10,6 +16,14 @@ namespace tierfs {
 namespace {
 
 using testing::TempTree;
+
+// The records of the journal at `path`, read through the local file system.
+std::map<uint64_t, ChunkOrigin> Load(const std::string& path) {
+  auto io = NewPosixFileIo();
+  std::map<uint64_t, ChunkOrigin> out;
+  REQUIRE(TierJournal(io.get(), path).Load(&out) == 0);
+  return out;
+}
 
 bool SameOrigin(const ChunkOrigin& a, const ChunkOrigin& b) {
   return a.path == b.path && a.file_size == b.file_size && a.mtime_ns == b.mtime_ns &&
@@ -41,9 +55,14 @@ TEST_CASE("TierJournal::ParseLine rejects malformed records", "[tier_journal]") 
   CHECK(TierJournal::ParseLine("R 5", &op, &seq, &o));
   CHECK(op == 'R');
   CHECK(seq == 5);
+  CHECK(TierJournal::ParseLine("R 9223372036854775807", &op, &seq, &o));  // the largest
+  CHECK(seq == TierJournal::kSeqLimit - 1);
   for (const char* bad :
        {"", "R", "R x", "R 5 6", "X 5", "PP 5 1 1 1 1 p", "P 5 1 1 1 1", "P 5 1 1 1 1 ",
-        "P 5 1 1 x 1 p", "P 5 1 1 1 1 bad\\escape", "P 5 1 1 1 1 trailing\\"}) {
+        "P 5 1 1 x 1 p", "P 5 1 1 1 1 bad\\escape", "P 5 1 1 1 1 trailing\\",
+        // Numbers no tier hands out: they could wrap its counter.
+        "R 9223372036854775808", "R 18446744073709551615", "R 18446744073709551616", "R -1",
+        "P 18446744073709551615 1 1 1 1 p"}) {
     INFO(bad);
     CHECK_FALSE(TierJournal::ParseLine(bad, &op, &seq, &o));
   }
@@ -52,17 +71,18 @@ TEST_CASE("TierJournal::ParseLine rejects malformed records", "[tier_journal]") 
 TEST_CASE("TierJournal::Rewrite then Append, and Load replays them", "[tier_journal]") {
   TempTree dir;
   const std::string path = dir.Abs("journal");
-  CHECK(TierJournal::Load(path).empty());  // missing
+  CHECK(Load(path).empty());  // missing
   {
-    TierJournal journal;
+    auto io = NewPosixFileIo();
+    TierJournal journal(io.get(), path);
     CHECK(journal.AppendPublish(1, ChunkOrigin{"x", 1, 1, 0, 1}) < 0);  // not opened yet
     std::map<uint64_t, ChunkOrigin> initial = {{3, ChunkOrigin{"three", 30, 3, 0, 30}}};
-    REQUIRE(journal.Rewrite(path, initial) == 0);
+    REQUIRE(journal.Rewrite(initial) == 0);
     CHECK(journal.AppendPublish(4, ChunkOrigin{"four\nlines", 40, 4, 1, 10}) == 0);
     CHECK(journal.AppendPublish(5, ChunkOrigin{"five", 50, 5, 0, 50}) == 0);
     CHECK(journal.AppendRemove(3) == 0);
   }
-  auto loaded = TierJournal::Load(path);
+  auto loaded = Load(path);
   REQUIRE(loaded.size() == 2);
   CHECK(SameOrigin(loaded.at(4), ChunkOrigin{"four\nlines", 40, 4, 1, 10}));
   CHECK(SameOrigin(loaded.at(5), ChunkOrigin{"five", 50, 5, 0, 50}));
@@ -74,22 +94,97 @@ TEST_CASE("TierJournal::Load ignores a torn last line and bad lines", "[tier_jou
   const std::string two = TierJournal::FormatPublish(2, ChunkOrigin{"two", 20, 2, 0, 20});
   SECTION("torn last line") {
     dir.Write("journal", "tierfs-journal 1\n" + one + two.substr(0, two.size() - 1));
-    auto loaded = TierJournal::Load(dir.Abs("journal"));
+    auto loaded = Load(dir.Abs("journal"));
     CHECK(loaded.size() == 1);
     CHECK(loaded.count(1) == 1);
   }
   SECTION("torn in the middle of a number") {
     dir.Write("journal", "tierfs-journal 1\n" + one + "P 2 2");
-    CHECK(TierJournal::Load(dir.Abs("journal")).size() == 1);
+    CHECK(Load(dir.Abs("journal")).size() == 1);
   }
   SECTION("a garbled line in the middle") {
     dir.Write("journal", "tierfs-journal 1\n" + one + "garbage here\n" + two);
-    CHECK(TierJournal::Load(dir.Abs("journal")).size() == 2);
+    CHECK(Load(dir.Abs("journal")).size() == 2);
   }
   SECTION("a foreign file") {
     dir.Write("journal", "something else\n" + one);
-    CHECK(TierJournal::Load(dir.Abs("journal")).empty());
+    CHECK(Load(dir.Abs("journal")).empty());
   }
+}
+
+// A FileIo whose writes, once armed, wait (up to 5 s) until `n` of them are
+// in flight at once: appenders that exclude each other never meet.
+class RendezvousFileIo final : public FileIoWrapper {
+ public:
+  explicit RendezvousFileIo(int n) : FileIoWrapper(NewPosixFileIo()), n_(n) {}
+  int open(const std::string& path, int flags, mode_t mode,
+           std::unique_ptr<LocalFile>* out) override {
+    std::unique_ptr<LocalFile> file;
+    int r = target()->open(path, flags, mode, &file);
+    if (r == 0) *out = std::make_unique<File>(this, std::move(file));
+    return r;
+  }
+  void Arm() {
+    std::lock_guard lock(mu_);
+    armed_ = true;
+  }
+  int most_in_flight() const {
+    std::lock_guard lock(mu_);
+    return most_;
+  }
+
+ private:
+  class File final : public LocalFile {
+   public:
+    File(RendezvousFileIo* io, std::unique_ptr<LocalFile> file) : io_(io), file_(std::move(file)) {}
+    ssize_t pread(void* buf, size_t n, uint64_t off) override { return file_->pread(buf, n, off); }
+    ssize_t write(const void* buf, size_t n) override {
+      io_->Meet();
+      ssize_t r = file_->write(buf, n);
+      io_->Leave();
+      return r;
+    }
+    int fdatasync() override { return file_->fdatasync(); }
+    int close() override { return file_->close(); }
+
+   private:
+    RendezvousFileIo* const io_;
+    const std::unique_ptr<LocalFile> file_;
+  };
+
+  void Meet() {
+    std::unique_lock lock(mu_);
+    most_ = std::max(most_, ++in_flight_);
+    cv_.notify_all();
+    if (armed_) cv_.wait_for(lock, std::chrono::seconds(5), [&] { return most_ >= n_; });
+  }
+  void Leave() {
+    std::lock_guard lock(mu_);
+    in_flight_--;
+  }
+
+  const int n_;
+  mutable std::mutex mu_;  // guards all below; a leaf lock
+  std::condition_variable cv_;
+  bool armed_ = false;
+  int in_flight_ = 0, most_ = 0;
+};
+
+TEST_CASE("TierJournal appenders do not wait for each other's write", "[tier_journal]") {
+  TempTree dir;
+  RendezvousFileIo io(2);
+  TierJournal journal(&io, dir.Abs("journal"));
+  REQUIRE(journal.Rewrite({}) == 0);
+  io.Arm();
+  std::vector<std::thread> appenders;
+  for (uint64_t seq : {1, 2}) {
+    appenders.emplace_back([&journal, seq] {
+      CHECK(journal.AppendPublish(seq, ChunkOrigin{"f" + std::to_string(seq), 1, 1, 0, 1}) == 0);
+    });
+  }
+  for (auto& t : appenders) t.join();
+  CHECK(io.most_in_flight() == 2);  // both were inside write(2) at once
+  CHECK(Load(dir.Abs("journal")).size() == 2);
 }
 
 }  // namespace

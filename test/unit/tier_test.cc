@@ -14,10 +14,9 @@ ChunkOrigin OriginOf(uint64_t length) { return ChunkOrigin{"f", length, 0, 0, le
 
 // Stores `data` as chunk `key` in one Append and commits it.
 void Store(Tier& tier, ChunkKey key, const std::string& data) {
-  int err = -1;
-  auto writer = tier.BeginStore(key, OriginOf(data.size()), &err);
+  std::unique_ptr<ChunkWriter> writer;
+  REQUIRE(tier.BeginStore(key, OriginOf(data.size()), &writer) == 0);
   REQUIRE(writer != nullptr);
-  REQUIRE(err == 0);
   REQUIRE(writer->Append(data.data(), data.size()) == 0);
   REQUIRE(writer->Commit() == 0);
 }
@@ -148,8 +147,8 @@ TEST_CASE("MemoryTier keeps removed bytes alive for a reader holding them", "[ti
 
 TEST_CASE("MemoryTier Append beyond the declared length fails", "[tier][memory_tier]") {
   auto tier = NewMemoryTier("ram", 1 << 20);
-  int err = 0;
-  auto writer = tier->BeginStore(ChunkKey{1, 0}, OriginOf(10), &err);
+  std::unique_ptr<ChunkWriter> writer;
+  REQUIRE(tier->BeginStore(ChunkKey{1, 0}, OriginOf(10), &writer) == 0);
   REQUIRE(writer != nullptr);
   CHECK(writer->Append("0123456789a", 11) < 0);
   CHECK(writer->Append("0123456789", 10) == 0);
@@ -163,8 +162,8 @@ TEST_CASE("MemoryTier Append beyond the declared length fails", "[tier][memory_t
 
 // Begins storing `key` as a 10-byte chunk and appends only 5 bytes.
 std::unique_ptr<ChunkWriter> BeginHalfWritten(Tier& tier, ChunkKey key) {
-  int err = -1;
-  auto writer = tier.BeginStore(key, OriginOf(10), &err);
+  std::unique_ptr<ChunkWriter> writer;
+  REQUIRE(tier.BeginStore(key, OriginOf(10), &writer) == 0);
   REQUIRE(writer != nullptr);
   REQUIRE(writer->Append("01234", 5) == 0);
   return writer;
@@ -196,16 +195,17 @@ TEST_CASE("Regression: MemoryTier failed Commit aborts the writer", "[tier][memo
 
 TEST_CASE("MemoryTier Abort publishes nothing", "[tier][memory_tier]") {
   auto tier = NewMemoryTier("ram", 1 << 20);
-  int err = 0;
   {
-    auto writer = tier->BeginStore(ChunkKey{1, 0}, OriginOf(3), &err);
+    std::unique_ptr<ChunkWriter> writer;
+    REQUIRE(tier->BeginStore(ChunkKey{1, 0}, OriginOf(3), &writer) == 0);
     REQUIRE(writer->Append("abc", 3) == 0);
     writer->Abort();
     writer->Abort();  // idempotent
     CHECK(writer->Commit() < 0);
   }
   {
-    auto writer = tier->BeginStore(ChunkKey{2, 0}, OriginOf(3), &err);
+    std::unique_ptr<ChunkWriter> writer;
+    REQUIRE(tier->BeginStore(ChunkKey{2, 0}, OriginOf(3), &writer) == 0);
     REQUIRE(writer->Append("abc", 3) == 0);
   }  // destroyed without Commit
   CHECK(tier->chunks() == 0);

@@ -1,0 +1,104 @@
+// FileIo: every access of a directory tier and its journal to the local file
+// system goes through this interface, as every SOURCE access goes through
+// Backend, so a test can make a tier's device fail (ENOSPC, EIO) without a
+// hand-written tier class (LevelDB's Env). Paths are absolute (or relative to
+// the daemon's working directory), as given.
+//
+// One error shape: every method returns 0 (or a byte count) or -errno. None
+// throws, none leaves errno meaningful for the caller; EINTR never escapes.
+#pragma once
+
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tierfs {
+
+// An open local file; closed by close() or by the destructor.
+// Thread-safe: pread and write may be called concurrently (each write is one
+// write(2): with O_APPEND, concurrent writes do not interleave their bytes).
+// close() REQUIRES: no call in flight on this file.
+class LocalFile {
+ public:
+  virtual ~LocalFile() = default;
+  // Reads up to n bytes at offset off. Returns the byte count (short only at
+  // EOF) or -errno.
+  virtual ssize_t pread(void* buf, size_t n, uint64_t off) = 0;
+  // One write(2) of up to n bytes at the file offset (at the end with
+  // O_APPEND). Returns the byte count written (may be short) or -errno.
+  virtual ssize_t write(const void* buf, size_t n) = 0;
+  virtual int fdatasync() = 0;
+  // Closes the file; 0 or -errno (a write error reported late). Later calls
+  // return -EBADF.
+  virtual int close() = 0;
+};
+
+// Writes all n bytes with as many write() calls as it takes. 0 or -errno
+// (-EIO if the file takes no more bytes without saying why).
+int WriteAll(LocalFile* file, const char* data, size_t n);
+
+// An exclusive advisory lock on a file, held until destroyed.
+class FileLock {
+ public:
+  virtual ~FileLock() = default;
+};
+
+// Thread-safe: every method may be called concurrently.
+class FileIo {
+ public:
+  virtual ~FileIo() = default;
+  // open(2) with `flags` (O_CLOEXEC is always added) and `mode`.
+  virtual int open(const std::string& path, int flags, mode_t mode,
+                   std::unique_ptr<LocalFile>* out) = 0;
+  virtual int rename(const std::string& from, const std::string& to) = 0;
+  virtual int unlink(const std::string& path) = 0;
+  // -EEXIST if `path` exists (whatever it is).
+  virtual int mkdir(const std::string& path, mode_t mode) = 0;
+  // Names in a directory, without "." and "..", in no particular order.
+  virtual int list(const std::string& dir, std::vector<std::string>* names) = 0;
+  // stat(2): follows symbolic links.
+  virtual int stat(const std::string& path, struct stat* st) = 0;
+  // access(2) with R_OK/W_OK/X_OK bits.
+  virtual int access(const std::string& path, int mode) = 0;
+  // Creates `path` if missing and locks it exclusively without waiting
+  // (flock): -EWOULDBLOCK when another process (or another FileLock) holds it.
+  virtual int lock(const std::string& path, std::unique_ptr<FileLock>* out) = 0;
+};
+
+// The local file system, through POSIX calls.
+std::unique_ptr<FileIo> NewPosixFileIo();
+
+// Forwards every call to a target; subclasses override what they change.
+class FileIoWrapper : public FileIo {
+ public:
+  explicit FileIoWrapper(std::shared_ptr<FileIo> target) : target_(std::move(target)) {}
+  int open(const std::string& path, int flags, mode_t mode,
+           std::unique_ptr<LocalFile>* out) override {
+    return target_->open(path, flags, mode, out);
+  }
+  int rename(const std::string& from, const std::string& to) override {
+    return target_->rename(from, to);
+  }
+  int unlink(const std::string& path) override { return target_->unlink(path); }
+  int mkdir(const std::string& path, mode_t mode) override { return target_->mkdir(path, mode); }
+  int list(const std::string& dir, std::vector<std::string>* names) override {
+    return target_->list(dir, names);
+  }
+  int stat(const std::string& path, struct stat* st) override { return target_->stat(path, st); }
+  int access(const std::string& path, int mode) override { return target_->access(path, mode); }
+  int lock(const std::string& path, std::unique_ptr<FileLock>* out) override {
+    return target_->lock(path, out);
+  }
+
+ protected:
+  FileIo* target() const { return target_.get(); }
+
+ private:
+  std::shared_ptr<FileIo> target_;
+};
+
+}  // namespace tierfs
