@@ -2,8 +2,12 @@
 
 namespace tierfs {
 
-HintParser::HintParser(const Namespace* ns, std::string mountpoint, bool directories)
-    : ns_(ns), mountpoint_(std::move(mountpoint)), directories_(directories) {}
+HintParser::HintParser(const Namespace* ns, std::string mountpoint, bool directories,
+                       bool directives)
+    : ns_(ns),
+      mountpoint_(std::move(mountpoint)),
+      directories_(directories),
+      directives_(directives) {}
 
 void HintParser::Feed(uint64_t writer, uint64_t offset, std::string_view data, Result* out) {
   auto now = std::chrono::steady_clock::now();
@@ -43,15 +47,30 @@ void HintParser::Feed(uint64_t writer, uint64_t offset, std::string_view data, R
   if (tail.text.empty() && !tail.overlong) tail.text.shrink_to_fit();
 }
 
-void HintParser::FlushTails(std::chrono::steady_clock::duration age, Result* out) {
+void HintParser::FlushTails(std::chrono::steady_clock::duration age,
+                            std::map<uint64_t, Result>* by_writer) {
   auto now = std::chrono::steady_clock::now();
   for (auto it = tails_.begin(); it != tails_.end();) {
     if (age.count() == 0 || now - it->second.last >= age) {
-      EndTail(it->second, out);
+      EndTail(it->second, &(*by_writer)[it->first]);
       it = tails_.erase(it);
     } else {
       ++it;
     }
+  }
+}
+
+void HintParser::FlushTails(std::chrono::steady_clock::duration age, Result* out) {
+  std::map<uint64_t, Result> by_writer;
+  FlushTails(age, &by_writer);
+  for (auto& [writer, r] : by_writer) {
+    for (Mark& m : r.marks) {
+      m.at += out->files.size();
+      out->marks.push_back(std::move(m));
+    }
+    out->files.insert(out->files.end(), r.files.begin(), r.files.end());
+    out->valid += r.valid;
+    out->rejected += r.rejected;
   }
 }
 
@@ -72,6 +91,7 @@ void HintParser::ResolveLine(std::string_view line, Result* out) const {
     out->rejected++;
     return;
   }
+  if (line.substr(0, 2) == "//") return ResolveDirective(line.substr(2), out);
   if (line.front() == '/') {
     std::string_view mp = mountpoint_;
     if (mp.empty() || line.substr(0, mp.size()) != mp ||
@@ -92,6 +112,27 @@ void HintParser::ResolveLine(std::string_view line, Result* out) const {
     out->files.push_back(*id);
   } else if (S_ISDIR(n.mode) && directories_) {
     AddTree(*id, out);
+  } else {
+    out->rejected++;
+    return;
+  }
+  out->valid++;
+}
+
+void HintParser::ResolveDirective(std::string_view d, Result* out) const {
+  auto name_ok = [](std::string_view name) {
+    if (name.empty() || name.size() > kMaxStreamName) return false;
+    for (char c : name) {
+      bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                c == '.' || c == '_' || c == ':' || c == '-';
+      if (!ok) return false;
+    }
+    return true;
+  };
+  if (directives_ && d == "epoch") {
+    out->marks.push_back(Mark{out->files.size(), Mark::Kind::kEpoch, {}});
+  } else if (directives_ && d.substr(0, 7) == "stream " && name_ok(d.substr(7))) {
+    out->marks.push_back(Mark{out->files.size(), Mark::Kind::kStream, std::string(d.substr(7))});
   } else {
     out->rejected++;
     return;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -46,8 +47,8 @@ Prefetcher::Prefetcher(const PrefetchConfig& config, const Namespace* ns, const 
       policy_(policy),
       reads_(reads),
       mode_(PrefetchMode::kOnAccess),
-      plan_(ns->size(), config.max_order_entries),
-      order_parser_(ns, config.mountpoint, /*directories=*/false),
+      planner_(ns->size(), config.max_order_entries),
+      order_parser_(ns, config.mountpoint, /*directories=*/false, /*directives=*/true),
       stage_parser_(ns, config.mountpoint, /*directories=*/true),
       staged_mark_(ns->size(), 0),
       window_(config.lookahead ? config.lookahead : kStartWindow),
@@ -90,12 +91,12 @@ void Prefetcher::SetMode(PrefetchMode mode) {
   wake_.notify_all();
 }
 
-void Prefetcher::OnRead(NodeId id, uint64_t off) {
+void Prefetcher::OnRead(NodeId id, uint64_t off, bool hit) {
   if (off != 0 || mode_.load(std::memory_order_relaxed) != PrefetchMode::kOrder) return;
   bool consumed;
   {
     std::lock_guard lock(mu_);
-    consumed = plan_.Consume(id);
+    consumed = planner_.Consume(id, hit);
   }
   if (consumed) {
     if (policy_) policy_->NextUseChanged(id);
@@ -104,28 +105,28 @@ void Prefetcher::OnRead(NodeId id, uint64_t off) {
 }
 
 NextUses Prefetcher::NextUse(NodeId id) const {
-  if (mode_.load(std::memory_order_relaxed) != PrefetchMode::kOrder) {
-    return {OrderPlan::kNever, OrderPlan::kNever};
-  }
+  if (mode_.load(std::memory_order_relaxed) != PrefetchMode::kOrder) return NextUses{};
   std::lock_guard lock(mu_);
-  return {plan_.NextUse(id), plan_.FollowingUse(id)};
+  return planner_.NextUse(id);
 }
 
-void Prefetcher::AppendOrder(HintParser::Result& result) {
-  std::vector<NodeId> newly_declared;
+void Prefetcher::NotifyChanged(std::vector<NodeId>& changed) {
+  if (!policy_ || changed.empty()) return;
+  std::sort(changed.begin(), changed.end());
+  changed.erase(std::unique(changed.begin(), changed.end()), changed.end());
+  for (NodeId id : changed) policy_->NextUseChanged(id);
+}
+
+void Prefetcher::AppendOrder(uint64_t writer, const HintParser::Result& result) {
+  StreamPlanner::Appended appended;
   {
     std::lock_guard lock(mu_);
     order_valid_ += result.valid;
     order_rejected_ += result.rejected;
-    for (NodeId id : result.files) {
-      if (plan_.NextUse(id) == OrderPlan::kNever) newly_declared.push_back(id);
-    }
-    order_dropped_ += result.files.size() - plan_.Append(result.files);
+    planner_.Append(writer, result, &appended);
   }
-  if (policy_) {
-    for (NodeId id : newly_declared) policy_->NextUseChanged(id);
-  }
-  if (!result.files.empty()) wake_.notify_all();
+  NotifyChanged(appended.changed);  // not under mu_: lock order
+  if (!result.files.empty() || !result.marks.empty()) wake_.notify_all();
 }
 
 ssize_t Prefetcher::WriteOrder(uint64_t writer, uint64_t off, std::string_view data) {
@@ -134,21 +135,34 @@ ssize_t Prefetcher::WriteOrder(uint64_t writer, uint64_t off, std::string_view d
     std::lock_guard lock(mu_);
     order_parser_.Feed(writer, off, data, &result);
   }
-  AppendOrder(result);
+  AppendOrder(writer, result);
   // Some complete line, and none of them valid: tell the writer.
   if (result.valid == 0 && result.rejected > 0) return -EINVAL;
   return static_cast<ssize_t>(data.size());
 }
 
 void Prefetcher::ClearOrder() {
+  std::vector<NodeId> changed;
   {
     std::lock_guard lock(mu_);
     HintParser::Result dropped;
     order_parser_.FlushTails(std::chrono::steady_clock::duration::zero(), &dropped);
-    plan_.Clear();
-    lead_ = 0;
+    changed = planner_.Clear();
   }
+  // The policy hears of it, so transient chunks kept for those uses go.
+  NotifyChanged(changed);
   TIERFS_LOG(kInfo, "declared order cleared");
+}
+
+void Prefetcher::AddStaged(const HintParser::Result& result) {
+  stage_valid_ += result.valid;
+  stage_rejected_ += result.rejected;
+  for (NodeId id : result.files) {
+    if (!catalog_ || catalog_->chunks(id) == 0 || staged_mark_[id]) continue;
+    staged_mark_[id] = 1;
+    staged_.push_back(id);
+    stage_queue_.push_back(id);
+  }
 }
 
 ssize_t Prefetcher::WriteStage(uint64_t writer, uint64_t off, std::string_view data) {
@@ -156,14 +170,7 @@ ssize_t Prefetcher::WriteStage(uint64_t writer, uint64_t off, std::string_view d
   {
     std::lock_guard lock(mu_);
     stage_parser_.Feed(writer, off, data, &result);
-    stage_valid_ += result.valid;
-    stage_rejected_ += result.rejected;
-    for (NodeId id : result.files) {
-      if (!catalog_ || catalog_->chunks(id) == 0 || staged_mark_[id]) continue;
-      staged_mark_[id] = 1;
-      staged_.push_back(id);
-      stage_queue_.push_back(id);
-    }
+    AddStaged(result);
   }
   wake_.notify_all();
   if (result.valid == 0 && result.rejected > 0) return -EINVAL;
@@ -197,29 +204,19 @@ bool Prefetcher::Promote(NodeId id, Executor::Lane lane) {
 }
 
 void Prefetcher::PumpLookahead() {
-  std::vector<NodeId> next;
+  std::vector<NodeId> next, changed;
   {
     std::lock_guard lock(mu_);
-    uint64_t p = plan_.cursor() > 64 ? plan_.cursor() - 64 : 0;  // stragglers first
-    bool contiguous = true;
-    uint64_t bytes = 0;
-    lead_ = 0;
-    for (; p < plan_.size() && next.size() < window_; ++p) {
-      if (!plan_.pending(p)) continue;
-      NodeId id = plan_.at(p);
-      bytes += ns_->node(id).size;
-      if (bytes > config_.max_lookahead_bytes && !next.empty()) break;
-      bool ready = true;
-      for (uint32_t c = 0; c < catalog_->chunks(id) && ready; ++c) {
-        ready = Catalog::IsResident(catalog_->state(ChunkKey{id, c}));
+    auto ready = [this](NodeId id) {
+      for (uint32_t c = 0; c < catalog_->chunks(id); ++c) {
+        if (!Catalog::IsResident(catalog_->state(ChunkKey{id, c}))) return false;
       }
-      if (ready && contiguous && p >= plan_.cursor()) lead_++;
-      if (!ready) {
-        contiguous = false;
-        next.push_back(id);
-      }
-    }
+      return true;
+    };
+    auto size = [this](NodeId id) { return ns_->node(id).size; };
+    next = planner_.Lookahead(window_, config_.max_lookahead_bytes, ready, size, &changed);
   }
+  NotifyChanged(changed);
   for (NodeId id : next) {
     if (!Promote(id, Executor::Lane::kLookahead)) break;  // later ones are needed even later
   }
@@ -269,11 +266,12 @@ unsigned Prefetcher::Tune(double seconds) {
     }
     if (config_.lookahead == 0 && mode_.load() == PrefetchMode::kOrder) {
       unsigned before = window_;
-      window_ = window_tuner_.Step(new_misses, lead_);
+      const uint64_t lead = planner_.min_lead();
+      window_ = window_tuner_.Step(new_misses, lead);
       if (window_ != before) {
         tune_decisions_++;
         last_decision_ = fmt::format("look-ahead {} -> {} files ({} misses, lead {})", before,
-                                     window_, new_misses, lead_);
+                                     window_, new_misses, lead);
         TIERFS_LOG(kInfo, "autotune: {}", last_decision_);
       }
     }
@@ -290,10 +288,14 @@ void Prefetcher::Loop() {
       std::unique_lock lock(mu_);
       wake_.wait_for(lock, std::chrono::milliseconds(50));
       if (stop_) return;
-      HintParser::Result late;  // lines whose writer never sent the newline
+      // Lines whose writer never sent the newline.
+      std::map<uint64_t, HintParser::Result> late;
       order_parser_.FlushTails(std::chrono::milliseconds(500), &late);
+      HintParser::Result late_stage;
+      stage_parser_.FlushTails(std::chrono::milliseconds(500), &late_stage);
+      AddStaged(late_stage);
       lock.unlock();
-      if (!late.files.empty() || late.rejected) AppendOrder(late);
+      for (auto& [writer, r] : late) AppendOrder(writer, r);
     }
     if (promoter_ == nullptr) continue;
     if (mode_.load() == PrefetchMode::kOrder) PumpLookahead();
@@ -337,14 +339,10 @@ void Prefetcher::VisitCounters(CounterVisitor& v) const {
   double eta = rate > 0 ? (requested_bytes - done_bytes) / rate : -1;
   v.Text("mode", PrefetchModeName(mode_.load()));
   v.BeginGroup("order");
-  v.Gauge("declared", static_cast<double>(plan_.size()));
-  v.Gauge("position", static_cast<double>(plan_.cursor()));
-  v.Counter("consumed", plan_.consumed());
   v.Counter("valid_lines", order_valid_);
   v.Counter("rejected_lines", order_rejected_);
-  v.Counter("dropped", order_dropped_);
   v.Gauge("lookahead", window_);
-  v.Gauge("lead", static_cast<double>(lead_));
+  planner_.VisitCounters(v);
   v.EndGroup();
   v.BeginGroup("stage");
   v.Gauge("requested_files", static_cast<double>(staged_.size()));

@@ -17,6 +17,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -29,6 +30,7 @@
 #include "prefetch/order_plan.h"
 #include "prefetch/promoter.h"
 #include "prefetch/read_path.h"
+#include "prefetch/stream_planner.h"
 #include "tiering/eviction_policy.h"
 #include "tiering/next_use.h"
 
@@ -62,7 +64,7 @@ class Prefetcher final : public ReadObserver, public NextUseOracle {
   void Start();     // the planner thread; after the daemon forks
   void Shutdown();  // stops it
 
-  void OnRead(NodeId id, uint64_t off) override;
+  void OnRead(NodeId id, uint64_t off, bool hit) override;
 
   // Control files. Each returns the bytes accepted or -errno.
   ssize_t WriteOrder(uint64_t writer, uint64_t off, std::string_view data);
@@ -85,7 +87,11 @@ class Prefetcher final : public ReadObserver, public NextUseOracle {
   // One tuning period of `seconds`; returns the look-ahead window.
   unsigned Tune(double seconds);
   bool Promote(NodeId id, Executor::Lane lane);  // false: stopped (no room, lane full)
-  void AppendOrder(HintParser::Result& result);
+  void AppendOrder(uint64_t writer, const HintParser::Result& result);
+  // REQUIRES: mu_ held.
+  void AddStaged(const HintParser::Result& result);
+  // Tells the policy; REQUIRES: mu_ not held.
+  void NotifyChanged(std::vector<NodeId>& changed);
 
   const PrefetchConfig config_;
   const Namespace* const ns_;
@@ -99,16 +105,15 @@ class Prefetcher final : public ReadObserver, public NextUseOracle {
 
   // Lock order: BeladyPolicy's mutex, then mu_. Never call the policy
   // or the promoter with mu_ held.
-  mutable std::mutex mu_;  // guards plan_, parsers, stage state, tuners
-  OrderPlan plan_;
+  mutable std::mutex mu_;  // guards planner_, parsers, stage state, tuners
+  StreamPlanner planner_;
   HintParser order_parser_, stage_parser_;
-  uint64_t order_valid_ = 0, order_rejected_ = 0, order_dropped_ = 0;
+  uint64_t order_valid_ = 0, order_rejected_ = 0;
   uint64_t stage_valid_ = 0, stage_rejected_ = 0;
   std::deque<NodeId> stage_queue_;  // files still to feed to the executor
   std::vector<NodeId> staged_;      // every file ever asked for (stage-in and .tierfs/stage)
   std::vector<char> staged_mark_;   // per node: already in staged_
   uint64_t stage_in_started_ = 0;   // steady-clock ns when stage-in began
-  uint64_t lead_ = 0;
   unsigned window_;
   HillClimber climber_;
   LookaheadTuner window_tuner_;

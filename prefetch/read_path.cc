@@ -11,35 +11,38 @@ ReadPath::ReadPath(const Namespace* ns, SourceReader* source, ChunkStore* store,
     : ns_(ns), source_(source), store_(store), promoter_(promoter) {}
 
 ssize_t ReadPath::Read(NodeId id, uint64_t off, size_t size, char* scratch, TierRead* out) {
-  ssize_t n = ReadRange(id, off, size, scratch, out);
+  bool hit = true;
+  ssize_t n = ReadRange(id, off, size, scratch, out, &hit);
   // Only now: the planner may evict a file once it is consumed, and this
   // read must not lose its data to that (the reply holds what it needs).
   if (n > 0) {
     if (ReadObserver* observer = observer_.load(std::memory_order_relaxed)) {
-      observer->OnRead(id, off);
+      observer->OnRead(id, off, hit);
     }
   }
   return n;
 }
 
-ssize_t ReadPath::ReadRange(NodeId id, uint64_t off, size_t size, char* scratch, TierRead* out) {
+ssize_t ReadPath::ReadRange(NodeId id, uint64_t off, size_t size, char* scratch, TierRead* out,
+                            bool* hit) {
   const uint64_t file_size = ns_->node(id).size;
   *out = {};
   if (off >= file_size || size == 0) return 0;
   size = static_cast<size_t>(std::min<uint64_t>(size, file_size - off));
   if (store_ == nullptr) {
+    *hit = false;
     return ReadSource(ChunkKey{id, 0}, off, size, scratch, out);
   }
   const uint64_t chunk_size = store_->catalog().chunk_size();
   ChunkKey key{id, static_cast<uint32_t>(off / chunk_size)};
   uint64_t in_chunk = off % chunk_size;
-  if (in_chunk + size <= chunk_size) return ReadChunk(key, in_chunk, size, scratch, out);
+  if (in_chunk + size <= chunk_size) return ReadChunk(key, in_chunk, size, scratch, out, hit);
   // The request straddles chunks: assemble the pieces in scratch.
   size_t done = 0;
   while (done < size) {
     size_t n = static_cast<size_t>(std::min<uint64_t>(size - done, chunk_size - in_chunk));
     TierRead piece;
-    ssize_t r = ReadChunk(key, in_chunk, n, scratch + done, &piece);
+    ssize_t r = ReadChunk(key, in_chunk, n, scratch + done, &piece, hit);
     if (r < 0) return r;
     if (piece.data != scratch + done) std::memcpy(scratch + done, piece.data, piece.size);
     done += static_cast<size_t>(r);
@@ -52,7 +55,8 @@ ssize_t ReadPath::ReadRange(NodeId id, uint64_t off, size_t size, char* scratch,
   return static_cast<ssize_t>(done);
 }
 
-ssize_t ReadPath::ReadChunk(ChunkKey key, uint64_t off, size_t n, char* scratch, TierRead* out) {
+ssize_t ReadPath::ReadChunk(ChunkKey key, uint64_t off, size_t n, char* scratch, TierRead* out,
+                            bool* hit) {
   bool requested = false;  // at most one promotion attempt per read
   for (int attempt = 0; attempt < 3; ++attempt) {
     uint8_t state = store_->state(key);
@@ -70,6 +74,7 @@ ssize_t ReadPath::ReadChunk(ChunkKey key, uint64_t off, size_t n, char* scratch,
       }
       break;
     }
+    *hit = false;
     if (state == Catalog::kInFlight) {
       counters_.waits.fetch_add(1, std::memory_order_relaxed);
       store_->WaitWhileInFlight(key);

@@ -27,7 +27,8 @@ class ReadObserver {
  public:
   virtual ~ReadObserver() = default;
   // Called on the read path: must be cheap and never block on I/O.
-  virtual void OnRead(NodeId id, uint64_t off) = 0;
+  // `hit`: every byte came from a tier without waiting for a promotion.
+  virtual void OnRead(NodeId id, uint64_t off, bool hit) = 0;
 };
 
 class ReadPath {
@@ -46,9 +47,10 @@ class ReadPath {
   void SetObserver(ReadObserver* observer) { observer_.store(observer); }
 
  private:
-  ssize_t ReadRange(NodeId id, uint64_t off, size_t size, char* scratch, TierRead* out);
+  // *hit becomes false when a piece was not served from a tier at once.
+  ssize_t ReadRange(NodeId id, uint64_t off, size_t size, char* scratch, TierRead* out, bool* hit);
   // Reads [off, off+n) of one chunk (off relative to the chunk).
-  ssize_t ReadChunk(ChunkKey key, uint64_t off, size_t n, char* scratch, TierRead* out);
+  ssize_t ReadChunk(ChunkKey key, uint64_t off, size_t n, char* scratch, TierRead* out, bool* hit);
   ssize_t ReadSource(ChunkKey key, uint64_t off, size_t n, char* scratch, TierRead* out);
   void PromoteRestOf(ChunkKey key);
 

@@ -72,7 +72,7 @@ class Belady final : public BeladyPolicy {
 
   void Admitted(ChunkKey key, int tier, Hold hold) override {
     const bool transient = hold == Hold::kTransient;
-    const uint64_t for_use = transient ? NextUseOf(key.node).next : 0;
+    const uint64_t for_use = transient ? NextUseOf(key.node).next_id : 0;
     std::lock_guard lock(mu_);
     placing_[key] = Placing{transient, for_use};
     if (transient) {
@@ -90,7 +90,7 @@ class Belady final : public BeladyPolicy {
     if (transient) {
       // A reader waiting for the chunk wakes at the catalog's Publish, before
       // this call, and may have consumed the use it was promoted for already.
-      bool read = NextUseOf(key.node).next != for_use;
+      bool read = NextUseOf(key.node).next_id != for_use;
       t.transient[key] = read;
       if (read) t.recycle.push_back(key);
     } else {
@@ -197,12 +197,15 @@ class Belady final : public BeladyPolicy {
         continue;
       }
       uint64_t now = NextUseOf(top.key.node).next;
-      if (top.next_use != now) {  // its next use moved: requeue at the true value
+      // Next uses count down as readers advance, all of a stream's alike, so
+      // an entry is requeued only when its use moved later or came more than
+      // twice as near: each entry is requeued O(log) times, not at every read.
+      if (now > top.next_use || now < top.next_use / 2) {
         t.heap.pop();
         t.heap.push({now, top.key});
         continue;
       }
-      if (top.next_use <= than) return false;
+      if (now <= than) return false;
       t.heap.pop();
       t.resident.erase(top.key);
       *victim = top.key;

@@ -11,11 +11,15 @@
 
 namespace tierfs {
 
-// Positions in the declared order; kNever when there is no such use.
+// When a file is needed, in reads still to come before it (comparable
+// across declared orders); kNever when there is no such use.
 struct NextUses {
   static constexpr uint64_t kNever = std::numeric_limits<uint64_t>::max();
   uint64_t next = kNever;   // the coming use
   uint64_t after = kNever;  // the use after that one
+  // Names the coming use's occurrence (it stays the same while that use is
+  // to come, though `next` may count down): kNever for none.
+  uint64_t next_id = kNever;
 };
 
 class NextUseOracle {

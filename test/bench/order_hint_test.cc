@@ -42,15 +42,17 @@ TEST_CASE("the declared order is the epoch order, relative to the root, appended
   const std::string text = dir.Read(".tierfs/order");
   REQUIRE(text.back() == '\n');
   const std::vector<std::string> lines = Lines(text);
-  REQUIRE(lines.size() == 9);
+  REQUIRE(lines.size() == 11);
   CHECK(lines[0] == "kept/from-before");  // appended, not truncated
+  CHECK(lines[1] == "//epoch");           // each epoch is marked, as the Python helper does
+  CHECK(lines[6] == "//epoch");
   for (size_t i = 0; i < 4; ++i) {
-    CHECK(root + "/" + lines[1 + i] == files[epoch1[i]]);
-    CHECK(root + "/" + lines[5 + i] == files[epoch2[i]]);
+    CHECK(root + "/" + lines[2 + i] == files[epoch1[i]]);
+    CHECK(root + "/" + lines[7 + i] == files[epoch2[i]]);
   }
-  CHECK(std::vector<std::string>(lines.begin() + 1, lines.begin() + 5) !=
-        std::vector<std::string>(lines.begin() + 5, lines.end()));
-  CHECK(lines[1].find(root) == std::string::npos);
+  CHECK(std::vector<std::string>(lines.begin() + 2, lines.begin() + 6) !=
+        std::vector<std::string>(lines.begin() + 7, lines.end()));
+  CHECK(lines[2].find(root) == std::string::npos);
 }
 
 TEST_CASE("without .tierfs/order the hint warns, creates nothing and gives up", "[bench][hint]") {
@@ -78,5 +80,5 @@ TEST_CASE("a failing write is reported and retried next epoch", "[bench][hint]")
   fs::remove(dir.path / ".tierfs/order");
   std::ofstream(dir.path / ".tierfs/order").flush();
   CHECK(hint.Declare(files, {0}) == 1);
-  CHECK(dir.Read(".tierfs/order") == "x\n");
+  CHECK(dir.Read(".tierfs/order") == "//epoch\nx\n");
 }

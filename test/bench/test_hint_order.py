@@ -46,9 +46,12 @@ def main():
         proc, rows, reads = bench(args, src, tmp, "plain", "--hint-order", "--workers", "1", "--batch", "1")
         written = open(order_file).read()
         checks.check(proc.returncode == 0, f"tierfs-bench exits 0 ({proc.returncode})")
-        checks.check(written.endswith("\n") and written.count("\n") == EPOCHS * FILES,
-                     f"{EPOCHS} x {FILES} lines written, each ending in a newline")
-        lines = written.splitlines()
+        checks.check(written.endswith("\n") and written.count("\n") == EPOCHS * (FILES + 1),
+                     f"{EPOCHS} x (//epoch + {FILES}) lines written, each ending in a newline")
+        marked = written.splitlines()
+        checks.check(all(marked[e * (FILES + 1)] == "//epoch" for e in range(EPOCHS)),
+                     "each epoch starts with an //epoch line")
+        lines = [line for line in marked if line != "//epoch"]
         epochs = [lines[e * FILES:(e + 1) * FILES] for e in range(EPOCHS)]
         checks.check(all(sorted(block) == names for block in epochs),
                      "each epoch declares every file once, relative to ROOT")
@@ -86,7 +89,7 @@ def main():
         checks.check(proc.returncode == 0 and all(r["errors"] == 0 and r["files"] == FILES for r in rows),
                      "the loader read every file through the mount")
         checks.check(mount_reads == lines, "same seed: the mount run read the order read back in step 1")
-        checks.check(order["declared"] == EPOCHS * FILES and order["valid_lines"] == EPOCHS * FILES
+        checks.check(order["declared"] == EPOCHS * FILES and order["valid_lines"] == EPOCHS * (FILES + 1)
                      and order["rejected_lines"] == 0,
                      f"the daemon accepted {EPOCHS} x {FILES} declared lines, none rejected")
         want = EPOCHS * FILES if root else FILES

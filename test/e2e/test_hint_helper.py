@@ -44,6 +44,11 @@ def lines(*groups):
     return b"".join(p.encode() + b"\n" for g in groups for p in g)
 
 
+def hinted(*groups):
+    """What HintedSampler writes: each epoch's paths after an "//epoch" line."""
+    return lines(*[["//epoch"] + list(g) for g in groups])
+
+
 class HintedSamplerTest(unittest.TestCase):
     def setUp(self):
         self.m = FakeMount(10)
@@ -53,10 +58,10 @@ class HintedSamplerTest(unittest.TestCase):
         epochs = [[3, 1, 4, 0, 9], [2, 7, 1, 8]]
         sampler = tierfs_hint.HintedSampler(iter_per_epoch(epochs), self.m.samples, self.m.root)
         self.assertEqual(list(sampler), epochs[0])
-        self.assertEqual(self.m.order(), lines([self.m.rel[i] for i in epochs[0]]))
+        self.assertEqual(self.m.order(), hinted([self.m.rel[i] for i in epochs[0]]))
         self.assertEqual(list(sampler), epochs[1])
-        self.assertEqual(self.m.order(), lines([self.m.rel[i] for i in epochs[0]],
-                                               [self.m.rel[i] for i in epochs[1]]))
+        self.assertEqual(self.m.order(), hinted([self.m.rel[i] for i in epochs[0]],
+                                                [self.m.rel[i] for i in epochs[1]]))
         self.assertEqual(sampler.epochs_hinted, 2)
         self.assertEqual(len(sampler), 5)
 
@@ -64,7 +69,7 @@ class HintedSamplerTest(unittest.TestCase):
         sampler = tierfs_hint.HintedSampler(list(range(10)), self.m.samples, self.m.root)
         with mock.patch("os.open", wraps=os.open) as op, mock.patch("os.write", wraps=os.write) as wr:
             it = iter(sampler)
-            self.assertEqual(self.m.order(), lines(self.m.rel))  # before the first index
+            self.assertEqual(self.m.order(), hinted(self.m.rel))  # before the first index
             self.assertEqual(next(it), 0)
         opens = [c for c in op.call_args_list if c.args[0] == self.m.order_path]
         self.assertEqual(len(opens), 1)
@@ -93,8 +98,8 @@ class HintedSamplerTest(unittest.TestCase):
             self.assertEqual(list(sampler), list(range(10)))
         self.assertEqual(len(w), 1)
         self.assertIn("2 of 10", str(w[0].message))
-        self.assertEqual(self.m.order(), lines([r for i, r in enumerate(self.m.rel)
-                                                if i not in (2, 5)]))
+        self.assertEqual(self.m.order(), hinted([r for i, r in enumerate(self.m.rel)
+                                                 if i not in (2, 5)]))
 
     def test_no_control_file_warns_once_and_training_goes_on(self):
         plain = FakeMount(10, control=False)
@@ -119,7 +124,7 @@ class HintedSamplerTest(unittest.TestCase):
         self.assertEqual(len(w), 1)
         self.assertIn("rejected every path", str(w[0].message))
         self.assertEqual(list(sampler), list(range(10)))  # works again
-        self.assertEqual(self.m.order(), lines(self.m.rel))
+        self.assertEqual(self.m.order(), hinted(self.m.rel))
 
     def test_an_index_without_a_path_disables_hints_not_training(self):
         with warnings.catch_warnings(record=True) as w:
@@ -128,6 +133,12 @@ class HintedSamplerTest(unittest.TestCase):
             self.assertEqual(list(sampler), [0, 99])
         self.assertEqual(len(w), 1)
         self.assertEqual(self.m.order(), b"")
+
+    def test_a_named_stream_is_declared_before_each_epoch(self):
+        sampler = tierfs_hint.HintedSampler([1, 0], self.m.samples, self.m.root, stream="rank-3")
+        list(sampler)
+        self.assertEqual(self.m.order(),
+                         lines(["//stream rank-3", "//epoch", self.m.rel[1], self.m.rel[0]]))
 
     def test_clear_truncates(self):
         tierfs_hint.hint(self.m.root, self.m.samples)
@@ -157,7 +168,7 @@ class HintedSamplerTest(unittest.TestCase):
                 expected.append([self.m.rel[i] for i in want])
                 if epoch == 0:
                     seen += want
-            self.assertEqual(self.m.order(), lines(*expected))
+            self.assertEqual(self.m.order(), hinted(*expected))
             self.assertNotEqual(expected[0], expected[1])  # set_epoch reached the sampler
         self.assertEqual(sorted(seen), dataset)  # the ranks split the data
 

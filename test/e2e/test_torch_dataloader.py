@@ -103,7 +103,7 @@ class TorchDataLoaderTest(unittest.TestCase):
             self.assertEqual(second_bytes, total)
             self.assertEqual(sampler.epochs_hinted, 2)
             order = after2["prefetch"]["order"]
-            self.assertEqual(order["valid_lines"], 2 * FILES)
+            self.assertEqual(order["valid_lines"], 2 * FILES + 2)  # and two //epoch lines
             self.assertEqual(order["rejected_lines"], 0)
             # Epoch 1: each SOURCE byte once. Epoch 2: none, yet served by the daemon.
             self.assertEqual(after1["source"]["read_bytes"], total)

@@ -56,6 +56,45 @@ class PrefetchTest(unittest.TestCase):
         finally:
             sim.close()
 
+    def test_four_concurrent_declarers_each_get_lookahead(self):
+        # Four ranks on one mount, each its own process: declares its share
+        # of the files (as tierfs_hint does: //epoch, then paths), then reads
+        # it with some compute per sample. With one cursor only the rank
+        # furthest ahead got look-ahead; with a stream per declarer each does.
+        files = harness.make_files(self.src, 80, 40 * KB, subdirs=4)
+        pfs = os.path.join(os.path.dirname(self.src), "pfs")
+        sim = harness.PfsSim(self.src, pfs, "read_ms=20,meta_ms=1")
+        rank_code = (
+            "import os, sys, time\n"
+            "mnt, paths = sys.argv[1], sys.argv[2:]\n"
+            "with open(os.path.join(mnt, '.tierfs', 'order'), 'a') as f:\n"
+            "    f.write('//epoch\\n' + ''.join(p + '\\n' for p in paths))\n"
+            "time.sleep(0.3)\n"
+            "for p in paths:\n"
+            "    with open(os.path.join(mnt, p), 'rb', buffering=0) as f:\n"
+            "        while f.read(1 << 20): pass\n"
+            "    time.sleep(0.04)\n")
+        try:
+            order = sorted(files)
+            random.Random(3).shuffle(order)
+            with harness.Mount(pfs, self.mnt, ["ram=64M", "prefetch=order", "lookahead=8"]) as m:
+                ranks = [subprocess.Popen(["/usr/bin/python3", "-c", rank_code, self.mnt]
+                                          + order[r::4]) for r in range(4)]
+                for p in ranks:
+                    self.assertEqual(p.wait(timeout=60), 0)
+                s = m.stats()
+                streams = s["prefetch"]["order"]["streams"]
+                self.assertEqual(len(streams), 4, streams)
+                for st in streams:
+                    self.assertTrue(st["name"].startswith("pid:"), st)
+                    self.assertEqual(st["consumed"], 20, st)
+                    # Most of each rank's reads found their file promoted ahead.
+                    self.assertGreaterEqual(st["lookahead_hits"], 14, st)
+                self.assertEqual(s["reads"]["from_source"], 0)
+                self.assertEqual(s["source"]["read_bytes"], sum(map(len, files.values())))
+        finally:
+            sim.close()
+
     def test_belady_keeps_steady_state_traffic_at_what_cannot_be_resident(self):
         n, size = 100, 100 * KB
         for i in range(n):

@@ -20,7 +20,9 @@ using testing::TempTree;
 class PlanOracle final : public NextUseOracle {
  public:
   PlanOracle(size_t nodes, size_t max_order) : plan(nodes, max_order) {}
-  NextUses NextUse(NodeId id) const override { return {plan.NextUse(id), plan.FollowingUse(id)}; }
+  NextUses NextUse(NodeId id) const override {
+    return {plan.NextUse(id), plan.FollowingUse(id), plan.NextUse(id)};
+  }
   OrderPlan plan;
 };
 

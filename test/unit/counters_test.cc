@@ -11,10 +11,10 @@
 
 #include "fs/counter_json.h"
 #include "fs/filesystem.h"
-#include "tiering/json/json_value.h"
 #include "fs/prometheus.h"
 #include "scan_tree.h"
 #include "tiering/counting_backend.h"
+#include "tiering/json/json_value.h"
 
 namespace tierfs {
 namespace {

@@ -122,9 +122,34 @@ TEST_CASE("OrderPlan holds at most max_entries and reports what fitted", "[order
   CHECK(plan.NextUse(E) == 4);
   CHECK(plan.Append({A}) == 0);
   CHECK(plan.size() == 5);
-  // Consuming frees nothing: the bound is on entries ever declared.
-  for (NodeId id : {A, B, C, D, E}) CHECK(plan.Consume(id));
-  CHECK(plan.Append({A}) == 0);
+  // The bound is on positions held: once every one is consumed they are
+  // dropped (positions go on counting), so a long job's plan does not grow
+  // by an epoch per epoch.
+  for (NodeId id : {A, B, C, D}) CHECK(plan.Consume(id));
+  CHECK(plan.Append({A}) == 0);  // E is still pending
+  CHECK(plan.Consume(E));
+  CHECK(plan.begin() == 5);
+  CHECK(plan.Append({A, B}) == 2);
+  CHECK(plan.NextUse(A) == 5);
+  CHECK(plan.NextUse(B) == 6);
+  CHECK(plan.at(6) == B);
+  CHECK_FALSE(plan.pending(4));
+}
+
+TEST_CASE("OrderPlan StartEpoch abandons what was not read", "[order_plan]") {
+  OrderPlan plan(8, 100);
+  plan.Append({A, B, C, D});  // epoch 1, served by the page cache: only A is seen
+  CHECK(plan.Consume(A));
+  CHECK(plan.StartEpoch() == 3);
+  CHECK(plan.consumed() == 1);  // abandoned is not read
+  CHECK(plan.cursor() == 4);
+  for (NodeId id : {A, B, C, D}) CHECK(plan.NextUse(id) == kNever);
+  plan.Append({D, C, B, A});  // epoch 2 at 4..7
+  CHECK(plan.NextUse(D) == 4);
+  CHECK(plan.NextUse(A) == 7);
+  CHECK(plan.outstanding() == 4);
+  CHECK(plan.Consume(D));
+  CHECK(plan.cursor() == 5);
 }
 
 TEST_CASE("OrderPlan Clear forgets the order, the cursor and the counts", "[order_plan]") {

@@ -88,8 +88,11 @@ TEST_CASE("Prefetcher WriteOrder declares files and refuses only all-invalid wri
   CHECK(p.NextUse(s.Id("f0")).after == kNever);
   CHECK(p.NextUse(s.Id("f3")).next == 3);
   CHECK(p.NextUse(s.Id("f5")).next == kNever);
-  CHECK(p.WriteOrder(2, 0, "f0\n") == 3);  // a second epoch
+  CHECK(p.WriteOrder(1, 38, "f0\n") == 3);  // a second epoch, same writer
   CHECK(p.NextUse(s.Id("f0")).after == 4);
+  CHECK(p.WriteOrder(2, 0, "f0\n") == 3);   // another process: its own stream
+  CHECK(p.NextUse(s.Id("f0")).after == 0);  // its first read is f0
+  CHECK(s.Stat("order", "active_streams") == 2);
 
   p.ClearOrder();
   CHECK(s.Stat("order", "declared") == 0);
@@ -103,19 +106,22 @@ TEST_CASE("Prefetcher OnRead consumes the order only at offset 0 and in order mo
   Store s(1 << 20, PrefetchMode::kOrder);
   Prefetcher& p = s.prefetcher();
   REQUIRE(p.WriteOrder(1, 0, "f0\nf1\nf0\n") == 9);
-  p.OnRead(s.Id("f0"), 4096);  // a later piece of the same read
+  p.OnRead(s.Id("f0"), 4096, false);  // a later piece of the same read
   CHECK(s.Stat("order", "consumed") == 0);
-  p.OnRead(s.Id("f1"), 0);
+  p.OnRead(s.Id("f1"), 0, false);
   CHECK(s.Stat("order", "consumed") == 1);
   CHECK(s.Stat("order", "position") == 2);
   CHECK(p.NextUse(s.Id("f0")).next == 0);  // a straggler
-  p.OnRead(s.Id("f0"), 0);
-  CHECK(p.NextUse(s.Id("f0")).next == 2);
-  p.OnRead(s.Id("f5"), 0);  // undeclared
+  p.OnRead(s.Id("f0"), 0, false);
+  // Next uses are leads: f0's next occurrence (position 2) is the stream's
+  // next read.
+  CHECK(p.NextUse(s.Id("f0")).next == 0);
+  CHECK(s.Stat("order", "position") == 2);
+  p.OnRead(s.Id("f5"), 0, false);  // undeclared
   CHECK(s.Stat("order", "consumed") == 2);
 
   REQUIRE(p.WriteMode("on-access\n") > 0);
-  p.OnRead(s.Id("f0"), 0);
+  p.OnRead(s.Id("f0"), 0, false);
   CHECK(s.Stat("order", "consumed") == 2);
   CHECK(p.NextUse(s.Id("f0")).next == kNever);  // no order outside order mode
 }

@@ -22,7 +22,9 @@ OrderHint::OrderHint(std::string root) : root_(std::move(root)) {
 int64_t OrderHint::Declare(const std::vector<std::string>& files,
                            const std::vector<size_t>& order) {
   if (disabled_) return -1;
-  std::string text;
+  // As tierfs_hint.HintedSampler does: "//epoch", then the epoch's paths
+  // (the daemon then knows an epoch the page cache served is past).
+  std::string text = "//epoch\n";
   int64_t lines = 0;
   for (size_t index : order) {
     const std::string& path = files.at(index);

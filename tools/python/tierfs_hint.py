@@ -15,6 +15,14 @@ order in one write, then yields the same indices unchanged. It wraps any
 sampler: with `DistributedSampler` each rank hints exactly the files it will
 read; `set_epoch` and `len` pass through.
 
+What it sends: one write per epoch to MOUNT/.tierfs/order, the line
+"//epoch" and then one mount-relative path per line, in the order the
+sampler yields them. The daemon keeps one stream per writing process (each
+rank is one), so ranks sharing a mount each get look-ahead; "//epoch" tells
+it that whatever the rank declared before and did not read (the page cache
+served it) is past. Set `stream=` to name the stream explicitly ("//stream
+NAME" is sent first), e.g. when several processes feed one order.
+
 Hints never break training: if the mount has no `.tierfs/order` (not tierfs,
 or an older tierfs) or a write fails, a RuntimeWarning is issued once and the
 job goes on without hints. Standard library only; torch is not imported.
@@ -150,9 +158,10 @@ class HintedSampler:
     (path, target) pairs such as ImageFolder.samples. Paths must lie under
     `mount` (others are skipped, with one warning)."""
 
-    def __init__(self, sampler, paths, mount):
+    def __init__(self, sampler, paths, mount, stream=None):
         self.sampler = sampler
         self.mount = mount
+        self._head = (["//stream " + stream] if stream else []) + ["//epoch"]
         self._rel, outside = relative_paths(mount, paths)
         if outside:
             _warn(f"{outside} of {len(self._rel)} dataset paths are not under {mount}; "
@@ -171,7 +180,7 @@ class HintedSampler:
                       "continuing without hints")
                 self._writer.disabled = True
                 order = []
-            if order and self._writer.write(order):
+            if order and self._writer.write(self._head + order):
                 self.epochs_hinted += 1
         return iter(indices)
 
