@@ -7,8 +7,9 @@
 
 namespace tierfs {
 
-ReadPath::ReadPath(const Namespace* ns, SourceReader* source, ChunkStore* store, Promoter* promoter)
-    : ns_(ns), source_(source), store_(store), promoter_(promoter) {}
+ReadPath::ReadPath(const Namespace* ns, SourceReader* source, ChunkStore* store, Promoter* promoter,
+                   std::chrono::milliseconds wait_limit)
+    : ns_(ns), source_(source), store_(store), promoter_(promoter), wait_limit_(wait_limit) {}
 
 ssize_t ReadPath::Read(NodeId id, uint64_t off, size_t size, char* scratch, TierRead* out) {
   bool hit = true;
@@ -58,6 +59,7 @@ ssize_t ReadPath::ReadRange(NodeId id, uint64_t off, size_t size, char* scratch,
 ssize_t ReadPath::ReadChunk(ChunkKey key, uint64_t off, size_t n, char* scratch, TierRead* out,
                             bool* hit) {
   bool requested = false;  // at most one promotion attempt per read
+  InFlight::Deadline deadline{};
   for (int attempt = 0; attempt < 3; ++attempt) {
     uint8_t state = store_->state(key);
     if (Catalog::IsResident(state)) {
@@ -76,8 +78,20 @@ ssize_t ReadPath::ReadChunk(ChunkKey key, uint64_t off, size_t n, char* scratch,
     }
     *hit = false;
     if (state == Catalog::kInFlight) {
+      // Wait for the promotion rather than read SOURCE a second time, but
+      // only for the bytes this read needs, and not forever.
       counters_.waits.fetch_add(1, std::memory_order_relaxed);
-      store_->WaitWhileInFlight(key);
+      if (deadline == InFlight::Deadline{})
+        deadline = std::chrono::steady_clock::now() + wait_limit_;
+      int err = store_->ReadInFlight(key, off, n, deadline, out);
+      if (err == 0) {
+        counters_.early_reads.fetch_add(1, std::memory_order_relaxed);
+        return static_cast<ssize_t>(n);
+      }
+      if (err == -ETIMEDOUT) {
+        counters_.wait_timeouts.fetch_add(1, std::memory_order_relaxed);
+        break;  // the promotion is stuck (a slow OST, a full pool): read SOURCE
+      }
       continue;
     }
     // On SOURCE only: promote it (first access, Monarch) and wait for that.
@@ -118,6 +132,8 @@ void ReadPath::VisitCounters(CounterVisitor& v) const {
   v.Counter("from_source", load(counters_.source_reads));
   v.Counter("source_bytes", load(counters_.source_bytes));
   v.Counter("waits", load(counters_.waits));
+  v.Counter("early", load(counters_.early_reads));
+  v.Counter("wait_timeouts", load(counters_.wait_timeouts));
   v.Counter("tier_errors", load(counters_.tier_errors));
 }
 

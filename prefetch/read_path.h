@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 
 #include "prefetch/promoter.h"
@@ -18,8 +19,10 @@ struct ReadCounters {
   std::atomic<uint64_t> tier_reads{0};    // pieces served from a tier
   std::atomic<uint64_t> source_reads{0};  // pieces served from SOURCE
   std::atomic<uint64_t> source_bytes{0};
-  std::atomic<uint64_t> waits{0};        // reads that waited for an in-flight promotion
-  std::atomic<uint64_t> tier_errors{0};  // tier reads that failed (served from SOURCE)
+  std::atomic<uint64_t> waits{0};          // reads that waited for an in-flight promotion
+  std::atomic<uint64_t> early_reads{0};    // ...and got their bytes before it completed
+  std::atomic<uint64_t> wait_timeouts{0};  // ...and gave up waiting: read SOURCE
+  std::atomic<uint64_t> tier_errors{0};    // tier reads that failed (served from SOURCE)
 };
 
 // Hears of every read (the order planner tracks the reader's position).
@@ -33,8 +36,11 @@ class ReadObserver {
 
 class ReadPath {
  public:
-  // Without a store and promoter (no tiers), every read goes to SOURCE.
-  ReadPath(const Namespace* ns, SourceReader* source, ChunkStore* store, Promoter* promoter);
+  // Without a store and promoter (no tiers), every read goes to SOURCE. A
+  // read waits for a promotion in flight at most `wait_limit`, then reads
+  // SOURCE itself.
+  ReadPath(const Namespace* ns, SourceReader* source, ChunkStore* store, Promoter* promoter,
+           std::chrono::milliseconds wait_limit = std::chrono::seconds(10));
 
   // Reads up to `size` bytes of regular file `id` at `off`. The bytes are at
   // out->data (in `scratch`, which must hold `size` bytes, or in tier memory
@@ -58,6 +64,7 @@ class ReadPath {
   SourceReader* const source_;
   ChunkStore* const store_;
   Promoter* const promoter_;
+  const std::chrono::milliseconds wait_limit_;
   ReadCounters counters_;
   std::atomic<ReadObserver*> observer_{nullptr};
 };

@@ -53,6 +53,14 @@ uint8_t Catalog::WaitWhileInFlight(ChunkKey k) {
   return At(k).load(std::memory_order_acquire);
 }
 
+uint8_t Catalog::WaitWhileInFlight(ChunkKey k, std::chrono::steady_clock::time_point deadline) {
+  Stripe& stripe = StripeOf(k);
+  std::unique_lock lock(stripe.mu);
+  stripe.cv.wait_until(lock, deadline,
+                       [&] { return At(k).load(std::memory_order_acquire) != kInFlight; });
+  return At(k).load(std::memory_order_acquire);
+}
+
 std::vector<uint64_t> Catalog::ResidentChunksPerTier(int tiers) const {
   std::vector<uint64_t> out(static_cast<size_t>(tiers));
   for (uint64_t i = 0; i < first_.back(); ++i) {

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -50,6 +51,8 @@ class Catalog {
   bool Evict(ChunkKey k, int tier);
   // Blocks while `k` is in flight; returns the state it then has.
   uint8_t WaitWhileInFlight(ChunkKey k);
+  // The same, until `deadline` at the latest (then kInFlight).
+  uint8_t WaitWhileInFlight(ChunkKey k, std::chrono::steady_clock::time_point deadline);
 
   // Resident chunks per tier, and the files all of whose chunks are resident
   // somewhere (computed by a scan: for stats, not the hot path).

@@ -18,6 +18,7 @@ ChunkClaim& ChunkClaim::operator=(ChunkClaim&& o) noexcept {
     length_ = o.length_;
     writer_ = std::move(o.writer_);
     written_ = o.written_;
+    progress_ = std::move(o.progress_);
   }
   return *this;
 }
@@ -33,6 +34,9 @@ int ChunkClaim::Write(const char* data, size_t n) {
   }
   if (int err = writer_->Append(data, n); err < 0) return err;
   written_ += n;
+  std::shared_ptr<const void> hold;
+  const char* contents = writer_->Contents(&hold);
+  progress_->Progress(written_, contents, std::move(hold));
   return 0;
 }
 
@@ -105,6 +109,7 @@ ChunkStore::ClaimResult ChunkStore::Claim(ChunkKey key, ChunkClaim* out) {
   claim.key_ = key;
   claim.tier_ = tier;
   claim.length_ = length;
+  claim.progress_ = in_flight_.Add(key);
   *out = std::move(claim);
   return ClaimResult::kClaimed;
 }
@@ -161,6 +166,7 @@ int ChunkStore::Commit(ChunkClaim& claim) {
   const int tier = claim.tier_;
   claim.store_ = nullptr;  // published: nothing left to undo
   catalog_->Publish(key, tier);
+  Finish(claim);
   policy_->Published(key, tier);
   counters_.done.fetch_add(1, std::memory_order_relaxed);
   counters_.bytes.fetch_add(claim.length_, std::memory_order_relaxed);
@@ -180,6 +186,7 @@ void ChunkStore::Undo(ChunkClaim& claim, const char* what, int err) {
                tier->name(), tier->used(), std::strerror(-err));
   }
   catalog_->Abort(claim.key_);
+  Finish(claim);
   if (what == nullptr) return;  // dropped unrun (shutdown): not a failure
   uint64_t n = counters_.failed.fetch_add(1, std::memory_order_relaxed);
   if (err != -ECANCELED && (n < 10 || n % 1000 == 0)) {
@@ -187,6 +194,21 @@ void ChunkStore::Undo(ChunkClaim& claim, const char* what, int err) {
                ns_->Path(claim.key_.node), claim.key_.chunk, tier->name(), what,
                std::strerror(-err));
   }
+}
+
+void ChunkStore::Finish(ChunkClaim& claim) {
+  in_flight_.Remove(claim.key_);
+  claim.progress_->Finish();
+  claim.progress_.reset();
+}
+
+int ChunkStore::ReadInFlight(ChunkKey key, uint64_t off, size_t n, InFlight::Deadline deadline,
+                             TierRead* out) {
+  if (std::shared_ptr<InFlight> chunk = in_flight_.Find(key)) {
+    return chunk->Read(off, n, deadline, out);
+  }
+  // Claimed a moment ago and not yet listed, or just finished.
+  return catalog_->WaitWhileInFlight(key, deadline) == Catalog::kInFlight ? -ETIMEDOUT : -EAGAIN;
 }
 
 int ChunkStore::Read(ChunkKey key, uint8_t state, uint64_t off, size_t n, char* scratch,

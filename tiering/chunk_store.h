@@ -22,6 +22,7 @@
 #include "tiering/catalog.h"
 #include "tiering/counter_visitor.h"
 #include "tiering/eviction_policy.h"
+#include "tiering/in_flight.h"
 #include "tiering/namespace.h"
 #include "tiering/tier.h"
 
@@ -63,6 +64,7 @@ class ChunkClaim {
   uint64_t length_ = 0;
   std::unique_ptr<ChunkWriter> writer_;
   uint64_t written_ = 0;
+  std::shared_ptr<InFlight> progress_;  // what readers of the chunk wait on
 };
 
 struct StoreCounters {
@@ -100,8 +102,12 @@ class ChunkStore {
   int Read(ChunkKey key, uint8_t state, uint64_t off, size_t n, char* scratch, TierRead* out);
 
   uint8_t state(ChunkKey key) const { return catalog_->state(key); }
-  // Blocks while `key` is in flight; returns the state it then has.
-  uint8_t WaitWhileInFlight(ChunkKey key) { return catalog_->WaitWhileInFlight(key); }
+  // For a chunk in flight: waits until [off, off+n) of it is written, and
+  // gives those bytes (first bytes early, the rest still being copied): 0.
+  // -EAGAIN: the chunk was published or given up first (look at its state
+  // again); -ETIMEDOUT: still not there at `deadline`.
+  int ReadInFlight(ChunkKey key, uint64_t off, size_t n, InFlight::Deadline deadline,
+                   TierRead* out);
 
   const Namespace& ns() const { return *ns_; }
   const Catalog& catalog() const { return *catalog_; }
@@ -122,6 +128,8 @@ class ChunkStore {
   // Removes a resident chunk from `tier`; the bytes freed (0 if it was not there).
   uint64_t Evict(ChunkKey key, int tier);
   int Commit(ChunkClaim& claim);
+  // Readers of the claimed chunk look at the catalog again.
+  void Finish(ChunkClaim& claim);
   void Undo(ChunkClaim& claim, const char* what, int err);
 
   const Namespace* const ns_;
@@ -129,6 +137,7 @@ class ChunkStore {
   const std::vector<std::unique_ptr<Tier>> owned_;
   std::vector<Tier*> tiers_;
   const std::unique_ptr<EvictionPolicy> policy_;
+  InFlightTable in_flight_;
   StoreCounters counters_;
 };
 

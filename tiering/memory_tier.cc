@@ -80,6 +80,12 @@ class MemoryWriter final : public ChunkWriter {
     return 0;
   }
   void Abort() override { buf_.reset(); }
+  // The buffer was reserved whole: appending never moves its bytes.
+  const char* Contents(std::shared_ptr<const void>* hold) override {
+    if (!buf_) return nullptr;
+    *hold = buf_;
+    return buf_->data();
+  }
 
  private:
   MemoryTier* const tier_;

@@ -53,6 +53,10 @@ class ChunkWriter {
   virtual int Append(const char* data, size_t n) = 0;
   virtual int Commit() = 0;  // 0 or -errno (then aborted)
   virtual void Abort() = 0;  // idempotent; also done by the destructor
+  // Where the bytes appended so far can be read while the chunk is being
+  // written (they never move, and *hold keeps them alive past Commit or
+  // Abort), or nullptr when this tier cannot serve them before Commit.
+  virtual const char* Contents(std::shared_ptr<const void>* /*hold*/) { return nullptr; }
 };
 
 // Bytes read from a tier: `data` points into `scratch` or into tier memory
