@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <filesystem>
 #include <mutex>
 #include <shared_mutex>
 #include <string_view>
@@ -268,12 +269,52 @@ std::vector<ChunkKey> DirectoryTier::Recover(const Acceptor& accept) {
   return kept;
 }
 
+namespace {
+
+// Why `path` cannot be this daemon's tier ("" if it can). A root daemon must
+// not serve bytes another user planted, nor write where another user points
+// it: the tier is a real directory (not a symlink) owned by the daemon's euid
+// and writable by no one else, and every directory above it is owned by root
+// or the euid and writable by others only with the sticky bit (as /tmp), so
+// no one else can rename the tier away and put theirs in its place.
+std::string UnsafeTierDirectory(std::string path) {
+  while (path.size() > 1 && path.back() == '/') path.pop_back();  // "link/" would follow link
+  const uid_t me = ::geteuid();
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0) return std::strerror(errno);
+  if (S_ISLNK(st.st_mode)) return "it is a symbolic link";
+  if (st.st_uid != me)
+    return fmt::format("it is owned by uid {}, not by this daemon's uid {}", st.st_uid, me);
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0)
+    return fmt::format("group or others may write to it (mode {:o})", st.st_mode & 07777);
+  std::error_code ec;
+  std::filesystem::path dir =
+      std::filesystem::canonical(std::filesystem::absolute(path).parent_path(), ec);
+  if (ec) return fmt::format("its parent directory: {}", ec.message());
+  for (;; dir = dir.parent_path()) {
+    if (::lstat(dir.c_str(), &st) != 0)
+      return fmt::format("'{}': {}", dir.string(), std::strerror(errno));
+    if (st.st_uid != 0 && st.st_uid != me)
+      return fmt::format("'{}' above it is owned by uid {}", dir.string(), st.st_uid);
+    if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (st.st_mode & S_ISVTX) == 0)
+      return fmt::format("'{}' above it is writable by others without the sticky bit (mode {:o})",
+                         dir.string(), st.st_mode & 07777);
+    if (dir == dir.root_path()) return "";
+  }
+}
+
+}  // namespace
+
 std::unique_ptr<DirectoryTier> OpenDirectoryTier(std::shared_ptr<FileIo> io, std::string name,
                                                  const std::string& path, uint64_t budget,
                                                  bool reset, std::string* error) {
   struct stat st;
   if (io->stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
     *error = fmt::format("tier '{}': not an existing directory", path);
+    return nullptr;
+  }
+  if (std::string why = UnsafeTierDirectory(path); !why.empty()) {
+    *error = fmt::format("tier '{}' is refused: {}", path, why);
     return nullptr;
   }
   if (int err = io->access(path, W_OK | X_OK); err < 0) {

@@ -6,6 +6,7 @@ every directory into a temporary tree. Skipped unless root.
 """
 import errno
 import os
+import pwd
 import shutil
 import signal
 import subprocess
@@ -20,6 +21,35 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 PROLOG = os.path.join(REPO, "tools", "slurm", "tierfs-prolog")
 EPILOG = os.path.join(REPO, "tools", "slurm", "tierfs-epilog")
 JOB = "8675309"
+OTHER_JOB = "8675310"
+SECOND_USER = "tierfs-slurm-test"
+_made_user = False
+
+
+def second_user():
+    """(uid, gid) of an unprivileged user, made with useradd if missing; None if impossible."""
+    global _made_user
+    try:
+        pw = pwd.getpwnam(SECOND_USER)
+    except KeyError:
+        r = subprocess.run(["useradd", "--system", "--no-create-home", "--shell",
+                            "/usr/sbin/nologin", SECOND_USER], capture_output=True)
+        if r.returncode != 0:
+            return None
+        _made_user = True
+        pw = pwd.getpwnam(SECOND_USER)
+    return pw.pw_uid, pw.pw_gid
+
+
+def as_user(user, *cmd):
+    uid, gid = user
+    return subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups",
+                           "--", *cmd], capture_output=True, timeout=30)
+
+
+def tearDownModule():
+    if _made_user:
+        subprocess.run(["userdel", SECOND_USER], capture_output=True)
 
 
 class SlurmScripts(unittest.TestCase):
@@ -31,7 +61,7 @@ class SlurmScripts(unittest.TestCase):
         self.scratch = os.path.join(self.root, "scratch")
         os.mkdir(self.scratch)
         self.mnt = os.path.join(self.mount_root, JOB)
-        self.tier = os.path.join(self.scratch, f"tierfs-{JOB}")
+        self.tier = os.path.join(self.scratch, "tierfs-slurm", JOB)
         self.state = os.path.join(self.root, "state", JOB)
         self.cancelled = os.path.join(self.root, "cancelled")
         scancel = os.path.join(self.root, "scancel")
@@ -49,14 +79,15 @@ class SlurmScripts(unittest.TestCase):
     def tearDown(self):
         for pid in harness.tierfs_pids(self.root + "/"):
             os.kill(pid, signal.SIGKILL)
-        for dirpath in (self.mnt, os.path.join(self.mount_root, "custom")):
+        for dirpath in (os.path.join(self.mnt, "custom"), os.path.join(self.mnt, OTHER_JOB),
+                        self.mnt, os.path.join(self.mount_root, OTHER_JOB)):
             harness.force_unmount(dirpath)
         shutil.rmtree(self.root, ignore_errors=True)
 
-    def env(self, **extra):
+    def env(self, job=JOB, **extra):
         """What slurmd gives a prolog/epilog (no PATH), plus the job's request."""
         env = {
-            "SLURM_JOB_ID": JOB, "SLURM_JOBID": JOB, "SLURM_JOB_USER": "root",
+            "SLURM_JOB_ID": job, "SLURM_JOBID": job, "SLURM_JOB_USER": "root",
             "SLURM_JOB_UID": "0", "SLURM_JOB_GID": "0", "SLURM_JOB_NODELIST": "node001",
             "SLURM_JOB_PARTITION": "gpu", "SLURM_JOB_ACCOUNT": "ml", "SLURM_CLUSTER_NAME": "test",
             "SLURMD_NODENAME": "node001", "TIERFS_SLURM_CONF": self.conf,
@@ -64,20 +95,20 @@ class SlurmScripts(unittest.TestCase):
         env.update(extra)
         return {k: v for k, v in env.items() if v is not None}
 
-    def run_script(self, script, **extra):
+    def run_script(self, script, job=JOB, **extra):
         context = "prolog_slurmd" if script == PROLOG else "epilog_slurmd"
         start = time.monotonic()
-        r = subprocess.run([script], env=self.env(SLURM_SCRIPT_CONTEXT=context, **extra),
+        r = subprocess.run([script], env=self.env(job, SLURM_SCRIPT_CONTEXT=context, **extra),
                            capture_output=True, text=True, timeout=60)
         r.seconds = time.monotonic() - start
         return r
 
-    def prolog(self, **extra):
+    def prolog(self, job=JOB, **extra):
         extra.setdefault("TIERFS_DATASET", self.dataset)
-        return self.run_script(PROLOG, **extra)
+        return self.run_script(PROLOG, job, **extra)
 
-    def epilog(self):
-        return self.run_script(EPILOG)
+    def epilog(self, job=JOB, **extra):
+        return self.run_script(EPILOG, job, **extra)
 
     def assert_nothing_left(self):
         self.assertFalse(harness.is_mounted(self.mnt), "the job's mount is still there")
@@ -113,7 +144,7 @@ class SlurmScripts(unittest.TestCase):
         r = self.epilog()
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assert_nothing_left()
-        self.assertLess(r.seconds, 10)
+        self.assertLess(r.seconds, 10, r.stderr)
 
     def test_epilog_after_sigkill_clears_the_stale_mount_and_the_tier(self):
         r = self.prolog()
@@ -176,22 +207,24 @@ class SlurmScripts(unittest.TestCase):
         self.assert_nothing_left()
 
     def test_prolog_with_options_tierfs_refuses_leaves_nothing(self):
-        r = self.prolog(TIERFS_OPTIONS="no_such_option=1")
+        r = self.prolog(TIERFS_OPTIONS="promote_threads=999")  # allowed, but above tierfs's 256
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertIn("unknown option 'no_such_option=1'", r.stderr)
+        self.assertIn("option 'promote_threads': '999' is not a whole number", r.stderr)
         self.assertIn("tierfs refused the options", r.stderr)
         self.assert_nothing_left()
 
-    def test_prolog_refuses_a_mount_point_outside_the_mount_root(self):
-        r = self.prolog(TIERFS_MOUNT="../../etc")
-        self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertIn("is not a directory directly below", r.stderr)
-        self.assert_nothing_left()
+    def test_prolog_refuses_a_mount_name_that_is_a_path(self):
+        for name in ("../../etc", "/etc", "a/b", "..", ".hidden", "x" * 65, "a b"):
+            with self.subTest(name=name):
+                r = self.prolog(TIERFS_MOUNT=name)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertIn(f"TIERFS_MOUNT '{name}' is not a name", r.stderr)
+                self.assert_nothing_left()
 
     def test_custom_mount_name_and_spank_variables(self):
-        custom = os.path.join(self.mount_root, "custom")
+        custom = os.path.join(self.mnt, "custom")
         r = self.prolog(TIERFS_DATASET=None, SPANK_TIERFS_DATASET=self.dataset,
-                        SPANK_TIERFS_MOUNT="custom", SPANK_TIERFS_OPTIONS="ram=64M,tier_reset")
+                        SPANK_TIERFS_MOUNT="custom", SPANK_TIERFS_OPTIONS="ram=64M,prefetch=stage-in")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertTrue(harness.is_mounted(custom))
         rel, data = next(iter(self.files.items()))
@@ -216,6 +249,168 @@ class SlurmScripts(unittest.TestCase):
         self.assertFalse(os.path.exists(self.mount_root))
         r = self.epilog()
         self.assertEqual((r.returncode, r.stderr), (0, ""))
+
+    # ---- issue 11: what a job or another user can make a root prolog do ----
+
+    def daemon_options(self):
+        with open(f"/proc/{self.daemon_pid()}/cmdline", "rb") as f:
+            args = f.read().split(b"\0")
+        return args[args.index(b"-o") + 1].decode().split(",")
+
+    def memory_budget(self, mnt=None):
+        stats = harness.Mount.stats(type("M", (), {"mnt": mnt or self.mnt})())
+        return {t["kind"]: t["budget"] for t in stats["tiers"]}.get("memory")
+
+    def test_hostile_job_options_are_refused(self):
+        victim = os.path.join(self.root, "victim")  # stands for / in `tier=/:1G,tier_reset`
+        os.makedirs(os.path.join(victim, "data"))
+        with open(os.path.join(victim, "data", "precious"), "w") as f:
+            f.write("keep me")
+        for opts, why in [(f"tier={victim}:1G,tier_reset", "may not set 'tier'"),
+                          ("tier_reset", "may not set 'tier_reset'"),
+                          ("suid", "may not set 'suid'"), ("dev", "may not set 'dev'"),
+                          ("allow_other", "may not set 'allow_other'"),
+                          ("metrics=0.0.0.0:9100", "may not set 'metrics'"),
+                          ("fsname=x", "may not set 'fsname'"),
+                          ("lookahead=8,nonempty", "may not set 'nonempty'"),
+                          (f"prefetch=order\\,tier={victim}:1G", "'prefetch=order\\' is not"),
+                          ("ram=1G\\,tier_reset", "'ram=1G\\' is not ram=VALUE"),
+                          (f"chunk_size={victim}", "is not chunk_size=VALUE"),
+                          ("prefetch", "'prefetch' is not prefetch=VALUE"),
+                          ("lookahead=8\ntier_reset", "more than one line")]:
+            with self.subTest(opts=opts):
+                if os.path.exists(self.cancelled):
+                    os.unlink(self.cancelled)
+                r = self.prolog(TIERFS_OPTIONS=opts)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertIn("TIERFS_OPTIONS", r.stderr)
+                self.assertIn(why, r.stderr)
+                with open(self.cancelled) as f:
+                    self.assertEqual(f.read().split(), [JOB])
+                self.assert_nothing_left()
+        self.assertTrue(os.path.exists(os.path.join(victim, "data", "precious")))
+
+    def test_allowed_job_options_reach_the_daemon(self):
+        r = self.prolog(TIERFS_OPTIONS="prefetch=order,lookahead=64,policy=lru,chunk_size=4M,"
+                                       "promote_threads=3,log_level=debug")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        opts = self.daemon_options()
+        for o in ("prefetch=order", "lookahead=64", "policy=lru", "chunk_size=4M",
+                  "promote_threads=3", "log_level=debug"):
+            self.assertIn(o, opts)
+        self.assertEqual(self.epilog().returncode, 0)
+        self.assert_nothing_left()
+
+    def test_ram_above_the_job_memory_allocation_is_capped(self):
+        r = self.prolog(TIERFS_OPTIONS="ram=1G", SLURM_MEM_PER_NODE="100")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("capped", r.stderr)
+        self.assertEqual(self.memory_budget(), 100 << 20)
+        self.assertEqual(self.epilog().returncode, 0)
+        # The automatic size too: 10 MB per CPU on 3 CPUs is below 25% of MemAvailable.
+        r = self.prolog(SLURM_MEM_PER_CPU="10", SLURM_CPUS_ON_NODE="3")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(self.memory_budget(), 30 << 20)
+        self.assertEqual(self.epilog().returncode, 0)
+        # No allocation known: a job gets at most the automatic size.
+        r = self.prolog(TIERFS_OPTIONS="ram=64T")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("capped", r.stderr)
+        with open("/proc/meminfo") as f:
+            avail = next(int(l.split()[1]) * 1024 for l in f if l.startswith("MemAvailable:"))
+        self.assertLess(self.memory_budget(), avail * 0.35)
+        self.assertEqual(self.epilog().returncode, 0)
+        self.assert_nothing_left()
+
+    def test_a_job_cannot_take_another_jobs_mount_name(self):
+        r = self.prolog(TIERFS_MOUNT=OTHER_JOB)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        theirs = os.path.join(self.mount_root, OTHER_JOB)
+        self.assertFalse(harness.is_mounted(theirs))
+        self.assertTrue(harness.is_mounted(os.path.join(self.mnt, OTHER_JOB)))
+        r = self.prolog(job=OTHER_JOB)  # the other job's own prolog
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotIn("stale", r.stderr)
+        self.assertTrue(harness.is_mounted(theirs))
+        self.assertEqual(self.epilog().returncode, 0)  # this job's epilog: only its own mount
+        self.assertTrue(harness.is_mounted(theirs))
+        rel, data = next(iter(self.files.items()))
+        self.assertEqual(harness.read_file(os.path.join(theirs, rel)), data)
+        self.assertEqual(self.epilog(job=OTHER_JOB).returncode, 0)
+        self.assertFalse(harness.is_mounted(theirs))
+        self.assert_nothing_left()
+
+    def test_epilog_ignores_a_recorded_mount_point_that_is_not_its_jobs(self):
+        r = self.prolog(job=OTHER_JOB)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        os.makedirs(self.state)
+        with open(os.path.join(self.state, "mount"), "w") as f:
+            f.write(os.path.join(self.mount_root, OTHER_JOB))
+        r = self.epilog()
+        self.assertIn("not this job's", r.stderr)
+        self.assertTrue(harness.is_mounted(os.path.join(self.mount_root, OTHER_JOB)))
+        self.assertEqual(self.epilog(job=OTHER_JOB).returncode, 0)
+
+    def user_or_skip(self):
+        user = second_user()
+        if user is None:
+            self.skipTest(f"cannot make a second user ({SECOND_USER}) with useradd")
+        os.chmod(self.root, 0o755)  # the second user must reach scratch/ and the dataset
+        return user
+
+    def test_a_second_user_cannot_plant_the_tier_directory(self):
+        user = self.user_or_skip()
+        os.chmod(self.scratch, 0o1777)  # like /tmp
+        planted = [os.path.join(self.scratch, f"tierfs-{JOB}"), self.tier]  # old and new names
+        r = as_user(user, "sh", "-c", 'for d; do mkdir -p "$d/data" && echo 1 > "$d/journal" &&'
+                    ' : > "$d/lock" && echo evil > "$d/data/c1" && : > "$d/squatter-was-here" &&'
+                    ' chmod -R a+rwX "$d" || exit 1; done', "sh", *planted)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = self.prolog()
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("not by root: removing it", r.stderr)
+        stats = harness.Mount.stats(type("M", (), {"mnt": self.mnt})())
+        tier = next(t["path"] for t in stats["tiers"] if t["kind"] == "directory")
+        self.assertFalse(os.path.exists(os.path.join(tier, "squatter-was-here")))
+        st = os.lstat(tier)
+        self.assertEqual((st.st_uid, st.st_mode & 0o7777), (0, 0o700))
+        st = os.lstat(os.path.dirname(tier))
+        self.assertEqual((st.st_uid, st.st_mode & 0o7777), (0, 0o711))
+        for rel, data in list(self.files.items())[:10]:
+            self.assertEqual(harness.read_file(os.path.join(self.mnt, rel)), data)
+        self.assertEqual(self.epilog().returncode, 0)
+        self.assert_nothing_left()
+
+    def test_prolog_refuses_a_tier_root_in_a_directory_anyone_may_change(self):
+        os.chmod(self.scratch, 0o777)  # no sticky bit: anyone may rename what root makes there
+        r = self.prolog()
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn(f"refusing {self.scratch}", r.stderr)
+        self.assertFalse(harness.is_mounted(self.mnt))
+        self.assert_nothing_left()
+
+    def test_a_job_of_an_ordinary_user_gets_a_tier_its_daemon_accepts(self):
+        uid, gid = self.user_or_skip()
+        r = self.prolog(SLURM_JOB_USER=SECOND_USER, SLURM_JOB_UID=str(uid), SLURM_JOB_GID=str(gid))
+        if as_user((uid, gid), "test", "-w", "/dev/fuse").returncode != 0:
+            # This machine lets only root mount (/dev/fuse 0600, some containers): the daemon
+            # still opens its tier before it mounts, so it must have got that far.
+            self.assertEqual(r.returncode, 1, r.stderr)
+            self.assertIn("/dev/fuse: Permission denied", r.stderr)
+            self.assertNotIn("is refused", r.stderr)
+            self.assertIn(f"({self.tier}): reused 0 chunks", r.stderr)
+            self.assert_nothing_left()
+            self.skipTest(f"{SECOND_USER} cannot open /dev/fuse: its daemon took the tier,"
+                          " but the mount is not tested")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(os.lstat(self.tier).st_uid, uid)
+        rel, data = next(iter(self.files.items()))
+        r = as_user((uid, gid), "cat", os.path.join(self.mnt, rel))
+        self.assertEqual((r.returncode, r.stdout), (0, data), r.stderr)
+        r = as_user((uid, gid), "cat", os.path.join(self.mnt, ".tierfs", "stats"))
+        self.assertIn(self.tier.encode(), r.stdout)
+        self.assertEqual(self.epilog().returncode, 0)
+        self.assert_nothing_left()
 
 
 if __name__ == "__main__":

@@ -167,7 +167,7 @@ class TierTest(unittest.TestCase):
     @unittest.skipUnless(os.geteuid() == 0, "needs root to mount a small tmpfs")
     def test_full_tier_device_falls_back_to_source(self):
         files = harness.make_files(self.src, 200, 40_000)  # ~8 MB
-        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", self.tier], check=True)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m,mode=0755", "tmpfs", self.tier], check=True)
         try:
             with harness.Mount(self.src, self.mnt, [f"tier={self.tier}:100M"]) as m:
                 self.read_pass(files)  # no reader sees an error

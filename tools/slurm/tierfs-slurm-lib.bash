@@ -7,6 +7,7 @@
 # `timeout`, so no function here can hang the node.
 
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin  # Slurm sets none
+shopt -s inherit_errexit  # a failure inside $(...) fails the script too
 
 # ---- logging: stderr (slurmd's log) and syslog (journalctl -t tierfs-slurm) ----
 
@@ -27,9 +28,12 @@ load_config() {
   TIERFS_BIN=/usr/local/bin/tierfs
   MOUNT_ROOT=/mnt/tierfs
   LOCAL_SCRATCH=/tmp
+  TIER_ROOT=
   STATE_ROOT=/run/tierfs-slurm
   DATASET=
   DEFAULT_OPTIONS=
+  # shellcheck disable=SC2034  # read by tierfs-prolog
+  JOB_OPTIONS="prefetch lookahead policy promote_threads chunk_size ram log_level"
   TIER_PERCENT=90
   TIER_MIN_MB=1024
   RAM_PERCENT=25
@@ -52,9 +56,67 @@ load_config() {
     # shellcheck source=slurm.conf.example
     source "$conf"
   fi
-  # mountinfo shows canonical paths: compare like with like.
-  MOUNT_ROOT=$(realpath -m -- "$MOUNT_ROOT")
+  # mountinfo shows canonical paths: compare like with like. The last
+  # component of a directory the scripts make is never resolved: a symlink
+  # there is refused (private_root_dir), not followed.
   LOCAL_SCRATCH=$(realpath -m -- "$LOCAL_SCRATCH")
+  TIER_ROOT=${TIER_ROOT:-$LOCAL_SCRATCH/tierfs-slurm}
+  MOUNT_ROOT=$(canonical_parent "$MOUNT_ROOT")
+  STATE_ROOT=$(canonical_parent "$STATE_ROOT")
+  TIER_ROOT=$(canonical_parent "$TIER_ROOT")
+}
+
+# $1 with its parent directory canonical and its last component as given.
+canonical_parent() {
+  local path=${1%/}
+  printf '%s/%s' "$(realpath -m -- "$(dirname -- "$path")")" "$(basename -- "$path")"
+}
+
+# ---- directories only root may change ----
+
+# The owner, octal mode and type of $1, not following a symlink.
+lstat() { stat -c '%u %a %F' -- "$1"; }
+
+# Returns 1 with a message unless every directory from / to $1 is owned by
+# root and writable by others only with the sticky bit (as /tmp is): then
+# no one but root can rename or replace anything along that path.
+trusted_path() {
+  local dir=$1 owner mode type
+  while :; do
+    read -r owner mode type <<<"$(lstat "$dir")" || return 1
+    if [[ $type != directory || $owner != 0 ]] ||
+      (((8#$mode & 8#022) != 0 && (8#$mode & 8#1000) == 0)); then
+      log err "refusing $dir (owner uid $owner, mode $mode, $type): it must be a directory" \
+        "owned by root, writable by others only with the sticky bit"
+      return 1
+    fi
+    [[ $dir != / ]] || return 0
+    dir=$(dirname -- "$dir")
+  done
+}
+
+# Makes $1 (mode $2) a directory of root's that no one else may write to,
+# below a trusted path. One that exists already is used only if it is that.
+# In a sticky world-writable directory such as /tmp, anyone may take the name
+# first: what another user made there is removed (sticky does not stop root)
+# and the directory made again; anything else unexpected is refused.
+private_root_dir() {
+  local dir=$1 mode=$2 parent owner perm type attempt
+  parent=$(dirname -- "$dir")
+  mkdir -p -- "$parent"
+  trusted_path "$parent" || return 1
+  for attempt in 1 2 3; do
+    mkdir -m "$mode" -- "$dir" 2>/dev/null || true  # EEXIST: look at what is there
+    read -r owner perm type <<<"$(lstat "$dir")" || continue
+    if [[ $type == directory && $owner == 0 ]] && (((8#$perm & 8#022) == 0)); then return 0; fi
+    read -r _ perm _ <<<"$(lstat "$parent")"
+    if [[ $owner == 0 ]] || (((8#$perm & 8#1002) != 8#1002)); then break; fi
+    log warning "$dir was made by uid $owner ($type), not by root: removing it (attempt $attempt)"
+    timeout -k 2 "$STEP_TIMEOUT" rm -rf --one-file-system -- "$dir" || true
+  done
+  log err "refusing $dir (owner uid ${owner:-?}, mode ${perm:-?}, ${type:-missing}): it must be" \
+    "a directory owned by root and writable only by root"
+  return 1
 }
 
 # ---- the job: who, what, where ----
@@ -79,9 +141,60 @@ load_job() {
   if [[ -z $JOB_GID ]]; then JOB_GID=$(id -g "$JOB_UID" 2>/dev/null || true); fi
   if ! [[ $JOB_GID =~ ^[0-9]+$ ]]; then JOB_GID=$JOB_UID; fi
   STATE_DIR=$STATE_ROOT/$JOB_ID
-  MNT=$MOUNT_ROOT/$JOB_ID
-  TIER_DIR=$LOCAL_SCRATCH/tierfs-$JOB_ID
-  if [[ -f $STATE_DIR/mount ]]; then MNT=$(<"$STATE_DIR/mount"); fi  # the prolog's choice
+  JOB_MOUNT_DIR=$MOUNT_ROOT/$JOB_ID
+  MNT=$JOB_MOUNT_DIR
+  TIER_DIR=$TIER_ROOT/$JOB_ID
+  # The prolog's choice, if it recorded one: only ever a name of this job's.
+  if [[ -f $STATE_DIR/mount ]]; then
+    local recorded
+    recorded=$(<"$STATE_DIR/mount")
+    if [[ $recorded == "$JOB_MOUNT_DIR" ||
+      ($recorded == "$JOB_MOUNT_DIR"/* && ${recorded##*/} =~ ^[A-Za-z0-9_-][A-Za-z0-9._-]*$) ]]; then
+      MNT=$recorded
+    else
+      log err "ignoring the recorded mount point '$recorded': not this job's"
+    fi
+  fi
+}
+
+# ---- what a job may ask for ----
+
+# The syntax of each option a job may set (if the site's JOB_OPTIONS lists
+# it): a whole value, so that no comma, backslash or path can get through.
+# shellcheck disable=SC2034  # read by tierfs-prolog
+declare -gA JOB_OPTION_SYNTAX=(
+  [prefetch]='on-access|stage-in|order'
+  [policy]='first-fit|lru'
+  [lookahead]='[1-9][0-9]{0,6}'
+  [promote_threads]='[1-9][0-9]{0,2}'
+  [chunk_size]='[1-9][0-9]{0,9}[KMGkmg]?'
+  [ram]='[1-9][0-9]{0,15}[KMGTkmgt]?'
+  [log_level]='error|warning|info|debug'
+)
+
+# A job's ram= value in KiB (it passed JOB_OPTION_SYNTAX).
+size_kb() {
+  local v=${1^^} n
+  n=${v%[KMGT]}
+  case $v in
+    *K) echo "$n" ;;
+    *M) echo $((n * 1024)) ;;
+    *G) echo $((n * 1024 * 1024)) ;;
+    *T) echo $((n * 1024 * 1024 * 1024)) ;;
+    *) echo $(((n + 1023) / 1024)) ;;
+  esac
+}
+
+# The job's memory allocation on this node in KiB, from what slurmd sets:
+# SLURM_MEM_PER_NODE, or SLURM_MEM_PER_CPU times SLURM_CPUS_ON_NODE (MB).
+# Empty if neither is known (memory is not a consumable resource here).
+job_memory_kb() {
+  local per_node=${SLURM_MEM_PER_NODE:-} per_cpu=${SLURM_MEM_PER_CPU:-} cpus=${SLURM_CPUS_ON_NODE:-}
+  if [[ $per_node =~ ^[1-9][0-9]*$ ]]; then
+    echo $((per_node * 1024))
+  elif [[ $per_cpu =~ ^[1-9][0-9]*$ && $cpus =~ ^[1-9][0-9]*$ ]]; then
+    echo $((per_cpu * cpus * 1024))
+  fi
 }
 
 # The first non-empty of the job's variables NAME: SPANK_TIERFS_NAME (set for
@@ -126,7 +239,7 @@ daemon_pids() {
   local mnt=$1 pid arg name found=()
   for pid in /proc/[0-9]*; do
     pid=${pid#/proc/}
-    name=$(cat "/proc/$pid/comm" 2>/dev/null) || continue
+    { read -r name <"/proc/$pid/comm"; } 2>/dev/null || continue  # no fork per process
     [[ $name == tierfs ]] || continue
     while IFS= read -r -d '' arg; do
       if [[ $arg == "$mnt" ]]; then
@@ -202,7 +315,8 @@ cleanup_job() {
     fi
   fi
   remove_tier_data
-  if [[ -d $mnt && $mnt == "$MOUNT_ROOT"/* ]]; then rmdir "$mnt" 2>/dev/null || true; fi
+  if [[ -d $mnt && ($mnt == "$JOB_MOUNT_DIR" || $mnt == "$JOB_MOUNT_DIR"/*) ]]; then rmdir "$mnt" 2>/dev/null || true; fi
+  if [[ -d $JOB_MOUNT_DIR ]]; then rmdir "$JOB_MOUNT_DIR" 2>/dev/null || true; fi
   rm -rf "$STATE_DIR"
   return "$healthy"
 }
