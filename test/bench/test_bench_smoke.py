@@ -36,16 +36,16 @@ def main():
         with open(os.path.join(work, "results", "results.md")) as f:
             results = f.read()
         checks.check("| epoch 1 / bound | cold / bound |" in results, "results.md has the bound columns")
-        for r in rows:
-            if r.get("skipped"):
-                continue
-            floor = r.get("pfs_floor") or {}
+        for sc in scenarios:
+            ran = [r for r in rows if r["scenario"] == sc and not r.get("skipped")]
+            floor = (ran[0].get("pfs_floor") if ran else None) or {}
             parts = [floor.get(k, 0) for k in ("data_slots_s", "link_s", "meta_s")]
-            native = r.get("native_epoch1_s") or 0
-            checks.check(floor.get("floor_s", 0) > 0 and floor["floor_s"] == max(parts)
-                         and r.get("bound_s") == max(floor["floor_s"], native),
-                         f"{r['scenario']}/{r['contender']}: bound {r.get('bound_s')} = "
-                         f"max(native {native}, PFS floor {floor.get('floor_s')})")
+            native = by.get((sc, "native"), {}).get("epoch_s", [0])[0]
+            limit = max(floor.get("floor_s", 0), native)
+            checks.check(bool(ran) and floor.get("floor_s", 0) > 0 and floor["floor_s"] == max(parts)
+                         and all(r.get("bound_s") == limit and r.get("pfs_floor") == floor for r in ran),
+                         f"{sc}: every contender's bound is {limit:.3f} s = max(native's epoch 1 "
+                         f"{native:.3f}, PFS floor {floor.get('floor_s', 0):.3f})")
         if torch:
             for name in ("direct", "tierfs-order", "native"):
                 r = by.get(("torch-ranks", name), {})
