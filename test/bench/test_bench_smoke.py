@@ -1,7 +1,12 @@
 """The benchmark driver end to end in --smoke mode (tiny datasets, fast PFS),
 so tools/bench/run cannot rot: every scenario runs, the reference contenders
 read every file with no error, PFS traffic is attributed correctly, tierfs
-either runs or is skipped with a note, and no mount is left behind."""
+either runs or is skipped with a note, every scenario has its bound
+(max(native's first epoch, the PFS floor)) in the table, and no mount is left
+behind. With python3-torch, torch-ranks runs too: 2 ranks x 1 worker (not
+the full run's 4 x 2: each contender pays a torch import and a fork per rank
+and worker, too slow on CI's 2 cores) and only direct, tierfs-order, native;
+every sample read once per epoch across the ranks."""
 import json
 import os
 import subprocess
@@ -17,16 +22,46 @@ def main():
     with tempfile.TemporaryDirectory(prefix="bench-smoke-", dir="/var/tmp") as work:
         run = os.path.join(args.source_dir, "tools", "bench", "run")
         proc = subprocess.run(["/usr/bin/python3", run, "--smoke", "--bin-dir", args.bin_dir,
-                               "--work", work], capture_output=True, text=True, timeout=110)
+                               "--work", work], capture_output=True, text=True, timeout=200)
         print(proc.stdout[-3000:], proc.stderr[-2000:])
         checks.check(proc.returncode == 0, f"run --smoke exits 0 (got {proc.returncode})")
         with open(os.path.join(work, "results", "summary.jsonl")) as f:
             rows = [json.loads(line) for line in f]
         by = {(r["scenario"], r["contender"]): r for r in rows}
         scenarios = sorted({r["scenario"] for r in rows})
-        checks.check(scenarios == ["shards-2x", "shards-fits", "small-2x", "small-fits"],
-                     f"all four scenarios ran: {scenarios}")
+        torch = subprocess.run(["/usr/bin/python3", "-c", "import torch"],
+                               capture_output=True).returncode == 0
+        want = ["shards-2x", "shards-fits", "small-2x", "small-fits"] + (["torch-ranks"] if torch else [])
+        checks.check(scenarios == want, f"all scenarios ran: {scenarios} (torch: {torch})")
+        with open(os.path.join(work, "results", "results.md")) as f:
+            results = f.read()
+        checks.check("| epoch 1 / bound | cold / bound |" in results, "results.md has the bound columns")
         for sc in scenarios:
+            ran = [r for r in rows if r["scenario"] == sc and not r.get("skipped")]
+            floor = (ran[0].get("pfs_floor") if ran else None) or {}
+            parts = [floor.get(k, 0) for k in ("data_slots_s", "link_s", "meta_s")]
+            native = by.get((sc, "native"), {}).get("epoch_s", [0])[0]
+            limit = max(floor.get("floor_s", 0), native)
+            checks.check(bool(ran) and floor.get("floor_s", 0) > 0 and floor["floor_s"] == max(parts)
+                         and all(r.get("bound_s") == limit and r.get("pfs_floor") == floor for r in ran),
+                         f"{sc}: every contender's bound is {limit:.3f} s = max(native's epoch 1 "
+                         f"{native:.3f}, PFS floor {floor.get('floor_s', 0):.3f})")
+        if torch:
+            for name in ("direct", "tierfs-order", "native"):
+                r = by.get(("torch-ranks", name), {})
+                ranks = r.get("ranks") or []
+                checks.check(not r.get("skipped") and r.get("files") == 60 and r.get("errors") == 0
+                             and len(ranks) == 2
+                             and all(len(e["rank_wall_s"]) == 2 and e["missing"] == 0
+                                     and e["spread"] >= 0 for e in ranks),
+                             f"torch-ranks/{name}: 2 epochs, 2 ranks, every one of 60 samples once")
+            checks.check(("torch-ranks", "copy-first") not in by and ("torch-ranks", "rclone-full") not in by,
+                         "torch-ranks runs only direct, tierfs-order, native in --smoke")
+            order = by.get(("torch-ranks", "tierfs-order"), {})
+            if order and not order.get("skipped"):
+                checks.check(order.get("hinted") == [1, 1], f"every rank declared its order: {order.get('hinted')}")
+            checks.check("| rank epochs s |" in results, "results.md has the per-rank table")
+        for sc in [s for s in scenarios if s != "torch-ranks"]:
             files = 60 if sc.startswith("small") else 2
             for name in ("direct", "copy-first", "native"):
                 r = by.get((sc, name), {})

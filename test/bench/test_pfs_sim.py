@@ -10,6 +10,7 @@ import tempfile
 import threading
 
 import mounts
+from benchlib import bound  # noqa: E402  (tools/bench, on the path via mounts)
 
 LOW, HIGH = 0.7, 1.1
 MIB = 1 << 20
@@ -80,6 +81,28 @@ def main():
         with mounts.pfs_sim(args.bin_dir, src, model.replace("total_mbps=1000", "total_mbps=60")) as mnt:
             check_ratio(checks, "4 readers, 60 MB/s cap",
                         throughput(mnt, [f"big{i}.bin" for i in range(4)]), 60e6)
+
+        # The benchmark's PFS floor (benchlib/bound.py) is a floor of this model,
+        # and a tight one when enough requests are in flight: 200 small files
+        # read by 16 threads on 4 slots of 20 ms (long enough that the client's
+        # CPU time per file, a few ms on a loaded 2-core box, hides behind it).
+        floor_model = "meta_ms=0.2,read_ms=20,stream_mbps=40,total_mbps=1000,parallel=4"
+        with mounts.pfs_sim(args.bin_dir, src, floor_model) as mnt:
+            names = [os.path.join(mnt, "small", f"f{i:03}.bin") for i in range(200)]
+            floor = bound.pfs_floor(bound.dataset_sizes(os.path.join(src, "small")),
+                                    mounts.sim_stats(mnt)["params"])
+
+            def read_all():
+                threads = [threading.Thread(target=lambda part: [mounts.read_file(n) for n in part],
+                                            args=(names[k::16],)) for k in range(16)]
+                for t in threads:
+                    t.start()
+                for t in threads:
+                    t.join()
+            ratio = mounts.elapsed(read_all) / floor["floor_s"]
+            checks.check(0.97 <= ratio <= 1 / LOW,
+                         f"200 files, 16 readers: {ratio:.2f} x the PFS floor "
+                         f"{floor['floor_s']:.3f} s ({floor['limited_by']}; allowed 0.97-{1 / LOW:.2f})")
 
         # Faults: a named file always fails; fail_rate fails about that share.
         faults = "meta_ms=0,read_ms=0,fail_files=small/f007.bin,fail_rate=0.3,seed=7"

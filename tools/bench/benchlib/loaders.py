@@ -1,6 +1,8 @@
-"""The two clients of a benchmark: the C++ epoch loader (tierfs-bench) and a
-real PyTorch DataLoader (torch_loader.py). Both take the same flags and
-append the same JSON lines (phase "list" and one "epoch" row per epoch)."""
+"""The clients of a benchmark: the C++ epoch loader (tierfs-bench), a real
+PyTorch DataLoader (torch_loader.py), and R PyTorch ranks on one mount
+(torch_ranks.py). All take the same flags and append the same JSON lines
+(phase "list" and one "epoch" row per epoch); torch_ranks adds --ranks and
+--sync-every, and per-rank figures to its rows."""
 import json
 import os
 import subprocess
@@ -15,14 +17,22 @@ def torch_available():
     return probe.returncode == 0
 
 
+def torch_only_available():
+    """torch_ranks.py needs torch alone (no torchvision, no PIL)."""
+    return subprocess.run([PYTHON, "-c", "import torch"], capture_output=True).returncode == 0
+
+
 def command(kind, bin_dir, root, label, json_path, pfs_stats, load):
-    """argv of loader `kind` ('bench' or 'torch') reading `root`.
+    """argv of loader `kind` ('bench', 'torch' or 'torch-ranks') reading `root`.
     `load` holds epochs, workers, batch, compute_ms, seed, drop_caches,
-    hint_order."""
+    hint_order, and for 'torch-ranks' ranks and sync_every."""
     if kind == "bench":
         cmd = [os.path.join(bin_dir, "tierfs-bench"), root]
     elif kind == "torch":
         cmd = [PYTHON, os.path.join(HERE, "torch_loader.py"), root]
+    elif kind == "torch-ranks":
+        cmd = [PYTHON, os.path.join(HERE, "torch_ranks.py"), root, "--ranks", str(load["ranks"]),
+               "--sync-every", str(load.get("sync_every", 0))]
     else:
         raise ValueError(kind)
     cmd += ["--epochs", str(load["epochs"]), "--workers", str(load["workers"]),
