@@ -3,7 +3,6 @@
 #include <arpa/inet.h>
 #include <fmt/format.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -11,26 +10,35 @@
 #include <charconv>
 #include <chrono>
 #include <cstring>
+#include <exception>
+#include <optional>
 #include <utility>
 
 // After <utility>: Boost 1.74's Asio uses std::exchange without including it.
 #include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
 
 #include "tiering/log.h"
 
 namespace tierfs {
 
 namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
 using asio::ip::tcp;
 
 struct MetricsServer::Loop {
+  int open = 0;  // connections alive; first member: outlives the io_context's handlers
   asio::io_context io;
   std::unique_ptr<tcp::acceptor> acceptor;
 };
 
 namespace {
 
-constexpr size_t kMaxRequest = 8192;
+constexpr auto kReadTimeout = std::chrono::seconds(2);    // a whole request, or keep-alive idle
+constexpr auto kWriteTimeout = std::chrono::seconds(10);  // the whole response
+constexpr uint32_t kMaxHeader = 8192;
 
 bool ParseSpec(const std::string& spec, std::string* host, uint16_t* port) {
   std::string port_text = spec;
@@ -54,11 +62,91 @@ bool ParseSpec(const std::string& spec, std::string* host, uint16_t* port) {
   return true;
 }
 
-std::string Response(const char* status, const char* type, const std::string& body) {
-  return fmt::format(
-      "HTTP/1.0 {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{}",
-      status, type, body.size(), body);
-}
+// One client connection on the serving thread: read a request, answer it,
+// again while the client keeps the connection alive. The pending operation's
+// handler owns it (shared_ptr): when none is pending, it closes.
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(tcp::socket socket, const std::function<std::string()>* render, int* open)
+      : stream_(std::move(socket)), render_(render), open_(open) {
+    ++*open_;
+  }
+  ~Connection() { --*open_; }
+
+  void Read() {
+    parser_.emplace();
+    parser_->header_limit(kMaxHeader);
+    parser_->body_limit(0);  // a GET has no body
+    stream_.expires_after(kReadTimeout);
+    http::async_read(
+        stream_, buffer_, *parser_,
+        [self = shared_from_this()](beast::error_code ec, size_t) { self->OnRead(ec); });
+  }
+
+ private:
+  void OnRead(beast::error_code ec) {
+    if (ec == http::error::end_of_stream || ec == beast::error::timeout) return Close();
+    if (ec && &ec.category() != &http::make_error_code(http::error::bad_target).category()) {
+      return Close();  // reset, aborted at Stop(): nobody to answer
+    }
+    if (ec) return Reply(Text(http::status::bad_request, 11, false, "bad request\n"));
+    const auto& req = parser_->get();
+    if (req.method() != http::verb::get) {
+      auto res = Text(http::status::method_not_allowed, req.version(), req.keep_alive(),
+                      "tierfs serves GET /metrics only\n");
+      res.set(http::field::allow, "GET");
+      return Reply(std::move(res));
+    }
+    std::string_view target(req.target().data(), req.target().size());
+    if (target != "/metrics" && target.rfind("/metrics?", 0) != 0) {
+      return Reply(Text(http::status::not_found, req.version(), req.keep_alive(),
+                        "tierfs serves /metrics only\n"));
+    }
+    std::string body;
+    try {
+      body = (*render_)();
+    } catch (const std::exception& e) {
+      TIERFS_LOG(kWarning, "metrics: rendering failed: {}", e.what());
+      return Reply(Text(http::status::internal_server_error, req.version(), false,
+                        "tierfs could not render its metrics\n"));
+    }
+    auto res = Text(http::status::ok, req.version(), req.keep_alive(), std::move(body));
+    res.set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
+    Reply(std::move(res));
+  }
+
+  static http::response<http::string_body> Text(http::status status, unsigned version,
+                                                bool keep_alive, std::string body) {
+    http::response<http::string_body> res{status, version};
+    res.set(http::field::server, "tierfs");
+    res.set(http::field::content_type, "text/plain; charset=utf-8");
+    res.keep_alive(keep_alive);
+    res.body() = std::move(body);
+    res.prepare_payload();
+    return res;
+  }
+
+  void Reply(http::response<http::string_body> res) {
+    res_ = std::move(res);  // a member: it must outlive async_write
+    stream_.expires_after(kWriteTimeout);
+    http::async_write(stream_, res_, [self = shared_from_this()](beast::error_code ec, size_t) {
+      if (ec || !self->res_.keep_alive()) return self->Close();
+      self->Read();
+    });
+  }
+
+  void Close() {
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+  }
+
+  beast::tcp_stream stream_;
+  beast::flat_buffer buffer_{kMaxHeader};
+  std::optional<http::request_parser<http::empty_body>> parser_;
+  http::response<http::string_body> res_;
+  const std::function<std::string()>* render_;
+  int* open_;
+};
 
 }  // namespace
 
@@ -92,7 +180,7 @@ std::unique_ptr<MetricsServer> MetricsServer::Bind(const std::string& spec,
   int fd = ::socket(addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
   int one = 1;
   if (fd >= 0) ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0 || ::listen(fd, 16) != 0) {
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0 || ::listen(fd, SOMAXCONN) != 0) {
     *error = fmt::format("metrics: cannot listen on {}: {}", spec, std::strerror(errno));
     if (fd >= 0) ::close(fd);
     return nullptr;
@@ -126,41 +214,37 @@ void MetricsServer::Stop() {
   thread_.join();
 }
 
-void MetricsServer::Serve() {
-  std::function<void()> accept = [&] {
-    loop_->acceptor->async_accept([&](boost::system::error_code ec, tcp::socket socket) {
-      if (!ec) {
-        // Bounded: 2 s to send the request, at most kMaxRequest bytes. (Asio
-        // waits with poll() on its own, so SO_RCVTIMEO would not apply.)
-        auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-        std::string request;
-        char buf[1024];
-        boost::system::error_code rec;
-        while (request.find("\r\n\r\n") == std::string::npos && request.size() < kMaxRequest) {
-          auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-              deadline - std::chrono::steady_clock::now());
-          pollfd p{socket.native_handle(), POLLIN, 0};
-          if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) <= 0) break;
-          size_t n = socket.read_some(asio::buffer(buf), rec);
-          if (rec) break;
-          request.append(buf, n);
-        }
-        std::string reply;
-        if (request.rfind("GET /metrics ", 0) == 0 || request.rfind("GET /metrics?", 0) == 0) {
-          reply = Response("200 OK", "text/plain; version=0.0.4; charset=utf-8", render_());
-        } else if (request.rfind("GET ", 0) == 0) {
-          reply = Response("404 Not Found", "text/plain", "tierfs serves /metrics only\n");
-        } else {
-          reply = Response("400 Bad Request", "text/plain", "bad request\n");
-        }
-        boost::system::error_code wec;
-        asio::write(socket, asio::buffer(reply), wec);
+void MetricsServer::Accept() {
+  loop_->acceptor->async_accept([this](beast::error_code ec, tcp::socket socket) {
+    if (ec == asio::error::operation_aborted) return;
+    if (!ec && loop_->open >= kMaxConnections) {
+      if (rejected_++ == 0) {
+        TIERFS_LOG(kWarning, "metrics: {} connections open; closing new ones (counted)",
+                   kMaxConnections);
       }
-      if (ec != asio::error::operation_aborted) accept();
-    });
-  };
-  accept();
-  loop_->io.run();
+      socket.close(ec);
+    } else if (!ec) {
+      try {
+        std::make_shared<Connection>(std::move(socket), &render_, &loop_->open)->Read();
+      } catch (const std::exception& e) {  // that connection is lost, not the next ones
+        TIERFS_LOG(kWarning, "metrics: {}", e.what());
+      }
+    }
+    Accept();
+  });
+}
+
+void MetricsServer::Serve() {
+  Accept();
+  // A throw out of a handler loses that connection only: the loop goes on.
+  for (;;) {
+    try {
+      loop_->io.run();
+      return;  // stopped
+    } catch (const std::exception& e) {
+      TIERFS_LOG(kWarning, "metrics: {}", e.what());
+    }
+  }
 }
 
 }  // namespace tierfs

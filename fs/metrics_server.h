@@ -1,11 +1,17 @@
 // MetricsServer: an optional HTTP endpoint (-o metrics=[HOST:]PORT) serving
-// the Prometheus text format at /metrics (Boost.Asio). It binds loopback
-// unless a host is given. The socket is bound before the daemon forks (so a
-// busy port fails the mount with a message); the serving thread starts after.
-// One connection at a time, each bounded in size and time: a slow or hostile
-// client cannot hold it.
+// the Prometheus text format at /metrics (HTTP/1.1 on Boost.Beast, keep-alive
+// as Prometheus uses it). It binds loopback unless a host is given. The socket
+// is bound before the daemon forks (so a busy port fails the mount with a
+// message); the serving thread starts after. Connections are served
+// concurrently on that one thread, at most kMaxConnections at once (more are
+// closed at once and counted); each request is bounded in size (8 KiB of
+// header, no body) and time (2 s to arrive, 10 s to be sent back), so a slow
+// or hostile client holds one slot for 2 s at most and never the others. A
+// throw while answering (render_ included) answers 500 or closes that
+// connection, never the server.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -28,9 +34,14 @@ class MetricsServer {
   void Stop();   // stops and joins it
   uint16_t port() const { return port_; }
   const std::string& address() const { return address_; }
+  // Connections closed unserved because kMaxConnections were open.
+  uint64_t rejected_connections() const { return rejected_; }
+
+  static constexpr int kMaxConnections = 64;
 
  private:
   MetricsServer() = default;
+  void Accept();
   void Serve();
 
   int fd_ = -1;
@@ -38,6 +49,7 @@ class MetricsServer {
   uint16_t port_ = 0;
   std::string address_;
   std::function<std::string()> render_;
+  std::atomic<uint64_t> rejected_{0};
   struct Loop;
   std::unique_ptr<Loop> loop_;
   std::thread thread_;

@@ -18,6 +18,7 @@
 #include "fs/filesystem.h"
 #include "fs/metrics_server.h"
 #include "fs/mount_checks.h"
+#include "fs/service_notify.h"
 #include "tiering/counting_backend.h"
 #include "tiering/log.h"
 
@@ -130,6 +131,7 @@ int RunMount(const MountConfig& config) {
   if (!posix) return fail(fmt::format("SOURCE '{}': {}", source, std::strerror(-err)));
   CountingBackend backend(posix);
 
+  NotifyStatus(fmt::format("scanning {}", source));
   auto scan_start = std::chrono::steady_clock::now();
   std::string scan_error;
   std::unique_ptr<Namespace> ns = ScanNamespace(&backend, {config.scan_threads}, &scan_error);
@@ -197,7 +199,9 @@ int RunMount(const MountConfig& config) {
   fuse_loop_cfg_set_idle_threads(loop, std::min(config.threads, 16u));
   fuse_loop_cfg_set_clone_fd(loop, 1);
   std::thread tune([&] { SetReadAhead(mountpoint, fd_mount ? 0 : config.read_ahead_kb); });
+  NotifyReady(fmt::format("serving {} on {} ({} files)", source, mountpoint, ns->file_count()));
   int rc = fuse_session_loop_mt(se, loop);
+  NotifyStopping("unmounting: stopping promotions");
   tune.join();
   fuse_loop_cfg_destroy(loop);
   fuse_remove_signal_handlers(se);

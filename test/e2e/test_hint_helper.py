@@ -1,7 +1,10 @@
 """tools/python/tierfs_hint.py without a mount: a directory with a regular
 file `.tierfs/order` stands in for the daemon's control file, so what the
 helper writes (order, framing, one write per epoch) can be read back exactly.
-The DistributedSampler case needs python3-torch (skipped without it)."""
+The DistributedSampler case needs python3-torch (skipped without it).
+
+With --installed the module is imported as installed (pip into a venv, or
+the Debian package), not from tools/python: test_pip_install.py runs it so."""
 import argparse
 import errno
 import os
@@ -13,7 +16,9 @@ import warnings
 from unittest import mock
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "tools", "python"))
+INSTALLED = "--installed" in sys.argv
+if not INSTALLED:
+    sys.path.insert(0, os.path.join(HERE, "..", "..", "tools", "python"))
 import tierfs_hint  # noqa: E402
 
 
@@ -191,5 +196,8 @@ def iter_per_epoch(epochs):
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--bin-dir")  # accepted for ctest's uniform command line
+    parser.add_argument("--installed", action="store_true",
+                        help="test the tierfs_hint found on sys.path, not tools/python's")
     _, rest = parser.parse_known_args()
+    print(f"tierfs_hint {tierfs_hint.__version__} from {tierfs_hint.__file__}", flush=True)
     unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)

@@ -155,8 +155,9 @@ class MountHelper(unittest.TestCase):
         r = subprocess.run(["cmake", "--install", build, "--prefix", prefix],
                            capture_output=True, text=True, timeout=60)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-        for rel in ("bin/tierfs", "share/man/man1/tierfs.1", "lib/tierfs/slurm/tierfs-prolog",
-                    "lib/tierfs/slurm/tierfs-epilog", "share/doc/tierfs/systemd/tierfs@.service"):
+        for rel in ("bin/tierfs", "share/man/man1/tierfs.1.gz", "lib/tierfs/slurm/tierfs-prolog",
+                    "lib/tierfs/slurm/tierfs-epilog", "lib/systemd/system/tierfs@.service",
+                    "lib/tierfs/python/tierfs_hint.py", "share/doc/tierfs/copyright"):
             self.assertTrue(os.path.exists(os.path.join(prefix, rel)), rel)
         self.assertTrue(os.access(os.path.join(prefix, "bin/tierfs"), os.X_OK))
 

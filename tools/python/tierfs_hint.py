@@ -33,6 +33,9 @@ import sys
 import warnings
 
 __all__ = ["HintedSampler", "hint", "clear", "relative_paths"]
+# The tierfs release this helper ships with (CMakeLists.txt project VERSION;
+# pyproject.toml reads it from here; test_pip_install.py checks they agree).
+__version__ = "0.1.0"
 
 ORDER_FILE = os.path.join(".tierfs", "order")
 # Errors after which no later write can succeed: stop trying.
