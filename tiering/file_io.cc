@@ -101,7 +101,8 @@ class PosixFileIo final : public FileIo {
   }
 
   int lock(const std::string& path, std::unique_ptr<FileLock>* out) override {
-    int fd = Retrying([&] { return ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600); });
+    int fd = Retrying(
+        [&] { return ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600); });
     if (fd < 0) return fd;
     if (int err = Retrying([&] { return ::flock(fd, LOCK_EX | LOCK_NB); }); err < 0) {
       ::close(fd);
