@@ -93,8 +93,8 @@ const std::vector<OwnOption>& OwnOptions() {
          c.tiering.policy = v;
        }},
       {"promote_threads", "N",
-       "promotion threads, i.e. parallel SOURCE copy streams (default 8, auto-tuned between 1 "
-       "and 8; a value given here is fixed)",
+       "promotion threads, i.e. parallel SOURCE copy streams (default 32; the number in use is "
+       "auto-tuned between 1 and 32 from 8; a value given here is fixed)",
        [](MountConfig& c, const std::string& v, const std::string& o) {
          c.tiering.promote_threads = ParseUnsigned(v, o, 1, 256);
          c.tiering.prefetch.tune_parallelism = false;

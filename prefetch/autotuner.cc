@@ -17,9 +17,11 @@ unsigned HillClimber::Clamp(long v) const {
 }
 
 unsigned HillClimber::Probe() {
-  unsigned next = Clamp(static_cast<long>(base_) + dir_);
+  const long step = static_cast<long>(step_) * dir_;
+  unsigned next = Clamp(static_cast<long>(base_) + step);
   if (next == base_) {  // at a bound: turn around
     dir_ = -dir_;
+    step_ = 1;
     next = Clamp(static_cast<long>(base_) + dir_);
   }
   return next;
@@ -42,11 +44,19 @@ unsigned HillClimber::Step(double rate) {
   // it went down and cost no more than noise: fewer parallel reads are
   // kinder to the shared PFS (on a plateau the knob walks down to its knee).
   const bool down = value_ < base_;
-  if (rate > base_rate_ * (1 + tolerance_) || (down && rate >= base_rate_ * (1 - tolerance_))) {
+  // A step down is judged against the best rate kept lately, not only the
+  // last one: else steps each within noise add up to a slide down a slope.
+  peak_rate_ = std::max(peak_rate_ * 0.998, base_rate_);
+  const bool better = rate > base_rate_ * (1 + tolerance_);
+  if (better || (down && rate >= peak_rate_ * (1 - tolerance_))) {
     base_ = value_;
     base_rate_ = rate;
+    // A step that paid earns a longer stride; one down that only cost
+    // nothing walks on one at a time (a plateau's knee is not skipped).
+    step_ = better ? std::min(step_ * 2, hi_ - lo_ + 1) : 1;
     return value_ = Probe();
   }
+  step_ = 1;
   // Worse, or up and within noise: go back, turn around, settle before
   // probing again.
   value_ = base_;
@@ -54,6 +64,17 @@ unsigned HillClimber::Step(double rate) {
   settling_ = settle_steps_;
   settle_sum_ = 0;
   settle_n_ = 0;
+  return value_;
+}
+
+unsigned HillClimber::BackOff() {
+  value_ = Clamp(static_cast<long>(value_) - std::max<long>(1, value_ / 4));
+  base_ = value_;
+  have_base_ = false;  // measure afresh here
+  peak_rate_ = 0;
+  settling_ = 0;
+  dir_ = -1;
+  step_ = 1;
   return value_;
 }
 

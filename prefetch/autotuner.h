@@ -1,7 +1,9 @@
 // Auto-tuning (PRISMA tuned up-only from buffer occupancy; this goes both
 // ways, from measured rates):
-// - HillClimber moves one integer knob (parallel SOURCE reads) by one step at
-//   a time towards the highest measured rate, and down while that costs no
+// - HillClimber moves one integer knob (parallel SOURCE reads) towards the
+//   highest measured rate, in steps that double while they keep paying (so
+//   from a cold start it reaches a knee at 32 from 8 in a few seconds) and
+//   fall back to one after a step that did not, and down while that costs no
 //   more than noise (fewest reads for the best rate); backs off when a step
 //   made it worse, settles there for a while, then probes again.
 // - LookaheadTuner grows the look-ahead window when reads miss (waited for
@@ -22,6 +24,9 @@ class HillClimber {
   // The rate measured while the knob was at value(); returns the next value.
   unsigned Step(double rate);
   unsigned value() const { return value_; }
+  // SOURCE answers slower than it did without reading faster (a shared PFS
+  // under load): step down by a quarter now, and probe from there.
+  unsigned BackOff();
 
  private:
   unsigned Clamp(long v) const;
@@ -31,6 +36,8 @@ class HillClimber {
   const unsigned settle_steps_;
   unsigned value_;
   int dir_ = +1;
+  unsigned step_ = 1;     // the next probe's distance
+  double peak_rate_ = 0;  // the best accepted rate, decaying 0.2% a step
   bool have_base_ = false;
   unsigned base_ = 0;  // the value the last accepted rate was measured at
   double base_rate_ = 0;

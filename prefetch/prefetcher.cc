@@ -13,7 +13,6 @@ namespace tierfs {
 namespace {
 
 constexpr const char* kModeNames[] = {"on-access", "stage-in", "order"};
-constexpr unsigned kMinWindow = 8, kMaxWindow = 8192, kStartWindow = 64;
 
 uint64_t NowNs() {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -37,7 +36,7 @@ bool ParsePrefetchMode(std::string_view name, PrefetchMode* out) {
 
 Prefetcher::Prefetcher(const PrefetchConfig& config, const Namespace* ns, const ChunkStore* store,
                        Promoter* promoter, Executor* executor, BeladyPolicy* policy,
-                       const ReadCounters* reads)
+                       const ReadCounters* reads, const SourceReader* source)
     : config_(config),
       ns_(ns),
       store_(store),
@@ -51,10 +50,8 @@ Prefetcher::Prefetcher(const PrefetchConfig& config, const Namespace* ns, const 
       order_parser_(ns, config.mountpoint, /*directories=*/false, /*directives=*/true),
       stage_parser_(ns, config.mountpoint, /*directories=*/true),
       staged_mark_(ns->size(), 0),
-      window_(config.lookahead ? config.lookahead : kStartWindow),
-      climber_(1, executor ? executor->threads() : 1, executor ? executor->threads() : 1),
-      window_tuner_(kMinWindow, kMaxWindow, window_) {
-  if (policy_) policy_->SetTransientLimit(window_);
+      tuner_(executor, store, reads, source, config.tune_parallelism, config.lookahead) {
+  if (policy_) policy_->SetTransientLimit(tuner_.window());
   SetMode(config.mode);
 }
 
@@ -214,7 +211,7 @@ void Prefetcher::PumpLookahead() {
       return true;
     };
     auto size = [this](NodeId id) { return ns_->node(id).size; };
-    next = planner_.Lookahead(window_, config_.max_lookahead_bytes, ready, size, &changed);
+    next = planner_.Lookahead(tuner_.window(), config_.max_lookahead_bytes, ready, size, &changed);
   }
   NotifyChanged(changed);
   for (NodeId id : next) {
@@ -236,49 +233,6 @@ void Prefetcher::FeedStage() {
     }
     Promote(id, Executor::Lane::kBackground);  // no room: skipped; smaller files may still fit
   }
-}
-
-unsigned Prefetcher::Tune(double seconds) {
-  // Measured and applied outside mu_: the executor's lock is never taken under it.
-  uint64_t bytes = store_->counters().bytes.load(std::memory_order_relaxed);
-  uint64_t misses = reads_->waits.load(std::memory_order_relaxed) +
-                    reads_->source_reads.load(std::memory_order_relaxed);
-  bool backlog = executor_->queued(Executor::Lane::kForeground) +
-                     executor_->queued(Executor::Lane::kLookahead) +
-                     executor_->queued(Executor::Lane::kBackground) >
-                 0;
-  const unsigned limit = executor_->active_limit();
-  unsigned new_limit = limit, window;
-  {
-    std::lock_guard lock(mu_);  // the tuners' state
-    double rate = static_cast<double>(bytes - last_promoted_bytes_) / seconds;
-    uint64_t new_misses = misses - last_misses_;
-    last_promoted_bytes_ = bytes;
-    last_misses_ = misses;
-    if (config_.tune_parallelism && backlog) {
-      new_limit = climber_.Step(rate);
-      if (new_limit != limit) {
-        tune_decisions_++;
-        last_decision_ = fmt::format("parallel SOURCE reads {} -> {} at {:.1f} MB/s", limit,
-                                     new_limit, rate / 1e6);
-        TIERFS_LOG(kInfo, "autotune: {}", last_decision_);
-      }
-    }
-    if (config_.lookahead == 0 && mode_.load() == PrefetchMode::kOrder) {
-      unsigned before = window_;
-      const uint64_t lead = planner_.min_lead();
-      window_ = window_tuner_.Step(new_misses, lead);
-      if (window_ != before) {
-        tune_decisions_++;
-        last_decision_ = fmt::format("look-ahead {} -> {} files ({} misses, lead {})", before,
-                                     window_, new_misses, lead);
-        TIERFS_LOG(kInfo, "autotune: {}", last_decision_);
-      }
-    }
-    window = window_;
-  }
-  if (new_limit != limit) executor_->SetActiveLimit(new_limit);
-  return window;
 }
 
 void Prefetcher::Loop() {
@@ -304,7 +258,12 @@ void Prefetcher::Loop() {
     double dt = std::chrono::duration<double>(now - last_tune).count();
     if (dt >= 1.0) {
       last_tune = now;
-      unsigned window = Tune(dt);
+      uint64_t lead;
+      {
+        std::lock_guard lock(mu_);
+        lead = planner_.min_lead();
+      }
+      unsigned window = tuner_.Tune(dt, lead, mode_.load() == PrefetchMode::kOrder);
       if (policy_) policy_->SetTransientLimit(window);  // not under mu_: lock order
     }
   }
@@ -313,7 +272,6 @@ void Prefetcher::Loop() {
 void Prefetcher::VisitCounters(CounterVisitor& v) const {
   // Read before taking mu_: the executor's lock is never taken under it.
   const bool background_idle = !executor_ || executor_->queued(Executor::Lane::kBackground) == 0;
-  const unsigned parallelism = executor_ ? executor_->active_limit() : 0;
   std::lock_guard lock(mu_);
   uint64_t done_files = 0, done_bytes = 0, failed = 0, requested_bytes = 0;
   size_t fed = staged_.size() - stage_queue_.size();
@@ -341,7 +299,7 @@ void Prefetcher::VisitCounters(CounterVisitor& v) const {
   v.BeginGroup("order");
   v.Counter("valid_lines", order_valid_);
   v.Counter("rejected_lines", order_rejected_);
-  v.Gauge("lookahead", window_);
+  v.Gauge("lookahead", tuner_.window());
   planner_.VisitCounters(v);
   v.EndGroup();
   v.BeginGroup("stage");
@@ -357,11 +315,7 @@ void Prefetcher::VisitCounters(CounterVisitor& v) const {
   v.Gauge("eta_seconds", std::round(eta * 10) / 10);
   v.EndGroup();
   v.BeginGroup("autotune");
-  v.Gauge("parallelism", parallelism);
-  v.Flag("tune_parallelism", config_.tune_parallelism);
-  v.Flag("tune_lookahead", config_.lookahead == 0);
-  v.Counter("decisions", tune_decisions_);
-  v.Note("last", last_decision_);
+  tuner_.VisitCounters(v);
   v.EndGroup();
 }
 

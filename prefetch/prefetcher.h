@@ -24,11 +24,11 @@
 #include <thread>
 #include <vector>
 
-#include "prefetch/autotuner.h"
 #include "prefetch/executor.h"
 #include "prefetch/hint_parser.h"
 #include "prefetch/order_plan.h"
 #include "prefetch/promoter.h"
+#include "prefetch/promotion_tuner.h"
 #include "prefetch/read_path.h"
 #include "prefetch/stream_planner.h"
 #include "tiering/eviction_policy.h"
@@ -58,7 +58,7 @@ class Prefetcher final : public ReadObserver, public NextUseOracle {
   // `policy` is null unless the eviction policy is the Belady one.
   Prefetcher(const PrefetchConfig& config, const Namespace* ns, const ChunkStore* store,
              Promoter* promoter, Executor* executor, BeladyPolicy* policy,
-             const ReadCounters* reads);
+             const ReadCounters* reads, const SourceReader* source);
   ~Prefetcher() override;
 
   void Start();     // the planner thread; after the daemon forks
@@ -84,8 +84,6 @@ class Prefetcher final : public ReadObserver, public NextUseOracle {
   void Loop();
   void PumpLookahead();
   void FeedStage();
-  // One tuning period of `seconds`; returns the look-ahead window.
-  unsigned Tune(double seconds);
   bool Promote(NodeId id, Executor::Lane lane);  // false: stopped (no room, lane full)
   void AppendOrder(uint64_t writer, const HintParser::Result& result);
   // REQUIRES: mu_ held.
@@ -114,12 +112,7 @@ class Prefetcher final : public ReadObserver, public NextUseOracle {
   std::vector<NodeId> staged_;      // every file ever asked for (stage-in and .tierfs/stage)
   std::vector<char> staged_mark_;   // per node: already in staged_
   uint64_t stage_in_started_ = 0;   // steady-clock ns when stage-in began
-  unsigned window_;
-  HillClimber climber_;
-  LookaheadTuner window_tuner_;
-  uint64_t tune_decisions_ = 0;
-  std::string last_decision_;
-  uint64_t last_promoted_bytes_ = 0, last_misses_ = 0;
+  PromotionTuner tuner_;            // not under mu_: it has its own lock
 
   std::condition_variable wake_;
   bool stop_ = false;

@@ -122,6 +122,7 @@ bool StreamPlanner::Consume(NodeId id, bool hit, Clock::time_point now) {
   }
   if (!best) return false;
   best->plan.Consume(id);
+  consumed_total_++;
   (hit ? best->hits : best->misses)++;
   best->active = now;
   return true;
@@ -241,7 +242,7 @@ void StreamPlanner::VisitCounters(CounterVisitor& v) const {
   for (const auto& [name, s] : streams_) position += s->plan.cursor();
   v.Gauge("declared", static_cast<double>(declared()));
   v.Gauge("position", static_cast<double>(position));
-  v.Gauge("consumed", static_cast<double>(consumed()));
+  v.Counter("consumed", consumed_total_);
   v.Counter("dropped", dropped_entries_);
   v.Gauge("lead", static_cast<double>(min_lead()));
   v.Gauge("active_streams", static_cast<double>(streams_.size()));

@@ -74,7 +74,7 @@ class StreamPlanner {
 
   size_t streams() const { return streams_.size(); }
   uint64_t declared() const;
-  uint64_t consumed() const;
+  uint64_t consumed() const;  // by the streams held now
   // declared, position, consumed, dropped, streams, and a "streams" list.
   void VisitCounters(CounterVisitor& v) const;
 
@@ -97,6 +97,7 @@ class StreamPlanner {
   const size_t max_entries_;
   uint64_t next_serial_ = 1;
   uint64_t dropped_entries_ = 0, dropped_streams_ = 0;
+  uint64_t consumed_total_ = 0;  // reads matched to a stream, ever
   std::map<std::string, std::unique_ptr<Stream>> streams_;
   std::map<uint64_t, std::string> writer_stream_;  // //stream choices by writer
 };

@@ -46,7 +46,7 @@ std::unique_ptr<TieredStore> TieredStore::Open(const TieringConfig& config, cons
     store->read_path_ = std::make_unique<ReadPath>(ns, source, nullptr, nullptr);
     // Hints are still parsed and counted, so helpers work against any mount.
     store->prefetcher_ = std::make_unique<Prefetcher>(config.prefetch, ns, nullptr, nullptr,
-                                                      nullptr, nullptr, nullptr);
+                                                      nullptr, nullptr, nullptr, nullptr);
     return store;
   }
   std::vector<std::unique_ptr<Tier>> tiers = OpenTiers(config, source_dev, error);
@@ -69,9 +69,9 @@ std::unique_ptr<TieredStore> TieredStore::Open(const TieringConfig& config, cons
       std::make_unique<ReadPath>(ns, source, store->chunks_.get(), store->promoter_.get());
   PrefetchConfig prefetch = config.prefetch;
   prefetch.max_lookahead_bytes = std::max<uint64_t>(store->chunks_->tier_bytes() / 4, 1);
-  store->prefetcher_ =
-      std::make_unique<Prefetcher>(prefetch, ns, store->chunks_.get(), store->promoter_.get(),
-                                   store->executor_.get(), belady, &store->read_path_->counters());
+  store->prefetcher_ = std::make_unique<Prefetcher>(prefetch, ns, store->chunks_.get(),
+                                                    store->promoter_.get(), store->executor_.get(),
+                                                    belady, &store->read_path_->counters(), source);
   if (belady) belady->SetOracle(store->prefetcher_.get());
   store->read_path_->SetObserver(store->prefetcher_.get());
   return store;

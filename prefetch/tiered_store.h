@@ -26,7 +26,9 @@ struct TieringConfig {
   uint64_t ram = 0;                     // RAM tier budget; 0 = no RAM tier
   std::vector<DirectoryTierSpec> dirs;  // directory tiers, fastest first
   std::string policy = "first-fit";
-  unsigned promote_threads = 8;
+  // Threads of the promotion pool: the most SOURCE copies in flight. The
+  // tuner starts at 8 and finds how many the PFS rewards.
+  unsigned promote_threads = 32;
   size_t promote_queue = 4096;  // per lane
   // A reader's first access waits for one chunk: 8 MiB is a few tens of ms
   // from a PFS stream, while a shard's other chunks are copied in parallel.

@@ -109,7 +109,7 @@ ChunkStore::ClaimResult ChunkStore::Claim(ChunkKey key, ChunkClaim* out) {
   claim.key_ = key;
   claim.tier_ = tier;
   claim.length_ = length;
-  claim.progress_ = in_flight_.Add(key);
+  claim.progress_ = in_flight_.Add(key, tier);
   *out = std::move(claim);
   return ClaimResult::kClaimed;
 }
@@ -205,7 +205,10 @@ void ChunkStore::Finish(ChunkClaim& claim) {
 int ChunkStore::ReadInFlight(ChunkKey key, uint64_t off, size_t n, InFlight::Deadline deadline,
                              TierRead* out) {
   if (std::shared_ptr<InFlight> chunk = in_flight_.Find(key)) {
-    return chunk->Read(off, n, deadline, out);
+    int err = chunk->Read(off, n, deadline, out);
+    // Served from the tier's copy being written: a hit of that tier.
+    if (err == 0) tiers_[static_cast<size_t>(chunk->tier())]->CountHit(n);
+    return err;
   }
   // Claimed a moment ago and not yet listed, or just finished.
   return catalog_->WaitWhileInFlight(key, deadline) == Catalog::kInFlight ? -ETIMEDOUT : -EAGAIN;

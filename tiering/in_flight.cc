@@ -36,8 +36,8 @@ int InFlight::Read(uint64_t off, size_t n, Deadline deadline, TierRead* out) {
   return 0;
 }
 
-std::shared_ptr<InFlight> InFlightTable::Add(ChunkKey key) {
-  auto chunk = std::make_shared<InFlight>();
+std::shared_ptr<InFlight> InFlightTable::Add(ChunkKey key, int tier) {
+  auto chunk = std::make_shared<InFlight>(tier);
   Stripe& s = StripeOf(key);
   std::lock_guard lock(s.mu);
   s.chunks[key] = chunk;

@@ -19,6 +19,8 @@ namespace tierfs {
 class InFlight {
  public:
   using Deadline = std::chrono::steady_clock::time_point;
+  explicit InFlight(int tier) : tier_(tier) {}
+  int tier() const { return tier_; }
 
   // The writer appended bytes; its total is now `written`. `data` (with
   // `hold`) is where they can be read, or null if the tier cannot serve
@@ -32,7 +34,8 @@ class InFlight {
   int Read(uint64_t off, size_t n, Deadline deadline, TierRead* out);
 
  private:
-  std::mutex mu_;  // guards the rest. Lock order: a leaf.
+  const int tier_;  // being written into
+  std::mutex mu_;   // guards the rest. Lock order: a leaf.
   std::condition_variable cv_;
   uint64_t written_ = 0;
   bool done_ = false;
@@ -44,7 +47,7 @@ class InFlight {
 class InFlightTable {
  public:
   InFlightTable() : stripes_(new Stripe[kStripes]) {}
-  std::shared_ptr<InFlight> Add(ChunkKey key);
+  std::shared_ptr<InFlight> Add(ChunkKey key, int tier);
   std::shared_ptr<InFlight> Find(ChunkKey key) const;
   void Remove(ChunkKey key);
 

@@ -1,6 +1,7 @@
 #include "tiering/source_reader.h"
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 #include "tiering/log.h"
@@ -20,7 +21,13 @@ ssize_t SourceReader::Read(NodeId id, char* buf, size_t size, uint64_t off) {
     ReportFailure(id, "open", err);
     return -EIO;
   }
+  const auto start = std::chrono::steady_clock::now();
   ssize_t n = file->pread(buf, expected, off);
+  read_us_.fetch_add(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                               std::chrono::steady_clock::now() - start)
+                                               .count()),
+                     std::memory_order_relaxed);
+  timed_reads_.fetch_add(1, std::memory_order_relaxed);
   if (n < 0) {
     ReportFailure(id, "read", static_cast<int>(n));
     return -EIO;

@@ -24,6 +24,10 @@ class SourceReader {
 
   const OpenFileCache& open_files() const { return files_; }
   uint64_t failed_reads() const { return failed_reads_.load(std::memory_order_relaxed); }
+  // SOURCE reads timed, and the microseconds they took in all (their mean
+  // over a period tells whether SOURCE is slowing down).
+  uint64_t timed_reads() const { return timed_reads_.load(std::memory_order_relaxed); }
+  uint64_t read_micros() const { return read_us_.load(std::memory_order_relaxed); }
 
  private:
   void ReportFailure(NodeId id, const char* what, int err);
@@ -31,6 +35,7 @@ class SourceReader {
   const Namespace* const ns_;
   OpenFileCache files_;
   std::atomic<uint64_t> failed_reads_{0};
+  std::atomic<uint64_t> timed_reads_{0}, read_us_{0};
 };
 
 }  // namespace tierfs

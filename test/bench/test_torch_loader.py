@@ -55,7 +55,10 @@ def main():
                                "--batch", "5", "--json", out2, "--hint-order", "--read-log", log],
                               capture_output=True, text=True, timeout=100)
         print(proc.stdout, proc.stderr[-2000:])
-        lines = open(order_file).read().splitlines()
+        marked = open(order_file).read().splitlines()
+        checks.check(marked.count("//epoch") == 2 and marked[0] == "//epoch",
+                     "each epoch's declaration starts with //epoch (tierfs_hint)")
+        lines = [line for line in marked if line != "//epoch"]
         reads = open(log).read().splitlines() if os.path.exists(log) else []
         names = sorted(os.path.relpath(os.path.join(d, f), data) for d, _, fs in os.walk(data)
                        for f in fs if not d.startswith(os.path.dirname(order_file)))

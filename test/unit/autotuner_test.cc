@@ -127,3 +127,41 @@ TEST_CASE("LookaheadTuner shrinks after 30 calm steps, never below its bound", "
 
 }  // namespace
 }  // namespace tierfs
+
+namespace tierfs {
+namespace {
+
+TEST_CASE("HillClimber finds a far knee within a few steps of a cold start", "[autotune]") {
+  // 32 threads, starting at 8, the PFS rewarding up to 28 parallel reads:
+  // one-at-a-time steps took 20 s to get there; doubling steps take 5.
+  HillClimber climber(1, 32, 8);
+  int steps = 0;
+  while (climber.value() < 23 && steps < 10) {
+    climber.Step(Plateau(climber.value(), 28));
+    steps++;
+  }
+  CHECK(steps <= 5);
+  // ...and still settles at the knee, give or take what the 5% tolerance
+  // cannot tell apart (one step is 3.6% here).
+  for (int i = 0; i < 60; ++i) {
+    climber.Step(Plateau(climber.value(), 28));
+    CHECK(climber.value() >= 26);
+  }
+  CHECK(climber.value() <= 29);
+}
+
+TEST_CASE("HillClimber BackOff steps down a quarter and probes from there", "[autotune]") {
+  HillClimber climber(1, 32, 16);
+  CHECK(climber.BackOff() == 12);
+  CHECK(climber.BackOff() == 9);
+  CHECK(climber.value() == 9);
+  // The climb resumes from the new value.
+  unsigned next = climber.Step(900);
+  CHECK(next != 9);
+  CHECK(climber.BackOff() >= 1);
+  HillClimber low(1, 32, 1);
+  CHECK(low.BackOff() == 1);  // never below the floor
+}
+
+}  // namespace
+}  // namespace tierfs

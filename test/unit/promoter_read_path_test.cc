@@ -208,7 +208,7 @@ TEST_CASE("A cold read promotes the file; the next read needs no SOURCE read",
   CHECK(source.faults().calls(Op::kRead) == 1);
   // The first read waited for the promotion and may have been served from
   // the chunk while it was being written (early), or from the tier.
-  CHECK(stack.tier(0).hits() + stack.reads().early_reads == 3);
+  CHECK(stack.tier(0).hits() == 3);  // an early read is a hit of the tier too
   CHECK(stack.reads().tier_reads + stack.reads().early_reads == 3);
   CHECK(stack.Read(0, 100000, 10, &r).empty());  // at EOF
   CHECK(r == 0);
