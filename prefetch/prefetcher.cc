@@ -14,12 +14,6 @@ namespace {
 
 constexpr const char* kModeNames[] = {"on-access", "stage-in", "order"};
 
-uint64_t NowNs() {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                   std::chrono::steady_clock::now().time_since_epoch())
-                                   .count());
-}
-
 }  // namespace
 
 const char* PrefetchModeName(PrefetchMode mode) { return kModeNames[static_cast<int>(mode)]; }
@@ -49,8 +43,8 @@ Prefetcher::Prefetcher(const PrefetchConfig& config, const Namespace* ns, const 
       planner_(ns->size(), config.max_order_entries),
       order_parser_(ns, config.mountpoint, /*directories=*/false, /*directives=*/true),
       stage_parser_(ns, config.mountpoint, /*directories=*/true),
-      staged_mark_(ns->size(), 0),
-      tuner_(executor, store, reads, source, config.tune_parallelism, config.lookahead) {
+      tuner_(executor, store, reads, source, config.tune_parallelism, config.lookahead),
+      stage_(ns, catalog_) {
   if (policy_) policy_->SetTransientLimit(tuner_.window());
   SetMode(config.mode);
 }
@@ -73,16 +67,7 @@ void Prefetcher::Shutdown() {
 void Prefetcher::SetMode(PrefetchMode mode) {
   PrefetchMode old = mode_.exchange(mode);
   {
-    std::lock_guard lock(mu_);
-    if (mode == PrefetchMode::kStageIn && old != PrefetchMode::kStageIn && catalog_) {
-      stage_in_started_ = NowNs();
-      for (NodeId id = 0; id < ns_->size(); ++id) {  // namespace order: directory by directory
-        if (catalog_->chunks(id) == 0 || staged_mark_[id]) continue;
-        staged_mark_[id] = 1;
-        staged_.push_back(id);
-        stage_queue_.push_back(id);
-      }
-    }
+    if (mode == PrefetchMode::kStageIn && old != PrefetchMode::kStageIn) stage_.StageAll();
   }
   if (old != mode) TIERFS_LOG(kInfo, "prefetch mode: {}", PrefetchModeName(mode));
   wake_.notify_all();
@@ -151,24 +136,13 @@ void Prefetcher::ClearOrder() {
   TIERFS_LOG(kInfo, "declared order cleared");
 }
 
-void Prefetcher::AddStaged(const HintParser::Result& result) {
-  stage_valid_ += result.valid;
-  stage_rejected_ += result.rejected;
-  for (NodeId id : result.files) {
-    if (!catalog_ || catalog_->chunks(id) == 0 || staged_mark_[id]) continue;
-    staged_mark_[id] = 1;
-    staged_.push_back(id);
-    stage_queue_.push_back(id);
-  }
-}
-
 ssize_t Prefetcher::WriteStage(uint64_t writer, uint64_t off, std::string_view data) {
   HintParser::Result result;
   {
     std::lock_guard lock(mu_);
     stage_parser_.Feed(writer, off, data, &result);
-    AddStaged(result);
   }
+  stage_.Add(result);
   wake_.notify_all();
   if (result.valid == 0 && result.rejected > 0) return -EINVAL;
   return static_cast<ssize_t>(data.size());
@@ -225,12 +199,7 @@ void Prefetcher::FeedStage() {
   const size_t target = std::max<size_t>(executor_->capacity() / 2, 1);
   while (executor_->queued(Executor::Lane::kBackground) < target) {
     NodeId id;
-    {
-      std::lock_guard lock(mu_);
-      if (stage_queue_.empty()) return;
-      id = stage_queue_.front();
-      stage_queue_.pop_front();
-    }
+    if (!stage_.Next(&id)) return;
     Promote(id, Executor::Lane::kBackground);  // no room: skipped; smaller files may still fit
   }
 }
@@ -247,8 +216,8 @@ void Prefetcher::Loop() {
       order_parser_.FlushTails(std::chrono::milliseconds(500), &late);
       HintParser::Result late_stage;
       stage_parser_.FlushTails(std::chrono::milliseconds(500), &late_stage);
-      AddStaged(late_stage);
       lock.unlock();
+      stage_.Add(late_stage);
       for (auto& [writer, r] : late) AppendOrder(writer, r);
     }
     if (promoter_ == nullptr) continue;
@@ -270,49 +239,20 @@ void Prefetcher::Loop() {
 }
 
 void Prefetcher::VisitCounters(CounterVisitor& v) const {
-  // Read before taking mu_: the executor's lock is never taken under it.
+  // Read before taking any lock: the executor's lock is never taken under ours.
   const bool background_idle = !executor_ || executor_->queued(Executor::Lane::kBackground) == 0;
-  std::lock_guard lock(mu_);
-  uint64_t done_files = 0, done_bytes = 0, failed = 0, requested_bytes = 0;
-  size_t fed = staged_.size() - stage_queue_.size();
-  for (size_t i = 0; i < staged_.size(); ++i) {
-    NodeId id = staged_[i];
-    uint64_t size = ns_->node(id).size;
-    requested_bytes += size;
-    bool all = true, in_flight = false;
-    for (uint32_t c = 0; c < catalog_->chunks(id); ++c) {
-      uint8_t s = catalog_->state(ChunkKey{id, c});
-      all = all && Catalog::IsResident(s);
-      in_flight = in_flight || s == Catalog::kInFlight;
-    }
-    if (all) {
-      done_files++;
-      done_bytes += size;
-    } else if (i < fed && !in_flight && background_idle) {
-      failed++;  // fed, settled, not resident: no room, or the copy failed
-    }
-  }
-  double elapsed = stage_in_started_ ? (NowNs() - stage_in_started_) / 1e9 : 0;
-  double rate = elapsed > 0 ? done_bytes / elapsed : 0;
-  double eta = rate > 0 ? (requested_bytes - done_bytes) / rate : -1;
   v.Text("mode", PrefetchModeName(mode_.load()));
   v.BeginGroup("order");
-  v.Counter("valid_lines", order_valid_);
-  v.Counter("rejected_lines", order_rejected_);
-  v.Gauge("lookahead", tuner_.window());
-  planner_.VisitCounters(v);
+  {
+    std::lock_guard lock(mu_);
+    v.Counter("valid_lines", order_valid_);
+    v.Counter("rejected_lines", order_rejected_);
+    v.Gauge("lookahead", tuner_.window());
+    planner_.VisitCounters(v);
+  }
   v.EndGroup();
   v.BeginGroup("stage");
-  v.Gauge("requested_files", static_cast<double>(staged_.size()));
-  v.Gauge("requested_bytes", static_cast<double>(requested_bytes));
-  v.Gauge("done_files", static_cast<double>(done_files));
-  v.Gauge("done_bytes", static_cast<double>(done_bytes));
-  v.Gauge("failed_files", static_cast<double>(failed));
-  v.Gauge("queued_files", static_cast<double>(stage_queue_.size()));
-  v.Counter("valid_lines", stage_valid_);
-  v.Counter("rejected_lines", stage_rejected_);
-  v.Gauge("rate_bytes_per_s", std::round(rate));
-  v.Gauge("eta_seconds", std::round(eta * 10) / 10);
+  stage_.VisitCounters(v, background_idle);
   v.EndGroup();
   v.BeginGroup("autotune");
   tuner_.VisitCounters(v);

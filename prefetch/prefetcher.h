@@ -30,6 +30,7 @@
 #include "prefetch/promoter.h"
 #include "prefetch/promotion_tuner.h"
 #include "prefetch/read_path.h"
+#include "prefetch/stage_planner.h"
 #include "prefetch/stream_planner.h"
 #include "tiering/eviction_policy.h"
 #include "tiering/next_use.h"
@@ -86,8 +87,6 @@ class Prefetcher final : public ReadObserver, public NextUseOracle {
   void FeedStage();
   bool Promote(NodeId id, Executor::Lane lane);  // false: stopped (no room, lane full)
   void AppendOrder(uint64_t writer, const HintParser::Result& result);
-  // REQUIRES: mu_ held.
-  void AddStaged(const HintParser::Result& result);
   // Tells the policy; REQUIRES: mu_ not held.
   void NotifyChanged(std::vector<NodeId>& changed);
 
@@ -103,16 +102,12 @@ class Prefetcher final : public ReadObserver, public NextUseOracle {
 
   // Lock order: BeladyPolicy's mutex, then mu_. Never call the policy
   // or the promoter with mu_ held.
-  mutable std::mutex mu_;  // guards planner_, parsers, stage state, tuners
+  mutable std::mutex mu_;  // guards planner_ and the parsers
   StreamPlanner planner_;
   HintParser order_parser_, stage_parser_;
   uint64_t order_valid_ = 0, order_rejected_ = 0;
-  uint64_t stage_valid_ = 0, stage_rejected_ = 0;
-  std::deque<NodeId> stage_queue_;  // files still to feed to the executor
-  std::vector<NodeId> staged_;      // every file ever asked for (stage-in and .tierfs/stage)
-  std::vector<char> staged_mark_;   // per node: already in staged_
-  uint64_t stage_in_started_ = 0;   // steady-clock ns when stage-in began
-  PromotionTuner tuner_;            // not under mu_: it has its own lock
+  PromotionTuner tuner_;  // not under mu_: it has its own lock
+  StagePlanner stage_;    // likewise
 
   std::condition_variable wake_;
   bool stop_ = false;

@@ -1,0 +1,66 @@
+// StagePlanner: what is asked to be staged, in which order, fed once, and
+// the progress it reports.
+#include "prefetch/stage_planner.h"
+
+#include <catch2/catch.hpp>
+#include <map>
+
+#include "fs/counter_json.h"
+#include "scan_tree.h"
+#include "tiering/json/json_value.h"
+
+namespace tierfs {
+namespace {
+
+TEST_CASE("StagePlanner stages every file once, in namespace order", "[stage_planner]") {
+  testing::TempTree tree;
+  tree.Write("b", "bb");
+  tree.Mkdir("d");
+  tree.Write("d/a", "a");
+  tree.Write("empty", "");
+  tree.Write("a", "aaa");
+  auto ns = testing::ScanTree(tree);
+  Catalog catalog(*ns, 4096);
+  StagePlanner stage(ns.get(), &catalog);
+  HintParser::Result named;
+  named.files = {*ns->Resolve("d/a"), *ns->Resolve("d/a")};
+  named.valid = 2;
+  stage.Add(named);
+  stage.StageAll();
+  CHECK(stage.queued() == 3);  // d/a once; the empty file has nothing to stage
+  std::vector<std::string> fed;
+  NodeId id;
+  while (stage.Next(&id)) fed.push_back(ns->Path(id));
+  CHECK(fed == std::vector<std::string>{"d/a", "a", "b"});
+  CHECK_FALSE(stage.Next(&id));
+
+  // Progress: a resident file is done; a fed one that is not, once nothing
+  // is queued in the background, failed (no room, or its copy failed).
+  REQUIRE(catalog.TryBegin(ChunkKey{*ns->Resolve("a"), 0}));
+  catalog.Publish(ChunkKey{*ns->Resolve("a"), 0}, 0);
+  JsonCounterWriter json;
+  stage.VisitCounters(json, true);
+  std::string error;
+  auto stats = ParseJson(json.Finish(), &error);
+  REQUIRE(stats.has_value());
+  CHECK(stats->Uint("requested_files") == 3);
+  CHECK(stats->Uint("requested_bytes") == 6);
+  CHECK(stats->Uint("done_files") == 1);
+  CHECK(stats->Uint("done_bytes") == 3);
+  CHECK(stats->Uint("failed_files") == 2);
+  CHECK(stats->Uint("queued_files") == 0);
+  CHECK(stats->Uint("valid_lines") == 2);
+}
+
+TEST_CASE("StagePlanner without tiers stages nothing", "[stage_planner]") {
+  testing::TempTree tree;
+  tree.Write("a", "aaa");
+  auto ns = testing::ScanTree(tree);
+  StagePlanner stage(ns.get(), nullptr);
+  stage.StageAll();
+  NodeId id;
+  CHECK_FALSE(stage.Next(&id));
+}
+
+}  // namespace
+}  // namespace tierfs
