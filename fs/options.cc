@@ -51,6 +51,29 @@ const std::vector<OwnOption>& OwnOptions() {
        [](MountConfig& c, const std::string& v, const std::string& o) {
          c.scan_threads = ParseUnsigned(v, o, 1, 1024);
        }},
+      {"index", "FILE|auto",
+       "mount from a saved namespace index (built by `tierfs index` or by a previous mount); "
+       "auto = namespace.index in the first directory tier",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         if (v.empty()) throw OptionError(fmt::format("option '{}' needs a file or auto", o));
+         if (v != "auto" && v[0] != '/') {
+           throw OptionError(fmt::format("option '{}': '{}' is not an absolute path", o, v));
+         }
+         c.index = v;
+       }},
+      {"index_check", "MODE",
+       "how a saved index is checked against SOURCE: dirs (default: one stat per directory, "
+       "changed ones listed again), full (scan everything) or none",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         if (!ParseIndexCheck(v, &c.index_check)) {
+           throw OptionError(fmt::format("option '{}': '{}' is not one of full, dirs, none", o, v));
+         }
+       }},
+      {"index_wait", "SECONDS",
+       "how long to wait for another node that builds the index before scanning (default 600)",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         c.index_wait = ParseUnsigned(v, o, 0, 86400);
+       }},
       {"max_open_files", "N", "SOURCE files kept open (default: half of RLIMIT_NOFILE)",
        [](MountConfig& c, const std::string& v, const std::string& o) {
          c.max_open_files = ParseUnsigned(v, o, 16, 1u << 30);
