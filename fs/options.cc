@@ -47,7 +47,7 @@ const std::vector<OwnOption>& OwnOptions() {
        [](MountConfig& c, const std::string& v, const std::string& o) {
          c.threads = ParseUnsigned(v, o, 1, 1024);
        }},
-      {"scan_threads", "N", "parallel directory listings during the mount scan (default 16)",
+      {"scan_threads", "N", "metadata requests in flight during the mount scan (default 64)",
        [](MountConfig& c, const std::string& v, const std::string& o) {
          c.scan_threads = ParseUnsigned(v, o, 1, 1024);
        }},

@@ -31,7 +31,7 @@ struct MountConfig {
 
   // tierfs's own options.
   unsigned threads = 64;       // max FUSE worker threads
-  unsigned scan_threads = 16;  // parallel directory listings at mount
+  unsigned scan_threads = 64;  // metadata requests in flight during the scan
   std::string index;           // saved namespace index: a file, "auto" or "" (none)
   IndexCheck index_check = IndexCheck::kDirs;
   unsigned index_wait = 600;      // seconds to wait for another node building the index

@@ -113,7 +113,7 @@ std::string CheckLayout(std::span<const Node> nodes, std::string_view arena,
                         const NamespaceTotals& totals);
 
 struct ScanOptions {
-  unsigned threads = 16;  // parallel directory listings; a PFS is latency-bound
+  unsigned threads = 64;  // metadata requests in flight; a PFS is latency-bound
   // A snapshot of the same SOURCE taken earlier (a saved index): directories
   // whose mtime and ctime did not change are taken from it instead of being
   // listed, so the scan costs one stat per such directory.

@@ -34,7 +34,7 @@ bool ParseIndexCheck(const std::string& text, IndexCheck* out);
 struct OpenOptions {
   std::string index;  // index file; "" = no index (scan only)
   IndexCheck check = IndexCheck::kDirs;
-  unsigned scan_threads = 16;
+  unsigned scan_threads = 64;
   unsigned wait_s = 600;  // longest wait for another node's build
   bool write = true;      // write the index when it was (re)built
   int64_t racy_margin_ns = kRacyMarginNs;

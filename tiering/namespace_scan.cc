@@ -19,6 +19,9 @@ namespace tierfs {
 namespace {
 
 constexpr NodeId kNoNode = UINT32_MAX;
+// Entries of one directory stat()ed by one thread at a time: large
+// directories (ImageNet's hold ~1,300 files) are spread over the pool.
+constexpr size_t kStatChunk = 64;
 
 // One scanned directory, compact: its kept entries as Nodes (sorted by name;
 // name_off into `names`; a symlink's target at first_child into `targets`; a
@@ -66,7 +69,8 @@ class ParallelScanner {
   // Scans the tree below the root, whose attributes are *root_node (from a
   // fresh stat); returns -errno if the root cannot be listed.
   int Run(ScanDir* root, Node* root_node) {
-    int err = ScanOne({root, "", previous_ ? kRootNode : kNoNode, root_node, true}, false);
+    int err =
+        ScanOne({root, "", previous_ ? kRootNode : kNoNode, root_node, true, nullptr, 0, 0}, false);
     if (err < 0) return err;
     std::vector<std::thread> pool;
     for (unsigned i = 0; i < threads_; ++i) pool.emplace_back([this] { Work(); });
@@ -75,12 +79,16 @@ class ParallelScanner {
   }
 
  private:
+  struct Listing;
   struct Job {
     ScanDir* dir = nullptr;
     std::string path;
     NodeId old = kNoNode;  // the directory in previous_, if it was there
     Node* self = nullptr;  // the directory's own node in its parent's ScanDir
     bool fresh = false;    // *self comes from a listing now, not from previous_
+    // A chunk of a large directory's entries to stat, instead of a directory.
+    std::shared_ptr<Listing> listing;
+    size_t begin = 0, end = 0;
   };
 
   void Work() {
@@ -94,7 +102,11 @@ class ParallelScanner {
         queue_.pop_front();
         ++active_;
       }
-      if (ScanOne(std::move(job), true) < 0) job.dir->skipped++;
+      if (job.listing) {
+        StatChunk(job);
+      } else if (ScanOne(job, true) < 0) {
+        job.dir->skipped++;
+      }
       {
         std::lock_guard lock(mu_);
         --active_;
@@ -123,9 +135,10 @@ class ParallelScanner {
 
   // Lists one directory (or copies it from previous_) and queues its
   // subdirectories. `log`: log a failure (the root's is the caller's, fatal).
-  int ScanOne(Job job, bool log) {
+  int ScanOne(Job job, bool log) {  // NOLINT: copied, it may be kept in a Listing
     ScanDir* dir = job.dir;
     std::vector<Job> jobs;
+    ScanDir* done = dir;  // complete when this returns (not when its stats are queued)
     if (Unchanged(job)) {
       report_->dirs_reused++;
       auto [begin, end] = previous_->Children(job.old);
@@ -140,49 +153,116 @@ class ParallelScanner {
         jobs.push_back(SubdirJob(job, dir, i, begin + static_cast<NodeId>(i), false));
       }
     } else {
-      std::vector<DirEntry> entries;
+      std::unique_ptr<SourceDir> source_dir;
       report_->lists++;
-      int err = backend_->list(job.path, &entries);
+      int err = backend_->open_dir(job.path, &source_dir);
       if (err < 0 && log) {
         TIERFS_LOG(kWarning, "cannot list '{}' on SOURCE: {}; it is shown empty", job.path,
                    std::strerror(-err));
       }
       if (err < 0) return err;
       report_->dirs_listed++;
-      std::sort(entries.begin(), entries.end(),
-                [](const DirEntry& a, const DirEntry& b) { return a.name < b.name; });
-      dir->nodes.reserve(entries.size());
-      for (auto& e : entries) {
-        if (!Kept(e.st)) {
-          dir->skipped++;
-          continue;
+      auto listing = std::make_shared<Listing>();
+      listing->names = source_dir->names();
+      std::sort(listing->names.begin(), listing->names.end());
+      listing->source = std::move(source_dir);
+      const size_t n = listing->names.size();
+      listing->st.resize(n);
+      listing->err.resize(n);
+      const size_t chunks = (n + kStatChunk - 1) / kStatChunk;
+      if (chunks <= 1) {
+        StatRange(*listing, 0, n);
+        Finish(job, *listing, &jobs);
+      } else {
+        // A large directory: its entries are stat()ed by every scan thread,
+        // kStatChunk at a time; the last chunk done finishes the directory.
+        listing->chunks_left = chunks;
+        listing->job = std::move(job);
+        done = nullptr;
+        std::lock_guard lock(mu_);
+        for (size_t b = 0; b < n; b += kStatChunk) {
+          Job chunk;
+          chunk.listing = listing;
+          chunk.begin = b;
+          chunk.end = std::min(n, b + kStatChunk);
+          queue_.push_back(std::move(chunk));
         }
-        std::string target;
-        if (S_ISLNK(e.st.st_mode)) {
-          report_->readlinks++;
-          if (backend_->readlink(Child(job.path, e.name), &target) < 0) target.clear();
-        }
-        AddEntry(dir, NodeOf(e.st), e.name, target);
-      }
-      for (size_t i = 0; i < dir->nodes.size(); ++i) {
-        if (!S_ISDIR(dir->nodes[i].mode)) continue;
-        NodeId old = kNoNode;
-        if (job.old != kNoNode) {
-          auto o = previous_->Lookup(job.old, Name(*dir, i));
-          if (o && S_ISDIR(previous_->node(*o).mode)) old = *o;
-        }
-        jobs.push_back(SubdirJob(job, dir, i, old, true));
       }
     }
-    report_->entries += dir->nodes.size();
-    dir->names.shrink_to_fit();
-    dir->targets.shrink_to_fit();
-    if (!jobs.empty()) {
+    Queue(done, &jobs);
+    return 0;
+  }
+
+  // A directory's names, being stat()ed in chunks by several threads.
+  struct Listing {
+    Job job;  // the directory's
+    std::unique_ptr<SourceDir> source;
+    std::vector<std::string> names;  // sorted
+    std::vector<struct stat> st;     // st[i], err[i]: lstat of names[i]
+    std::vector<int> err;
+    std::atomic<size_t> chunks_left{0};
+  };
+
+  // Stat chunk `job` of a listing; the last one finishes the directory.
+  void StatChunk(const Job& job) {
+    Listing& l = *job.listing;
+    StatRange(l, job.begin, job.end);
+    if (l.chunks_left.fetch_sub(1) != 1) return;
+    std::vector<Job> jobs;
+    Finish(l.job, l, &jobs);
+    Queue(l.job.dir, &jobs);
+  }
+
+  void StatRange(Listing& l, size_t begin, size_t end) {
+    for (size_t i = begin; i < end; ++i) {
+      report_->stats++;
+      l.err[i] = l.source->lstat(l.names[i], &l.st[i]);
+    }
+  }
+
+  // Turns a stat()ed listing into the directory's entries and queues `jobs`
+  // for its subdirectories.
+  void Finish(const Job& job, Listing& l, std::vector<Job>* jobs) {
+    ScanDir* dir = job.dir;
+    dir->nodes.reserve(l.names.size());
+    for (size_t i = 0; i < l.names.size(); ++i) {
+      if (l.err[i] == -ENOENT) continue;  // removed while listing
+      if (l.err[i] < 0 || !Kept(l.st[i])) {
+        dir->skipped++;
+        continue;
+      }
+      std::string target;
+      if (S_ISLNK(l.st[i].st_mode)) {
+        report_->readlinks++;
+        if (backend_->readlink(Child(job.path, l.names[i]), &target) < 0) target.clear();
+      }
+      AddEntry(dir, NodeOf(l.st[i]), l.names[i], target);
+    }
+    for (size_t i = 0; i < dir->nodes.size(); ++i) {
+      if (!S_ISDIR(dir->nodes[i].mode)) continue;
+      NodeId old = kNoNode;
+      if (job.old != kNoNode) {
+        auto o = previous_->Lookup(job.old, Name(*dir, i));
+        if (o && S_ISDIR(previous_->node(*o).mode)) old = *o;
+      }
+      jobs->push_back(SubdirJob(job, dir, i, old, true));
+    }
+    l.source.reset();  // closes the directory
+    l.names = {};
+    l.st = {};
+  }
+
+  void Queue(ScanDir* dir, std::vector<Job>* jobs) {
+    if (dir != nullptr) {
+      report_->entries += dir->nodes.size();
+      dir->names.shrink_to_fit();
+      dir->targets.shrink_to_fit();
+    }
+    if (!jobs->empty()) {
       std::lock_guard lock(mu_);
-      for (auto& j : jobs) queue_.push_back(std::move(j));
+      for (auto& j : *jobs) queue_.push_back(std::move(j));
     }
     cv_.notify_all();
-    return 0;
   }
 
   static std::string Child(const std::string& path, std::string_view name) {
@@ -210,8 +290,14 @@ class ParallelScanner {
 
   static Job SubdirJob(const Job& parent, ScanDir* dir, size_t i, NodeId old, bool fresh) {
     Node* self = &dir->nodes[i];
-    return {dir->subdirs[self->first_child].get(), Child(parent.path, Name(*dir, i)), old, self,
-            fresh};
+    return {dir->subdirs[self->first_child].get(),
+            Child(parent.path, Name(*dir, i)),
+            old,
+            self,
+            fresh,
+            nullptr,
+            0,
+            0};
   }
 
   Backend* const backend_;
