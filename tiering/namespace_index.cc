@@ -291,9 +291,22 @@ std::unique_ptr<Namespace> LoadIndex(const std::string& path, const SourceIdenti
   const IndexHeader& h = *header;
   if (std::string why = CheckHeader(h, block.data(), size); !why.empty()) return refuse(why);
 
-  // Only a file nobody else can change may stay mapped: a change under the
-  // mapping would bypass every check below.
-  bool map = st.st_uid == ::geteuid() && (st.st_mode & (S_IWGRP | S_IWOTH)) == 0;
+  // Checks prove the file safe to read, not true: a file that another user
+  // wrote or could have written might show a doctored tree of the same
+  // SOURCE (swapped class names, hidden files). Only the daemon's own
+  // files and root's are trusted.
+  if (st.st_uid != ::geteuid() && st.st_uid != 0) {
+    return refuse(
+        fmt::format("it belongs to uid {}: only this daemon's uid ({}) or root may "
+                    "write the index it trusts",
+                    st.st_uid, ::geteuid()));
+  }
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    return refuse(fmt::format("it is writable by others (mode {:o})", st.st_mode & 07777));
+  }
+  // A root-owned file read by another uid is copied: root could change it
+  // under a mapping, which would bypass every check below.
+  const bool map = st.st_uid == ::geteuid();
   std::string why;
   std::shared_ptr<const unsigned char> bytes = Bytes(fd, size, map, &why);
   if (!bytes) return refuse(why);

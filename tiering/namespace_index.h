@@ -6,7 +6,9 @@
 // The file is hostile input (anyone who can write it can put anything
 // there): LoadIndex checks every offset and length before use, the checksums,
 // and then the whole tree's layout (CheckLayout) before a Namespace sees it.
-// A file that another user could change while mapped is copied, not mapped.
+// Only files of the daemon's uid or root, writable by no one else, are
+// trusted; root's files are copied rather than mapped when the daemon is
+// not root (nothing may change under the mapping).
 #pragma once
 
 #include <cstdint>
@@ -31,7 +33,7 @@ struct IndexInfo {
   SourceIdentity source;
   int64_t created_ns = 0;  // wall-clock time the scan began (CLOCK_REALTIME)
   uint64_t file_bytes = 0;
-  bool mapped = false;  // mapped (owner-only file) rather than copied
+  bool mapped = false;  // mapped (the daemon's own file) rather than copied
 };
 
 // Writes `ns` to `path`: a temporary file beside it (O_EXCL, mode 0600),

@@ -163,12 +163,20 @@ TEST_CASE("An index round trip equals the scan, every attribute of every node",
   struct stat st;
   REQUIRE(::stat(f.index.c_str(), &st) == 0);
   CHECK((st.st_mode & 07777) == 0600);
-  // A file others may write is copied: nobody can change it under the mapping.
-  REQUIRE(::chmod(f.index.c_str(), 0666) == 0);
-  auto copied = LoadIndex(f.index, &f.id, &error);
-  REQUIRE(copied);
-  CHECK_FALSE(copied->mapped());
-  CHECK(Dump(*copied) == Dump(*scanned));
+}
+
+TEST_CASE("An index others could have written is not trusted", "[namespace_index]") {
+  Fixture f;
+  f.Save();
+  REQUIRE(::chmod(f.index.c_str(), 0620) == 0);
+  CHECK_THAT(f.Refusal(&f.id), Catch::Contains("writable by others (mode 620)"));
+  REQUIRE(::chmod(f.index.c_str(), 0602) == 0);
+  CHECK_THAT(f.Refusal(&f.id), Catch::Contains("writable by others"));
+  if (::geteuid() == 0) {  // another owner: only root can make one
+    REQUIRE(::chmod(f.index.c_str(), 0600) == 0);
+    REQUIRE(::chown(f.index.c_str(), 12345, 12345) == 0);
+    CHECK_THAT(f.Refusal(&f.id), Catch::Contains("belongs to uid 12345"));
+  }
 }
 
 TEST_CASE("A damaged, truncated or foreign index is refused with a clear message",
