@@ -30,6 +30,7 @@ load_config() {
   STATE_ROOT=/run/tierfs-slurm
   DATASET=
   DEFAULT_OPTIONS=
+  INDEX_DIR=
   TIER_PERCENT=90
   TIER_MIN_MB=1024
   RAM_PERCENT=25
