@@ -120,12 +120,19 @@ class ParallelScanner {
   // not move. Stats it first when its attributes are not fresh.
   bool Unchanged(Job& job) {
     if (job.old == kNoNode) return false;
-    if (!job.fresh && changed_ != nullptr) return !(*changed_)[job.old];
+    // Known unchanged: no stat. Known changed: stat it all the same, so the
+    // new snapshot records its new times (else it would look changed forever).
+    if (!job.fresh && changed_ != nullptr && !(*changed_)[job.old]) return true;
     if (!job.fresh) {
       struct stat st;
       report_->stats++;
       if (backend_->stat(job.path, &st) < 0 || !S_ISDIR(st.st_mode)) return false;
-      *job.self = NodeOf(st);
+      Node fresh = NodeOf(st);  // its attributes; the tree fields stay the parent's
+      fresh.name_off = job.self->name_off;
+      fresh.name_len = job.self->name_len;
+      fresh.first_child = job.self->first_child;
+      fresh.child_count = job.self->child_count;
+      *job.self = fresh;
     }
     const Node& was = previous_->node(job.old);
     return S_ISDIR(job.self->mode) && was.mtime_ns == job.self->mtime_ns &&

@@ -370,11 +370,35 @@ TEST_CASE("A directory with a file added, removed or renamed is listed again",
   if (change == "removed") CHECK_FALSE(ns->Resolve("class3/img004.jpg"));
   if (change == "renamed") CHECK(ns->Resolve("class4/zzz.jpg"));
   if (change == "renamed") CHECK_FALSE(ns->Resolve("class4/img000.jpg"));
-  // The index written back shows it too.
+  // The index written back shows it too, and the next mount finds nothing
+  // changed (the directory's new times were recorded).
   std::string error;
   auto saved = LoadIndex(f.index, &f.id, &error);
   REQUIRE(saved);
   CHECK(Listing(*saved) == Listing(*ns));
+  CountingBackend again(f.backend);
+  OpenReport next;
+  f.Open(IndexCheck::kDirs, &next, &again);
+  Expect(next, true, false, false);
+  CHECK(next.dirs_changed == 0);
+  CHECK(again.counters().lists == 0);
+}
+
+TEST_CASE("A scan with a previous snapshot and no change flags stats and reuses directories",
+          "[namespace_index]") {
+  Fixture f;
+  auto before = f.Scan();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  f.tree->Write("class2/new.jpg", "new");
+  CountingBackend counting(f.backend);
+  std::string error;
+  ScanReport report;
+  auto after = ScanNamespace(&counting, {4, before.get(), nullptr, INT64_MAX}, &error, &report);
+  REQUIRE(after);
+  CHECK(CheckLayout(after->nodes(), after->arena(), after->totals()) == "");
+  CHECK(Listing(*after) == Listing(*f.Scan()));
+  CHECK(report.dirs_listed == 1);  // class2 only
+  CHECK(report.dirs_reused == after->dir_count() - 1);
 }
 
 TEST_CASE("Two mounts racing to build one index scan once and share it", "[namespace_index]") {
