@@ -74,6 +74,16 @@ const std::vector<OwnOption>& OwnOptions() {
        [](MountConfig& c, const std::string& v, const std::string& o) {
          c.index_wait = ParseUnsigned(v, o, 0, 86400);
        }},
+      {"readdir", "MODE",
+       "how the kernel lists directories: plus (default: READDIRPLUS, names with "
+       "attributes), plain (READDIR) or auto (the kernel's adaptive READDIRPLUS)",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         if (v != "plus" && v != "plain" && v != "auto") {
+           throw OptionError(
+               fmt::format("option '{}': '{}' is not one of plus, plain, auto", o, v));
+         }
+         c.readdir = v;
+       }},
       {"max_open_files", "N", "SOURCE files kept open (default: half of RLIMIT_NOFILE)",
        [](MountConfig& c, const std::string& v, const std::string& o) {
          c.max_open_files = ParseUnsigned(v, o, 16, 1u << 30);

@@ -35,6 +35,7 @@ struct MountConfig {
   std::string index;           // saved namespace index: a file, "auto" or "" (none)
   IndexCheck index_check = IndexCheck::kDirs;
   unsigned index_wait = 600;      // seconds to wait for another node building the index
+  std::string readdir = "plus";   // plus, plain or auto (ReaddirMode in fs/filesystem.h)
   uint64_t max_open_files = 0;    // SOURCE fd cache; 0 = half of RLIMIT_NOFILE
   double entry_timeout = 86400;   // seconds the kernel may cache names
   double attr_timeout = 86400;    // seconds the kernel may cache attributes

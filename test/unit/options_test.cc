@@ -249,5 +249,14 @@ TEST_CASE("ParseCommandLine takes the index options", "[options]") {
   CHECK_THAT(ErrorOf({"s", "m", "-o", "index_wait=86401"}), Contains("is not a whole number"));
 }
 
+TEST_CASE("ParseCommandLine takes the listing mode", "[options]") {
+  CHECK(Parse({"s", "m"}).readdir == "plus");
+  for (const char* mode : {"plus", "plain", "auto"}) {
+    CHECK(Parse({"s", "m", "-o", std::string("readdir=") + mode}).readdir == mode);
+  }
+  CHECK(ErrorOf({"s", "m", "-o", "readdir=fast"}) ==
+        "option 'readdir': 'fast' is not one of plus, plain, auto");
+}
+
 }  // namespace
 }  // namespace tierfs
