@@ -143,7 +143,7 @@ std::unique_ptr<Namespace> OpenNamespace(Backend* backend, const SourceIdentity&
     if (!options.write) return ns;
     std::string err = WriteIndex(*ns, source, created, options.index);
     if (!err.empty()) {
-      report->notes.push_back(err + "; the next mount scans again");
+      report->notes.push_back(err + "; the index on disk stays as it was");
       return ns;
     }
     report->written = true;
