@@ -163,6 +163,7 @@ void Namespace::VisitCounters(CounterVisitor& v) const {
   v.Gauge("skipped", static_cast<double>(skipped_count()));
   v.Gauge("file_bytes", static_cast<double>(total_file_bytes()));
   v.Gauge("memory_bytes", static_cast<double>(memory_bytes()));
+  v.Gauge("mapped_index", mapped_ ? 1 : 0);  // 1: the snapshot is a mapped index file
 }
 
 }  // namespace tierfs

@@ -52,6 +52,7 @@ class IndexTest(unittest.TestCase):
                 self.assertEqual(source["lists"], 0)
                 self.assertLessEqual(source["meta_ops"], dirs + 2)  # a stat per directory
                 self.assertIn("index loaded", m.output())
+                self.assertEqual(m.stats()["namespace"]["mapped_index"], 1)
 
             with harness.Mount(src, mnt, ["index=" + index, "index_check=none"]) as m:
                 self.assertEqual(m.stats()["source"]["lists"], 0)
