@@ -8,6 +8,8 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
@@ -54,6 +56,24 @@ bool Exists(const std::string& path, double* age_s) {
   if (::lstat(path.c_str(), &st) != 0) return false;
   *age_s = static_cast<double>(::time(nullptr) - st.st_mtime);
   return true;
+}
+
+// Whether lock file `path` was left by a builder on this host that is gone
+// (its "host pid" line names a process that no longer exists).
+bool LockOfDeadProcess(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return false;
+  char buf[320] = {};
+  ssize_t n = ::read(fd, buf, sizeof(buf) - 1);
+  ::close(fd);
+  if (n <= 0) return false;
+  char host[256] = {};
+  ::gethostname(host, sizeof(host) - 1);
+  std::string_view text(buf, static_cast<size_t>(n));
+  size_t space = text.find(' ');
+  if (space == std::string_view::npos || text.substr(0, space) != host) return false;
+  long pid = std::strtol(buf + space + 1, nullptr, 10);
+  return pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
 }
 
 double Since(Clock::time_point start) {
@@ -174,6 +194,13 @@ std::unique_ptr<Namespace> OpenNamespace(Backend* backend, const SourceIdentity&
                    options.wait_s);
         while (Exists(options.index + ".lock", &age) && age < options.wait_s &&
                Since(start) < options.wait_s) {
+          if (LockOfDeadProcess(options.index + ".lock")) {
+            report->notes.push_back(fmt::format(
+                "index '{}': its builder on this host died; removing its lock", options.index));
+            ::unlink((options.index + ".lock").c_str());
+            lock.TryAcquire(options.index, &lock_error);  // build it here; others wait for us
+            break;
+          }
           std::this_thread::sleep_for(std::chrono::milliseconds(100));
         }
         if (Exists(options.index + ".lock", &age)) {
