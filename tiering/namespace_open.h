@@ -10,7 +10,8 @@
 // Shared index (one file for a job's nodes, on a shared file system): the
 // node that must build it first creates INDEX.lock (O_EXCL); the others wait
 // for the lock to go (at most `wait_s`, then they scan themselves) and load
-// the index. A lock older than `wait_s` is stale (its builder died) and taken.
+// the index. A lock of a dead builder on this host is taken at once; one
+// older than `wait_s` is stale and removed.
 #pragma once
 
 #include <cstdint>
