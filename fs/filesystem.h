@@ -35,6 +35,13 @@ struct FsTimeouts {
   double attr = 86400;
 };
 
+// How the kernel lists directories: always READDIRPLUS (names with
+// attributes: one listing primes every lookup), plain READDIR (names only;
+// each entry costs a LOOKUP when used), or the kernel's adaptive choice
+// (READDIRPLUS_AUTO: plus for the first chunk, then plus only if lookups
+// followed). See docs/ARCHITECTURE.md "Listing".
+enum class ReaddirMode { kPlus, kPlain, kAuto };
+
 // Everything the handlers need. Owned by the mount session; outlives the loop.
 class FsContext {
  public:
@@ -47,6 +54,9 @@ class FsContext {
   const FsTimeouts& timeouts() const { return timeouts_; }
   RequestCounters& requests() { return requests_; }
   ControlDir& control() { return control_; }
+  ReaddirMode readdir_mode() const { return readdir_mode_; }
+  // REQUIRES: before the session starts (read by the init handler).
+  void set_readdir_mode(ReaddirMode mode) { readdir_mode_ = mode; }
 
   bool IsNode(fuse_ino_t ino) const { return ino >= 1 && ino <= ns_->size(); }
   static NodeId NodeOf(fuse_ino_t ino) { return static_cast<NodeId>(ino - 1); }
@@ -69,6 +79,7 @@ class FsContext {
   const std::chrono::steady_clock::time_point started_;
   RequestCounters requests_;
   ControlDir control_;
+  ReaddirMode readdir_mode_ = ReaddirMode::kPlus;
 };
 
 // The handler table. Userdata passed to fuse_session_new must be an FsContext*.

@@ -3,17 +3,28 @@
 
 namespace tierfs {
 
-void InitConnection(void*, struct fuse_conn_info* conn) {
+void InitConnection(void* userdata, struct fuse_conn_info* conn) {
   auto want = [conn](unsigned cap) {
     if (conn->capable & cap) conn->want |= cap;
   };
   want(FUSE_CAP_ASYNC_READ);       // parallel reads of one file
-  want(FUSE_CAP_READDIRPLUS);      // one listing primes every entry's attributes
   want(FUSE_CAP_CACHE_SYMLINKS);   // symlink targets stay in the page cache
   want(FUSE_CAP_PARALLEL_DIROPS);  // lookups in one directory run in parallel
-  // The dataset is immutable while mounted: no GETATTR before reads, and
-  // always READDIRPLUS rather than the kernel's guess.
-  conn->want &= ~(FUSE_CAP_AUTO_INVAL_DATA | FUSE_CAP_READDIRPLUS_AUTO);
+  // The dataset is immutable while mounted: no GETATTR before reads.
+  conn->want &= ~(FUSE_CAP_AUTO_INVAL_DATA | FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO);
+  // Listing: by default always READDIRPLUS (one listing primes every entry's
+  // attributes) rather than the kernel's guess.
+  switch (static_cast<FsContext*>(userdata)->readdir_mode()) {
+    case ReaddirMode::kPlus:
+      want(FUSE_CAP_READDIRPLUS);
+      break;
+    case ReaddirMode::kAuto:
+      want(FUSE_CAP_READDIRPLUS);
+      want(FUSE_CAP_READDIRPLUS_AUTO);
+      break;
+    case ReaddirMode::kPlain:
+      break;
+  }
   // With atomic O_TRUNC the kernel would pass O_TRUNC to OPEN, which it never
   // sends (zero-message open): the truncation would silently succeed. Without
   // it, O_TRUNC becomes a SETATTR, which answers EROFS.

@@ -47,9 +47,42 @@ const std::vector<OwnOption>& OwnOptions() {
        [](MountConfig& c, const std::string& v, const std::string& o) {
          c.threads = ParseUnsigned(v, o, 1, 1024);
        }},
-      {"scan_threads", "N", "parallel directory listings during the mount scan (default 16)",
+      {"scan_threads", "N", "metadata requests in flight during the mount scan (default 64)",
        [](MountConfig& c, const std::string& v, const std::string& o) {
          c.scan_threads = ParseUnsigned(v, o, 1, 1024);
+       }},
+      {"index", "FILE|auto",
+       "mount from a saved namespace index (built by `tierfs index` or by a previous mount); "
+       "auto = namespace.index in the first directory tier",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         if (v.empty()) throw OptionError(fmt::format("option '{}' needs a file or auto", o));
+         if (v != "auto" && v[0] != '/') {
+           throw OptionError(fmt::format("option '{}': '{}' is not an absolute path", o, v));
+         }
+         c.index = v;
+       }},
+      {"index_check", "MODE",
+       "how a saved index is checked against SOURCE: dirs (default: one stat per directory, "
+       "changed ones listed again), full (scan everything) or none",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         if (!ParseIndexCheck(v, &c.index_check)) {
+           throw OptionError(fmt::format("option '{}': '{}' is not one of full, dirs, none", o, v));
+         }
+       }},
+      {"index_wait", "SECONDS",
+       "how long to wait for another node that builds the index before scanning (default 600)",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         c.index_wait = ParseUnsigned(v, o, 0, 86400);
+       }},
+      {"readdir", "MODE",
+       "how the kernel lists directories: plus (default: READDIRPLUS, names with "
+       "attributes), plain (READDIR) or auto (the kernel's adaptive READDIRPLUS)",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         if (v != "plus" && v != "plain" && v != "auto") {
+           throw OptionError(
+               fmt::format("option '{}': '{}' is not one of plus, plain, auto", o, v));
+         }
+         c.readdir = v;
        }},
       {"max_open_files", "N", "SOURCE files kept open (default: half of RLIMIT_NOFILE)",
        [](MountConfig& c, const std::string& v, const std::string& o) {

@@ -10,6 +10,7 @@
 
 #include "prefetch/tiered_store.h"
 #include "tiering/log.h"
+#include "tiering/namespace_open.h"
 
 namespace tierfs {
 
@@ -29,8 +30,12 @@ struct MountConfig {
   bool debug = false;  // libfuse's request trace (implies foreground)
 
   // tierfs's own options.
-  unsigned threads = 64;          // max FUSE worker threads
-  unsigned scan_threads = 16;     // parallel directory listings at mount
+  unsigned threads = 64;       // max FUSE worker threads
+  unsigned scan_threads = 64;  // metadata requests in flight during the scan
+  std::string index;           // saved namespace index: a file, "auto" or "" (none)
+  IndexCheck index_check = IndexCheck::kDirs;
+  unsigned index_wait = 600;      // seconds to wait for another node building the index
+  std::string readdir = "plus";   // plus, plain or auto (ReaddirMode in fs/filesystem.h)
   uint64_t max_open_files = 0;    // SOURCE fd cache; 0 = half of RLIMIT_NOFILE
   double entry_timeout = 86400;   // seconds the kernel may cache names
   double attr_timeout = 86400;    // seconds the kernel may cache attributes

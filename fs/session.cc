@@ -67,6 +67,28 @@ std::string FuseOptionString(const MountConfig& config, const std::string& sourc
   return opts;
 }
 
+// The index file of -o index=: "" (none), the file given, or for "auto"
+// namespace.index in the first directory tier, if that directory is the
+// daemon's own. Returns "" or a message for the user.
+std::string IndexPath(const MountConfig& config, std::string* path) {
+  path->clear();
+  if (config.index != "auto") {
+    *path = config.index;
+    return "";
+  }
+  if (config.tiering.dirs.empty()) {
+    return "index=auto keeps the index in the first directory tier: add tier=PATH:SIZE, or give "
+           "index=FILE";
+  }
+  const std::string& dir = config.tiering.dirs.front().path;
+  if (std::string why = CheckPrivateDirectory(dir); !why.empty()) {
+    TIERFS_LOG(kWarning, "index=auto: not using {} for the index: {}", dir, why);
+    return "";
+  }
+  *path = dir + "/namespace.index";
+  return "";
+}
+
 std::atomic<bool> g_force_exit{false};
 
 // Stops promotion (queued ones dropped, running ones cancelled at their next
@@ -132,23 +154,31 @@ int RunMount(const MountConfig& config) {
   CountingBackend backend(posix);
 
   NotifyStatus(fmt::format("scanning {}", source));
-  auto scan_start = std::chrono::steady_clock::now();
+  struct stat source_st {};
+  ::stat(source.c_str(), &source_st);
+  OpenOptions open_options;
+  if (std::string err = IndexPath(config, &open_options.index); !err.empty()) return fail(err);
+  open_options.check = config.index_check;
+  open_options.scan_threads = config.scan_threads;
+  open_options.wait_s = config.index_wait;
+  SourceIdentity identity{source, source_st.st_dev, source_st.st_ino};
+  OpenReport opened;
   std::string scan_error;
-  std::unique_ptr<Namespace> ns = ScanNamespace(&backend, {config.scan_threads}, &scan_error);
+  std::unique_ptr<Namespace> ns =
+      OpenNamespace(&backend, identity, open_options, &opened, &scan_error);
+  for (const auto& note : opened.notes) TIERFS_LOG(kWarning, "{}", note);
   if (!ns) return fail(scan_error);
-  double scan_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - scan_start).count();
-  TIERFS_LOG(kInfo, "scanned {}: {} files ({} bytes), {} directories, {} symlinks in {:.2f} s",
-             source, ns->file_count(), ns->total_file_bytes(), ns->dir_count(), ns->symlink_count(),
-             scan_s);
+  TIERFS_LOG(kInfo,
+             "{}: {} files ({} bytes), {} directories, {} symlinks in {:.2f} s, {} metadata "
+             "operations on SOURCE",
+             opened.how, ns->file_count(), ns->total_file_bytes(), ns->dir_count(),
+             ns->symlink_count(), opened.seconds, opened.meta_ops);
   if (ns->skipped_count() > 0) {
     TIERFS_LOG(kWarning, "{} entries skipped (special files or unreadable directories)",
                ns->skipped_count());
   }
 
   SourceReader reader(&backend, ns.get(), max_open);
-  struct stat source_st {};
-  ::stat(source.c_str(), &source_st);
   std::string tier_error;
   TieringConfig tiering = config.tiering;
   tiering.prefetch.mountpoint = fd_mount ? "" : mountpoint;
@@ -157,6 +187,9 @@ int RunMount(const MountConfig& config) {
   if (!store) return fail(tier_error);
   FsContext ctx(ns.get(), &reader, store.get(), &backend.counters(),
                 FsTimeouts{config.entry_timeout, config.attr_timeout}, ::getuid(), ::getgid());
+  ctx.set_readdir_mode(config.readdir == "plain"  ? ReaddirMode::kPlain
+                       : config.readdir == "auto" ? ReaddirMode::kAuto
+                                                  : ReaddirMode::kPlus);
   std::unique_ptr<MetricsServer> metrics;
   if (!config.metrics.empty()) {
     std::string error;

@@ -30,6 +30,17 @@ class SourceFile {
   virtual ssize_t pread(void* buf, size_t n, uint64_t off) = 0;
 };
 
+// An open SOURCE directory, for a scan that lstat()s its entries in
+// parallel. Thread-safe: lstat may be called concurrently.
+class SourceDir {
+ public:
+  virtual ~SourceDir() = default;
+  // The entries' names (without "." and ".."), in no particular order.
+  virtual const std::vector<std::string>& names() const = 0;
+  // lstat() of entry `name` of this directory (no path walk from the root).
+  virtual int lstat(const std::string& name, struct stat* st) = 0;
+};
+
 // Paths are relative to SOURCE's root; "" names the root itself.
 // Thread-safe: every method may be called concurrently.
 class Backend {
@@ -42,6 +53,10 @@ class Backend {
   virtual int statfs(struct statvfs* out) = 0;
   // Opens a regular file for reading.
   virtual int open(const std::string& rel, std::unique_ptr<SourceFile>* out) = 0;
+  // Reads a directory's names (one listing); its entries are lstat()ed on
+  // demand. The default lists through list() and serves lstat from that
+  // listing, so a wrapper that only overrides list() is honoured.
+  virtual int open_dir(const std::string& rel, std::unique_ptr<SourceDir>* out);
 };
 
 // A backend over a local (or PFS-mounted) directory. Returns nullptr and sets

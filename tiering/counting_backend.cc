@@ -23,7 +23,31 @@ class CountingFile final : public SourceFile {
   SourceCounters* counters_;  // owned by the CountingBackend, which outlives its files
 };
 
+class CountingDir final : public SourceDir {
+ public:
+  CountingDir(std::unique_ptr<SourceDir> dir, SourceCounters* counters)
+      : dir_(std::move(dir)), counters_(counters) {}
+  const std::vector<std::string>& names() const override { return dir_->names(); }
+  int lstat(const std::string& name, struct stat* st) override {
+    int r = dir_->lstat(name, st);
+    counters_->stats.fetch_add(1, std::memory_order_relaxed);
+    if (r < 0) counters_->errors.fetch_add(1, std::memory_order_relaxed);
+    return r;
+  }
+
+ private:
+  std::unique_ptr<SourceDir> dir_;
+  SourceCounters* counters_;  // owned by the CountingBackend, which outlives the scan
+};
+
 }  // namespace
+
+int CountingBackend::open_dir(const std::string& rel, std::unique_ptr<SourceDir>* out) {
+  std::unique_ptr<SourceDir> dir;
+  int r = Count(counters_.lists, target()->open_dir(rel, &dir));
+  if (r == 0) *out = std::make_unique<CountingDir>(std::move(dir), &counters_);
+  return r;
+}
 
 int CountingBackend::Count(std::atomic<uint64_t>& op, int result) {
   op.fetch_add(1, std::memory_order_relaxed);

@@ -37,6 +37,8 @@ class CountingBackend final : public BackendWrapper {
   int readlink(const std::string& rel, std::string* target) override;
   int statfs(struct statvfs* out) override;
   int open(const std::string& rel, std::unique_ptr<SourceFile>* out) override;
+  // Forwards to the target's open_dir: one list, then one stat per lstat.
+  int open_dir(const std::string& rel, std::unique_ptr<SourceDir>* out) override;
 
  private:
   int Count(std::atomic<uint64_t>& op, int result);

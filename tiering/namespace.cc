@@ -1,17 +1,28 @@
 #include "tiering/namespace.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 namespace tierfs {
 
+Namespace::Namespace(std::span<const Node> nodes, std::string_view arena,
+                     const NamespaceTotals& totals, const struct statvfs& fs_stats,
+                     std::shared_ptr<const void> keep_alive)
+    : nodes_(nodes),
+      arena_(arena),
+      totals_(totals),
+      fs_stats_(fs_stats),
+      keep_alive_(std::move(keep_alive)) {}
+
 std::string_view Namespace::name(NodeId id) const {
   const Node& n = nodes_[id];
-  return std::string_view(arena_).substr(n.name_off, n.name_len);
+  return arena_.substr(n.name_off, n.name_len);
 }
 
 std::string_view Namespace::link_target(NodeId id) const {
   const Node& n = nodes_[id];
-  return std::string_view(arena_).substr(n.first_child, n.child_count);
+  return arena_.substr(n.first_child, n.child_count);
 }
 
 std::pair<NodeId, NodeId> Namespace::Children(NodeId dir) const {
@@ -86,8 +97,63 @@ void Namespace::Fill(NodeId id, uint64_t ino_base, struct stat* st) const {
   set(&st->st_ctim, n.ctime_ns);
 }
 
-size_t Namespace::memory_bytes() const {
-  return nodes_.capacity() * sizeof(Node) + arena_.capacity();
+size_t Namespace::memory_bytes() const { return nodes_.size() * sizeof(Node) + arena_.size(); }
+
+std::string CheckLayout(std::span<const Node> nodes, std::string_view arena,
+                        const NamespaceTotals& totals) {
+  if (nodes.empty()) return "no root node";
+  if (nodes.size() > UINT32_MAX) return "more nodes than node ids";
+  if (!S_ISDIR(nodes[0].mode)) return "the root is not a directory";
+  if (nodes[0].name_len != 0) return "the root has a name";
+  auto in_arena = [&](uint64_t off, uint64_t len) { return off + len <= arena.size(); };
+  NamespaceTotals seen;
+  uint64_t next_child = 1;  // breadth-first: children ranges follow each other
+  for (size_t id = 0; id < nodes.size(); ++id) {
+    const Node& n = nodes[id];
+    auto bad = [&](std::string_view what) { return fmt::format("node {}: {}", id, what); };
+    if (!in_arena(n.name_off, n.name_len)) return bad("its name lies outside the name arena");
+    std::string_view name = arena.substr(n.name_off, n.name_len);
+    if (id != 0) {
+      if (n.parent >= id) return bad("its parent does not come before it");
+      const Node& p = nodes[n.parent];
+      if (!S_ISDIR(p.mode) || id < p.first_child || id - p.first_child >= p.child_count) {
+        return bad("its parent does not list it");
+      }
+      if (name.empty() || name == "." || name == ".." ||
+          name.find_first_of(std::string_view("/\0", 2)) != std::string_view::npos) {
+        return bad("its name is not a file name");
+      }
+      if (id > p.first_child) {
+        const Node& prev = nodes[id - 1];
+        if (!(arena.substr(prev.name_off, prev.name_len) < name)) {
+          return bad("its siblings are not sorted by name");
+        }
+      }
+    }
+    if (S_ISDIR(n.mode)) {
+      seen.dirs++;
+      if (n.first_child != next_child || next_child + n.child_count > nodes.size()) {
+        return bad("its children are not the next range of nodes");
+      }
+      next_child += n.child_count;
+    } else if (S_ISLNK(n.mode)) {
+      seen.symlinks++;
+      if (!in_arena(n.first_child, n.child_count)) return bad("its target lies outside the arena");
+    } else if (S_ISREG(n.mode)) {
+      seen.files++;
+      if (n.first_child != 0 || n.child_count != 0) return bad("a file with children");
+      if (n.size > (uint64_t{1} << 62)) return bad("an impossible file size");
+      seen.file_bytes += n.size;
+    } else {
+      return bad("neither a file, a directory nor a symlink");
+    }
+  }
+  if (next_child != nodes.size()) return "some nodes belong to no directory";
+  if (seen.files != totals.files || seen.dirs != totals.dirs || seen.symlinks != totals.symlinks ||
+      seen.file_bytes != totals.file_bytes) {
+    return "the totals do not match the nodes";
+  }
+  return "";
 }
 
 void Namespace::VisitCounters(CounterVisitor& v) const {
@@ -97,6 +163,7 @@ void Namespace::VisitCounters(CounterVisitor& v) const {
   v.Gauge("skipped", static_cast<double>(skipped_count()));
   v.Gauge("file_bytes", static_cast<double>(total_file_bytes()));
   v.Gauge("memory_bytes", static_cast<double>(memory_bytes()));
+  v.Gauge("mapped_index", mapped_ ? 1 : 0);  // 1: the snapshot is a mapped index file
 }
 
 }  // namespace tierfs

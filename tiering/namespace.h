@@ -5,14 +5,19 @@
 // Layout: nodes are numbered in breadth-first order; the children of a
 // directory are contiguous and sorted by name, so a lookup is a binary search
 // and a listing is a range. Names and symlink targets live in one arena.
+// The node array and the arena are either owned (a scan) or a read-only
+// mapping of a saved index (tiering/namespace_index.h): the same bytes.
 #pragma once
 
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 
+#include <atomic>
+#include <climits>
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,6 +40,13 @@ struct Node {
   // Directories: children are nodes [first_child, first_child + child_count).
   // Symlinks: the target is arena [first_child, first_child + child_count).
   uint32_t first_child = 0, child_count = 0;
+  uint32_t reserved = 0;  // no padding: Nodes are written to index files as they are
+};
+static_assert(sizeof(Node) == 80, "Node is saved as is in index files: bump kIndexVersion");
+
+// What the scan counted, saved with the index.
+struct NamespaceTotals {
+  uint64_t file_bytes = 0, files = 0, dirs = 0, symlinks = 0, skipped = 0;
 };
 
 class Namespace {
@@ -42,6 +54,11 @@ class Namespace {
   Namespace() = default;
   Namespace(const Namespace&) = delete;
   Namespace& operator=(const Namespace&) = delete;
+
+  // Takes over a node array and arena that satisfy CheckLayout (or are
+  // trusted: built by a scan). `keep_alive` owns the memory they point into.
+  Namespace(std::span<const Node> nodes, std::string_view arena, const NamespaceTotals& totals,
+            const struct statvfs& fs_stats, std::shared_ptr<const void> keep_alive);
 
   size_t size() const { return nodes_.size(); }
   const Node& node(NodeId id) const { return nodes_[id]; }
@@ -63,32 +80,68 @@ class Namespace {
   void Fill(NodeId id, uint64_t ino_base, struct stat* st) const;
 
   const struct statvfs& fs_stats() const { return fs_stats_; }
-  uint64_t total_file_bytes() const { return total_file_bytes_; }
-  uint64_t file_count() const { return file_count_; }
-  uint64_t dir_count() const { return dir_count_; }
-  uint64_t symlink_count() const { return symlink_count_; }
-  uint64_t skipped_count() const { return skipped_count_; }  // special files, unlistable dirs
+  uint64_t total_file_bytes() const { return totals_.file_bytes; }
+  uint64_t file_count() const { return totals_.files; }
+  uint64_t dir_count() const { return totals_.dirs; }
+  uint64_t symlink_count() const { return totals_.symlinks; }
+  uint64_t skipped_count() const { return totals_.skipped; }  // special files, unlistable dirs
+  const NamespaceTotals& totals() const { return totals_; }
+  std::span<const Node> nodes() const { return nodes_; }
+  std::string_view arena() const { return arena_; }
+  // Whether nodes/arena are a mapped index rather than heap memory.
+  bool mapped() const { return mapped_; }
+  void set_mapped(bool mapped) { mapped_ = mapped; }
   size_t memory_bytes() const;
   // files, directories, ... as gauges.
   void VisitCounters(CounterVisitor& v) const;
 
  private:
-  friend class NamespaceBuilder;
-  std::vector<Node> nodes_;
-  std::string arena_;
+  std::span<const Node> nodes_;
+  std::string_view arena_;
+  NamespaceTotals totals_;
   struct statvfs fs_stats_ {};
-  uint64_t total_file_bytes_ = 0, file_count_ = 0, dir_count_ = 0, symlink_count_ = 0,
-           skipped_count_ = 0;
+  std::shared_ptr<const void> keep_alive_;  // owns what nodes_ and arena_ point into
+  bool mapped_ = false;
 };
 
+// Checks that nodes and arena form a namespace every accessor can use without
+// reading out of bounds or looping: the root is a directory, every name and
+// symlink target lies in the arena, children ranges lie in the array, come
+// after their parent, point back at it, are sorted and unique, and totals
+// match. Returns "" or what is wrong. Linear in the node count.
+std::string CheckLayout(std::span<const Node> nodes, std::string_view arena,
+                        const NamespaceTotals& totals);
+
 struct ScanOptions {
-  unsigned threads = 16;  // parallel directory listings; a PFS is latency-bound
+  unsigned threads = 64;  // metadata requests in flight; a PFS is latency-bound
+  // A snapshot of the same SOURCE taken earlier (a saved index): directories
+  // whose mtime and ctime did not change are taken from it instead of being
+  // listed, so the scan costs one stat per such directory.
+  const Namespace* previous = nullptr;
+  // With `previous`: the result of ChangedDirectories as a flag per previous
+  // node, so that directories known unchanged are not stat()ed again.
+  const std::vector<bool>* changed = nullptr;
+  // A directory of `previous` changed at or after this time (ns) may have
+  // changed again within the same timestamp tick after it was listed: it is
+  // listed again (git's "racy clean" rule). Set it to when `previous` was
+  // taken, less a margin for coarse file system clocks.
+  int64_t racy_after_ns = INT64_MIN;
+};
+
+// What a scan asked of SOURCE. Updated by the scan's threads.
+struct ScanReport {
+  std::atomic<uint64_t> stats{0}, lists{0}, readlinks{0};
+  std::atomic<uint64_t> dirs_listed{0};  // listed on SOURCE
+  std::atomic<uint64_t> dirs_reused{0};  // taken from ScanOptions::previous
+  std::atomic<uint64_t> entries{0};      // entries kept so far
+  uint64_t meta_ops() const { return stats + lists + readlinks; }
 };
 
 // Scans SOURCE through `backend` in parallel. Returns nullptr and sets *error
 // (a message for the user) when the root cannot be scanned; subdirectories
 // that cannot be listed are kept empty and counted in skipped_count().
+// (Entries skipped in directories taken from `previous` are not counted.)
 std::unique_ptr<Namespace> ScanNamespace(Backend* backend, const ScanOptions& options,
-                                         std::string* error);
+                                         std::string* error, ScanReport* report = nullptr);
 
 }  // namespace tierfs

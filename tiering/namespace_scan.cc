@@ -1,6 +1,10 @@
 // The parallel namespace scan: a pool of threads lists SOURCE's directories
 // (on a PFS each listing and stat is a metadata round trip, so parallelism is
 // what makes the scan fast), then one thread lays the result out breadth-first.
+// With a previous snapshot, a directory whose mtime and ctime are unchanged is
+// not listed again: its entries are taken from the snapshot.
+#include <malloc.h>
+
 #include <algorithm>
 #include <condition_variable>
 #include <cstring>
@@ -14,11 +18,17 @@
 namespace tierfs {
 namespace {
 
-// One scanned directory: its kept entries (sorted by name) and, aligned with
-// them, symlink targets and scanned subdirectories.
+constexpr NodeId kNoNode = UINT32_MAX;
+// Entries of one directory stat()ed by one thread at a time: large
+// directories (ImageNet's hold ~1,300 files) are spread over the pool.
+constexpr size_t kStatChunk = 64;
+
+// One scanned directory, compact: its kept entries as Nodes (sorted by name;
+// name_off into `names`; a symlink's target at first_child into `targets`; a
+// directory's ScanDir at first_child into `subdirs`).
 struct ScanDir {
-  std::vector<DirEntry> entries;
-  std::vector<std::string> targets;
+  std::vector<Node> nodes;
+  std::string names, targets;
   std::vector<std::unique_ptr<ScanDir>> subdirs;
   uint64_t skipped = 0;
 };
@@ -27,14 +37,40 @@ bool Kept(const struct stat& st) {
   return S_ISREG(st.st_mode) || S_ISDIR(st.st_mode) || S_ISLNK(st.st_mode);
 }
 
+int64_t Nanos(const struct timespec& ts) {
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+// A node's attributes from lstat (tree fields left for the builder).
+Node NodeOf(const struct stat& st) {
+  Node n;
+  n.size = static_cast<uint64_t>(st.st_size);
+  n.blocks = static_cast<uint64_t>(st.st_blocks);
+  n.atime_ns = Nanos(st.st_atim);
+  n.mtime_ns = Nanos(st.st_mtim);
+  n.ctime_ns = Nanos(st.st_ctim);
+  n.mode = st.st_mode;
+  n.uid = st.st_uid;
+  n.gid = st.st_gid;
+  n.nlink = static_cast<uint32_t>(st.st_nlink);
+  return n;
+}
+
 class ParallelScanner {
  public:
-  ParallelScanner(Backend* backend, unsigned threads)
-      : backend_(backend), threads_(std::max(1u, threads)) {}
+  ParallelScanner(Backend* backend, const ScanOptions& options, ScanReport* report)
+      : backend_(backend),
+        threads_(std::max(1u, options.threads)),
+        previous_(options.previous),
+        changed_(options.changed),
+        racy_after_ns_(options.racy_after_ns),
+        report_(report) {}
 
-  // Scans the tree below `root`; returns -errno if the root cannot be listed.
-  int Run(ScanDir* root) {
-    int err = ScanOne(root, "", /*report=*/false);
+  // Scans the tree below the root, whose attributes are *root_node (from a
+  // fresh stat); returns -errno if the root cannot be listed.
+  int Run(ScanDir* root, Node* root_node) {
+    int err =
+        ScanOne({root, "", previous_ ? kRootNode : kNoNode, root_node, true, nullptr, 0, 0}, false);
     if (err < 0) return err;
     std::vector<std::thread> pool;
     for (unsigned i = 0; i < threads_; ++i) pool.emplace_back([this] { Work(); });
@@ -43,9 +79,16 @@ class ParallelScanner {
   }
 
  private:
+  struct Listing;
   struct Job {
-    ScanDir* dir;
+    ScanDir* dir = nullptr;
     std::string path;
+    NodeId old = kNoNode;  // the directory in previous_, if it was there
+    Node* self = nullptr;  // the directory's own node in its parent's ScanDir
+    bool fresh = false;    // *self comes from a listing now, not from previous_
+    // A chunk of a large directory's entries to stat, instead of a directory.
+    std::shared_ptr<Listing> listing;
+    size_t begin = 0, end = 0;
   };
 
   void Work() {
@@ -59,7 +102,11 @@ class ParallelScanner {
         queue_.pop_front();
         ++active_;
       }
-      if (ScanOne(job.dir, job.path, /*report=*/true) < 0) job.dir->skipped++;
+      if (job.listing) {
+        StatChunk(job);
+      } else if (ScanOne(job, true) < 0) {
+        job.dir->skipped++;
+      }
       {
         std::lock_guard lock(mu_);
         --active_;
@@ -68,140 +115,306 @@ class ParallelScanner {
     }
   }
 
-  // Lists one directory and queues its subdirectories. `report`: log a
-  // failure (the root's is reported by the caller, as fatal).
-  int ScanOne(ScanDir* dir, const std::string& path, bool report) {
-    std::vector<DirEntry> entries;
-    int err = backend_->list(path, &entries);
-    if (err < 0 && report) {
-      TIERFS_LOG(kWarning, "cannot list '{}' on SOURCE: {}; it is shown empty", path,
-                 std::strerror(-err));
+  // Whether directory `job` may be taken from previous_: it was there and its
+  // mtime and ctime (which any entry added, removed or renamed changes) did
+  // not move. Stats it first when its attributes are not fresh.
+  bool Unchanged(Job& job) {
+    if (job.old == kNoNode) return false;
+    // Known unchanged: no stat. Known changed: stat it all the same, so the
+    // new snapshot records its new times (else it would look changed forever).
+    if (!job.fresh && changed_ != nullptr && !(*changed_)[job.old]) return true;
+    if (!job.fresh) {
+      struct stat st;
+      report_->stats++;
+      if (backend_->stat(job.path, &st) < 0 || !S_ISDIR(st.st_mode)) return false;
+      Node fresh = NodeOf(st);  // its attributes; the tree fields stay the parent's
+      fresh.name_off = job.self->name_off;
+      fresh.name_len = job.self->name_len;
+      fresh.first_child = job.self->first_child;
+      fresh.child_count = job.self->child_count;
+      *job.self = fresh;
     }
-    if (err < 0) return err;
-    std::sort(entries.begin(), entries.end(),
-              [](const DirEntry& a, const DirEntry& b) { return a.name < b.name; });
-    for (auto& e : entries) {
-      if (!Kept(e.st)) {
+    const Node& was = previous_->node(job.old);
+    return S_ISDIR(job.self->mode) && was.mtime_ns == job.self->mtime_ns &&
+           was.ctime_ns == job.self->ctime_ns && was.ctime_ns < racy_after_ns_ &&
+           was.mtime_ns < racy_after_ns_;
+  }
+
+  // Lists one directory (or copies it from previous_) and queues its
+  // subdirectories. `log`: log a failure (the root's is the caller's, fatal).
+  int ScanOne(Job job, bool log) {  // NOLINT: copied, it may be kept in a Listing
+    ScanDir* dir = job.dir;
+    std::vector<Job> jobs;
+    ScanDir* done = dir;  // complete when this returns (not when its stats are queued)
+    if (Unchanged(job)) {
+      report_->dirs_reused++;
+      auto [begin, end] = previous_->Children(job.old);
+      dir->nodes.reserve(end - begin);
+      for (NodeId c = begin; c < end; ++c) {
+        const Node& n = previous_->node(c);
+        AddEntry(dir, n, previous_->name(c),
+                 S_ISLNK(n.mode) ? previous_->link_target(c) : std::string_view());
+      }
+      for (size_t i = 0; i < dir->nodes.size(); ++i) {
+        if (!S_ISDIR(dir->nodes[i].mode)) continue;
+        jobs.push_back(SubdirJob(job, dir, i, begin + static_cast<NodeId>(i), false));
+      }
+    } else {
+      std::unique_ptr<SourceDir> source_dir;
+      report_->lists++;
+      int err = backend_->open_dir(job.path, &source_dir);
+      if (err < 0 && log) {
+        TIERFS_LOG(kWarning, "cannot list '{}' on SOURCE: {}; it is shown empty", job.path,
+                   std::strerror(-err));
+      }
+      if (err < 0) return err;
+      report_->dirs_listed++;
+      auto listing = std::make_shared<Listing>();
+      listing->names = source_dir->names();
+      std::sort(listing->names.begin(), listing->names.end());
+      listing->source = std::move(source_dir);
+      const size_t n = listing->names.size();
+      listing->st.resize(n);
+      listing->err.resize(n);
+      const size_t chunks = (n + kStatChunk - 1) / kStatChunk;
+      if (chunks <= 1) {
+        StatRange(*listing, 0, n);
+        Finish(job, *listing, &jobs);
+      } else {
+        // A large directory: its entries are stat()ed by every scan thread,
+        // kStatChunk at a time; the last chunk done finishes the directory.
+        listing->chunks_left = chunks;
+        listing->job = std::move(job);
+        done = nullptr;
+        std::lock_guard lock(mu_);
+        for (size_t b = 0; b < n; b += kStatChunk) {
+          Job chunk;
+          chunk.listing = listing;
+          chunk.begin = b;
+          chunk.end = std::min(n, b + kStatChunk);
+          queue_.push_back(std::move(chunk));
+        }
+      }
+    }
+    Queue(done, &jobs);
+    return 0;
+  }
+
+  // A directory's names, being stat()ed in chunks by several threads.
+  struct Listing {
+    Job job;  // the directory's
+    std::unique_ptr<SourceDir> source;
+    std::vector<std::string> names;  // sorted
+    std::vector<struct stat> st;     // st[i], err[i]: lstat of names[i]
+    std::vector<int> err;
+    std::atomic<size_t> chunks_left{0};
+  };
+
+  // Stat chunk `job` of a listing; the last one finishes the directory.
+  void StatChunk(const Job& job) {
+    Listing& l = *job.listing;
+    StatRange(l, job.begin, job.end);
+    if (l.chunks_left.fetch_sub(1) != 1) return;
+    std::vector<Job> jobs;
+    Finish(l.job, l, &jobs);
+    Queue(l.job.dir, &jobs);
+  }
+
+  void StatRange(Listing& l, size_t begin, size_t end) {
+    for (size_t i = begin; i < end; ++i) {
+      report_->stats++;
+      l.err[i] = l.source->lstat(l.names[i], &l.st[i]);
+    }
+  }
+
+  // Turns a stat()ed listing into the directory's entries and queues `jobs`
+  // for its subdirectories.
+  void Finish(const Job& job, Listing& l, std::vector<Job>* jobs) {
+    ScanDir* dir = job.dir;
+    dir->nodes.reserve(l.names.size());
+    for (size_t i = 0; i < l.names.size(); ++i) {
+      if (l.err[i] == -ENOENT) continue;  // removed while listing
+      if (l.err[i] < 0 || !Kept(l.st[i])) {
         dir->skipped++;
         continue;
       }
-      dir->entries.push_back(std::move(e));
-    }
-    dir->targets.resize(dir->entries.size());
-    dir->subdirs.resize(dir->entries.size());
-    std::vector<Job> jobs;
-    for (size_t i = 0; i < dir->entries.size(); ++i) {
-      const DirEntry& e = dir->entries[i];
-      std::string child = path.empty() ? e.name : path + "/" + e.name;
-      if (S_ISDIR(e.st.st_mode)) {
-        dir->subdirs[i] = std::make_unique<ScanDir>();
-        jobs.push_back({dir->subdirs[i].get(), std::move(child)});
-      } else if (S_ISLNK(e.st.st_mode)) {
-        if (backend_->readlink(child, &dir->targets[i]) < 0) dir->targets[i].clear();
+      std::string target;
+      if (S_ISLNK(l.st[i].st_mode)) {
+        report_->readlinks++;
+        if (backend_->readlink(Child(job.path, l.names[i]), &target) < 0) target.clear();
       }
+      AddEntry(dir, NodeOf(l.st[i]), l.names[i], target);
     }
-    if (!jobs.empty()) {
+    for (size_t i = 0; i < dir->nodes.size(); ++i) {
+      if (!S_ISDIR(dir->nodes[i].mode)) continue;
+      NodeId old = kNoNode;
+      if (job.old != kNoNode) {
+        auto o = previous_->Lookup(job.old, Name(*dir, i));
+        if (o && S_ISDIR(previous_->node(*o).mode)) old = *o;
+      }
+      jobs->push_back(SubdirJob(job, dir, i, old, true));
+    }
+    l.source.reset();  // closes the directory
+    l.names = {};
+    l.st = {};
+  }
+
+  void Queue(ScanDir* dir, std::vector<Job>* jobs) {
+    if (dir != nullptr) {
+      report_->entries += dir->nodes.size();
+      dir->names.shrink_to_fit();
+      dir->targets.shrink_to_fit();
+    }
+    if (!jobs->empty()) {
       std::lock_guard lock(mu_);
-      for (auto& j : jobs) queue_.push_back(std::move(j));
+      for (auto& j : *jobs) queue_.push_back(std::move(j));
     }
     cv_.notify_all();
-    return 0;
+  }
+
+  static std::string Child(const std::string& path, std::string_view name) {
+    return path.empty() ? std::string(name) : path + "/" + std::string(name);
+  }
+  static std::string_view Name(const ScanDir& dir, size_t i) {
+    return std::string_view(dir.names).substr(dir.nodes[i].name_off, dir.nodes[i].name_len);
+  }
+
+  static void AddEntry(ScanDir* dir, Node n, std::string_view name, std::string_view target) {
+    n.name_off = static_cast<uint32_t>(dir->names.size());
+    n.name_len = static_cast<uint32_t>(name.size());
+    dir->names += name;
+    n.first_child = n.child_count = 0;
+    if (S_ISLNK(n.mode)) {
+      n.first_child = static_cast<uint32_t>(dir->targets.size());
+      n.child_count = static_cast<uint32_t>(target.size());
+      dir->targets += target;
+    } else if (S_ISDIR(n.mode)) {
+      n.first_child = static_cast<uint32_t>(dir->subdirs.size());
+      dir->subdirs.push_back(std::make_unique<ScanDir>());
+    }
+    dir->nodes.push_back(n);
+  }
+
+  static Job SubdirJob(const Job& parent, ScanDir* dir, size_t i, NodeId old, bool fresh) {
+    Node* self = &dir->nodes[i];
+    return {dir->subdirs[self->first_child].get(),
+            Child(parent.path, Name(*dir, i)),
+            old,
+            self,
+            fresh,
+            nullptr,
+            0,
+            0};
   }
 
   Backend* const backend_;
   const unsigned threads_;
+  const Namespace* const previous_;
+  const std::vector<bool>* const changed_;
+  const int64_t racy_after_ns_;
+  ScanReport* const report_;
   std::mutex mu_;  // guards queue_ and active_; a leaf lock
   std::condition_variable cv_;
   std::deque<Job> queue_;
   unsigned active_ = 0;  // jobs being scanned now
 };
 
+// The scanned tree laid out breadth-first into one node array and one arena.
+std::unique_ptr<Namespace> Build(const Node& root_node, ScanDir* root,
+                                 const struct statvfs& fs_stats) {
+  struct Storage {
+    std::vector<Node> nodes;
+    std::string arena;
+  };
+  // Sizes first, so the arrays are allocated once at their final size.
+  size_t node_count = 1, arena_size = 0;
+  {
+    std::vector<ScanDir*> stack{root};
+    while (!stack.empty()) {
+      ScanDir* d = stack.back();
+      stack.pop_back();
+      node_count += d->nodes.size();
+      arena_size += d->names.size() + d->targets.size();
+      for (auto& s : d->subdirs) stack.push_back(s.get());
+    }
+  }
+  auto storage = std::make_shared<Storage>();
+  std::vector<Node>& nodes = storage->nodes;
+  std::string& arena = storage->arena;
+  nodes.reserve(node_count);
+  arena.reserve(arena_size);
+  NamespaceTotals totals;
+  nodes.push_back(root_node);
+  nodes[0].parent = kRootNode;
+  nodes[0].name_off = nodes[0].name_len = 0;
+  totals.dirs = 1;
+  std::deque<std::pair<NodeId, ScanDir*>> queue{{kRootNode, root}};
+  while (!queue.empty()) {
+    auto [id, dir] = queue.front();
+    queue.pop_front();
+    totals.skipped += dir->skipped;
+    nodes[id].first_child = static_cast<uint32_t>(nodes.size());
+    nodes[id].child_count = static_cast<uint32_t>(dir->nodes.size());
+    for (const Node& e : dir->nodes) {
+      NodeId child = static_cast<NodeId>(nodes.size());
+      Node n = e;
+      n.parent = id;
+      n.name_off = static_cast<uint32_t>(arena.size());
+      arena.append(dir->names, e.name_off, e.name_len);
+      if (S_ISDIR(n.mode)) {
+        totals.dirs++;
+        queue.emplace_back(child, dir->subdirs[e.first_child].get());
+      } else if (S_ISLNK(n.mode)) {
+        totals.symlinks++;
+        n.first_child = static_cast<uint32_t>(arena.size());
+        arena.append(dir->targets, e.first_child, e.child_count);
+      } else {
+        totals.files++;
+        totals.file_bytes += n.size;
+      }
+      nodes.push_back(n);
+    }
+    dir->nodes = {};  // free as we go: the scan result may be large
+    dir->names = {};
+    dir->targets = {};
+  }
+  std::span<const Node> node_span(storage->nodes);
+  std::string_view arena_view(storage->arena);
+  return std::make_unique<Namespace>(node_span, arena_view, totals, fs_stats, std::move(storage));
+}
+
 }  // namespace
 
-// Lays a scanned tree out as a Namespace. Friend of Namespace.
-class NamespaceBuilder {
- public:
-  static std::unique_ptr<Namespace> Build(const struct stat& root_st, ScanDir* root,
-                                          const struct statvfs& fs_stats) {
-    auto ns = std::make_unique<Namespace>();
-    ns->fs_stats_ = fs_stats;
-    ns->nodes_.push_back(MakeNode(*ns, root_st, kRootNode, ""));
-    ns->dir_count_ = 1;
-    std::deque<std::pair<NodeId, ScanDir*>> queue{{kRootNode, root}};
-    while (!queue.empty()) {
-      auto [id, dir] = queue.front();
-      queue.pop_front();
-      ns->skipped_count_ += dir->skipped;
-      ns->nodes_[id].first_child = static_cast<uint32_t>(ns->nodes_.size());
-      ns->nodes_[id].child_count = static_cast<uint32_t>(dir->entries.size());
-      for (size_t i = 0; i < dir->entries.size(); ++i) {
-        const DirEntry& e = dir->entries[i];
-        NodeId child = static_cast<NodeId>(ns->nodes_.size());
-        ns->nodes_.push_back(MakeNode(*ns, e.st, id, e.name));
-        if (S_ISDIR(e.st.st_mode)) {
-          ns->dir_count_++;
-          queue.emplace_back(child, dir->subdirs[i].get());
-        } else if (S_ISLNK(e.st.st_mode)) {
-          ns->symlink_count_++;
-          Node& n = ns->nodes_[child];
-          n.first_child = static_cast<uint32_t>(ns->arena_.size());
-          n.child_count = static_cast<uint32_t>(dir->targets[i].size());
-          ns->arena_ += dir->targets[i];
-        } else {
-          ns->file_count_++;
-          ns->total_file_bytes_ += static_cast<uint64_t>(e.st.st_size);
-        }
-      }
-      dir->entries = {};  // free as we go: the scan result may be large
-    }
-    ns->nodes_.shrink_to_fit();
-    ns->arena_.shrink_to_fit();
-    return ns;
-  }
-
- private:
-  static int64_t Nanos(const struct timespec& ts) {
-    return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-  }
-
-  static Node MakeNode(Namespace& ns, const struct stat& st, NodeId parent, std::string_view name) {
-    Node n;
-    n.size = static_cast<uint64_t>(st.st_size);
-    n.blocks = static_cast<uint64_t>(st.st_blocks);
-    n.atime_ns = Nanos(st.st_atim);
-    n.mtime_ns = Nanos(st.st_mtim);
-    n.ctime_ns = Nanos(st.st_ctim);
-    n.mode = st.st_mode;
-    n.uid = st.st_uid;
-    n.gid = st.st_gid;
-    n.nlink = static_cast<uint32_t>(st.st_nlink);
-    n.parent = parent;
-    n.name_off = static_cast<uint32_t>(ns.arena_.size());
-    n.name_len = static_cast<uint32_t>(name.size());
-    ns.arena_ += name;
-    return n;
-  }
-};
-
 std::unique_ptr<Namespace> ScanNamespace(Backend* backend, const ScanOptions& options,
-                                         std::string* error) {
+                                         std::string* error, ScanReport* report) {
+  ScanReport local;
+  if (report == nullptr) report = &local;
   struct stat root_st;
+  report->stats++;
   int err = backend->stat("", &root_st);
   if (err == 0 && !S_ISDIR(root_st.st_mode)) err = -ENOTDIR;
   if (err < 0) {
     *error = std::string("cannot scan SOURCE: ") + std::strerror(-err);
     return nullptr;
   }
-  ScanDir root;
-  ParallelScanner scanner(backend, options.threads);
-  err = scanner.Run(&root);
-  if (err < 0) {
-    *error = std::string("cannot list SOURCE: ") + std::strerror(-err);
-    return nullptr;
+  Node root_node = NodeOf(root_st);
+  std::unique_ptr<Namespace> ns;
+  {
+    ScanDir root;
+    ParallelScanner scanner(backend, options, report);
+    err = scanner.Run(&root, &root_node);
+    if (err < 0) {
+      *error = std::string("cannot list SOURCE: ") + std::strerror(-err);
+      return nullptr;
+    }
+    struct statvfs fs_stats {};
+    if (backend->statfs(&fs_stats) < 0) fs_stats = {};
+    ns = Build(root_node, &root, fs_stats);
   }
-  struct statvfs fs_stats {};
-  if (backend->statfs(&fs_stats) < 0) fs_stats = {};
-  return NamespaceBuilder::Build(root_st, &root, fs_stats);
+  // The scan's temporary trees were spread over the scan threads' malloc
+  // arenas: hand the freed pages back, or they stay in the daemon's RSS.
+  ::malloc_trim(0);
+  return ns;
 }
 
 }  // namespace tierfs

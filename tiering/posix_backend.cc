@@ -3,6 +3,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 
@@ -25,6 +26,44 @@ class PosixFile final : public SourceFile {
   const int fd_;
 };
 
+// A directory read once (getdents); entries stat()ed relative to its fd.
+class PosixDir final : public SourceDir {
+ public:
+  PosixDir(int fd, std::vector<std::string> names) : fd_(fd), names_(std::move(names)) {}
+  ~PosixDir() override { ::close(fd_); }
+  const std::vector<std::string>& names() const override { return names_; }
+  int lstat(const std::string& name, struct stat* st) override {
+    if (::fstatat(fd_, name.c_str(), st, AT_SYMLINK_NOFOLLOW) != 0) return PosixError();
+    return 0;
+  }
+
+ private:
+  const int fd_;
+  const std::vector<std::string> names_;
+};
+
+// A directory served from one list(): the default Backend::open_dir.
+class ListedDir final : public SourceDir {
+ public:
+  explicit ListedDir(std::vector<DirEntry> entries) : entries_(std::move(entries)) {
+    std::sort(entries_.begin(), entries_.end(),
+              [](const DirEntry& a, const DirEntry& b) { return a.name < b.name; });
+    for (const auto& e : entries_) names_.push_back(e.name);
+  }
+  const std::vector<std::string>& names() const override { return names_; }
+  int lstat(const std::string& name, struct stat* st) override {
+    auto it = std::lower_bound(entries_.begin(), entries_.end(), name,
+                               [](const DirEntry& e, const std::string& n) { return e.name < n; });
+    if (it == entries_.end() || it->name != name) return -ENOENT;
+    *st = it->st;
+    return 0;
+  }
+
+ private:
+  std::vector<DirEntry> entries_;
+  std::vector<std::string> names_;
+};
+
 class PosixBackend final : public Backend {
  public:
   explicit PosixBackend(int root_fd) : root_fd_(root_fd) {}
@@ -36,26 +75,50 @@ class PosixBackend final : public Backend {
   }
 
   int list(const std::string& rel, std::vector<DirEntry>* out) override {
+    std::unique_ptr<SourceDir> dir;
+    if (int err = open_dir(rel, &dir); err < 0) return err;
+    out->clear();
+    for (const std::string& name : dir->names()) {
+      DirEntry e;
+      e.name = name;
+      int err = dir->lstat(name, &e.st);
+      if (err == -ENOENT) continue;  // removed while listing
+      if (err < 0) return err;
+      out->push_back(std::move(e));
+    }
+    return 0;
+  }
+
+  int open_dir(const std::string& rel, std::unique_ptr<SourceDir>* out) override {
     int fd = ::openat(root_fd_, AtPath(rel), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0) return PosixError();
-    DIR* dir = ::fdopendir(fd);
+    int list_fd = ::dup(fd);  // closedir closes the one it reads
+    DIR* dir = list_fd < 0 ? nullptr : ::fdopendir(list_fd);
     if (dir == nullptr) {
       int err = PosixError();
+      if (list_fd >= 0) ::close(list_fd);
       ::close(fd);
       return err;
     }
-    out->clear();
-    int err = ForEachEntry(dir, [&](const char* name) {
-      DirEntry e;
-      e.name = name;
-      if (::fstatat(::dirfd(dir), name, &e.st, AT_SYMLINK_NOFOLLOW) != 0) {
-        return errno == ENOENT ? 0 : PosixError();  // ENOENT: removed while listing
+    std::vector<std::string> names;
+    int err = 0;
+    while (true) {
+      errno = 0;
+      struct dirent* de = ::readdir(dir);
+      if (de == nullptr) {
+        if (errno != 0) err = PosixError();
+        break;
       }
-      out->push_back(std::move(e));
-      return 0;
-    });
+      std::string_view name(de->d_name);
+      if (name != "." && name != "..") names.emplace_back(name);
+    }
     ::closedir(dir);
-    return err;
+    if (err < 0) {
+      ::close(fd);
+      return err;
+    }
+    *out = std::make_unique<PosixDir>(fd, std::move(names));
+    return 0;
   }
 
   int readlink(const std::string& rel, std::string* target) override {
@@ -84,6 +147,13 @@ class PosixBackend final : public Backend {
 };
 
 }  // namespace
+
+int Backend::open_dir(const std::string& rel, std::unique_ptr<SourceDir>* out) {
+  std::vector<DirEntry> entries;
+  if (int err = list(rel, &entries); err < 0) return err;
+  *out = std::make_unique<ListedDir>(std::move(entries));
+  return 0;
+}
 
 std::unique_ptr<Backend> NewPosixBackend(const std::string& root, int* err) {
   int fd = ::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -33,7 +33,10 @@ TEST_CASE("ParseCommandLine takes SOURCE and MOUNTPOINT with defaults", "[option
   CHECK_FALSE(c.foreground);
   CHECK_FALSE(c.debug);
   CHECK(c.threads == 64);
-  CHECK(c.scan_threads == 16);
+  CHECK(c.scan_threads == 64);
+  CHECK(c.index.empty());
+  CHECK(c.index_check == IndexCheck::kDirs);
+  CHECK(c.index_wait == 600);
   CHECK(c.max_open_files == 0);
   CHECK(c.entry_timeout == 86400);
   CHECK(c.attr_timeout == 86400);
@@ -229,6 +232,30 @@ TEST_CASE("ParseSize names the option and the syntax when the value is not a siz
   CHECK_THROWS_WITH(ParseSize("10X", "cache_size"),
                     "option 'cache_size': '10X' is not a size (a number with an optional K, M, G "
                     "or T suffix)");
+}
+
+TEST_CASE("ParseCommandLine takes the index options", "[options]") {
+  MountConfig c = Parse({"s", "m", "-o", "index=/var/idx,index_check=none,index_wait=5"});
+  CHECK(c.index == "/var/idx");
+  CHECK(c.index_check == IndexCheck::kNone);
+  CHECK(c.index_wait == 5);
+  CHECK(Parse({"s", "m", "-o", "index=auto,index_check=full"}).index == "auto");
+  CHECK(Parse({"s", "m", "-o", "index_check=full"}).index_check == IndexCheck::kFull);
+  CHECK(ErrorOf({"s", "m", "-o", "index=rel/idx"}) ==
+        "option 'index': 'rel/idx' is not an absolute path");
+  CHECK(ErrorOf({"s", "m", "-o", "index="}) == "option 'index' needs a file or auto");
+  CHECK(ErrorOf({"s", "m", "-o", "index_check=some"}) ==
+        "option 'index_check': 'some' is not one of full, dirs, none");
+  CHECK_THAT(ErrorOf({"s", "m", "-o", "index_wait=86401"}), Contains("is not a whole number"));
+}
+
+TEST_CASE("ParseCommandLine takes the listing mode", "[options]") {
+  CHECK(Parse({"s", "m"}).readdir == "plus");
+  for (const char* mode : {"plus", "plain", "auto"}) {
+    CHECK(Parse({"s", "m", "-o", std::string("readdir=") + mode}).readdir == mode);
+  }
+  CHECK(ErrorOf({"s", "m", "-o", "readdir=fast"}) ==
+        "option 'readdir': 'fast' is not one of plus, plain, auto");
 }
 
 }  // namespace

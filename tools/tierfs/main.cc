@@ -1,5 +1,6 @@
 // tierfs: mount a tiered read-only mirror of a dataset directory, or (with a
-// subcommand: stat, hint, stage) talk to a running mount.
+// subcommand: stat, hint, stage) talk to a running mount, or (index) save
+// SOURCE's namespace index.
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -7,10 +8,12 @@
 #include "fs/options.h"
 #include "fs/session.h"
 #include "tierfs/version.h"
+#include "tools/tierfs/index_command.h"
 #include "tools/tierfs/subcommands.h"
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv, argv + argc);
+  if (args.size() > 1 && args[1] == "index") return tierfs::cli::RunIndexCommand(args);
   if (args.size() > 1 && tierfs::cli::IsSubcommand(args[1])) {
     return tierfs::cli::RunSubcommand(args);
   }
@@ -25,6 +28,7 @@ int main(int argc, char** argv) {
     case tierfs::MountConfig::Action::kHelp:
       std::fputs(tierfs::UsageText("tierfs").c_str(), stdout);
       std::fputs(tierfs::cli::SubcommandUsage("tierfs").c_str(), stdout);
+      std::fputs(("\nWithout a mount:\n" + tierfs::cli::IndexUsage("tierfs")).c_str(), stdout);
       return 0;
     case tierfs::MountConfig::Action::kVersion:
       std::printf("tierfs %s\n", TIERFS_VERSION);

@@ -1,0 +1,198 @@
+// tierfs index SOURCE FILE: scans SOURCE (or updates FILE) and saves the
+// namespace index a mount loads with -o index=FILE. Unlike the other
+// subcommands it needs no mount: it links the tiering library.
+#include "tools/tierfs/index_command.h"
+
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <charconv>
+#include <chrono>
+#include <climits>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <thread>
+
+#include "tiering/log.h"
+#include "tiering/namespace_open.h"
+
+namespace tierfs::cli {
+namespace {
+
+constexpr const char* kSynopsis =
+    "SOURCE FILE [--check full|dirs] [--threads N] [--wait SECONDS] [--quiet]";
+
+int Usage(const std::string& message) {
+  std::fprintf(stderr, "tierfs index: %s\nusage: tierfs index %s\n", message.c_str(), kSynopsis);
+  return 2;
+}
+
+bool ParseNumber(const std::string& text, unsigned lo, unsigned hi, unsigned* out) {
+  unsigned v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || v < lo || v > hi) return false;
+  *out = v;
+  return true;
+}
+
+// Prints "directories listed, entries" on one line of stderr until stopped.
+class ProgressLine {
+ public:
+  explicit ProgressLine(const ScanReport* scan) : scan_(scan) {
+    thread_ = std::thread([this] { Run(); });
+  }
+  ~ProgressLine() {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+    std::fputs("\r\033[K", stderr);
+  }
+
+ private:
+  void Run() {
+    auto start = std::chrono::steady_clock::now();
+    std::unique_lock lock(mu_);
+    while (!cv_.wait_for(lock, std::chrono::milliseconds(250), [this] { return stop_; })) {
+      double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      uint64_t entries = scan_->entries;
+      std::fprintf(stderr,
+                   "\r\033[K  %.1f s: %llu directories listed, %llu reused, %llu entries "
+                   "(%.0f/s), %llu metadata operations",
+                   s, static_cast<unsigned long long>(scan_->dirs_listed.load()),
+                   static_cast<unsigned long long>(scan_->dirs_reused.load()),
+                   static_cast<unsigned long long>(entries), s > 0 ? entries / s : 0.0,
+                   static_cast<unsigned long long>(scan_->meta_ops()));
+    }
+  }
+
+  const ScanReport* const scan_;
+  std::mutex mu_;  // guards stop_; a leaf lock
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+}  // namespace
+
+std::string IndexUsage(const std::string& program) {
+  return fmt::format(
+      "  {} index {}\n    scan SOURCE and save its namespace index in FILE (with --check dirs:\n"
+      "    update FILE, listing only the directories that changed); mount with\n"
+      "    -o index=FILE. Prints the scan's figures.\n",
+      program, kSynopsis);
+}
+
+int RunIndexCommand(const std::vector<std::string>& args) {
+  std::vector<std::string> positional;
+  OpenOptions options;
+  options.check = IndexCheck::kFull;
+  bool quiet = false;
+  for (size_t i = 2; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&]() -> const std::string* { return i + 1 < args.size() ? &args[++i] : nullptr; };
+    if (a == "-h" || a == "--help") {
+      std::printf("usage: tierfs index %s\n%s", kSynopsis, IndexUsage("tierfs").c_str());
+      return 0;
+    } else if (a == "--quiet" || a == "-q") {
+      quiet = true;
+    } else if (a == "--check") {
+      const std::string* v = value();
+      if (!v || !ParseIndexCheck(*v, &options.check) || options.check == IndexCheck::kNone) {
+        return Usage("--check takes full or dirs");
+      }
+    } else if (a == "--threads") {
+      const std::string* v = value();
+      if (!v || !ParseNumber(*v, 1, 1024, &options.scan_threads)) {
+        return Usage("--threads takes a number from 1 to 1024");
+      }
+    } else if (a == "--wait") {
+      const std::string* v = value();
+      if (!v || !ParseNumber(*v, 0, 86400, &options.wait_s)) {
+        return Usage("--wait takes seconds from 0 to 86400");
+      }
+    } else if (!a.empty() && a[0] == '-' && a != "-") {
+      return Usage(fmt::format("unknown option '{}'", a));
+    } else {
+      positional.push_back(a);
+    }
+  }
+  if (positional.size() != 2) return Usage("expected SOURCE and FILE");
+  char resolved[PATH_MAX];
+  if (::realpath(positional[0].c_str(), resolved) == nullptr) {
+    std::fprintf(stderr, "tierfs index: SOURCE '%s': %s\n", positional[0].c_str(),
+                 std::strerror(errno));
+    return 1;
+  }
+  std::string source = resolved;
+  options.index = positional[1];
+  if (options.index.empty()) return Usage("FILE is empty");
+  if (options.index[0] != '/') {
+    char cwd[PATH_MAX];
+    if (::getcwd(cwd, sizeof(cwd)) == nullptr) return Usage("cannot resolve FILE");
+    options.index = std::string(cwd) + "/" + options.index;
+  }
+  struct stat st;
+  if (::stat(source.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    std::fprintf(stderr, "tierfs index: SOURCE '%s' is not a directory\n", source.c_str());
+    return 1;
+  }
+  int err = 0;
+  std::unique_ptr<Backend> backend = NewPosixBackend(source, &err);
+  if (!backend) {
+    std::fprintf(stderr, "tierfs index: SOURCE '%s': %s\n", source.c_str(), std::strerror(-err));
+    return 1;
+  }
+  Log::SetLevel(quiet ? kWarning : kInfo);
+  ScanReport scan;
+  OpenReport report;
+  std::string error;
+  std::unique_ptr<Namespace> ns;
+  {
+    std::unique_ptr<ProgressLine> progress;
+    if (!quiet && ::isatty(STDERR_FILENO)) progress = std::make_unique<ProgressLine>(&scan);
+    ns = OpenNamespace(backend.get(), {source, st.st_dev, st.st_ino}, options, &report, &error,
+                       &scan);
+  }
+  for (const auto& note : report.notes) std::fprintf(stderr, "tierfs index: %s\n", note.c_str());
+  if (!ns) {
+    std::fprintf(stderr, "tierfs index: %s\n", error.c_str());
+    return 1;
+  }
+  if (!quiet) {
+    double s = report.seconds > 0 ? report.seconds : 1e-9;
+    std::printf(
+        "%s: %s\n  %llu files (%llu bytes), %llu directories, %llu symlinks, %llu skipped\n"
+        "  %.2f s, %llu metadata operations on SOURCE (%llu stat, %llu list, %llu readlink): "
+        "%.0f operations/s, %.0f entries/s\n"
+        "  directories listed %llu, taken from the index %llu; scan_threads %u\n",
+        source.c_str(), report.how.c_str(), static_cast<unsigned long long>(ns->file_count()),
+        static_cast<unsigned long long>(ns->total_file_bytes()),
+        static_cast<unsigned long long>(ns->dir_count()),
+        static_cast<unsigned long long>(ns->symlink_count()),
+        static_cast<unsigned long long>(ns->skipped_count()), report.seconds,
+        static_cast<unsigned long long>(report.meta_ops),
+        static_cast<unsigned long long>(scan.stats.load()),
+        static_cast<unsigned long long>(scan.lists.load()),
+        static_cast<unsigned long long>(scan.readlinks.load()),
+        static_cast<double>(report.meta_ops) / s, static_cast<double>(ns->size()) / s,
+        static_cast<unsigned long long>(scan.dirs_listed.load()),
+        static_cast<unsigned long long>(scan.dirs_reused.load()), options.scan_threads);
+    struct stat ist;
+    if (::stat(options.index.c_str(), &ist) == 0) {
+      std::printf("  index %s: %llu bytes (%.1f per node)%s\n", options.index.c_str(),
+                  static_cast<unsigned long long>(ist.st_size),
+                  static_cast<double>(ist.st_size) / static_cast<double>(ns->size()),
+                  report.written ? "" : ", not rewritten");
+    }
+  }
+  return report.written || (report.from_index && !report.scanned) ? 0 : 1;
+}
+
+}  // namespace tierfs::cli
