@@ -106,11 +106,12 @@ class IndexTest(unittest.TestCase):
                 self.assertIn("index loaded", m.output())
                 self.assertEqual(m.stats()["source"]["lists"], 0)
                 self.assertEqual(listing(mnt), listing(src))
-            # A tier directory others can write is not trusted with the index.
+            # A tier directory others can write is not trusted at all (neither
+            # with chunks nor with the index): the mount is refused.
             os.chmod(tier, 0o777)
-            with harness.Mount(src, mnt, opts) as m:
-                self.assertIn("writable by others", m.output())
-                self.assertNotIn("index loaded", m.output())
+            r = harness.run_tierfs(src, mnt, "-o", ",".join(opts))
+            self.assertNotEqual(r.returncode, 0)
+            self.assertIn("is refused: group or others may write to it", r.stderr + r.stdout)
 
     def test_bad_index_options(self):
         with harness.workdir() as (src, mnt):
