@@ -53,6 +53,42 @@ class SubcommandTest(unittest.TestCase):
             out = self.tierfs("stat", self.mnt)
             self.assertIn("tiers       none", out.stdout)
 
+    def test_stat_watch_prints_rates_until_counted_or_interrupted(self):
+        with harness.Mount(self.src, self.mnt, ["ram=16M", "prefetch=order"]) as m:
+            with open(os.path.join(self.mnt, ".tierfs", "order"), "w") as f:
+                f.write("//epoch\n" + "".join(r + "\n" for r in sorted(self.files)))
+            proc = subprocess.Popen([harness.tierfs_bin(), "stat", self.mnt, "--watch", "0.3",
+                                     "--count", "3"], stdout=subprocess.PIPE, text=True)
+            time.sleep(0.4)  # its first sample is taken
+            for rel in sorted(self.files):  # traffic while it watches
+                harness.read_file(os.path.join(self.mnt, rel))
+                time.sleep(0.01)
+            out, _ = proc.communicate(timeout=20)
+            self.assertEqual(proc.returncode, 0)
+            lines = out.splitlines()  # not a terminal: one plain line per interval
+            self.assertEqual(len(lines), 3, out)
+            for line in lines:
+                self.assertRegex(line, r"^reads [0-9]+/s \(.*/s\), hit ratio .*, SOURCE .*/s")
+                self.assertIn("tiers ram ", line)
+                self.assertIn("promotions ", line)
+                self.assertIn("look-ahead lead pid:", line)
+            self.assertTrue(any(not l.startswith("reads 0/s") for l in lines), out)
+            # Without --count it runs until Ctrl-C, and then exits 0 at once.
+            proc = subprocess.Popen([harness.tierfs_bin(), "stat", self.mnt, "--watch"],
+                                    stdout=subprocess.PIPE, text=True)
+            time.sleep(1.5)
+            proc.send_signal(signal.SIGINT)
+            t0 = time.monotonic()
+            out, _ = proc.communicate(timeout=10)
+            self.assertLess(time.monotonic() - t0, 2)
+            self.assertEqual(proc.returncode, 0)
+            self.assertGreaterEqual(len(out.splitlines()), 1)
+            self.assertTrue(m.alive())
+        for bad in (["--watch", "0"], ["--watch", "1", "--json"], ["--count", "3"],
+                    ["--watch", "--count", "0"]):
+            r = self.tierfs("stat", self.mnt, *bad)
+            self.assertEqual(r.returncode, 2, (bad, r.stderr))
+
     # ---- hint ----
 
     def test_hint_reports_accepted_and_rejected_lines(self):

@@ -12,6 +12,8 @@
 namespace tierfs::cli {
 
 int RunStat(const MountControl& mount, bool json);
+// Redraws the mount's rates every `seconds` until Ctrl-C (or `count` times; 0 = no end).
+int RunWatch(const MountControl& mount, double seconds, uint64_t count);
 int RunHint(const MountControl& mount, const std::string& list_path);
 int RunStage(const MountControl& mount, const std::vector<std::string>& paths, bool quiet);
 

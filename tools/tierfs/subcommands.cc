@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "tools/tierfs/commands.h"
@@ -18,9 +20,10 @@ struct Spec {
 };
 
 constexpr Spec kSubcommands[] = {
-    {"stat", "MOUNT [--json]",
+    {"stat", "MOUNT [--json | --watch [SECONDS] [--count N]]",
      "summary of the mount's counters: tiers, hit rates, SOURCE traffic,\n"
-     "    promotions, prefetching (--json: the raw .tierfs/stats)"},
+     "    promotions, prefetching (--json: the raw .tierfs/stats; --watch: rates\n"
+     "    redrawn every SECONDS (1) until Ctrl-C, or N times)"},
     {"hint", "MOUNT FILE|-",
      "declare the coming read order: append the paths in FILE (one per line,\n"
      "    relative to MOUNT; '-' = standard input) to .tierfs/order and report\n"
@@ -61,7 +64,9 @@ int RunSubcommand(const std::vector<std::string>& args) {
   const Spec& spec = *FindSpec(args.at(1));
   const std::string name = spec.name;
   std::vector<std::string> positional;
-  bool json = false, quiet = false, options_done = false;
+  bool json = false, quiet = false, options_done = false, watch = false;
+  double every = 1;
+  uint64_t count = 0;
   for (size_t i = 2; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (options_done || a.empty() || a[0] != '-' || a == "-") {
@@ -73,6 +78,23 @@ int RunSubcommand(const std::vector<std::string>& args) {
       return 0;
     } else if (a == "--json" && name == "stat") {
       json = true;
+    } else if (a == "--watch" && name == "stat") {
+      watch = true;
+      if (i + 1 < args.size() && !args[i + 1].empty() &&
+          std::isdigit(static_cast<unsigned char>(args[i + 1][0]))) {
+        char* end = nullptr;
+        every = std::strtod(args[++i].c_str(), &end);
+        if (*end != '\0' || !(every >= 0.1 && every <= 3600)) {
+          return Usage(spec, fmt::format("--watch SECONDS must be 0.1 to 3600, not '{}'", args[i]));
+        }
+      }
+    } else if (a == "--count" && name == "stat" && i + 1 < args.size()) {
+      char* end = nullptr;
+      const std::string& v = args[++i];
+      count = std::strtoull(v.c_str(), &end, 10);
+      if (v.empty() || *end != '\0' || count == 0 || v[0] == '-') {
+        return Usage(spec, fmt::format("--count N must be a positive number, not '{}'", v));
+      }
     } else if ((a == "--quiet" || a == "-q") && name == "stage") {
       quiet = true;
     } else {
@@ -83,12 +105,15 @@ int RunSubcommand(const std::vector<std::string>& args) {
   if (name == "stat" && positional.size() != 1) {
     return Usage(spec, fmt::format("expected only MOUNT, got '{}' too", positional[1]));
   }
+  if (watch && json) return Usage(spec, "--watch and --json do not mix");
+  if (count > 0 && !watch) return Usage(spec, "--count needs --watch");
   if (name == "hint" && positional.size() != 2) {
     return Usage(spec, positional.size() < 2 ? "expected a FILE of paths ('-' = standard input)"
                                              : "expected one FILE only");
   }
   try {
     MountControl mount(positional[0]);
+    if (name == "stat" && watch) return RunWatch(mount, every, count);
     if (name == "stat") return RunStat(mount, json);
     if (name == "hint") return RunHint(mount, positional[1]);
     std::vector<std::string> paths(positional.begin() + 1, positional.end());

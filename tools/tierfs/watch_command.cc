@@ -1,0 +1,132 @@
+// tierfs stat --watch: rates of a running mount, redrawn every interval
+// (as iostat or juicefs stats do) until Ctrl-C or the count is reached;
+// one plain line per interval when standard output is not a terminal.
+#include <fmt/format.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <thread>
+
+#include "tools/tierfs/commands.h"
+
+namespace tierfs::cli {
+namespace {
+
+std::atomic<bool> g_stop{false};
+void OnStop(int) { g_stop.store(true); }
+
+// The counters a rate is made of, at one moment.
+struct Sample {
+  std::chrono::steady_clock::time_point at;
+  uint64_t reads = 0, read_bytes = 0, source_bytes = 0, from_tiers = 0, from_source = 0;
+  uint64_t promoted = 0, promoted_bytes = 0;
+  std::map<std::string, uint64_t> tier_bytes;  // tier name -> bytes served
+  std::map<std::string, uint64_t> leads;       // stream -> look-ahead lead (a gauge)
+  uint64_t queued = 0;
+
+  static Sample Of(const JsonValue& s) {
+    Sample x;
+    x.at = std::chrono::steady_clock::now();
+    x.reads = s.Uint("requests.read");
+    x.read_bytes = s.Uint("requests.read_bytes");
+    x.source_bytes = s.Uint("source.read_bytes");
+    x.from_tiers = s.Uint("reads.from_tiers") + s.Uint("reads.early");
+    x.from_source = s.Uint("reads.from_source");
+    x.promoted = s.Uint("promotions.done");
+    x.promoted_bytes = s.Uint("promotions.bytes");
+    x.queued = s.Uint("promotions.queued_foreground") + s.Uint("promotions.queued_lookahead") +
+               s.Uint("promotions.queued_background");
+    if (const JsonValue* tiers = s.Member("tiers"); tiers && tiers->is_array()) {
+      for (const JsonValue& t : tiers->items())
+        x.tier_bytes[t.String("name")] = t.Uint("bytes_served");
+    }
+    if (const JsonValue* st = s.Find("prefetch.order.streams"); st && st->is_array()) {
+      for (const JsonValue& t : st->items()) x.leads[t.String("name")] = t.Uint("lead");
+    }
+    return x;
+  }
+};
+
+std::string Rate(uint64_t now, uint64_t before, double seconds, bool bytes) {
+  double r = now >= before ? static_cast<double>(now - before) / seconds : 0;
+  return bytes ? HumanBytes(static_cast<uint64_t>(r)) + "/s" : fmt::format("{:.0f}/s", r);
+}
+
+// The lines for one interval.
+std::vector<std::string> Render(const Sample& a, const Sample& b) {
+  const double dt = std::max(1e-3, std::chrono::duration<double>(b.at - a.at).count());
+  std::vector<std::string> out;
+  uint64_t hits = b.from_tiers - a.from_tiers, misses = b.from_source - a.from_source;
+  out.push_back(fmt::format("reads {} ({}), hit ratio {}, SOURCE {}",
+                            Rate(b.reads, a.reads, dt, false),
+                            Rate(b.read_bytes, a.read_bytes, dt, true),
+                            hits + misses ? Percent(hits, hits + misses) : std::string("-"),
+                            Rate(b.source_bytes, a.source_bytes, dt, true)));
+  std::string tiers;
+  for (const auto& [name, bytes] : b.tier_bytes) {
+    auto it = a.tier_bytes.find(name);
+    tiers += fmt::format("{}{} {}", tiers.empty() ? "" : ", ", name,
+                         Rate(bytes, it == a.tier_bytes.end() ? 0 : it->second, dt, true));
+  }
+  if (!tiers.empty()) out.push_back("tiers " + tiers);
+  out.push_back(fmt::format("promotions {} ({}), {} queued",
+                            Rate(b.promoted, a.promoted, dt, false),
+                            Rate(b.promoted_bytes, a.promoted_bytes, dt, true), Grouped(b.queued)));
+  if (!b.leads.empty()) {
+    std::string leads;
+    for (const auto& [name, lead] : b.leads) {
+      leads += fmt::format("{}{} {}", leads.empty() ? "" : ", ", name, lead);
+    }
+    out.push_back("look-ahead lead " + leads);
+  }
+  return out;
+}
+
+}  // namespace
+
+int RunWatch(const MountControl& mount, double seconds, uint64_t count) {
+  struct sigaction sa = {}, old_int = {}, old_term = {};
+  sa.sa_handler = OnStop;
+  sigaction(SIGINT, &sa, &old_int);
+  sigaction(SIGTERM, &sa, &old_term);
+  const bool tty = ::isatty(STDOUT_FILENO) == 1;
+  Sample last = Sample::Of(mount.ReadStats());
+  int status = 0;
+  for (uint64_t n = 0; count == 0 || n < count; ++n) {
+    // Sleep in small steps, so Ctrl-C ends the watch at once.
+    auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    while (!g_stop.load() && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (g_stop.load()) break;
+    Sample now;
+    try {
+      now = Sample::Of(mount.ReadStats());
+    } catch (const ControlError& e) {
+      std::fprintf(stderr, "tierfs stat: %s\n", e.what());
+      status = 1;
+      break;
+    }
+    std::vector<std::string> lines = Render(last, now);
+    if (tty) {
+      std::printf("\033[H\033[2Jtierfs at %s, every %gs (Ctrl-C to stop)\n\n",
+                  mount.mount().c_str(), seconds);
+      for (const auto& l : lines) std::printf("%s\n", l.c_str());
+    } else {
+      std::string joined;
+      for (const auto& l : lines) joined += (joined.empty() ? "" : "; ") + l;
+      std::printf("%s\n", joined.c_str());
+    }
+    std::fflush(stdout);
+    last = now;
+  }
+  sigaction(SIGINT, &old_int, nullptr);
+  sigaction(SIGTERM, &old_term, nullptr);
+  return status;
+}
+
+}  // namespace tierfs::cli
