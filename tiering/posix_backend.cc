@@ -1,11 +1,15 @@
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <sys/statvfs.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <climits>
+#include <string>
 
 #include "tiering/backend.h"
 #include "tiering/posix_calls.h"
@@ -15,6 +19,52 @@ namespace {
 
 // A relative path as openat() wants it: "." for the root.
 const char* AtPath(const std::string& rel) { return rel.empty() ? "." : rel.c_str(); }
+
+// Opens `rel` strictly beneath `root_fd`, following no symbolic link in any
+// component (a user may swap a directory of SOURCE for a symlink to /etc at
+// any time: O_NOFOLLOW alone checks only the last component). openat2 with
+// RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS where the kernel has it (5.6+), else
+// one openat(O_NOFOLLOW) per component. Returns the fd or -errno (a symlink
+// on the way: -ELOOP).
+int OpenBeneath(int root_fd, const std::string& rel, int flags) {
+  static std::atomic<bool> no_openat2{false};
+  if (!no_openat2.load(std::memory_order_relaxed)) {
+    struct open_how how = {};
+    how.flags = static_cast<uint64_t>(flags | O_NOFOLLOW | O_CLOEXEC);
+    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+    long fd;
+    do {
+      fd = ::syscall(SYS_openat2, root_fd, AtPath(rel), &how, sizeof how);
+    } while (fd < 0 && (errno == EINTR || errno == EAGAIN));
+    if (fd >= 0) return static_cast<int>(fd);
+    if (errno != ENOSYS) return -errno;
+    no_openat2.store(true, std::memory_order_relaxed);
+  }
+  if (rel.empty()) {
+    int fd = ::openat(root_fd, ".", flags | O_CLOEXEC);
+    return fd < 0 ? -errno : fd;
+  }
+  int dir = root_fd;
+  size_t start = 0;
+  while (true) {
+    size_t slash = rel.find('/', start);
+    std::string part =
+        rel.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
+    if (part.empty() || part == "." || part == "..") {
+      if (dir != root_fd) ::close(dir);
+      return -EXDEV;  // not a path the snapshot makes
+    }
+    const bool last = slash == std::string::npos;
+    int fd = ::openat(dir, part.c_str(),
+                      (last ? flags : O_RDONLY | O_DIRECTORY) | O_NOFOLLOW | O_CLOEXEC);
+    int err = fd < 0 ? -errno : 0;
+    if (dir != root_fd) ::close(dir);
+    if (err < 0) return err == -ENOTDIR && !last ? -ELOOP : err;
+    if (last) return fd;
+    dir = fd;
+    start = slash + 1;
+  }
+}
 
 class PosixFile final : public SourceFile {
  public:
@@ -70,8 +120,9 @@ class PosixBackend final : public Backend {
   ~PosixBackend() override { ::close(root_fd_); }
 
   int stat(const std::string& rel, struct stat* st) override {
-    if (::fstatat(root_fd_, AtPath(rel), st, AT_SYMLINK_NOFOLLOW) != 0) return PosixError();
-    return 0;
+    return AtParent(rel, [&](int dir, const char* leaf) {
+      return ::fstatat(dir, leaf, st, AT_SYMLINK_NOFOLLOW) != 0 ? PosixError() : 0;
+    });
   }
 
   int list(const std::string& rel, std::vector<DirEntry>* out) override {
@@ -90,8 +141,8 @@ class PosixBackend final : public Backend {
   }
 
   int open_dir(const std::string& rel, std::unique_ptr<SourceDir>* out) override {
-    int fd = ::openat(root_fd_, AtPath(rel), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0) return PosixError();
+    int fd = OpenBeneath(root_fd_, rel, O_RDONLY | O_DIRECTORY);
+    if (fd < 0) return fd;
     int list_fd = ::dup(fd);  // closedir closes the one it reads
     DIR* dir = list_fd < 0 ? nullptr : ::fdopendir(list_fd);
     if (dir == nullptr) {
@@ -123,8 +174,15 @@ class PosixBackend final : public Backend {
 
   int readlink(const std::string& rel, std::string* target) override {
     char buf[PATH_MAX];
-    ssize_t n = ::readlinkat(root_fd_, AtPath(rel), buf, sizeof(buf));
-    if (n < 0) return PosixError();
+    ssize_t n = 0;
+    if (int err = AtParent(rel,
+                           [&](int dir, const char* leaf) {
+                             n = ::readlinkat(dir, leaf, buf, sizeof(buf));
+                             return n < 0 ? PosixError() : 0;
+                           });
+        err < 0) {
+      return err;
+    }
     if (static_cast<size_t>(n) == sizeof(buf)) return -ENAMETOOLONG;
     target->assign(buf, static_cast<size_t>(n));
     return 0;
@@ -136,13 +194,26 @@ class PosixBackend final : public Backend {
   }
 
   int open(const std::string& rel, std::unique_ptr<SourceFile>* out) override {
-    int fd = ::openat(root_fd_, AtPath(rel), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0) return PosixError();
+    int fd = OpenBeneath(root_fd_, rel, O_RDONLY);
+    if (fd < 0) return fd;
     out->reset(new PosixFile(fd));
     return 0;
   }
 
  private:
+  // Runs `op(dir, leaf)` on rel's parent, opened beneath the root with no
+  // symlink on the way (the leaf itself is the op's to follow or not).
+  template <typename Op>
+  int AtParent(const std::string& rel, Op op) {
+    const size_t slash = rel.rfind('/');
+    if (slash == std::string::npos) return op(root_fd_, AtPath(rel));
+    int parent = OpenBeneath(root_fd_, rel.substr(0, slash), O_PATH | O_DIRECTORY);
+    if (parent < 0) return parent;
+    int err = op(parent, rel.c_str() + slash + 1);
+    ::close(parent);
+    return err;
+  }
+
   const int root_fd_;  // opened once; all paths resolve below it
 };
 
