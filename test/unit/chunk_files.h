@@ -4,6 +4,8 @@
 // REQUIREs success of its setup steps (a failed setup is a failed test).
 #pragma once
 
+#include <fmt/format.h>
+
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <map>
@@ -31,7 +33,7 @@ inline std::unique_ptr<DirectoryTier> OpenTier(const TempTree& dir, uint64_t bud
 
 // Chunk `i` of the test: its origin (path "file<i>") and its bytes.
 inline ChunkOrigin OriginOf(int i, uint64_t length) {
-  return ChunkOrigin{"file" + std::to_string(i), length * 3, 1000 + i, 0, length};
+  return ChunkOrigin{fmt::format("file{}", i), length * 3, 1000 + i, 0, length};
 }
 inline std::string BytesOf(int i, uint64_t length) {
   return PatternBytes(length, static_cast<unsigned>(i));

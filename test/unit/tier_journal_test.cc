@@ -1,6 +1,8 @@
 // TierJournal: the record format, escaping, and loading (torn lines, removals).
 #include "tiering/tier_journal.h"
 
+#include <fmt/format.h>
+
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <condition_variable>
@@ -179,7 +181,7 @@ TEST_CASE("TierJournal appenders do not wait for each other's write", "[tier_jou
   std::vector<std::thread> appenders;
   for (uint64_t seq : {1, 2}) {
     appenders.emplace_back([&journal, seq] {
-      CHECK(journal.AppendPublish(seq, ChunkOrigin{"f" + std::to_string(seq), 1, 1, 0, 1}) == 0);
+      CHECK(journal.AppendPublish(seq, ChunkOrigin{fmt::format("f{}", seq), 1, 1, 0, 1}) == 0);
     });
   }
   for (auto& t : appenders) t.join();

@@ -28,7 +28,8 @@ int main(int argc, char** argv) {
     case tierfs::MountConfig::Action::kHelp:
       std::fputs(tierfs::UsageText("tierfs").c_str(), stdout);
       std::fputs(tierfs::cli::SubcommandUsage("tierfs").c_str(), stdout);
-      std::fputs(("\nWithout a mount:\n" + tierfs::cli::IndexUsage("tierfs")).c_str(), stdout);
+      std::fputs("\nWithout a mount:\n", stdout);
+      std::fputs(tierfs::cli::IndexUsage("tierfs").c_str(), stdout);
       return 0;
     case tierfs::MountConfig::Action::kVersion:
       std::printf("tierfs %s\n", TIERFS_VERSION);
