@@ -180,7 +180,8 @@ std::unique_ptr<MetricsServer> MetricsServer::Bind(const std::string& spec,
   int fd = ::socket(addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
   int one = 1;
   if (fd >= 0) ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0 || ::listen(fd, SOMAXCONN) != 0) {
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
+      ::listen(fd, SOMAXCONN) != 0) {
     *error = fmt::format("metrics: cannot listen on {}: {}", spec, std::strerror(errno));
     if (fd >= 0) ::close(fd);
     return nullptr;
