@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Writes the binary seeds of test/fuzz/corpus: the write scripts of
-hint_parser_fuzz (its input format is described at the top of the target).
-Text seeds are written by hand.
+hint_parser_fuzz and the trees of namespace_index_fuzz (their input formats
+are described at the top of each target). Text seeds are written by hand.
 Run from anywhere; it overwrites the files it makes."""
 import os
+import stat
+import struct
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -34,3 +36,39 @@ put("hint_parser", "split", script(
 put("hint_parser", "stage", script(
     (3, 0, b"dir\n.\nempty\nlink\n../alpha\n/other/alpha\nalpha\0x\n"),
     (255, 1, b"dir/sub\n")))
+
+# namespace_index: flags, arena length (u16), arena, [totals], nodes.
+NODE = struct.Struct("<QQqqqIIIIIIIIII")  # tiering/namespace.h: Node, 80 bytes
+assert NODE.size == 80
+DIR, REG, LNK = stat.S_IFDIR | 0o755, stat.S_IFREG | 0o644, stat.S_IFLNK | 0o777
+
+
+def tree(flags, specs, extra_arena=b"", totals=None):
+    """specs: (name, mode, parent, first_child, child_count, size)."""
+    arena = b""
+    nodes = b""
+    for name, mode, parent, first, count, size in specs:
+        nodes += NODE.pack(size, size // 512, 0, 10**18, -5, mode, 1000, 1000, 1,
+                           parent, len(arena), len(name), first, count, 0)
+        arena += name
+    arena += extra_arena
+    out = bytes([flags]) + struct.pack("<H", len(arena)) + arena
+    if totals is not None:
+        out += struct.pack("<5Q", *totals)
+    return out + nodes
+
+
+put("namespace_index", "root", tree(0, [(b"", DIR, 0, 1, 0, 0)]))
+small = [
+    (b"", DIR, 0, 1, 4, 0),
+    (b"a", REG, 0, 0, 0, 3),
+    (b"d", DIR, 0, 5, 2, 0),
+    (b"e", DIR, 0, 7, 0, 0),
+    (b"l", LNK, 0, 6, 1, 0),  # target: the arena's last byte ("a")
+    (b"x", REG, 2, 0, 0, 1),
+    (b"y", REG, 2, 0, 0, 0),
+]
+put("namespace_index", "small", tree(0, small, b"a"))
+put("namespace_index", "totals", tree(1, small, b"a", totals=(4, 3, 3, 1, 0)))
+put("namespace_index", "unsorted", tree(2, [
+    (b"", DIR, 0, 1, 2, 0), (b"b", REG, 0, 0, 0, 0), (b"a", REG, 0, 0, 0, 0)]))
