@@ -10,6 +10,9 @@
 //   byte 1: bit 1: the write is at offset 0 (a new open) instead of at the
 //           writer's next offset; bit 2: after it, flush every unfinished
 //           line (as truncating the order file does) and clear the planner;
+//           bits 3-7 (r): the same write is made by the writers w, w+1, ...,
+//           w + 16r, each '#' in the data replaced by the writer's number
+//           (so that one step can exceed the bounds on writers and streams);
 //   byte 2: the data length (cut short by the end of the input).
 // Every step feeds the same bytes to an order parser and a stage parser over
 // a small namespace mounted at /mnt (built in memory, no file is touched).
@@ -153,23 +156,35 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   };
 
-  size_t pos = 0;
-  while (pos + 3 <= size) {
-    const uint64_t writer = data[pos] + (data[pos + 1] & 1u) * 256;
-    const bool reopen = (data[pos + 1] & 2u) != 0;
-    const bool clear = (data[pos + 1] & 4u) != 0;
-    const size_t len = std::min<size_t>(data[pos + 2], size - pos - 3);
-    std::string_view bytes(reinterpret_cast<const char*>(data + pos + 3), len);
-    pos += 3 + len;
+  auto write = [&](uint64_t writer, bool reopen, std::string_view bytes) {
     uint64_t off = reopen ? 0 : next_offset[writer];
-    next_offset[writer] = off + len;
-
+    next_offset[writer] = off + bytes.size();
     HintParser::Result r;
     order.Feed(writer, off, bytes, &r);
     append_order(writer, r);
     HintParser::Result s;
     stage.Feed(writer, off, bytes, &s);
     CheckResult(*ns, s, false);
+  };
+
+  size_t pos = 0;
+  while (pos + 3 <= size) {
+    const uint64_t first = data[pos] + (data[pos + 1] & 1u) * 256;
+    const bool reopen = (data[pos + 1] & 2u) != 0;
+    const bool clear = (data[pos + 1] & 4u) != 0;
+    const uint64_t repeat = (data[pos + 1] >> 3) * 16u;
+    const size_t len = std::min<size_t>(data[pos + 2], size - pos - 3);
+    std::string_view bytes(reinterpret_cast<const char*>(data + pos + 3), len);
+    pos += 3 + len;
+    if (repeat == 0) {
+      write(first, reopen, bytes);
+    } else {
+      for (uint64_t writer = first; writer <= first + repeat; ++writer) {
+        std::string text;
+        for (char c : bytes) text += c == '#' ? std::to_string(writer) : std::string(1, c);
+        write(writer, reopen, text);
+      }
+    }
     if (clear) {
       flush();
       planner.Clear();

@@ -18,7 +18,8 @@ def put(target, name, data):
 
 
 # hint_parser: steps of (writer, flags, data); flags bit 0: writer + 256,
-# bit 1: write at offset 0, bit 2: flush and clear afterwards.
+# bit 1: write at offset 0, bit 2: flush and clear afterwards, bits 3-7 (r):
+# written by 16r more writers, '#' replaced by the writer's number.
 def script(*steps):
     out = b""
     for writer, flags, data in steps:
@@ -36,6 +37,10 @@ put("hint_parser", "split", script(
 put("hint_parser", "stage", script(
     (3, 0, b"dir\n.\nempty\nlink\n../alpha\n/other/alpha\nalpha\0x\n"),
     (255, 1, b"dir/sub\n")))
+# 65 writers naming 65 streams (bits 3-7 of the flags: 16 * 4 more writers),
+# then 497 writers leaving a line unfinished.
+put("hint_parser", "many", script(
+    (1, 4 << 3, b"//stream s#\nbeta\n"), (2, 31 << 3, b"dir/#")))
 
 # namespace_index: flags, arena length (u16), arena, [totals], nodes.
 NODE = struct.Struct("<QQqqqIIIIIIIIII")  # tiering/namespace.h: Node, 80 bytes
