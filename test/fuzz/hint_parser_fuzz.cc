@@ -12,7 +12,9 @@
 //           line (as truncating the order file does) and clear the planner;
 //           bits 3-7 (r): the same write is made by the writers w, w+1, ...,
 //           w + 16r, each '#' in the data replaced by the writer's number
-//           (so that one step can exceed the bounds on writers and streams);
+//           (so that one step can exceed the bounds on writers and streams),
+//           at most kMaxExtraWriters such extra writes in an input (so that
+//           the fuzzer's time goes to many inputs, not to long ones);
 //   byte 2: the data length (cut short by the end of the input).
 // Every step feeds the same bytes to an order parser and a stage parser over
 // a small namespace mounted at /mnt (built in memory, no file is touched).
@@ -167,12 +169,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     CheckResult(*ns, s, false);
   };
 
+  constexpr uint64_t kMaxExtraWriters = 600;
+  uint64_t extra_writers = 0;
   size_t pos = 0;
   while (pos + 3 <= size) {
     const uint64_t first = data[pos] + (data[pos + 1] & 1u) * 256;
     const bool reopen = (data[pos + 1] & 2u) != 0;
     const bool clear = (data[pos + 1] & 4u) != 0;
-    const uint64_t repeat = (data[pos + 1] >> 3) * 16u;
+    const uint64_t repeat =
+        std::min<uint64_t>((data[pos + 1] >> 3) * 16u, kMaxExtraWriters - extra_writers);
+    extra_writers += repeat;
     const size_t len = std::min<size_t>(data[pos + 2], size - pos - 3);
     std::string_view bytes(reinterpret_cast<const char*>(data + pos + 3), len);
     pos += 3 + len;
