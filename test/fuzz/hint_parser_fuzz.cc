@@ -12,9 +12,10 @@
 //           line (as truncating the order file does) and clear the planner;
 //           bits 3-7 (r): the same write is made by the writers w, w+1, ...,
 //           w + 16r, each '#' in the data replaced by the writer's number
-//           (so that one step can exceed the bounds on writers and streams),
-//           at most kMaxExtraWriters such extra writes in an input (so that
-//           the fuzzer's time goes to many inputs, not to long ones);
+//           (so that one step can exceed the bounds on writers and streams);
+//           such a step writes at most kMaxFanOutBytes, and an input makes
+//           at most kMaxExtraWriters extra writes (so that the fuzzer's time
+//           goes to many inputs, not to long ones);
 //   byte 2: the data length (cut short by the end of the input).
 // Every step feeds the same bytes to an order parser and a stage parser over
 // a small namespace mounted at /mnt (built in memory, no file is touched).
@@ -169,7 +170,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     CheckResult(*ns, s, false);
   };
 
-  constexpr uint64_t kMaxExtraWriters = 600;
+  constexpr uint64_t kMaxExtraWriters = 300;  // more than kMaxWriters and kMaxStreams
+  constexpr size_t kMaxFanOutBytes = 32;
   uint64_t extra_writers = 0;
   size_t pos = 0;
   while (pos + 3 <= size) {
@@ -187,7 +189,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     } else {
       for (uint64_t writer = first; writer <= first + repeat; ++writer) {
         std::string text;
-        for (char c : bytes) text += c == '#' ? std::to_string(writer) : std::string(1, c);
+        for (char c : bytes.substr(0, kMaxFanOutBytes)) {
+          text += c == '#' ? std::to_string(writer) : std::string(1, c);
+        }
         write(writer, reopen, text);
       }
     }
