@@ -182,6 +182,7 @@ int RunMount(const MountConfig& config) {
   std::string tier_error;
   TieringConfig tiering = config.tiering;
   tiering.prefetch.mountpoint = fd_mount ? "" : mountpoint;
+  tiering.source_id = fmt::format("{} ino {}", source, source_st.st_ino);
   std::unique_ptr<TieredStore> store =
       TieredStore::Open(tiering, ns.get(), &reader, source_st.st_dev, &tier_error);
   if (!store) return fail(tier_error);

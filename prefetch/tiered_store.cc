@@ -61,7 +61,7 @@ std::unique_ptr<TieredStore> TieredStore::Open(const TieringConfig& config, cons
   auto* belady = dynamic_cast<BeladyPolicy*>(policy.get());
   store->chunks_ =
       std::make_unique<ChunkStore>(ns, std::move(catalog), std::move(tiers), std::move(policy));
-  store->chunks_->RecoverDirectoryTiers();
+  store->chunks_->RecoverDirectoryTiers(config.source_id);
   store->executor_ = std::make_unique<Executor>(config.promote_threads, config.promote_queue);
   store->promoter_ =
       std::make_unique<Promoter>(store->chunks_.get(), source, store->executor_.get());

@@ -14,6 +14,7 @@
 #include <shared_mutex>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "tiering/file_io.h"
 #include "tiering/log.h"
@@ -61,7 +62,8 @@ class DirTier final : public DirectoryTier {
   const std::string& path() const override { return path_; }
 
   using DirectoryTier::Recover;
-  int Recover(const Acceptor& accept, std::vector<ChunkKey>* kept) override;
+  int Recover(const std::string& source, const Acceptor& accept,
+              std::vector<ChunkKey>* kept) override;
   int BeginStore(ChunkKey key, const ChunkOrigin& origin,
                  std::unique_ptr<ChunkWriter>* out) override;
   int Read(ChunkKey key, uint64_t off, size_t n, char* scratch, TierRead* out) override;
@@ -77,8 +79,11 @@ class DirTier final : public DirectoryTier {
     if (int err = journal_.AppendPublish(seq, origin); err < 0) {
       TIERFS_LOG(kWarning, "tier {}: journal write failed: {}", path_, std::strerror(-err));
     }
-    std::unique_lock lock(mu_);
-    index_[key] = Entry{seq, origin.length};
+    {
+      std::unique_lock lock(mu_);
+      index_[key] = Entry{seq, origin.length};
+    }
+    CompactJournalIfLong();
     return 0;
   }
   std::string FileOf(uint64_t seq) const { return fmt::format("{}/c{}", data_, seq); }
@@ -91,11 +96,18 @@ class DirTier final : public DirectoryTier {
   };
   // Recovery failed with `err`: forget and delete everything, take nothing more.
   int GiveUp(const char* what, int err);
+  // Rewrites the journal with the live chunks' records once it holds more
+  // than twice as many lines as there are chunks (and at least
+  // kCompactAfter): eviction churn must not grow it without bound.
+  void CompactJournalIfLong();
+  static constexpr uint64_t kCompactAfter = 4096;
 
   const std::shared_ptr<FileIo> io_;
   const std::string path_, data_;
   const std::unique_ptr<FileLock> lock_;  // one daemon per tier directory
   TierJournal journal_;
+  std::string source_;  // the SOURCE identity; set by Recover, before any other use
+  std::atomic<bool> compacting_{false};
   std::atomic<uint64_t> next_seq_{1};
   mutable std::shared_mutex mu_;  // guards index_; a leaf lock, never held across I/O
   std::unordered_map<ChunkKey, Entry, ChunkKeyHash> index_;
@@ -156,12 +168,20 @@ class DirWriter final : public ChunkWriter {
   int failed_ = -EBADF;  // what Append and Commit return once file_ is gone
 };
 
-int DirTier::Recover(const Acceptor& accept, std::vector<ChunkKey>* keys) {
+int DirTier::Recover(const std::string& source, const Acceptor& accept,
+                     std::vector<ChunkKey>* keys) {
   keys->clear();
+  source_ = source;
   std::map<uint64_t, ChunkOrigin> recorded;
-  if (int err = journal_.Load(&recorded); err < 0) {
+  bool foreign = false;
+  if (int err = journal_.Load(source_, &recorded, &foreign); err < 0) {
     TIERFS_LOG(kWarning, "tier {}: cannot read its journal ({}): nothing is reused", path_,
                std::strerror(-err));
+  } else if (foreign) {
+    TIERFS_LOG(kWarning,
+               "tier {}: its journal is of another SOURCE or an older tierfs: its copies are "
+               "removed, none is reused (this SOURCE: {})",
+               path_, source_);
   }
   // No new chunk may take a number that a record or a file already has.
   uint64_t max_seq = recorded.empty() ? 0 : recorded.rbegin()->first;
@@ -194,13 +214,32 @@ int DirTier::Recover(const Acceptor& accept, std::vector<ChunkKey>* keys) {
     std::unique_lock lock(mu_);
     index_ = std::move(index);
   }
-  if (int err = journal_.Rewrite(kept); err < 0) {
+  if (int err = journal_.Rewrite(source_, kept); err < 0) {
     keys->clear();
     return GiveUp("cannot rewrite its journal", err);
   }
   TIERFS_LOG(kInfo, "tier {} ({}): reused {} chunks ({} bytes), removed {} files", name(), path_,
              keys->size(), used(), removed);
   return 0;
+}
+
+void DirTier::CompactJournalIfLong() {
+  const uint64_t live = chunks();
+  if (journal_.records() <= std::max(kCompactAfter, 2 * live)) return;
+  if (compacting_.exchange(true)) return;  // another thread is at it
+  std::unordered_set<uint64_t> seqs;
+  uint64_t newer;  // chunks published from here on are kept whatever the snapshot says
+  {
+    std::shared_lock lock(mu_);
+    newer = next_seq_.load();
+    for (const auto& [key, entry] : index_) seqs.insert(entry.seq);
+  }
+  int err =
+      journal_.Compact(source_, [&](uint64_t seq) { return seq >= newer || seqs.count(seq); });
+  if (err < 0) {
+    TIERFS_LOG(kWarning, "tier {}: cannot compact its journal: {}", path_, std::strerror(-err));
+  }
+  compacting_ = false;
 }
 
 int DirTier::GiveUp(const char* what, int err) {
@@ -258,6 +297,7 @@ uint64_t DirTier::Remove(ChunkKey key) {
   }
   journal_.AppendRemove(e.seq);
   io_->unlink(FileOf(e.seq));  // readers with the file open finish their read
+  CompactJournalIfLong();
   return e.length;
 }
 
@@ -265,7 +305,7 @@ uint64_t DirTier::Remove(ChunkKey key) {
 
 std::vector<ChunkKey> DirectoryTier::Recover(const Acceptor& accept) {
   std::vector<ChunkKey> kept;
-  Recover(accept, &kept);
+  Recover(std::string(), accept, &kept);
   return kept;
 }
 

@@ -41,8 +41,17 @@ struct Node {
   // Symlinks: the target is arena [first_child, first_child + child_count).
   uint32_t first_child = 0, child_count = 0;
   uint32_t reserved = 0;  // no padding: Nodes are written to index files as they are
+  // SOURCE's st_ino: with size, mtime and ctime, the identity a file opened
+  // later (or a tier copy reused) must have to be served as this node.
+  // (st_dev is not kept: it differs between the nodes that share an index.)
+  uint64_t ino = 0;
 };
-static_assert(sizeof(Node) == 80, "Node is saved as is in index files: bump kIndexVersion");
+static_assert(sizeof(Node) == 88, "Node is saved as is in index files: bump kIndexVersion");
+
+// A timestamp of struct stat in nanoseconds, as Node keeps them.
+inline int64_t Nanos(const struct timespec& ts) {
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
 
 // What the scan counted, saved with the index.
 struct NamespaceTotals {

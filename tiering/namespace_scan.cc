@@ -37,10 +37,6 @@ bool Kept(const struct stat& st) {
   return S_ISREG(st.st_mode) || S_ISDIR(st.st_mode) || S_ISLNK(st.st_mode);
 }
 
-int64_t Nanos(const struct timespec& ts) {
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
-
 // A node's attributes from lstat (tree fields left for the builder).
 Node NodeOf(const struct stat& st) {
   Node n;
@@ -53,6 +49,7 @@ Node NodeOf(const struct stat& st) {
   n.uid = st.st_uid;
   n.gid = st.st_gid;
   n.nlink = static_cast<uint32_t>(st.st_nlink);
+  n.ino = static_cast<uint64_t>(st.st_ino);
   return n;
 }
 

@@ -41,7 +41,9 @@ struct ChunkOrigin {
   uint64_t file_size = 0;
   int64_t mtime_ns = 0;
   uint32_t chunk = 0;
-  uint64_t length = 0;  // bytes in this chunk
+  uint64_t length = 0;   // bytes in this chunk
+  int64_t ctime_ns = 0;  // a rewrite that keeps size and mtime (cp -p) still moves ctime
+  uint64_t ino = 0;
 };
 
 // Streams one chunk into a tier. Nothing is visible to readers until Commit.
@@ -133,8 +135,16 @@ class DirectoryTier : public Tier {
   // the tier has deleted what it could (journal first), and its limit is 0,
   // so it takes no chunk this mount. (A journal naming deleted files must
   // never meet new files under the same numbers.)
+  // `source` identifies the SOURCE the tier holds copies of (it is written in
+  // the journal): a tier of another SOURCE, or one written by an older
+  // tierfs, keeps nothing.
   // REQUIRES: called once, before any other use of the tier.
-  virtual int Recover(const Acceptor& accept, std::vector<ChunkKey>* kept) = 0;
+  virtual int Recover(const std::string& source, const Acceptor& accept,
+                      std::vector<ChunkKey>* kept) = 0;
+  // The same for tests, with no SOURCE identity.
+  int Recover(const Acceptor& accept, std::vector<ChunkKey>* kept) {
+    return Recover(std::string(), accept, kept);
+  }
   // The same, for callers that need only the keys: a failed recovery leaves
   // the tier empty and unused whether or not the caller looks.
   std::vector<ChunkKey> Recover(const Acceptor& accept);
