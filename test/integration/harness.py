@@ -200,6 +200,11 @@ class PfsSim:
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_for(lambda: is_mounted(mnt), what="pfs-sim")
 
+    def stats(self):
+        """pfs-sim's counters (JSON of <mnt>/.pfs-sim/stats)."""
+        with open(os.path.join(self.mnt, ".pfs-sim", "stats")) as f:
+            return json.load(f)
+
     def close(self):
         force_unmount(self.mnt)
         self.proc.wait(timeout=20)

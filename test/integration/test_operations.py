@@ -9,6 +9,7 @@ import re
 import signal
 import socket
 import subprocess
+import threading
 import time
 import unittest
 import urllib.error
@@ -195,6 +196,43 @@ class ShutdownTest(unittest.TestCase):
                     self.assertLess(time.monotonic() - t0, 12)
                     self.assertIn("shutdown forced", m.output())
                     m.close()
+            finally:
+                sim.close()
+
+    def test_reader_blocked_in_pfs_read_does_not_hold_the_unmount(self):
+        # Issue 11 item 10: libfuse's loop joins its workers before it
+        # returns, so a FUSE worker stuck in a PFS read used to keep the
+        # daemon (and the mount) alive past shutdown_timeout.
+        with harness.workdir() as (src, mnt):
+            with open(os.path.join(src, "f"), "wb") as f:
+                f.write(os.urandom(64 * 1024))
+            pfs = os.path.join(os.path.dirname(src), "pfs")
+            sim = harness.PfsSim(src, pfs, "stall_rate=1,stall_ms=8000")
+            try:
+                m = harness.Mount(pfs, mnt, ["shutdown_timeout=1"])  # no tier: reads go to SOURCE
+                errors = []
+
+                def read():
+                    try:
+                        with open(os.path.join(mnt, "f"), "rb") as f:
+                            f.read()
+                    except OSError as e:
+                        errors.append(e.errno)
+
+                reader = threading.Thread(target=read)
+                reader.start()
+                harness.wait_for(lambda: sim.stats()["ops"]["stalls"] >= 1,
+                                 what="a FUSE worker stuck in a PFS read")
+                t0 = time.monotonic()
+                m.proc.send_signal(signal.SIGTERM)
+                harness.wait_for(lambda: not harness.is_mounted(mnt), timeout=4,
+                                 what="the unmount, before the 8 s stall ends")
+                self.assertLess(time.monotonic() - t0, 4)
+                self.assertEqual(m.proc.wait(timeout=30), 1)
+                self.assertIn("shutdown forced (shutdown_timeout)", m.output())
+                reader.join(timeout=30)
+                self.assertFalse(reader.is_alive())
+                m.close()
             finally:
                 sim.close()
 
