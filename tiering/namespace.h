@@ -135,6 +135,9 @@ struct ScanOptions {
   // listed again (git's "racy clean" rule). Set it to when `previous` was
   // taken, less a margin for coarse file system clocks.
   int64_t racy_after_ns = INT64_MIN;
+  // Bytes of names and symlink targets a snapshot may hold: arena offsets
+  // are 32 bits. Lower only in tests.
+  uint64_t max_arena_bytes = UINT32_MAX;
 };
 
 // What a scan asked of SOURCE. Updated by the scan's threads.
@@ -147,7 +150,8 @@ struct ScanReport {
 };
 
 // Scans SOURCE through `backend` in parallel. Returns nullptr and sets *error
-// (a message for the user) when the root cannot be scanned; subdirectories
+// (a message for the user) when the root cannot be scanned or the tree is
+// too large for one snapshot; subdirectories
 // that cannot be listed are kept empty and counted in skipped_count().
 // (Entries skipped in directories taken from `previous` are not counted.)
 std::unique_ptr<Namespace> ScanNamespace(Backend* backend, const ScanOptions& options,

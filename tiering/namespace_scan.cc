@@ -5,6 +5,8 @@
 // not listed again: its entries are taken from the snapshot.
 #include <malloc.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <condition_variable>
 #include <cstring>
@@ -317,8 +319,11 @@ class ParallelScanner {
 };
 
 // The scanned tree laid out breadth-first into one node array and one arena.
+// Returns nullptr and sets *error when the tree does not fit the 32-bit
+// node ids and arena offsets.
 std::unique_ptr<Namespace> Build(const Node& root_node, ScanDir* root,
-                                 const struct statvfs& fs_stats) {
+                                 const struct statvfs& fs_stats, uint64_t max_arena,
+                                 std::string* error) {
   struct Storage {
     std::vector<Node> nodes;
     std::string arena;
@@ -334,6 +339,15 @@ std::unique_ptr<Namespace> Build(const Node& root_node, ScanDir* root,
       arena_size += d->names.size() + d->targets.size();
       for (auto& s : d->subdirs) stack.push_back(s.get());
     }
+  }
+  // Offsets are 32 bits (Node is saved as is): a bigger tree would wrap them
+  // silently and serve one entry's name as another's.
+  if (arena_size > max_arena || node_count >= kNoNode) {
+    *error = fmt::format(
+        "SOURCE is too large for one mount: {} entries with {} bytes of names and symlink "
+        "targets (at most {} entries and {} bytes); mount a subdirectory",
+        node_count, arena_size, kNoNode - 1, max_arena);
+    return nullptr;
   }
   auto storage = std::make_shared<Storage>();
   std::vector<Node>& nodes = storage->nodes;
@@ -406,7 +420,8 @@ std::unique_ptr<Namespace> ScanNamespace(Backend* backend, const ScanOptions& op
     }
     struct statvfs fs_stats {};
     if (backend->statfs(&fs_stats) < 0) fs_stats = {};
-    ns = Build(root_node, &root, fs_stats);
+    ns = Build(root_node, &root, fs_stats, std::min<uint64_t>(options.max_arena_bytes, UINT32_MAX),
+               error);
   }
   // The scan's temporary trees were spread over the scan threads' malloc
   // arenas: hand the freed pages back, or they stay in the daemon's RSS.
