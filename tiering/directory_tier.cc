@@ -346,8 +346,16 @@ std::string UnsafeTierDirectory(std::string path) {
 }  // namespace
 
 std::unique_ptr<DirectoryTier> OpenDirectoryTier(std::shared_ptr<FileIo> io, std::string name,
-                                                 const std::string& path, uint64_t budget,
+                                                 const std::string& given, uint64_t budget,
                                                  bool reset, std::string* error) {
+  // Every later access is by this path, after the daemon has changed its
+  // working directory to / (daemonizing): a relative one must not follow.
+  std::error_code ec;
+  const std::string path = std::filesystem::absolute(given, ec).lexically_normal().string();
+  if (ec || path.empty()) {
+    *error = fmt::format("tier '{}': cannot make it absolute: {}", given, ec.message());
+    return nullptr;
+  }
   struct stat st;
   if (io->stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
     *error = fmt::format("tier '{}': not an existing directory", path);

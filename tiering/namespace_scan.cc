@@ -3,9 +3,8 @@
 // what makes the scan fast), then one thread lays the result out breadth-first.
 // With a previous snapshot, a directory whose mtime and ctime are unchanged is
 // not listed again: its entries are taken from the snapshot.
-#include <malloc.h>
-
 #include <fmt/format.h>
+#include <malloc.h>
 
 #include <algorithm>
 #include <condition_variable>

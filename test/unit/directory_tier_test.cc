@@ -251,6 +251,26 @@ TEST_CASE("OpenDirectoryTier explains an unusable path", "[directory_tier]") {
   }
 }
 
+TEST_CASE("DirectoryTier given a relative path keeps working after a chdir (issue 11)",
+          "[directory_tier]") {
+  TempTree dir;
+  const auto cwd = std::filesystem::current_path();
+  std::filesystem::current_path(std::filesystem::path(dir.root()).parent_path());
+  std::string error;
+  auto tier = OpenDirectoryTier("rel", std::filesystem::path(dir.root()).filename().string(),
+                                1 << 20, false, &error);
+  std::filesystem::current_path("/");  // as the daemon after daemonizing
+  INFO(error);
+  REQUIRE(tier != nullptr);
+  CHECK(tier->path() == dir.root());
+  CHECK(tier->Recover(AcceptAll).empty());
+  Store(*tier, ChunkKey{1, 0}, OriginOf(1, 100), BytesOf(1, 100));
+  int err = 0;
+  CHECK(ReadAll(*tier, ChunkKey{1, 0}, 100, &err) == BytesOf(1, 100));
+  std::filesystem::current_path(cwd);
+  CHECK(DataFiles(dir).size() == 1);
+}
+
 TEST_CASE("DirectoryTier keeps nothing from a tier of another SOURCE", "[directory_tier]") {
   TempTree dir;
   {

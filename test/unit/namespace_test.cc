@@ -303,8 +303,7 @@ TEST_CASE("ScanNamespace keeps an unlistable subdirectory empty", "[namespace]")
   CHECK(backend.counters().errors == 1);
 }
 
-TEST_CASE("ScanNamespace refuses a tree whose names overflow the arena (issue 11)",
-          "[namespace]") {
+TEST_CASE("ScanNamespace refuses a tree whose names overflow the arena (issue 11)", "[namespace]") {
   TempTree tree;
   tree.Write(std::string(200, 'a'), "x");
   tree.Write(std::string(200, 'b'), "y");
