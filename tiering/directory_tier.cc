@@ -13,6 +13,7 @@
 #include <mutex>
 #include <shared_mutex>
 #include <string_view>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -347,7 +348,8 @@ std::string UnsafeTierDirectory(std::string path) {
 
 std::unique_ptr<DirectoryTier> OpenDirectoryTier(std::shared_ptr<FileIo> io, std::string name,
                                                  const std::string& given, uint64_t budget,
-                                                 bool reset, std::string* error) {
+                                                 bool reset, std::string* error,
+                                                 std::chrono::milliseconds lock_wait) {
   // Every later access is by this path, after the daemon has changed its
   // working directory to / (daemonizing): a relative one must not follow.
   std::error_code ec;
@@ -370,7 +372,17 @@ std::unique_ptr<DirectoryTier> OpenDirectoryTier(std::shared_ptr<FileIo> io, std
     return nullptr;
   }
   std::unique_ptr<FileLock> lock;
-  if (int err = io->lock(path + "/lock", &lock); err < 0) {
+  const auto give_up = std::chrono::steady_clock::now() + lock_wait;
+  int err = io->lock(path + "/lock", &lock);
+  if (err == -EWOULDBLOCK && lock_wait.count() > 0) {
+    TIERFS_LOG(kInfo, "tier '{}' is in use by another tierfs daemon: waiting up to {} s", path,
+               lock_wait.count() / 1000.0);
+    while (err == -EWOULDBLOCK && std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      err = io->lock(path + "/lock", &lock);
+    }
+  }
+  if (err < 0) {
     *error = err == -EWOULDBLOCK ? fmt::format("tier '{}' is in use by another tierfs daemon", path)
                                  : fmt::format("tier '{}': cannot create its lock file: {}", path,
                                                std::strerror(-err));
@@ -378,7 +390,7 @@ std::unique_ptr<DirectoryTier> OpenDirectoryTier(std::shared_ptr<FileIo> io, std
   }
   if (reset) EmptyTierDirectory(io.get(), path);
   const std::string data = path + "/data";
-  int err = io->mkdir(data, 0777);
+  err = io->mkdir(data, 0777);
   if (err == -EEXIST) err = io->stat(data, &st) == 0 && S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
   if (err < 0) {
     *error = fmt::format("tier '{}': cannot create data/: {}", path, std::strerror(-err));
@@ -388,8 +400,10 @@ std::unique_ptr<DirectoryTier> OpenDirectoryTier(std::shared_ptr<FileIo> io, std
 }
 
 std::unique_ptr<DirectoryTier> OpenDirectoryTier(std::string name, const std::string& path,
-                                                 uint64_t budget, bool reset, std::string* error) {
-  return OpenDirectoryTier(NewPosixFileIo(), std::move(name), path, budget, reset, error);
+                                                 uint64_t budget, bool reset, std::string* error,
+                                                 std::chrono::milliseconds lock_wait) {
+  return OpenDirectoryTier(NewPosixFileIo(), std::move(name), path, budget, reset, error,
+                           lock_wait);
 }
 
 }  // namespace tierfs

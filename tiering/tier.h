@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -153,12 +154,16 @@ class DirectoryTier : public Tier {
 
 // Opens (creating) a directory tier under `path`, doing all its file I/O
 // through `io`. `reset` empties it first. Returns nullptr with a message in
-// *error when the path is unusable or in use by another tierfs.
-std::unique_ptr<DirectoryTier> OpenDirectoryTier(std::shared_ptr<FileIo> io, std::string name,
-                                                 const std::string& path, uint64_t budget,
-                                                 bool reset, std::string* error);
+// *error when the path is unusable or in use by another tierfs. A tier in
+// use is waited for up to `lock_wait` (a daemon unmounted a moment ago may
+// still be finishing its promotions).
+std::unique_ptr<DirectoryTier> OpenDirectoryTier(
+    std::shared_ptr<FileIo> io, std::string name, const std::string& path, uint64_t budget,
+    bool reset, std::string* error,
+    std::chrono::milliseconds lock_wait = std::chrono::milliseconds(0));
 // The same over the local file system (NewPosixFileIo()).
-std::unique_ptr<DirectoryTier> OpenDirectoryTier(std::string name, const std::string& path,
-                                                 uint64_t budget, bool reset, std::string* error);
+std::unique_ptr<DirectoryTier> OpenDirectoryTier(
+    std::string name, const std::string& path, uint64_t budget, bool reset, std::string* error,
+    std::chrono::milliseconds lock_wait = std::chrono::milliseconds(0));
 
 }  // namespace tierfs

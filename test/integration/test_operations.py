@@ -236,6 +236,36 @@ class ShutdownTest(unittest.TestCase):
             finally:
                 sim.close()
 
+    def test_remount_right_after_unmount_waits_for_the_old_daemon(self):
+        # Issue 11: the old daemon holds its tiers while it finishes a
+        # promotion after `fusermount3 -u`; a remount at once used to fail
+        # ("in use by another tierfs daemon").
+        with harness.workdir() as (src, mnt):
+            data = os.urandom(MiB)
+            with open(os.path.join(src, "f"), "wb") as f:
+                f.write(data)
+            pfs = os.path.join(os.path.dirname(src), "pfs")
+            tier = os.path.join(os.path.dirname(src), "tier")
+            os.makedirs(tier, mode=0o700)
+            sim = harness.PfsSim(src, pfs, "stall_rate=1,stall_ms=3000")
+            try:
+                opts = [f"tier={tier}:64M", "shutdown_timeout=20"]
+                old = harness.Mount(pfs, mnt, opts)
+                with open(os.path.join(mnt, ".tierfs", "stage"), "w") as f:
+                    f.write("f\n")
+                harness.wait_for(lambda: old.stats()["promotions"]["running"] == 1,
+                                 what="a promotion stuck on the PFS")
+                subprocess.run(["fusermount3", "-u", mnt], check=True, timeout=10)
+                self.assertTrue(old.alive(), "the old daemon is still finishing")
+                with harness.Mount(pfs, mnt, opts) as new:
+                    self.assertIn("waiting up to", new.output())
+                    self.assertNotEqual(old.proc.poll(), None, "the old daemon exited first")
+                    with open(os.path.join(mnt, "f"), "rb") as f:
+                        self.assertEqual(f.read(), data)
+                old.close()
+            finally:
+                sim.close()
+
 
 if __name__ == "__main__":
     harness.main()
