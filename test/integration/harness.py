@@ -7,6 +7,7 @@ import argparse
 import contextlib
 import json
 import os
+import pwd
 import shutil
 import signal
 import subprocess
@@ -58,6 +59,14 @@ def is_mounted(path):
     return False
 
 
+def mounts_below(prefix):
+    """The mount points in /proc/self/mountinfo at or below the directory prefix."""
+    prefix = os.path.realpath(prefix)
+    with open("/proc/self/mountinfo") as f:
+        points = [line.split()[4].encode().decode("unicode_escape") for line in f]
+    return [p for p in points if p == prefix or p.startswith(prefix + "/")]
+
+
 def wait_for(predicate, timeout=20.0, what="condition"):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -98,8 +107,7 @@ class Mount:
         return self.log.read()
 
     def stats(self):
-        with open(os.path.join(self.mnt, ".tierfs", "stats")) as f:
-            return json.load(f)
+        return mount_stats(self.mnt)
 
     def alive(self):
         return self.proc.poll() is None
@@ -118,6 +126,12 @@ class Mount:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def mount_stats(mnt):
+    """The parsed .tierfs/stats of the tierfs mount at mnt (whoever mounted it)."""
+    with open(os.path.join(mnt, ".tierfs", "stats")) as f:
+        return json.load(f)
 
 
 @contextlib.contextmanager
@@ -203,3 +217,46 @@ class PfsSim:
     def close(self):
         force_unmount(self.mnt)
         self.proc.wait(timeout=20)
+
+
+# ---- a second, unprivileged user (for tests run as root) ----
+
+OTHER_USER = "tierfs-t-other"
+_made_users = []
+
+
+def unprivileged_user(name=OTHER_USER):
+    """(uid, gid) of the unprivileged account `name`, made with useradd (a system
+    account: no home, no login shell) if it does not exist; None if that is
+    impossible here (not root, no useradd or setpriv). remove_made_users()
+    deletes the accounts made here."""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        return None
+    try:
+        pw = pwd.getpwnam(name)
+    except KeyError:
+        if shutil.which("useradd") is None:
+            return None
+        r = subprocess.run(["useradd", "--system", "--no-create-home", "--shell",
+                            "/usr/sbin/nologin", name], capture_output=True, timeout=30)
+        if r.returncode != 0:
+            return None
+        _made_users.append(name)
+        pw = pwd.getpwnam(name)
+    return None if pw.pw_uid == 0 else (pw.pw_uid, pw.pw_gid)
+
+
+def remove_made_users():
+    while _made_users:
+        subprocess.run(["userdel", _made_users.pop()], capture_output=True, timeout=30)
+
+
+def user_command(user, *cmd):
+    """cmd run as `user` ((uid, gid)) with no supplementary groups, for Popen."""
+    uid, gid = user
+    return ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--", *cmd]
+
+
+def as_user(user, *cmd, timeout=30, **kwargs):
+    """Runs cmd as `user`; the CompletedProcess, output captured (bytes)."""
+    return subprocess.run(user_command(user, *cmd), capture_output=True, timeout=timeout, **kwargs)
