@@ -86,14 +86,15 @@ def force_unmount(mnt):
 class Mount:
     """A foreground tierfs process serving SOURCE at MNT; unmounts on exit."""
 
-    def __init__(self, source, mnt, options=(), extra_args=()):
+    def __init__(self, source, mnt, options=(), extra_args=(), umask=-1):
+        """umask: the daemon's (-1: this process's)."""
         self.source, self.mnt = source, mnt
         cmd = [tierfs_bin(), source, mnt, "-f"]
         if options:
             cmd += ["-o", ",".join(options)]
         cmd += list(extra_args)
         self.log = tempfile.TemporaryFile(mode="w+")
-        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, umask=umask)
         try:
             wait_for(lambda: is_mounted(mnt) or self.proc.poll() is not None, what="the mount")
             if self.proc.poll() is not None:
@@ -222,6 +223,7 @@ class PfsSim:
 # ---- a second, unprivileged user (for tests run as root) ----
 
 OTHER_USER = "tierfs-t-other"
+TEST_ACCOUNT = "tierfs integration tests"  # the comment (GECOS) of the accounts made here
 _made_users = []
 
 
@@ -229,7 +231,7 @@ def unprivileged_user(name=OTHER_USER):
     """(uid, gid) of the unprivileged account `name`, made with useradd (a system
     account: no home, no login shell) if it does not exist; None if that is
     impossible here (not root, no useradd or setpriv). remove_made_users()
-    deletes the accounts made here."""
+    deletes it if a test made it (this run, or one that was killed)."""
     if os.geteuid() != 0 or shutil.which("setpriv") is None:
         return None
     try:
@@ -238,11 +240,13 @@ def unprivileged_user(name=OTHER_USER):
         if shutil.which("useradd") is None:
             return None
         r = subprocess.run(["useradd", "--system", "--no-create-home", "--shell",
-                            "/usr/sbin/nologin", name], capture_output=True, timeout=30)
+                            "/usr/sbin/nologin", "--comment", TEST_ACCOUNT, name],
+                           capture_output=True, timeout=30)
         if r.returncode != 0:
             return None
-        _made_users.append(name)
         pw = pwd.getpwnam(name)
+    if pw.pw_gecos == TEST_ACCOUNT and name not in _made_users:
+        _made_users.append(name)
     return None if pw.pw_uid == 0 else (pw.pw_uid, pw.pw_gid)
 
 
