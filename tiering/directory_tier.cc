@@ -389,9 +389,24 @@ std::unique_ptr<DirectoryTier> OpenDirectoryTier(std::shared_ptr<FileIo> io, std
     return nullptr;
   }
   if (reset) EmptyTierDirectory(io.get(), path);
+  // data/ is the daemon's alone, whatever the umask: in a directory others
+  // may write to, they could swap a chunk file for theirs.
   const std::string data = path + "/data";
-  err = io->mkdir(data, 0777);
-  if (err == -EEXIST) err = io->stat(data, &st) == 0 && S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+  err = io->mkdir(data, 0700);
+  if (err == -EEXIST) {
+    struct stat dst;
+    if (::lstat(data.c_str(), &dst) != 0 || !S_ISDIR(dst.st_mode) || dst.st_uid != ::geteuid()) {
+      *error = fmt::format("tier '{}': data/ is not a directory of this daemon's uid", path);
+      return nullptr;
+    }
+    err = 0;
+    if ((dst.st_mode & 077) != 0) {  // an older tierfs made it with the umask's mode
+      const uint64_t removed = EmptyTierDirectory(io.get(), path);
+      TIERFS_LOG(kWarning, "tier '{}': data/ was open to others (mode {:o}): {} copies removed",
+                 path, dst.st_mode & 07777, removed);
+      err = io->chmod(data, 0700);
+    }
+  }
   if (err < 0) {
     *error = fmt::format("tier '{}': cannot create data/: {}", path, std::strerror(-err));
     return nullptr;

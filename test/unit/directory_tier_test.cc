@@ -1,6 +1,7 @@
 // The directory tier (OpenDirectoryTier): publication, Abort, Recover after a
 // restart, reset, the lock against a second daemon, unusable paths.
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -269,6 +270,29 @@ TEST_CASE("DirectoryTier given a relative path keeps working after a chdir (issu
   CHECK(ReadAll(*tier, ChunkKey{1, 0}, 100, &err) == BytesOf(1, 100));
   std::filesystem::current_path(cwd);
   CHECK(DataFiles(dir).size() == 1);
+}
+
+TEST_CASE("DirectoryTier data/ is the daemon's alone whatever the umask (issue 11)",
+          "[directory_tier]") {
+  TempTree dir;
+  SECTION("created 0700 under umask 0") {
+    const mode_t old = ::umask(0);
+    auto tier = Open(dir, 1 << 20);
+    ::umask(old);
+    struct stat st;
+    REQUIRE(::lstat(dir.Abs("data").c_str(), &st) == 0);
+    CHECK((st.st_mode & 07777) == 0700);
+  }
+  SECTION("an existing data/ open to others is emptied and closed") {
+    Populate(dir, 2, 100).reset();
+    REQUIRE(::chmod(dir.Abs("data").c_str(), 0777) == 0);
+    auto tier = Open(dir, 1 << 20);
+    struct stat st;
+    REQUIRE(::lstat(dir.Abs("data").c_str(), &st) == 0);
+    CHECK((st.st_mode & 07777) == 0700);
+    CHECK(tier->Recover(AcceptAll).empty());  // nothing of what others could have swapped
+    CHECK(DataFiles(dir).empty());
+  }
 }
 
 TEST_CASE("DirectoryTier keeps nothing from a tier of another SOURCE", "[directory_tier]") {
