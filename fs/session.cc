@@ -171,6 +171,7 @@ int RunMount(const MountConfig& config) {
   if (!store) return fail(tier_error);
   FsContext ctx(ns.get(), &reader, store.get(), &backend.counters(),
                 FsTimeouts{config.entry_timeout, config.attr_timeout}, ::getuid(), ::getgid());
+  ctx.set_check_access(fd_mount);
   ctx.set_readdir_mode(config.readdir == "plain"  ? ReaddirMode::kPlain
                        : config.readdir == "auto" ? ReaddirMode::kAuto
                                                   : ReaddirMode::kPlus);
