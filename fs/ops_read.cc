@@ -18,9 +18,9 @@ namespace tierfs {
 // With check_access (a mount made by mount.fuse3 -o drop_privileges), every
 // open asks the daemon, which checks the caller's permissions.
 void OpOpen(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
+  if (!Ctx(req).check_access()) return (void)fuse_reply_err(req, ENOSYS);  // not an error
   Guarded(req, "open", [&] {
     FsContext& ctx = Ctx(req);
-    if (!ctx.check_access()) return ReplyError(req, ENOSYS);
     if (ctx.IsNode(ino)) {
       const bool read_only = (fi->flags & O_ACCMODE) == O_RDONLY;
       if (!read_only) return ReplyError(req, EROFS);  // the mirror is read-only

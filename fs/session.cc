@@ -165,7 +165,7 @@ int RunMount(const MountConfig& config) {
   tiering.source_id = fmt::format("{} ino {}", source, source_st.st_ino);
   // A daemon unmounted a moment ago may hold the tiers for up to its
   // shutdown_timeout (30 s by default) while it finishes its promotions.
-  tiering.lock_wait_s = std::max(config.shutdown_timeout, 30u) + 5;
+  tiering.lock_wait_s = config.shutdown_timeout + 5;
   std::unique_ptr<TieredStore> store =
       TieredStore::Open(tiering, ns.get(), &reader, source_st.st_dev, &tier_error);
   if (!store) return fail(tier_error);
