@@ -10,8 +10,7 @@ ControlDir::ControlDir(uint64_t dir_ino, uid_t owner, gid_t group, std::vector<C
       owner_(owner),
       group_(group),
       created_s_(::time(nullptr)),
-      files_(std::move(files)),
-      next_ino_(dir_ino + 1) {}
+      files_(std::move(files)) {}
 
 void ControlDir::DirAttr(struct stat* st) const {
   *st = {};
@@ -42,7 +41,9 @@ int ControlDir::Lookup(std::string_view name, struct stat* st) {
   if (index == files_.size()) return -ENOENT;
   auto text = std::make_shared<const std::string>(files_[index].read());
   std::lock_guard lock(mu_);
-  uint64_t ino = next_ino_++;
+  // The inode number says which file it is, so that writes reach the file
+  // even after its snapshot was dropped (others' lookups beyond the cap).
+  const uint64_t ino = dir_ino_ + 1 + next_serial_++ * files_.size() + index;
   snapshots_[ino] = Snapshot{index, text, 1};
   if (snapshots_.size() > kMaxSnapshots) snapshots_.erase(snapshots_.begin());
   FileAttr(ino, files_[index], text->size(), st);
@@ -56,8 +57,13 @@ int ControlDir::GetAttr(uint64_t ino, struct stat* st) const {
   }
   std::lock_guard lock(mu_);
   auto it = snapshots_.find(ino);
-  if (it == snapshots_.end()) return -ENOENT;
-  FileAttr(ino, files_[it->second.file], it->second.text->size(), st);
+  if (it != snapshots_.end()) {
+    FileAttr(ino, files_[it->second.file], it->second.text->size(), st);
+    return 0;
+  }
+  const ControlFile* file = FileOfLocked(ino);
+  if (file == nullptr || !file->write) return -ENOENT;  // a read-only snapshot that was dropped
+  FileAttr(ino, *file, 0, st);  // a writable file stays usable: its writes go to the handler
   return 0;
 }
 
@@ -75,10 +81,16 @@ int ControlDir::Read(uint64_t ino, uint64_t off, size_t size, std::string_view* 
   return 0;
 }
 
+const ControlFile* ControlDir::FileOfLocked(uint64_t ino) const {
+  if (ino <= dir_ino_ || files_.empty()) return nullptr;
+  const uint64_t n = ino - dir_ino_ - 1;
+  if (n / files_.size() >= next_serial_) return nullptr;  // never handed out
+  return &files_[n % files_.size()];
+}
+
 const ControlFile* ControlDir::FileOf(uint64_t ino) const {
   std::lock_guard lock(mu_);
-  auto it = snapshots_.find(ino);
-  return it == snapshots_.end() ? nullptr : &files_[it->second.file];
+  return FileOfLocked(ino);
 }
 
 ssize_t ControlDir::Write(uint64_t ino, uint64_t writer, uint64_t off, std::string_view data) {

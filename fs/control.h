@@ -75,17 +75,18 @@ class ControlDir {
     uint64_t lookups = 0;
   };
   void FileAttr(uint64_t ino, const ControlFile& file, size_t size, struct stat* st) const;
-  // The file an inode is a snapshot of, or nullptr.
+  // The file an inode was handed out for (its snapshot may be gone), or nullptr.
   const ControlFile* FileOf(uint64_t ino) const;
+  const ControlFile* FileOfLocked(uint64_t ino) const;  // REQUIRES: mu_ held
 
   const uint64_t dir_ino_;
   const uid_t owner_;
   const gid_t group_;
   const int64_t created_s_;
   const std::vector<ControlFile> files_;
-  mutable std::mutex mu_;  // guards snapshots_ and next_ino_; a leaf lock
+  mutable std::mutex mu_;  // guards snapshots_ and next_serial_; a leaf lock
   std::map<uint64_t, Snapshot> snapshots_;
-  uint64_t next_ino_;
+  uint64_t next_serial_ = 0;  // lookups so far: inode = dir_ino_ + 1 + serial * files + file
 };
 
 }  // namespace tierfs

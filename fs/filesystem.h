@@ -57,6 +57,17 @@ class FsContext {
   ReaddirMode readdir_mode() const { return readdir_mode_; }
   // REQUIRES: before the session starts (read by the init handler).
   void set_readdir_mode(ReaddirMode mode) { readdir_mode_ = mode; }
+  // Whether the daemon checks permissions itself at open. On for a mount
+  // the daemon did not make (mount.fuse3 -o drop_privileges hands over
+  // /dev/fd/N): the kernel checks nothing unless the fstab line said
+  // default_permissions, so open and opendir are answered (no zero-message
+  // open) after a check of the file and every directory above it.
+  // REQUIRES: before the session starts.
+  void set_check_access(bool on) { check_access_ = on; }
+  bool check_access() const { return check_access_; }
+  // Whether the process behind `req` may access node `id` with `mask`
+  // (R_OK, W_OK, X_OK) and search every directory above it.
+  bool MayAccess(fuse_req_t req, NodeId id, int mask) const;
 
   bool IsNode(fuse_ino_t ino) const { return ino >= 1 && ino <= ns_->size(); }
   static NodeId NodeOf(fuse_ino_t ino) { return static_cast<NodeId>(ino - 1); }
@@ -80,6 +91,7 @@ class FsContext {
   RequestCounters requests_;
   ControlDir control_;
   ReaddirMode readdir_mode_ = ReaddirMode::kPlus;
+  bool check_access_ = false;
 };
 
 // The handler table. Userdata passed to fuse_session_new must be an FsContext*.

@@ -227,8 +227,8 @@ void MetricsServer::Accept() {
     } else if (!ec) {
       try {
         std::make_shared<Connection>(std::move(socket), &render_, &loop_->open)->Read();
-      } catch (const std::exception& e) {  // that connection is lost, not the next ones
-        TIERFS_LOG(kWarning, "metrics: {}", e.what());
+      } catch (...) {  // that connection is lost, not the next ones
+        TIERFS_LOG(kWarning, "metrics: {}", DescribeCurrentException());
       }
     }
     Accept();
@@ -242,8 +242,8 @@ void MetricsServer::Serve() {
     try {
       loop_->io.run();
       return;  // stopped
-    } catch (const std::exception& e) {
-      TIERFS_LOG(kWarning, "metrics: {}", e.what());
+    } catch (...) {
+      TIERFS_LOG(kWarning, "metrics: {}", DescribeCurrentException());
     }
   }
 }

@@ -1,5 +1,6 @@
 // Metadata handlers: all served from the namespace snapshot in memory.
 #include <sys/statvfs.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <string>
@@ -123,6 +124,11 @@ void OpLookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
     if (!ctx.IsNode(parent)) return ReplyError(req, ENOENT);
     NodeId dir = FsContext::NodeOf(parent);
     if (!S_ISDIR(ctx.ns().node(dir).mode)) return ReplyError(req, ENOTDIR);
+    // Without the kernel's checks (see FsContext::check_access), a lookup
+    // needs search permission on the directory and those above it. (An
+    // entry the kernel has cached from another caller is not asked again:
+    // names and attributes may show; contents are checked at open.)
+    if (ctx.check_access() && !ctx.MayAccess(req, dir, X_OK)) return ReplyError(req, EACCES);
     auto child = ctx.ns().Lookup(dir, name);
     if (!child) {
       e.ino = 0;  // a negative entry: the kernel caches the absence too

@@ -1,5 +1,8 @@
 // The read path: zero-message open, then reads served from memory (control
 // files) or through the ReadPath (tiers, then SOURCE).
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <vector>
@@ -12,7 +15,21 @@ namespace tierfs {
 // Zero-message open: answering ENOSYS makes the kernel stop sending OPEN and
 // RELEASE (and OPENDIR/RELEASEDIR) for the rest of the mount, and keep each
 // file's page cache across opens (FOPEN_KEEP_CACHE is the no-open default).
-void OpOpen(fuse_req_t req, fuse_ino_t, struct fuse_file_info*) { fuse_reply_err(req, ENOSYS); }
+// With check_access (a mount made by mount.fuse3 -o drop_privileges), every
+// open asks the daemon, which checks the caller's permissions.
+void OpOpen(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
+  if (!Ctx(req).check_access()) return (void)fuse_reply_err(req, ENOSYS);  // not an error
+  Guarded(req, "open", [&] {
+    FsContext& ctx = Ctx(req);
+    if (ctx.IsNode(ino)) {
+      const bool read_only = (fi->flags & O_ACCMODE) == O_RDONLY;
+      if (!read_only) return ReplyError(req, EROFS);  // the mirror is read-only
+      if (!ctx.MayAccess(req, FsContext::NodeOf(ino), R_OK)) return ReplyError(req, EACCES);
+    }
+    fi->keep_cache = 1;
+    fuse_reply_open(req, fi);
+  });
+}
 
 void OpRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info*) {
   Guarded(req, "read", [&] {

@@ -6,6 +6,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -19,6 +20,7 @@
 #include "fs/metrics_server.h"
 #include "fs/mount_checks.h"
 #include "fs/service_notify.h"
+#include "fs/shutdown_guard.h"
 #include "tiering/counting_backend.h"
 #include "tiering/log.h"
 
@@ -89,36 +91,14 @@ std::string IndexPath(const MountConfig& config, std::string* path) {
   return "";
 }
 
-std::atomic<bool> g_force_exit{false};
-
 // Stops promotion (queued ones dropped, running ones cancelled at their next
-// 1 MiB piece: nothing half-published) and the metrics endpoint. A second
-// SIGTERM/SIGINT, or `timeout_s`, forces the exit (a PFS read can hang): the
+// 1 MiB piece: nothing half-published) and the metrics endpoint. The
+// ShutdownGuard bounds how long this may take (a PFS read can hang): the
 // mount is still taken down and tiers stay consistent (journaled copies are
 // complete; temporary files are removed at the next mount).
-void FinishPromotions(fuse_session* se, TieredStore* store, MetricsServer* metrics,
-                      unsigned timeout_s) {
-  g_force_exit = false;
-  auto force = [](int) { g_force_exit = true; };
-  std::signal(SIGTERM, force);
-  std::signal(SIGINT, force);
-  std::atomic<bool> done{false};
-  std::thread watchdog([&] {
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
-    while (!done) {
-      if (g_force_exit || std::chrono::steady_clock::now() > deadline) {
-        TIERFS_LOG(kError, "shutdown forced ({}): unmounting without waiting for promotions",
-                   g_force_exit ? "second signal" : "timeout");
-        fuse_session_unmount(se);
-        std::_Exit(1);
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-  });
+void FinishPromotions(TieredStore* store, MetricsServer* metrics) {
   if (metrics) metrics->Stop();
   store->Shutdown();
-  done = true;
-  watchdog.join();
 }
 
 }  // namespace
@@ -182,11 +162,16 @@ int RunMount(const MountConfig& config) {
   std::string tier_error;
   TieringConfig tiering = config.tiering;
   tiering.prefetch.mountpoint = fd_mount ? "" : mountpoint;
+  tiering.source_id = fmt::format("{} ino {}", source, source_st.st_ino);
+  // A daemon unmounted a moment ago may hold the tiers for up to its
+  // shutdown_timeout (30 s by default) while it finishes its promotions.
+  tiering.lock_wait_s = config.shutdown_timeout + 5;
   std::unique_ptr<TieredStore> store =
       TieredStore::Open(tiering, ns.get(), &reader, source_st.st_dev, &tier_error);
   if (!store) return fail(tier_error);
   FsContext ctx(ns.get(), &reader, store.get(), &backend.counters(),
                 FsTimeouts{config.entry_timeout, config.attr_timeout}, ::getuid(), ::getgid());
+  ctx.set_check_access(fd_mount);
   ctx.set_readdir_mode(config.readdir == "plain"  ? ReaddirMode::kPlain
                        : config.readdir == "auto" ? ReaddirMode::kAuto
                                                   : ReaddirMode::kPlus);
@@ -218,6 +203,7 @@ int RunMount(const MountConfig& config) {
                             mountpoint));
   }
   TIERFS_LOG(kInfo, "mounted {} on {}", source, mountpoint);
+  ShutdownGuard guard(se, config.shutdown_timeout);
   if (!config.foreground) {
     // No thread runs yet (the scan's have been joined, promotion threads start
     // later), so forking is safe.
@@ -227,6 +213,7 @@ int RunMount(const MountConfig& config) {
 
   store->Start();  // threads only now: they would not survive the fork
   if (metrics) metrics->Start();
+  guard.Start();
   struct fuse_loop_config* loop = fuse_loop_cfg_create();
   fuse_loop_cfg_set_max_threads(loop, config.threads);
   fuse_loop_cfg_set_idle_threads(loop, std::min(config.threads, 16u));
@@ -238,7 +225,8 @@ int RunMount(const MountConfig& config) {
   tune.join();
   fuse_loop_cfg_destroy(loop);
   fuse_remove_signal_handlers(se);
-  FinishPromotions(se, store.get(), metrics.get(), config.shutdown_timeout);
+  FinishPromotions(store.get(), metrics.get());
+  guard.Finish();
   fuse_session_unmount(se);
   fuse_session_destroy(se);
   TIERFS_LOG(kInfo, "unmounted {}", mountpoint);

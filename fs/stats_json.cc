@@ -1,4 +1,8 @@
 // FsContext and its counters: the walk behind .tierfs/stats and /metrics.
+#include <unistd.h>
+
+#include <algorithm>
+
 #include "fs/counter_json.h"
 #include "fs/filesystem.h"
 #include "fs/prometheus.h"
@@ -76,6 +80,33 @@ std::string FsContext::PrometheusText() const {
   PrometheusCounterWriter prometheus;
   VisitCounters(prometheus);
   return prometheus.Finish();
+}
+
+bool FsContext::MayAccess(fuse_req_t req, NodeId id, int mask) const {
+  const fuse_ctx* caller = fuse_req_ctx(req);
+  if (caller->uid == 0) return true;
+  gid_t groups[64];
+  int ngroups = -1;  // fetched once, only if a group decides
+  auto allowed = [&](const Node& n, int want) {
+    unsigned bits = n.mode & 07;
+    if (n.uid == caller->uid) {
+      bits = (n.mode >> 6) & 07;
+    } else if (((n.mode >> 3) & 07) != bits) {  // the group class differs from others
+      bool member = n.gid == caller->gid;
+      if (!member) {
+        if (ngroups < 0) ngroups = std::min(fuse_req_getgroups(req, 64, groups), 64);
+        for (int i = 0; i < ngroups && !member; ++i) member = groups[i] == n.gid;
+      }
+      if (member) bits = (n.mode >> 3) & 07;
+    }
+    return (bits & static_cast<unsigned>(want)) == static_cast<unsigned>(want);
+  };
+  if (!allowed(ns_->node(id), mask)) return false;
+  for (NodeId d = id; d != kRootNode;) {
+    d = ns_->node(d).parent;
+    if (!allowed(ns_->node(d), X_OK)) return false;
+  }
+  return true;
 }
 
 }  // namespace tierfs

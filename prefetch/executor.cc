@@ -69,10 +69,8 @@ void Executor::Work() {
     }
     try {
       job.run();
-    } catch (const std::exception& e) {  // a job must not take the pool down
-      TIERFS_LOG(kError, "promotion job failed: {}", e.what());
-    } catch (...) {
-      TIERFS_LOG(kError, "promotion job failed: unknown exception");
+    } catch (...) {  // a job must not take the pool down
+      TIERFS_LOG(kError, "promotion job failed: {}", DescribeCurrentException());
     }
     job = {};  // what it owns is released (a claim undone) before the job counts as done
     {

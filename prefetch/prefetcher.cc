@@ -206,11 +206,29 @@ void Prefetcher::FeedStage() {
 
 void Prefetcher::Loop() {
   auto last_tune = std::chrono::steady_clock::now();
+  // A throw (bad_alloc, a broken invariant in a planner) loses that round,
+  // not the thread: a dead planner would leave the mount without prefetch
+  // and an uncaught throw would terminate the daemon under a live mount.
   while (true) {
+    try {
+      if (!Round(&last_tune)) return;
+    } catch (...) {
+      const uint64_t n = loop_errors_.fetch_add(1, std::memory_order_relaxed) + 1;
+      if (n <= 8 || (n & (n - 1)) == 0) {
+        TIERFS_LOG(kError, "prefetch planner: {} (#{}); it goes on", DescribeCurrentException(), n);
+      }
+    }
+  }
+}
+
+bool Prefetcher::Round(std::chrono::steady_clock::time_point* last_tune_at) {
+  auto& last_tune = *last_tune_at;
+  if (round_hook_) round_hook_();
+  {
     {
       std::unique_lock lock(mu_);
       wake_.wait_for(lock, std::chrono::milliseconds(50));
-      if (stop_) return;
+      if (stop_) return false;
       // Lines whose writer never sent the newline.
       std::map<uint64_t, HintParser::Result> late;
       order_parser_.FlushTails(std::chrono::milliseconds(500), &late);
@@ -220,7 +238,7 @@ void Prefetcher::Loop() {
       stage_.Add(late_stage);
       for (auto& [writer, r] : late) AppendOrder(writer, r);
     }
-    if (promoter_ == nullptr) continue;
+    if (promoter_ == nullptr) return true;
     if (mode_.load() == PrefetchMode::kOrder) PumpLookahead();
     FeedStage();
     auto now = std::chrono::steady_clock::now();
@@ -236,12 +254,14 @@ void Prefetcher::Loop() {
       if (policy_) policy_->SetTransientLimit(window);  // not under mu_: lock order
     }
   }
+  return true;
 }
 
 void Prefetcher::VisitCounters(CounterVisitor& v) const {
   // Read before taking any lock: the executor's lock is never taken under ours.
   const bool background_idle = !executor_ || executor_->queued(Executor::Lane::kBackground) == 0;
   v.Text("mode", PrefetchModeName(mode_.load()));
+  v.Counter("planner_errors", loop_errors_.load(std::memory_order_relaxed));
   v.BeginGroup("order");
   {
     std::lock_guard lock(mu_);

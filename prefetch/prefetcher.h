@@ -17,6 +17,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -79,10 +80,16 @@ class Prefetcher final : public ReadObserver, public NextUseOracle {
 
   // The "prefetch" group's figures: mode, order, stage, autotune.
   void VisitCounters(CounterVisitor& v) const;
+  // For tests: called by the planner thread at the start of every round (a
+  // sequence point; it may throw, as a planner step could). Set before Start.
+  void set_round_hook(std::function<void()> hook) { round_hook_ = std::move(hook); }
 
  private:
   void SetMode(PrefetchMode mode);
   void Loop();
+  // One round of the planner thread: wait, flush late lines, look ahead,
+  // stage, tune. False once stopped. May throw (Loop catches).
+  bool Round(std::chrono::steady_clock::time_point* last_tune);
   void PumpLookahead();
   void FeedStage();
   bool Promote(NodeId id, Executor::Lane lane);  // false: stopped (no room, lane full)
@@ -111,6 +118,8 @@ class Prefetcher final : public ReadObserver, public NextUseOracle {
 
   std::condition_variable wake_;
   bool stop_ = false;
+  std::atomic<uint64_t> loop_errors_{0};  // rounds of the planner thread lost to a throw
+  std::function<void()> round_hook_;
   std::thread thread_;
 };
 

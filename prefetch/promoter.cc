@@ -11,6 +11,12 @@ Promoter::Promoter(ChunkStore* store, SourceReader* source, Executor* executor)
     : store_(store), source_(source), executor_(executor) {}
 
 bool Promoter::Request(ChunkKey key, Executor::Lane lane) {
+  // A full lane would reject the job after the claim made room for it:
+  // look first, so that no chunk is evicted for a promotion never made.
+  if (executor_->queued(lane) >= executor_->capacity()) {
+    rejected_.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
   auto claim = std::make_shared<ChunkClaim>();
   if (store_->Claim(key, claim.get()) != ChunkStore::ClaimResult::kClaimed) return false;
   // A job dropped unrun (lane full, shutdown) destroys the claim, undoing it.

@@ -109,9 +109,15 @@ ssize_t ReadPath::ReadChunk(ChunkKey key, uint64_t off, size_t n, char* scratch,
 }
 
 void ReadPath::PromoteRestOf(ChunkKey key) {
-  // A large file read from one chunk is likely read on: queue its other chunks.
+  // A large file read from one chunk is likely read on: queue its other
+  // chunks, until the lane is full or the tiers have no room (the rest is
+  // promoted when it is read).
   for (uint32_t c = key.chunk + 1; c < store_->catalog().chunks(key.node); ++c) {
-    promoter_->Request(ChunkKey{key.node, c}, Executor::Lane::kBackground);
+    const ChunkKey next{key.node, c};
+    if (!promoter_->Request(next, Executor::Lane::kBackground) &&
+        store_->state(next) == Catalog::kOnSource) {
+      break;
+    }
   }
 }
 

@@ -13,8 +13,8 @@ std::vector<std::unique_ptr<Tier>> TieredStore::OpenTiers(const TieringConfig& c
   if (config.ram > 0) tiers.push_back(NewMemoryTier("ram", config.ram));
   for (size_t i = 0; i < config.dirs.size(); ++i) {
     const auto& spec = config.dirs[i];
-    auto tier =
-        OpenDirectoryTier(fmt::format("dir{}", i), spec.path, spec.budget, config.reset, error);
+    auto tier = OpenDirectoryTier(fmt::format("dir{}", i), spec.path, spec.budget, config.reset,
+                                  error, std::chrono::seconds(config.lock_wait_s));
     if (!tier) return {};
     struct stat st;
     if (::stat(spec.path.c_str(), &st) == 0 && st.st_dev == source_dev) {
@@ -61,7 +61,7 @@ std::unique_ptr<TieredStore> TieredStore::Open(const TieringConfig& config, cons
   auto* belady = dynamic_cast<BeladyPolicy*>(policy.get());
   store->chunks_ =
       std::make_unique<ChunkStore>(ns, std::move(catalog), std::move(tiers), std::move(policy));
-  store->chunks_->RecoverDirectoryTiers();
+  store->chunks_->RecoverDirectoryTiers(config.source_id);
   store->executor_ = std::make_unique<Executor>(config.promote_threads, config.promote_queue);
   store->promoter_ =
       std::make_unique<Promoter>(store->chunks_.get(), source, store->executor_.get());

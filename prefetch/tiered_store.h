@@ -25,6 +25,12 @@ struct DirectoryTierSpec {
 struct TieringConfig {
   uint64_t ram = 0;                     // RAM tier budget; 0 = no RAM tier
   std::vector<DirectoryTierSpec> dirs;  // directory tiers, fastest first
+  // Which SOURCE this is ("PATH ino N"): directory tiers record it and keep
+  // nothing from a mount of another SOURCE.
+  std::string source_id;
+  // How long a directory tier held by another daemon is waited for (one
+  // unmounted a moment ago finishes its promotions first).
+  unsigned lock_wait_s = 0;
   std::string policy = "first-fit";
   // Threads of the promotion pool: the most SOURCE copies in flight. The
   // tuner starts at 8 and finds how many the PFS rewards.

@@ -28,6 +28,9 @@ class SourceFile {
   // Reads up to n bytes at offset off. Returns the byte count (short only at
   // EOF) or -errno.
   virtual ssize_t pread(void* buf, size_t n, uint64_t off) = 0;
+  // The open file's attributes (to check it is the file the snapshot
+  // describes). 0 or -errno.
+  virtual int fstat(struct stat* st) = 0;
 };
 
 // An open SOURCE directory, for a scan that lstat()s its entries in

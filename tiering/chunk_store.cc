@@ -28,7 +28,13 @@ int ChunkClaim::Write(const char* data, size_t n) {
   if (written_ + n > length_) return -EOVERFLOW;  // more than was reserved
   if (!writer_) {
     const Node& node = store_->ns().node(key_.node);
-    ChunkOrigin origin{store_->ns().Path(key_.node), node.size, node.mtime_ns, key_.chunk, length_};
+    ChunkOrigin origin{store_->ns().Path(key_.node),
+                       node.size,
+                       node.mtime_ns,
+                       key_.chunk,
+                       length_,
+                       node.ctime_ns,
+                       node.ino};
     Tier* tier = store_->tiers()[static_cast<size_t>(tier_)];
     if (int err = tier->BeginStore(key_, origin, &writer_); err < 0) return err;
   }
@@ -58,7 +64,7 @@ ChunkStore::ChunkStore(const Namespace* ns, std::unique_ptr<Catalog> catalog,
   for (const auto& t : owned_) tiers_.push_back(t.get());
 }
 
-uint64_t ChunkStore::RecoverDirectoryTiers() {
+uint64_t ChunkStore::RecoverDirectoryTiers(const std::string& source) {
   uint64_t reused = 0;
   for (size_t i = 0; i < tiers_.size(); ++i) {
     if (tiers_[i]->kind() != Tier::Kind::kDirectory) continue;
@@ -67,11 +73,15 @@ uint64_t ChunkStore::RecoverDirectoryTiers() {
     const Namespace* ns = ns_;
     std::vector<ChunkKey> kept;
     int err = dir->Recover(
+        source,
         [ns, catalog](const ChunkOrigin& o) -> std::optional<ChunkKey> {
           auto id = ns->Resolve(o.path);
           if (!id || !S_ISREG(ns->node(*id).mode)) return std::nullopt;
           const Node& n = ns->node(*id);
-          if (n.size != o.file_size || n.mtime_ns != o.mtime_ns) return std::nullopt;  // stale
+          if (n.size != o.file_size || n.mtime_ns != o.mtime_ns || n.ctime_ns != o.ctime_ns ||
+              n.ino != o.ino) {
+            return std::nullopt;  // stale: another file now, or rewritten since the copy
+          }
           if (o.chunk >= catalog->chunks(*id) || catalog->length(*id, o.chunk) != o.length) {
             return std::nullopt;  // chunked with another chunk size
           }

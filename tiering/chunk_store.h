@@ -86,10 +86,11 @@ class ChunkStore {
   ChunkStore(const Namespace* ns, std::unique_ptr<Catalog> catalog,
              std::vector<std::unique_ptr<Tier>> tiers, std::unique_ptr<EvictionPolicy> policy);
 
-  // Reuses what directory tiers kept from an earlier mount: complete copies
-  // whose SOURCE file still has the recorded size and mtime, chunked alike.
-  // Returns the chunks made resident.
-  uint64_t RecoverDirectoryTiers();
+  // Reuses what directory tiers kept from an earlier mount of the same
+  // `source` (an identity string the journals must name): complete copies
+  // whose SOURCE file still has the recorded inode, size, mtime and ctime,
+  // chunked alike. Returns the chunks made resident.
+  uint64_t RecoverDirectoryTiers(const std::string& source = std::string());
 
   // Claims `key` for promotion. kBusy: it is not on SOURCE only (resident, or
   // in flight) or empty; kNoRoom: it fits in no tier (counted). Thread-safe.

@@ -17,6 +17,7 @@ class CountingFile final : public SourceFile {
     }
     return r;
   }
+  int fstat(struct stat* st) override { return file_->fstat(st); }
 
  private:
   std::unique_ptr<SourceFile> file_;

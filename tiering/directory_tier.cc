@@ -13,7 +13,9 @@
 #include <mutex>
 #include <shared_mutex>
 #include <string_view>
+#include <thread>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "tiering/file_io.h"
 #include "tiering/log.h"
@@ -61,7 +63,8 @@ class DirTier final : public DirectoryTier {
   const std::string& path() const override { return path_; }
 
   using DirectoryTier::Recover;
-  int Recover(const Acceptor& accept, std::vector<ChunkKey>* kept) override;
+  int Recover(const std::string& source, const Acceptor& accept,
+              std::vector<ChunkKey>* kept) override;
   int BeginStore(ChunkKey key, const ChunkOrigin& origin,
                  std::unique_ptr<ChunkWriter>* out) override;
   int Read(ChunkKey key, uint64_t off, size_t n, char* scratch, TierRead* out) override;
@@ -77,8 +80,11 @@ class DirTier final : public DirectoryTier {
     if (int err = journal_.AppendPublish(seq, origin); err < 0) {
       TIERFS_LOG(kWarning, "tier {}: journal write failed: {}", path_, std::strerror(-err));
     }
-    std::unique_lock lock(mu_);
-    index_[key] = Entry{seq, origin.length};
+    {
+      std::unique_lock lock(mu_);
+      index_[key] = Entry{seq, origin.length};
+    }
+    CompactJournalIfLong();
     return 0;
   }
   std::string FileOf(uint64_t seq) const { return fmt::format("{}/c{}", data_, seq); }
@@ -91,11 +97,18 @@ class DirTier final : public DirectoryTier {
   };
   // Recovery failed with `err`: forget and delete everything, take nothing more.
   int GiveUp(const char* what, int err);
+  // Rewrites the journal with the live chunks' records once it holds more
+  // than twice as many lines as there are chunks (and at least
+  // kCompactAfter): eviction churn must not grow it without bound.
+  void CompactJournalIfLong();
+  static constexpr uint64_t kCompactAfter = 4096;
 
   const std::shared_ptr<FileIo> io_;
   const std::string path_, data_;
   const std::unique_ptr<FileLock> lock_;  // one daemon per tier directory
   TierJournal journal_;
+  std::string source_;  // the SOURCE identity; set by Recover, before any other use
+  std::atomic<bool> compacting_{false};
   std::atomic<uint64_t> next_seq_{1};
   mutable std::shared_mutex mu_;  // guards index_; a leaf lock, never held across I/O
   std::unordered_map<ChunkKey, Entry, ChunkKeyHash> index_;
@@ -156,12 +169,20 @@ class DirWriter final : public ChunkWriter {
   int failed_ = -EBADF;  // what Append and Commit return once file_ is gone
 };
 
-int DirTier::Recover(const Acceptor& accept, std::vector<ChunkKey>* keys) {
+int DirTier::Recover(const std::string& source, const Acceptor& accept,
+                     std::vector<ChunkKey>* keys) {
   keys->clear();
+  source_ = source;
   std::map<uint64_t, ChunkOrigin> recorded;
-  if (int err = journal_.Load(&recorded); err < 0) {
+  bool foreign = false;
+  if (int err = journal_.Load(source_, &recorded, &foreign); err < 0) {
     TIERFS_LOG(kWarning, "tier {}: cannot read its journal ({}): nothing is reused", path_,
                std::strerror(-err));
+  } else if (foreign) {
+    TIERFS_LOG(kWarning,
+               "tier {}: its journal is of another SOURCE or an older tierfs: its copies are "
+               "removed, none is reused (this SOURCE: {})",
+               path_, source_);
   }
   // No new chunk may take a number that a record or a file already has.
   uint64_t max_seq = recorded.empty() ? 0 : recorded.rbegin()->first;
@@ -194,13 +215,32 @@ int DirTier::Recover(const Acceptor& accept, std::vector<ChunkKey>* keys) {
     std::unique_lock lock(mu_);
     index_ = std::move(index);
   }
-  if (int err = journal_.Rewrite(kept); err < 0) {
+  if (int err = journal_.Rewrite(source_, kept); err < 0) {
     keys->clear();
     return GiveUp("cannot rewrite its journal", err);
   }
   TIERFS_LOG(kInfo, "tier {} ({}): reused {} chunks ({} bytes), removed {} files", name(), path_,
              keys->size(), used(), removed);
   return 0;
+}
+
+void DirTier::CompactJournalIfLong() {
+  const uint64_t live = chunks();
+  if (journal_.records() <= std::max(kCompactAfter, 2 * live)) return;
+  if (compacting_.exchange(true)) return;  // another thread is at it
+  std::unordered_set<uint64_t> seqs;
+  uint64_t newer;  // chunks published from here on are kept whatever the snapshot says
+  {
+    std::shared_lock lock(mu_);
+    newer = next_seq_.load();
+    for (const auto& [key, entry] : index_) seqs.insert(entry.seq);
+  }
+  int err =
+      journal_.Compact(source_, [&](uint64_t seq) { return seq >= newer || seqs.count(seq); });
+  if (err < 0) {
+    TIERFS_LOG(kWarning, "tier {}: cannot compact its journal: {}", path_, std::strerror(-err));
+  }
+  compacting_ = false;
 }
 
 int DirTier::GiveUp(const char* what, int err) {
@@ -258,6 +298,7 @@ uint64_t DirTier::Remove(ChunkKey key) {
   }
   journal_.AppendRemove(e.seq);
   io_->unlink(FileOf(e.seq));  // readers with the file open finish their read
+  CompactJournalIfLong();
   return e.length;
 }
 
@@ -265,7 +306,7 @@ uint64_t DirTier::Remove(ChunkKey key) {
 
 std::vector<ChunkKey> DirectoryTier::Recover(const Acceptor& accept) {
   std::vector<ChunkKey> kept;
-  Recover(accept, &kept);
+  Recover(std::string(), accept, &kept);
   return kept;
 }
 
@@ -306,8 +347,17 @@ std::string UnsafeTierDirectory(std::string path) {
 }  // namespace
 
 std::unique_ptr<DirectoryTier> OpenDirectoryTier(std::shared_ptr<FileIo> io, std::string name,
-                                                 const std::string& path, uint64_t budget,
-                                                 bool reset, std::string* error) {
+                                                 const std::string& given, uint64_t budget,
+                                                 bool reset, std::string* error,
+                                                 std::chrono::milliseconds lock_wait) {
+  // Every later access is by this path, after the daemon has changed its
+  // working directory to / (daemonizing): a relative one must not follow.
+  std::error_code ec;
+  const std::string path = std::filesystem::absolute(given, ec).lexically_normal().string();
+  if (ec || path.empty()) {
+    *error = fmt::format("tier '{}': cannot make it absolute: {}", given, ec.message());
+    return nullptr;
+  }
   struct stat st;
   if (io->stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
     *error = fmt::format("tier '{}': not an existing directory", path);
@@ -322,16 +372,41 @@ std::unique_ptr<DirectoryTier> OpenDirectoryTier(std::shared_ptr<FileIo> io, std
     return nullptr;
   }
   std::unique_ptr<FileLock> lock;
-  if (int err = io->lock(path + "/lock", &lock); err < 0) {
+  const auto give_up = std::chrono::steady_clock::now() + lock_wait;
+  int err = io->lock(path + "/lock", &lock);
+  if (err == -EWOULDBLOCK && lock_wait.count() > 0) {
+    TIERFS_LOG(kInfo, "tier '{}' is in use by another tierfs daemon: waiting up to {} s", path,
+               lock_wait.count() / 1000.0);
+    while (err == -EWOULDBLOCK && std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      err = io->lock(path + "/lock", &lock);
+    }
+  }
+  if (err < 0) {
     *error = err == -EWOULDBLOCK ? fmt::format("tier '{}' is in use by another tierfs daemon", path)
                                  : fmt::format("tier '{}': cannot create its lock file: {}", path,
                                                std::strerror(-err));
     return nullptr;
   }
   if (reset) EmptyTierDirectory(io.get(), path);
+  // data/ is the daemon's alone, whatever the umask: in a directory others
+  // may write to, they could swap a chunk file for theirs.
   const std::string data = path + "/data";
-  int err = io->mkdir(data, 0777);
-  if (err == -EEXIST) err = io->stat(data, &st) == 0 && S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+  err = io->mkdir(data, 0700);
+  if (err == -EEXIST) {
+    struct stat dst;
+    if (::lstat(data.c_str(), &dst) != 0 || !S_ISDIR(dst.st_mode) || dst.st_uid != ::geteuid()) {
+      *error = fmt::format("tier '{}': data/ is not a directory of this daemon's uid", path);
+      return nullptr;
+    }
+    err = 0;
+    if ((dst.st_mode & 077) != 0) {  // an older tierfs made it with the umask's mode
+      const uint64_t removed = EmptyTierDirectory(io.get(), path);
+      TIERFS_LOG(kWarning, "tier '{}': data/ was open to others (mode {:o}): {} copies removed",
+                 path, dst.st_mode & 07777, removed);
+      err = io->chmod(data, 0700);
+    }
+  }
   if (err < 0) {
     *error = fmt::format("tier '{}': cannot create data/: {}", path, std::strerror(-err));
     return nullptr;
@@ -340,8 +415,10 @@ std::unique_ptr<DirectoryTier> OpenDirectoryTier(std::shared_ptr<FileIo> io, std
 }
 
 std::unique_ptr<DirectoryTier> OpenDirectoryTier(std::string name, const std::string& path,
-                                                 uint64_t budget, bool reset, std::string* error) {
-  return OpenDirectoryTier(NewPosixFileIo(), std::move(name), path, budget, reset, error);
+                                                 uint64_t budget, bool reset, std::string* error,
+                                                 std::chrono::milliseconds lock_wait) {
+  return OpenDirectoryTier(NewPosixFileIo(), std::move(name), path, budget, reset, error,
+                           lock_wait);
 }
 
 }  // namespace tierfs

@@ -81,6 +81,9 @@ class PosixFileIo final : public FileIo {
   int mkdir(const std::string& path, mode_t mode) override {
     return Retrying([&] { return ::mkdir(path.c_str(), mode); });
   }
+  int chmod(const std::string& path, mode_t mode) override {
+    return Retrying([&] { return ::fchmodat(AT_FDCWD, path.c_str(), mode, AT_SYMLINK_NOFOLLOW); });
+  }
   int stat(const std::string& path, struct stat* st) override {
     return Retrying([&] { return ::stat(path.c_str(), st); });
   }

@@ -58,9 +58,12 @@ class FileIo {
   virtual int unlink(const std::string& path) = 0;
   // -EEXIST if `path` exists (whatever it is).
   virtual int mkdir(const std::string& path, mode_t mode) = 0;
+  // chmod(2) of a directory or file; never follows a final symbolic link.
+  virtual int chmod(const std::string& path, mode_t mode) = 0;
   // Names in a directory, without "." and "..", in no particular order.
   virtual int list(const std::string& dir, std::vector<std::string>* names) = 0;
   // stat(2): follows symbolic links.
+  // (lstat: see chmod; tiers check their own directories with lstat(2).)
   virtual int stat(const std::string& path, struct stat* st) = 0;
   // access(2) with R_OK/W_OK/X_OK bits.
   virtual int access(const std::string& path, int mode) = 0;
@@ -85,6 +88,7 @@ class FileIoWrapper : public FileIo {
   }
   int unlink(const std::string& path) override { return target_->unlink(path); }
   int mkdir(const std::string& path, mode_t mode) override { return target_->mkdir(path, mode); }
+  int chmod(const std::string& path, mode_t mode) override { return target_->chmod(path, mode); }
   int list(const std::string& dir, std::vector<std::string>* names) override {
     return target_->list(dir, names);
   }

@@ -3,6 +3,7 @@
 #include <syslog.h>
 
 #include <cstdio>
+#include <exception>
 
 namespace tierfs {
 
@@ -34,6 +35,16 @@ void Log::Write(LogLevel level, std::string_view line) {
     // One fprintf per line keeps concurrent lines whole.
     std::fprintf(stderr, "tierfs: %s: %.*s\n", kTag[level], static_cast<int>(line.size()),
                  line.data());
+  }
+}
+
+std::string DescribeCurrentException() {
+  try {
+    throw;
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "unknown exception";
   }
 }
 

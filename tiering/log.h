@@ -28,6 +28,10 @@ class Log {
   static std::atomic<bool> syslog_;
 };
 
+// What the exception being handled says: its what(), or "unknown exception".
+// REQUIRES: called inside a catch block.
+std::string DescribeCurrentException();
+
 }  // namespace tierfs
 
 #define TIERFS_LOG(level, ...)                                           \

@@ -41,8 +41,17 @@ struct Node {
   // Symlinks: the target is arena [first_child, first_child + child_count).
   uint32_t first_child = 0, child_count = 0;
   uint32_t reserved = 0;  // no padding: Nodes are written to index files as they are
+  // SOURCE's st_ino: with size, mtime and ctime, the identity a file opened
+  // later (or a tier copy reused) must have to be served as this node.
+  // (st_dev is not kept: it differs between the nodes that share an index.)
+  uint64_t ino = 0;
 };
-static_assert(sizeof(Node) == 80, "Node is saved as is in index files: bump kIndexVersion");
+static_assert(sizeof(Node) == 88, "Node is saved as is in index files: bump kIndexVersion");
+
+// A timestamp of struct stat in nanoseconds, as Node keeps them.
+inline int64_t Nanos(const struct timespec& ts) {
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
 
 // What the scan counted, saved with the index.
 struct NamespaceTotals {
@@ -126,6 +135,9 @@ struct ScanOptions {
   // listed again (git's "racy clean" rule). Set it to when `previous` was
   // taken, less a margin for coarse file system clocks.
   int64_t racy_after_ns = INT64_MIN;
+  // Bytes of names and symlink targets a snapshot may hold: arena offsets
+  // are 32 bits. Lower only in tests.
+  uint64_t max_arena_bytes = UINT32_MAX;
 };
 
 // What a scan asked of SOURCE. Updated by the scan's threads.
@@ -138,7 +150,8 @@ struct ScanReport {
 };
 
 // Scans SOURCE through `backend` in parallel. Returns nullptr and sets *error
-// (a message for the user) when the root cannot be scanned; subdirectories
+// (a message for the user) when the root cannot be scanned or the tree is
+// too large for one snapshot; subdirectories
 // that cannot be listed are kept empty and counted in skipped_count().
 // (Entries skipped in directories taken from `previous` are not counted.)
 std::unique_ptr<Namespace> ScanNamespace(Backend* backend, const ScanOptions& options,

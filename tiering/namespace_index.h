@@ -19,7 +19,7 @@
 
 namespace tierfs {
 
-inline constexpr uint32_t kIndexVersion = 1;
+inline constexpr uint32_t kIndexVersion = 2;  // 2: Node::ino
 
 // Which SOURCE a snapshot describes.
 struct SourceIdentity {

@@ -3,6 +3,7 @@
 // what makes the scan fast), then one thread lays the result out breadth-first.
 // With a previous snapshot, a directory whose mtime and ctime are unchanged is
 // not listed again: its entries are taken from the snapshot.
+#include <fmt/format.h>
 #include <malloc.h>
 
 #include <algorithm>
@@ -37,10 +38,6 @@ bool Kept(const struct stat& st) {
   return S_ISREG(st.st_mode) || S_ISDIR(st.st_mode) || S_ISLNK(st.st_mode);
 }
 
-int64_t Nanos(const struct timespec& ts) {
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
-
 // A node's attributes from lstat (tree fields left for the builder).
 Node NodeOf(const struct stat& st) {
   Node n;
@@ -53,6 +50,7 @@ Node NodeOf(const struct stat& st) {
   n.uid = st.st_uid;
   n.gid = st.st_gid;
   n.nlink = static_cast<uint32_t>(st.st_nlink);
+  n.ino = static_cast<uint64_t>(st.st_ino);
   return n;
 }
 
@@ -320,8 +318,11 @@ class ParallelScanner {
 };
 
 // The scanned tree laid out breadth-first into one node array and one arena.
+// Returns nullptr and sets *error when the tree does not fit the 32-bit
+// node ids and arena offsets.
 std::unique_ptr<Namespace> Build(const Node& root_node, ScanDir* root,
-                                 const struct statvfs& fs_stats) {
+                                 const struct statvfs& fs_stats, uint64_t max_arena,
+                                 std::string* error) {
   struct Storage {
     std::vector<Node> nodes;
     std::string arena;
@@ -337,6 +338,15 @@ std::unique_ptr<Namespace> Build(const Node& root_node, ScanDir* root,
       arena_size += d->names.size() + d->targets.size();
       for (auto& s : d->subdirs) stack.push_back(s.get());
     }
+  }
+  // Offsets are 32 bits (Node is saved as is): a bigger tree would wrap them
+  // silently and serve one entry's name as another's.
+  if (arena_size > max_arena || node_count >= kNoNode) {
+    *error = fmt::format(
+        "SOURCE is too large for one mount: {} entries with {} bytes of names and symlink "
+        "targets (at most {} entries and {} bytes); mount a subdirectory",
+        node_count, arena_size, kNoNode - 1, max_arena);
+    return nullptr;
   }
   auto storage = std::make_shared<Storage>();
   std::vector<Node>& nodes = storage->nodes;
@@ -409,7 +419,8 @@ std::unique_ptr<Namespace> ScanNamespace(Backend* backend, const ScanOptions& op
     }
     struct statvfs fs_stats {};
     if (backend->statfs(&fs_stats) < 0) fs_stats = {};
-    ns = Build(root_node, &root, fs_stats);
+    ns = Build(root_node, &root, fs_stats, std::min<uint64_t>(options.max_arena_bytes, UINT32_MAX),
+               error);
   }
   // The scan's temporary trees were spread over the scan threads' malloc
   // arenas: hand the freed pages back, or they stay in the daemon's RSS.

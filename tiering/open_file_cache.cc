@@ -1,6 +1,9 @@
 #include "tiering/open_file_cache.h"
 
 #include <algorithm>
+#include <cerrno>
+
+#include "tiering/log.h"
 
 namespace tierfs {
 
@@ -28,6 +31,7 @@ int OpenFileCache::Get(NodeId id, std::shared_ptr<SourceFile>* out) {
   std::unique_ptr<SourceFile> file;
   int err = backend_->open(ns_->Path(id), &file);
   if (err < 0) return err;
+  if ((err = CheckIdentity(id, file.get())) < 0) return err;
   std::shared_ptr<SourceFile> opened(std::move(file));
   std::shared_ptr<SourceFile> evicted;  // closed after the lock is released
   std::lock_guard lock(shard.mu);
@@ -48,6 +52,33 @@ int OpenFileCache::Get(NodeId id, std::shared_ptr<SourceFile>* out) {
   return 0;
 }
 
+int OpenFileCache::CheckIdentity(NodeId id, SourceFile* file) {
+  struct stat st;
+  if (int err = file->fstat(&st); err < 0) return err;
+  const Node& n = ns_->node(id);
+  const char* what = nullptr;
+  if (!S_ISREG(st.st_mode)) {
+    what = "is no longer a regular file";
+  } else if (static_cast<uint64_t>(st.st_ino) != n.ino) {
+    what = "was replaced (another inode)";
+  } else if (static_cast<uint64_t>(st.st_size) != n.size) {
+    what = "changed size";
+  } else if (Nanos(st.st_mtim) != n.mtime_ns || Nanos(st.st_ctim) != n.ctime_ns) {
+    what = "was modified (mtime or ctime)";
+  }
+  if (what == nullptr) return 0;
+  // Serving it would mix versions (its size is the snapshot's, tier chunks
+  // may hold the old bytes): EIO until a remount takes a new snapshot.
+  const uint64_t count = changed_.fetch_add(1, std::memory_order_relaxed) + 1;
+  if (count <= 16 || (count & (count - 1)) == 0) {  // the first ones, then at powers of two
+    TIERFS_LOG(kWarning,
+               "SOURCE file '{}' {} since the mount's snapshot: its reads fail with EIO until "
+               "a remount ({} such opens so far)",
+               ns_->Path(id), what, count);
+  }
+  return -EIO;
+}
+
 size_t OpenFileCache::open_files() const {
   size_t n = 0;
   for (const Shard& s : shards_) {
@@ -63,6 +94,7 @@ void OpenFileCache::VisitCounters(CounterVisitor& v) const {
   v.Counter("hits", hits());
   v.Counter("misses", misses());
   v.Counter("evictions", evictions());
+  v.Counter("changed", changed());
 }
 
 }  // namespace tierfs

@@ -71,6 +71,7 @@ class PosixFile final : public SourceFile {
   explicit PosixFile(int fd) : fd_(fd) {}
   ~PosixFile() override { ::close(fd_); }
   ssize_t pread(void* buf, size_t n, uint64_t off) override { return PreadFull(fd_, buf, n, off); }
+  int fstat(struct stat* st) override { return ::fstat(fd_, st) == 0 ? 0 : PosixError(); }
 
  private:
   const int fd_;

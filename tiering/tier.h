@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -41,7 +42,9 @@ struct ChunkOrigin {
   uint64_t file_size = 0;
   int64_t mtime_ns = 0;
   uint32_t chunk = 0;
-  uint64_t length = 0;  // bytes in this chunk
+  uint64_t length = 0;   // bytes in this chunk
+  int64_t ctime_ns = 0;  // a rewrite that keeps size and mtime (cp -p) still moves ctime
+  uint64_t ino = 0;
 };
 
 // Streams one chunk into a tier. Nothing is visible to readers until Commit.
@@ -133,8 +136,16 @@ class DirectoryTier : public Tier {
   // the tier has deleted what it could (journal first), and its limit is 0,
   // so it takes no chunk this mount. (A journal naming deleted files must
   // never meet new files under the same numbers.)
+  // `source` identifies the SOURCE the tier holds copies of (it is written in
+  // the journal): a tier of another SOURCE, or one written by an older
+  // tierfs, keeps nothing.
   // REQUIRES: called once, before any other use of the tier.
-  virtual int Recover(const Acceptor& accept, std::vector<ChunkKey>* kept) = 0;
+  virtual int Recover(const std::string& source, const Acceptor& accept,
+                      std::vector<ChunkKey>* kept) = 0;
+  // The same for tests, with no SOURCE identity.
+  int Recover(const Acceptor& accept, std::vector<ChunkKey>* kept) {
+    return Recover(std::string(), accept, kept);
+  }
   // The same, for callers that need only the keys: a failed recovery leaves
   // the tier empty and unused whether or not the caller looks.
   std::vector<ChunkKey> Recover(const Acceptor& accept);
@@ -143,12 +154,16 @@ class DirectoryTier : public Tier {
 
 // Opens (creating) a directory tier under `path`, doing all its file I/O
 // through `io`. `reset` empties it first. Returns nullptr with a message in
-// *error when the path is unusable or in use by another tierfs.
-std::unique_ptr<DirectoryTier> OpenDirectoryTier(std::shared_ptr<FileIo> io, std::string name,
-                                                 const std::string& path, uint64_t budget,
-                                                 bool reset, std::string* error);
+// *error when the path is unusable or in use by another tierfs. A tier in
+// use is waited for up to `lock_wait` (a daemon unmounted a moment ago may
+// still be finishing its promotions).
+std::unique_ptr<DirectoryTier> OpenDirectoryTier(
+    std::shared_ptr<FileIo> io, std::string name, const std::string& path, uint64_t budget,
+    bool reset, std::string* error,
+    std::chrono::milliseconds lock_wait = std::chrono::milliseconds(0));
 // The same over the local file system (NewPosixFileIo()).
-std::unique_ptr<DirectoryTier> OpenDirectoryTier(std::string name, const std::string& path,
-                                                 uint64_t budget, bool reset, std::string* error);
+std::unique_ptr<DirectoryTier> OpenDirectoryTier(
+    std::string name, const std::string& path, uint64_t budget, bool reset, std::string* error,
+    std::chrono::milliseconds lock_wait = std::chrono::milliseconds(0));
 
 }  // namespace tierfs

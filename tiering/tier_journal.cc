@@ -10,7 +10,8 @@
 namespace tierfs {
 namespace {
 
-constexpr const char* kHeader = "tierfs-journal 1";
+// Version 2: records carry ctime and inode; the header names the SOURCE.
+constexpr const char* kMagic = "tierfs-journal 2 ";
 
 // Paths may hold any byte but NUL: escape the two that break a line.
 std::string Escape(const std::string& s) {
@@ -60,11 +61,14 @@ int ReadAll(LocalFile* file, std::string* out) {
   }
 }
 
+// The first line of a journal of `source`'s tier, with its newline.
+std::string Header(const std::string& source) { return kMagic + Escape(source) + "\n"; }
+
 }  // namespace
 
 std::string TierJournal::FormatPublish(uint64_t seq, const ChunkOrigin& o) {
-  return fmt::format("P {} {} {} {} {} {}\n", seq, o.length, o.file_size, o.mtime_ns, o.chunk,
-                     Escape(o.path));
+  return fmt::format("P {} {} {} {} {} {} {} {}\n", seq, o.length, o.file_size, o.mtime_ns,
+                     o.ctime_ns, o.ino, o.chunk, Escape(o.path));
 }
 
 bool TierJournal::ParseLine(const std::string& line, char* op, uint64_t* seq, ChunkOrigin* origin) {
@@ -74,7 +78,8 @@ bool TierJournal::ParseLine(const std::string& line, char* op, uint64_t* seq, Ch
   *op = kind[0];
   if (*op == 'R') return in.peek() == EOF;
   if (*op != 'P') return false;
-  if (!(in >> origin->length >> origin->file_size >> origin->mtime_ns >> origin->chunk)) {
+  if (!(in >> origin->length >> origin->file_size >> origin->mtime_ns >> origin->ctime_ns >>
+        origin->ino >> origin->chunk)) {
     return false;
   }
   if (in.get() != ' ') return false;
@@ -83,17 +88,20 @@ bool TierJournal::ParseLine(const std::string& line, char* op, uint64_t* seq, Ch
   return Unescape(rest, &origin->path) && !origin->path.empty();
 }
 
-int TierJournal::Load(std::map<uint64_t, ChunkOrigin>* out) const {
+int TierJournal::Load(const std::string& source, std::map<uint64_t, ChunkOrigin>* out,
+                      bool* foreign) const {
   out->clear();
+  if (foreign) *foreign = false;
   std::unique_ptr<LocalFile> file;
   if (int err = io_->open(path_, O_RDONLY, 0, &file); err < 0) return err == -ENOENT ? 0 : err;
   std::string text;
   if (int err = ReadAll(file.get(), &text); err < 0) return err;
-  const size_t header_end = text.find('\n');
-  if (header_end == std::string::npos || text.compare(0, header_end, kHeader) != 0) {
-    return 0;  // empty or foreign
+  const std::string header = Header(source);
+  if (text.compare(0, header.size(), header) != 0) {  // empty, older, or another SOURCE's
+    if (foreign) *foreign = !text.empty();
+    return 0;
   }
-  size_t begin = header_end + 1;
+  size_t begin = header.size();
   for (size_t end; (end = text.find('\n', begin)) != std::string::npos; begin = end + 1) {
     // A line without its newline is torn (a crash in its write): never read.
     char op;
@@ -109,8 +117,10 @@ int TierJournal::Load(std::map<uint64_t, ChunkOrigin>* out) const {
   return 0;
 }
 
-int TierJournal::Rewrite(const std::map<uint64_t, ChunkOrigin>& entries) {
-  std::string text = std::string(kHeader) + "\n";
+int TierJournal::WriteFresh(const std::string& source,
+                            const std::map<uint64_t, ChunkOrigin>& entries,
+                            std::unique_ptr<LocalFile>* appender) {
+  std::string text = Header(source);
   for (const auto& [seq, origin] : entries) text += FormatPublish(seq, origin);
   const std::string tmp = path_ + ".tmp";
   std::unique_ptr<LocalFile> file;
@@ -124,17 +134,39 @@ int TierJournal::Rewrite(const std::map<uint64_t, ChunkOrigin>& entries) {
     io_->unlink(tmp);
     return err;
   }
-  if ((err = io_->open(path_, O_WRONLY | O_APPEND, 0, &file)) < 0) return err;
+  return io_->open(path_, O_WRONLY | O_APPEND, 0, appender);
+}
+
+int TierJournal::Rewrite(const std::string& source,
+                         const std::map<uint64_t, ChunkOrigin>& entries) {
+  std::unique_ptr<LocalFile> file;
+  if (int err = WriteFresh(source, entries, &file); err < 0) return err;
   {
     std::unique_lock lock(file_mu_);
     file_.swap(file);
   }
+  records_.store(entries.size(), std::memory_order_relaxed);
   return 0;  // the old file, now in `file`, closes here, outside the lock
+}
+
+int TierJournal::Compact(const std::string& source, const std::function<bool(uint64_t)>& keep) {
+  std::unique_ptr<LocalFile> old;
+  std::unique_lock lock(file_mu_);  // appenders wait: no record may go to the old file
+  if (!file_) return -EBADF;
+  std::map<uint64_t, ChunkOrigin> entries;
+  if (int err = Load(source, &entries); err < 0) return err;
+  std::erase_if(entries, [&keep](const auto& e) { return !keep(e.first); });
+  std::unique_ptr<LocalFile> file;
+  if (int err = WriteFresh(source, entries, &file); err < 0) return err;  // the old one stays
+  old = std::exchange(file_, std::move(file));
+  records_.store(entries.size(), std::memory_order_relaxed);
+  return 0;
 }
 
 int TierJournal::AppendLine(const std::string& line) {
   std::shared_lock lock(file_mu_);
   if (!file_) return -EBADF;
+  records_.fetch_add(1, std::memory_order_relaxed);
   return WriteAll(file_.get(), line.data(), line.size());  // O_APPEND: one write per record
 }
 int TierJournal::AppendPublish(uint64_t seq, const ChunkOrigin& origin) {

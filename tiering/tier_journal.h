@@ -4,7 +4,9 @@
 // journal names only complete files; a torn last line is ignored.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <shared_mutex>
@@ -25,14 +27,26 @@ class TierJournal {
   // Rewrite has run. REQUIRES: `io` outlives the journal.
   TierJournal(FileIo* io, std::string path) : io_(io), path_(std::move(path)) {}
 
-  // Reads the records of the journal (missing or foreign = none): seq ->
-  // origin. 0, or -errno with *out empty.
-  int Load(std::map<uint64_t, ChunkOrigin>* out) const;
+  // `source` names the SOURCE the tier holds copies of (an identity string,
+  // written in the journal's header).
+  // Reads the records of the journal: seq -> origin. A missing journal, or
+  // one of another format or another SOURCE (then *foreign is set), has
+  // none. 0, or -errno with *out empty.
+  int Load(const std::string& source, std::map<uint64_t, ChunkOrigin>* out,
+           bool* foreign = nullptr) const;
   // Writes a fresh journal holding `entries` (via a temporary file, flushed,
   // then renamed), then opens it for appending. 0 or -errno.
   // REQUIRES: no Append runs concurrently whose record must survive (it runs
   // at recovery, before the tier stores anything).
-  int Rewrite(const std::map<uint64_t, ChunkOrigin>& entries);
+  int Rewrite(const std::string& source, const std::map<uint64_t, ChunkOrigin>& entries);
+  // Rewrites the journal keeping only the published records whose seq
+  // `keep` takes, so that it does not grow without bound under eviction
+  // churn. Appenders wait for it (it holds the file lock across its I/O);
+  // on an error the old journal stays in use. 0 or -errno.
+  int Compact(const std::string& source, const std::function<bool(uint64_t)>& keep);
+  // Lines in the journal since the last Rewrite or Compact, plus the records
+  // that wrote: what Compact would shrink.
+  uint64_t records() const { return records_.load(std::memory_order_relaxed); }
   // Append one record each, with one write (O_APPEND). 0 or -errno.
   // Thread-safe: appenders do not wait for each other.
   int AppendPublish(uint64_t seq, const ChunkOrigin& origin);
@@ -47,15 +61,21 @@ class TierJournal {
 
  private:
   int AppendLine(const std::string& line);
+  // Writes a journal of `entries` beside the old one, renames it over, and
+  // opens it for appending into *appender. 0 or -errno.
+  int WriteFresh(const std::string& source, const std::map<uint64_t, ChunkOrigin>& entries,
+                 std::unique_ptr<LocalFile>* appender);
   FileIo* const io_;
   const std::string path_;
   // Guards file_ (the pointer, not the file's contents). A leaf: no other lock
   // is taken while it is held. Appenders hold it shared across their one
   // write(2), so they never wait for each other (O_APPEND places each write
-  // whole at the end); Rewrite holds it exclusive only to swap the pointer,
-  // never across I/O (the old file is closed after the lock is released).
+  // whole at the end); Rewrite holds it exclusive only to swap the pointer
+  // (the old file is closed after the lock is released); Compact holds it
+  // exclusive across its read and write of the journal, so no record is lost.
   std::shared_mutex file_mu_;
   std::unique_ptr<LocalFile> file_;  // open O_APPEND once Rewrite succeeded
+  std::atomic<uint64_t> records_{0};
 };
 
 }  // namespace tierfs

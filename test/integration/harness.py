@@ -7,6 +7,7 @@ import argparse
 import contextlib
 import json
 import os
+import pwd
 import shutil
 import signal
 import subprocess
@@ -58,6 +59,14 @@ def is_mounted(path):
     return False
 
 
+def mounts_below(prefix):
+    """The mount points in /proc/self/mountinfo at or below the directory prefix."""
+    prefix = os.path.realpath(prefix)
+    with open("/proc/self/mountinfo") as f:
+        points = [line.split()[4].encode().decode("unicode_escape") for line in f]
+    return [p for p in points if p == prefix or p.startswith(prefix + "/")]
+
+
 def wait_for(predicate, timeout=20.0, what="condition"):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -77,14 +86,15 @@ def force_unmount(mnt):
 class Mount:
     """A foreground tierfs process serving SOURCE at MNT; unmounts on exit."""
 
-    def __init__(self, source, mnt, options=(), extra_args=()):
+    def __init__(self, source, mnt, options=(), extra_args=(), umask=-1):
+        """umask: the daemon's (-1: this process's)."""
         self.source, self.mnt = source, mnt
         cmd = [tierfs_bin(), source, mnt, "-f"]
         if options:
             cmd += ["-o", ",".join(options)]
         cmd += list(extra_args)
         self.log = tempfile.TemporaryFile(mode="w+")
-        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, umask=umask)
         try:
             wait_for(lambda: is_mounted(mnt) or self.proc.poll() is not None, what="the mount")
             if self.proc.poll() is not None:
@@ -98,8 +108,7 @@ class Mount:
         return self.log.read()
 
     def stats(self):
-        with open(os.path.join(self.mnt, ".tierfs", "stats")) as f:
-            return json.load(f)
+        return mount_stats(self.mnt)
 
     def alive(self):
         return self.proc.poll() is None
@@ -118,6 +127,12 @@ class Mount:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def mount_stats(mnt):
+    """The parsed .tierfs/stats of the tierfs mount at mnt (whoever mounted it)."""
+    with open(os.path.join(mnt, ".tierfs", "stats")) as f:
+        return json.load(f)
 
 
 @contextlib.contextmanager
@@ -200,6 +215,57 @@ class PfsSim:
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_for(lambda: is_mounted(mnt), what="pfs-sim")
 
+    def stats(self):
+        """pfs-sim's counters (JSON of <mnt>/.pfs-sim/stats)."""
+        with open(os.path.join(self.mnt, ".pfs-sim", "stats")) as f:
+            return json.load(f)
+
     def close(self):
         force_unmount(self.mnt)
         self.proc.wait(timeout=20)
+
+
+# ---- a second, unprivileged user (for tests run as root) ----
+
+OTHER_USER = "tierfs-t-other"
+TEST_ACCOUNT = "tierfs integration tests"  # the comment (GECOS) of the accounts made here
+_made_users = []
+
+
+def unprivileged_user(name=OTHER_USER):
+    """(uid, gid) of the unprivileged account `name`, made with useradd (a system
+    account: no home, no login shell) if it does not exist; None if that is
+    impossible here (not root, no useradd or setpriv). remove_made_users()
+    deletes it if a test made it (this run, or one that was killed)."""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        return None
+    try:
+        pw = pwd.getpwnam(name)
+    except KeyError:
+        if shutil.which("useradd") is None:
+            return None
+        r = subprocess.run(["useradd", "--system", "--no-create-home", "--shell",
+                            "/usr/sbin/nologin", "--comment", TEST_ACCOUNT, name],
+                           capture_output=True, timeout=30)
+        if r.returncode != 0:
+            return None
+        pw = pwd.getpwnam(name)
+    if pw.pw_gecos == TEST_ACCOUNT and name not in _made_users:
+        _made_users.append(name)
+    return None if pw.pw_uid == 0 else (pw.pw_uid, pw.pw_gid)
+
+
+def remove_made_users():
+    while _made_users:
+        subprocess.run(["userdel", _made_users.pop()], capture_output=True, timeout=30)
+
+
+def user_command(user, *cmd):
+    """cmd run as `user` ((uid, gid)) with no supplementary groups, for Popen."""
+    uid, gid = user
+    return ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--", *cmd]
+
+
+def as_user(user, *cmd, timeout=30, **kwargs):
+    """Runs cmd as `user`; the CompletedProcess, output captured (bytes)."""
+    return subprocess.run(user_command(user, *cmd), capture_output=True, timeout=timeout, **kwargs)

@@ -103,7 +103,7 @@ class MountHelper(unittest.TestCase):
         fstype, source, _, _ = mount_fields(mnt)
         self.assertEqual((fstype, source), ("fuse.tierfs", self.src))
         self.assert_serves(mnt)
-        stats = harness.Mount.stats(type("M", (), {"mnt": mnt})())
+        stats = harness.mount_stats(mnt)
         self.assertEqual(sorted((t["kind"], t["budget"]) for t in stats["tiers"]),
                          [("directory", 64 << 20), ("memory", 16 << 20)])
         self.assert_unmounts(mnt)

@@ -9,6 +9,7 @@ import re
 import signal
 import socket
 import subprocess
+import threading
 import time
 import unittest
 import urllib.error
@@ -195,6 +196,73 @@ class ShutdownTest(unittest.TestCase):
                     self.assertLess(time.monotonic() - t0, 12)
                     self.assertIn("shutdown forced", m.output())
                     m.close()
+            finally:
+                sim.close()
+
+    def test_reader_blocked_in_pfs_read_does_not_hold_the_unmount(self):
+        # Issue 11 item 10: libfuse's loop joins its workers before it
+        # returns, so a FUSE worker stuck in a PFS read used to keep the
+        # daemon (and the mount) alive past shutdown_timeout.
+        with harness.workdir() as (src, mnt):
+            with open(os.path.join(src, "f"), "wb") as f:
+                f.write(os.urandom(64 * 1024))
+            pfs = os.path.join(os.path.dirname(src), "pfs")
+            sim = harness.PfsSim(src, pfs, "stall_rate=1,stall_ms=8000")
+            try:
+                m = harness.Mount(pfs, mnt, ["shutdown_timeout=1"])  # no tier: reads go to SOURCE
+                errors = []
+
+                def read():
+                    try:
+                        with open(os.path.join(mnt, "f"), "rb") as f:
+                            f.read()
+                    except OSError as e:
+                        errors.append(e.errno)
+
+                reader = threading.Thread(target=read)
+                reader.start()
+                harness.wait_for(lambda: sim.stats()["ops"]["stalls"] >= 1,
+                                 what="a FUSE worker stuck in a PFS read")
+                t0 = time.monotonic()
+                m.proc.send_signal(signal.SIGTERM)
+                harness.wait_for(lambda: not harness.is_mounted(mnt), timeout=4,
+                                 what="the unmount, before the 8 s stall ends")
+                self.assertLess(time.monotonic() - t0, 4)
+                self.assertEqual(m.proc.wait(timeout=30), 1)
+                self.assertIn("shutdown forced (shutdown_timeout)", m.output())
+                reader.join(timeout=30)
+                self.assertFalse(reader.is_alive())
+                m.close()
+            finally:
+                sim.close()
+
+    def test_remount_right_after_unmount_waits_for_the_old_daemon(self):
+        # Issue 11: the old daemon holds its tiers while it finishes a
+        # promotion after `fusermount3 -u`; a remount at once used to fail
+        # ("in use by another tierfs daemon").
+        with harness.workdir() as (src, mnt):
+            data = os.urandom(MiB)
+            with open(os.path.join(src, "f"), "wb") as f:
+                f.write(data)
+            pfs = os.path.join(os.path.dirname(src), "pfs")
+            tier = os.path.join(os.path.dirname(src), "tier")
+            os.makedirs(tier, mode=0o700)
+            sim = harness.PfsSim(src, pfs, "stall_rate=1,stall_ms=3000")
+            try:
+                opts = [f"tier={tier}:64M", "shutdown_timeout=20"]
+                old = harness.Mount(pfs, mnt, opts)
+                with open(os.path.join(mnt, ".tierfs", "stage"), "w") as f:
+                    f.write("f\n")
+                harness.wait_for(lambda: old.stats()["promotions"]["running"] == 1,
+                                 what="a promotion stuck on the PFS")
+                subprocess.run(["fusermount3", "-u", mnt], check=True, timeout=10)
+                self.assertTrue(old.alive(), "the old daemon is still finishing")
+                with harness.Mount(pfs, mnt, opts) as new:
+                    self.assertIn("waiting up to", new.output())
+                    self.assertNotEqual(old.proc.poll(), None, "the old daemon exited first")
+                    with open(os.path.join(mnt, "f"), "rb") as f:
+                        self.assertEqual(f.read(), data)
+                old.close()
             finally:
                 sim.close()
 

@@ -6,121 +6,18 @@ every directory into a temporary tree. Skipped unless root.
 """
 import errno
 import os
-import pwd
-import shutil
 import signal
-import subprocess
 import sys
-import tempfile
-import time
-import unittest
 
 import harness
-
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-PROLOG = os.path.join(REPO, "tools", "slurm", "tierfs-prolog")
-EPILOG = os.path.join(REPO, "tools", "slurm", "tierfs-epilog")
-JOB = "8675309"
-OTHER_JOB = "8675310"
-SECOND_USER = "tierfs-slurm-test"
-_made_user = False
-
-
-def second_user():
-    """(uid, gid) of an unprivileged user, made with useradd if missing; None if impossible."""
-    global _made_user
-    try:
-        pw = pwd.getpwnam(SECOND_USER)
-    except KeyError:
-        r = subprocess.run(["useradd", "--system", "--no-create-home", "--shell",
-                            "/usr/sbin/nologin", SECOND_USER], capture_output=True)
-        if r.returncode != 0:
-            return None
-        _made_user = True
-        pw = pwd.getpwnam(SECOND_USER)
-    return pw.pw_uid, pw.pw_gid
-
-
-def as_user(user, *cmd):
-    uid, gid = user
-    return subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups",
-                           "--", *cmd], capture_output=True, timeout=30)
+from slurm_fixture import JOB, OTHER_JOB, SlurmFixture
 
 
 def tearDownModule():
-    if _made_user:
-        subprocess.run(["userdel", SECOND_USER], capture_output=True)
+    harness.remove_made_users()
 
 
-class SlurmScripts(unittest.TestCase):
-    def setUp(self):
-        self.root = tempfile.mkdtemp(prefix="tierfs-slurm-")
-        self.dataset = os.path.join(self.root, "lustre", "imagenet")
-        self.files = harness.make_files(self.dataset, 40, 64 * 1024)
-        self.mount_root = os.path.join(self.root, "mnt")
-        self.scratch = os.path.join(self.root, "scratch")
-        os.mkdir(self.scratch)
-        self.mnt = os.path.join(self.mount_root, JOB)
-        self.tier = os.path.join(self.scratch, "tierfs-slurm", JOB)
-        self.state = os.path.join(self.root, "state", JOB)
-        self.cancelled = os.path.join(self.root, "cancelled")
-        scancel = os.path.join(self.root, "scancel")
-        with open(scancel, "w") as f:
-            f.write(f'#!/bin/sh\necho "$@" >> {self.cancelled}\n')
-        os.chmod(scancel, 0o755)
-        self.conf = os.path.join(self.root, "slurm.conf")
-        with open(self.conf, "w") as f:
-            f.write(f"TIERFS_BIN={harness.tierfs_bin()}\nMOUNT_ROOT={self.mount_root}\n"
-                    f"LOCAL_SCRATCH={self.scratch}\nSTATE_ROOT={self.root}/state\n"
-                    f"TIER_MIN_MB=1\nRAM_MIN_MB=1\nMOUNT_TIMEOUT=20\nSTEP_TIMEOUT=3\n"
-                    f"SCANCEL={scancel}\n")
-        os.chmod(self.conf, 0o644)
-
-    def tearDown(self):
-        for pid in harness.tierfs_pids(self.root + "/"):
-            os.kill(pid, signal.SIGKILL)
-        for dirpath in (os.path.join(self.mnt, "custom"), os.path.join(self.mnt, OTHER_JOB),
-                        self.mnt, os.path.join(self.mount_root, OTHER_JOB)):
-            harness.force_unmount(dirpath)
-        shutil.rmtree(self.root, ignore_errors=True)
-
-    def env(self, job=JOB, **extra):
-        """What slurmd gives a prolog/epilog (no PATH), plus the job's request."""
-        env = {
-            "SLURM_JOB_ID": job, "SLURM_JOBID": job, "SLURM_JOB_USER": "root",
-            "SLURM_JOB_UID": "0", "SLURM_JOB_GID": "0", "SLURM_JOB_NODELIST": "node001",
-            "SLURM_JOB_PARTITION": "gpu", "SLURM_JOB_ACCOUNT": "ml", "SLURM_CLUSTER_NAME": "test",
-            "SLURMD_NODENAME": "node001", "TIERFS_SLURM_CONF": self.conf,
-        }
-        env.update(extra)
-        return {k: v for k, v in env.items() if v is not None}
-
-    def run_script(self, script, job=JOB, **extra):
-        context = "prolog_slurmd" if script == PROLOG else "epilog_slurmd"
-        start = time.monotonic()
-        r = subprocess.run([script], env=self.env(job, SLURM_SCRIPT_CONTEXT=context, **extra),
-                           capture_output=True, text=True, timeout=60)
-        r.seconds = time.monotonic() - start
-        return r
-
-    def prolog(self, job=JOB, **extra):
-        extra.setdefault("TIERFS_DATASET", self.dataset)
-        return self.run_script(PROLOG, job, **extra)
-
-    def epilog(self, job=JOB, **extra):
-        return self.run_script(EPILOG, job, **extra)
-
-    def assert_nothing_left(self):
-        self.assertFalse(harness.is_mounted(self.mnt), "the job's mount is still there")
-        self.assertFalse(os.path.exists(self.tier), "the job's tier data is still there")
-        self.assertFalse(os.path.exists(self.mnt), "the job's mount point is still there")
-        self.assertFalse(os.path.exists(self.state), "the job's state is still there")
-        self.assertEqual(harness.tierfs_pids(self.root + "/"), [], "a tierfs daemon is still running")
-
-    def daemon_pid(self):
-        with open(os.path.join(self.state, "pid")) as f:
-            return int(f.read())
-
+class SlurmScripts(SlurmFixture):
     def test_prolog_mounts_with_sized_tiers_then_epilog_clears_everything(self):
         r = self.prolog(TIERFS_OPTIONS="promote_threads=2")
         self.assertEqual(r.returncode, 0, r.stderr)
@@ -128,7 +25,7 @@ class SlurmScripts(unittest.TestCase):
         self.assertTrue(harness.is_mounted(self.mnt))
         for rel, data in list(self.files.items())[:10]:
             self.assertEqual(harness.read_file(os.path.join(self.mnt, rel)), data)
-        stats = harness.Mount.stats(type("M", (), {"mnt": self.mnt})())
+        stats = harness.mount_stats(self.mnt)
         tiers = {t["kind"]: t for t in stats["tiers"]}
         self.assertEqual(tiers["directory"]["path"], self.tier)
         # The directory tier is about 90% of the scratch space free at job start.
@@ -258,7 +155,7 @@ class SlurmScripts(unittest.TestCase):
         return args[args.index(b"-o") + 1].decode().split(",")
 
     def memory_budget(self, mnt=None):
-        stats = harness.Mount.stats(type("M", (), {"mnt": mnt or self.mnt})())
+        stats = harness.mount_stats(mnt or self.mnt)
         return {t["kind"]: t["budget"] for t in stats["tiers"]}.get("memory")
 
     def test_hostile_job_options_are_refused(self):
@@ -351,25 +248,18 @@ class SlurmScripts(unittest.TestCase):
         self.assertTrue(harness.is_mounted(os.path.join(self.mount_root, OTHER_JOB)))
         self.assertEqual(self.epilog(job=OTHER_JOB).returncode, 0)
 
-    def user_or_skip(self):
-        user = second_user()
-        if user is None:
-            self.skipTest(f"cannot make a second user ({SECOND_USER}) with useradd")
-        os.chmod(self.root, 0o755)  # the second user must reach scratch/ and the dataset
-        return user
-
     def test_a_second_user_cannot_plant_the_tier_directory(self):
         user = self.user_or_skip()
         os.chmod(self.scratch, 0o1777)  # like /tmp
         planted = [os.path.join(self.scratch, f"tierfs-{JOB}"), self.tier]  # old and new names
-        r = as_user(user, "sh", "-c", 'for d; do mkdir -p "$d/data" && echo 1 > "$d/journal" &&'
+        r = harness.as_user(user, "sh", "-c", 'for d; do mkdir -p "$d/data" && echo 1 > "$d/journal" &&'
                     ' : > "$d/lock" && echo evil > "$d/data/c1" && : > "$d/squatter-was-here" &&'
                     ' chmod -R a+rwX "$d" || exit 1; done', "sh", *planted)
         self.assertEqual(r.returncode, 0, r.stderr)
         r = self.prolog()
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("not by root: removing it", r.stderr)
-        stats = harness.Mount.stats(type("M", (), {"mnt": self.mnt})())
+        stats = harness.mount_stats(self.mnt)
         tier = next(t["path"] for t in stats["tiers"] if t["kind"] == "directory")
         self.assertFalse(os.path.exists(os.path.join(tier, "squatter-was-here")))
         st = os.lstat(tier)
@@ -391,8 +281,8 @@ class SlurmScripts(unittest.TestCase):
 
     def test_a_job_of_an_ordinary_user_gets_a_tier_its_daemon_accepts(self):
         uid, gid = self.user_or_skip()
-        r = self.prolog(SLURM_JOB_USER=SECOND_USER, SLURM_JOB_UID=str(uid), SLURM_JOB_GID=str(gid))
-        if as_user((uid, gid), "test", "-w", "/dev/fuse").returncode != 0:
+        r = self.prolog(SLURM_JOB_USER=harness.OTHER_USER, SLURM_JOB_UID=str(uid), SLURM_JOB_GID=str(gid))
+        if harness.as_user((uid, gid), "test", "-w", "/dev/fuse").returncode != 0:
             # This machine lets only root mount (/dev/fuse 0600, some containers): the daemon
             # still opens its tier before it mounts, so it must have got that far.
             self.assertEqual(r.returncode, 1, r.stderr)
@@ -400,14 +290,14 @@ class SlurmScripts(unittest.TestCase):
             self.assertNotIn("is refused", r.stderr)
             self.assertIn(f"({self.tier}): reused 0 chunks", r.stderr)
             self.assert_nothing_left()
-            self.skipTest(f"{SECOND_USER} cannot open /dev/fuse: its daemon took the tier,"
+            self.skipTest(f"{harness.OTHER_USER} cannot open /dev/fuse: its daemon took the tier,"
                           " but the mount is not tested")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(os.lstat(self.tier).st_uid, uid)
         rel, data = next(iter(self.files.items()))
-        r = as_user((uid, gid), "cat", os.path.join(self.mnt, rel))
+        r = harness.as_user((uid, gid), "cat", os.path.join(self.mnt, rel))
         self.assertEqual((r.returncode, r.stdout), (0, data), r.stderr)
-        r = as_user((uid, gid), "cat", os.path.join(self.mnt, ".tierfs", "stats"))
+        r = harness.as_user((uid, gid), "cat", os.path.join(self.mnt, ".tierfs", "stats"))
         self.assertIn(self.tier.encode(), r.stdout)
         self.assertEqual(self.epilog().returncode, 0)
         self.assert_nothing_left()

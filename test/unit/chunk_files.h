@@ -92,7 +92,7 @@ inline std::unique_ptr<DirectoryTier> Populate(const TempTree& dir, int n, uint6
 inline std::map<uint64_t, ChunkOrigin> JournalRecords(const TempTree& dir) {
   auto io = NewPosixFileIo();
   std::map<uint64_t, ChunkOrigin> records;
-  REQUIRE(TierJournal(io.get(), dir.Abs("journal")).Load(&records) == 0);
+  REQUIRE(TierJournal(io.get(), dir.Abs("journal")).Load("", &records) == 0);
   return records;
 }
 

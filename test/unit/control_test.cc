@@ -133,6 +133,36 @@ TEST_CASE("ControlDir caps the snapshots it keeps", "[control]") {
   CHECK(c.ReadAll(inos.back()) == Control::Text(static_cast<int>(n)));
 }
 
+TEST_CASE("ControlDir: others' lookups beyond the cap do not break an open control file",
+          "[control]") {
+  std::vector<std::string> written;
+  ControlDir dir{kDirIno,
+                 123,
+                 456,
+                 {ControlFile{"stats", [] { return std::string("{}"); }, nullptr, nullptr},
+                  ControlFile{"order", [] { return std::string(); },
+                              [&written](uint64_t, uint64_t, std::string_view data) {
+                                written.emplace_back(data);
+                                return static_cast<ssize_t>(data.size());
+                              },
+                              nullptr}}};
+  struct stat st;
+  REQUIRE(dir.Lookup("order", &st) == 0);  // the owner opens .tierfs/order
+  const uint64_t order = st.st_ino;
+  for (size_t i = 0; i < ControlDir::kMaxSnapshots + 100; ++i) {  // anyone: cat .tierfs/stats
+    REQUIRE(dir.Lookup("stats", &st) == 0);
+  }
+  CHECK(dir.Write(order, 1, 0, "f0\n") == 3);
+  CHECK(written == std::vector<std::string>{"f0\n"});
+  REQUIRE(dir.GetAttr(order, &st) == 0);
+  CHECK((st.st_mode & S_IWUSR) != 0);
+  CHECK(dir.Truncate(order) == 0);
+  // Inodes never handed out stay unknown; a stats inode stays read-only.
+  CHECK(dir.Write(kDirIno + 1000000, 1, 0, "x") == -EIO);
+  REQUIRE(dir.Lookup("stats", &st) == 0);
+  CHECK(dir.Write(st.st_ino, 1, 0, "x") == -EACCES);
+}
+
 TEST_CASE("ControlDir knows only stats", "[control]") {
   Control c;
   struct stat st;

@@ -236,7 +236,7 @@ TEST_CASE("DirectoryTier: new chunks never take a number a journal record names"
   TempTree dir;
   auto tier = OpenTier(dir, 1 << 20, NewPosixFileIo());
   // Record 7's file is gone (its removal was never journalled); record 2's is whole.
-  dir.Write("journal", "tierfs-journal 1\n" + TierJournal::FormatPublish(2, OriginOf(2, kLength)) +
+  dir.Write("journal", "tierfs-journal 2 \n" + TierJournal::FormatPublish(2, OriginOf(2, kLength)) +
                            TierJournal::FormatPublish(7, OriginOf(1, kLength)));
   dir.Write("data/c2", BytesOf(2, kLength));
   CHECK(tier->Recover(AcceptAll) == std::vector<ChunkKey>{ChunkKey{2, 0}});

@@ -1,8 +1,10 @@
 // The directory tier (OpenDirectoryTier): publication, Abort, Recover after a
 // restart, reset, the lock against a second daemon, unusable paths.
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cerrno>
 #include <filesystem>
@@ -248,6 +250,97 @@ TEST_CASE("OpenDirectoryTier explains an unusable path", "[directory_tier]") {
     CHECK(OpenDirectoryTier("bad", path, 1 << 20, false, &error) == nullptr);
     CHECK_THAT(error, Catch::Contains(path) && Catch::Contains("not an existing directory"));
   }
+}
+
+TEST_CASE("DirectoryTier given a relative path keeps working after a chdir (issue 11)",
+          "[directory_tier]") {
+  TempTree dir;
+  const auto cwd = std::filesystem::current_path();
+  std::filesystem::current_path(std::filesystem::path(dir.root()).parent_path());
+  std::string error;
+  auto tier = OpenDirectoryTier("rel", std::filesystem::path(dir.root()).filename().string(),
+                                1 << 20, false, &error);
+  std::filesystem::current_path("/");  // as the daemon after daemonizing
+  INFO(error);
+  REQUIRE(tier != nullptr);
+  CHECK(tier->path() == dir.root());
+  CHECK(tier->Recover(AcceptAll).empty());
+  Store(*tier, ChunkKey{1, 0}, OriginOf(1, 100), BytesOf(1, 100));
+  int err = 0;
+  CHECK(ReadAll(*tier, ChunkKey{1, 0}, 100, &err) == BytesOf(1, 100));
+  std::filesystem::current_path(cwd);
+  CHECK(DataFiles(dir).size() == 1);
+}
+
+TEST_CASE("DirectoryTier data/ is the daemon's alone whatever the umask (issue 11)",
+          "[directory_tier]") {
+  TempTree dir;
+  SECTION("created 0700 under umask 0") {
+    const mode_t old = ::umask(0);
+    auto tier = Open(dir, 1 << 20);
+    ::umask(old);
+    struct stat st;
+    REQUIRE(::lstat(dir.Abs("data").c_str(), &st) == 0);
+    CHECK((st.st_mode & 07777) == 0700);
+  }
+  SECTION("an existing data/ open to others is emptied and closed") {
+    Populate(dir, 2, 100).reset();
+    REQUIRE(::chmod(dir.Abs("data").c_str(), 0777) == 0);
+    auto tier = Open(dir, 1 << 20);
+    struct stat st;
+    REQUIRE(::lstat(dir.Abs("data").c_str(), &st) == 0);
+    CHECK((st.st_mode & 07777) == 0700);
+    CHECK(tier->Recover(AcceptAll).empty());  // nothing of what others could have swapped
+    CHECK(DataFiles(dir).empty());
+  }
+}
+
+TEST_CASE("DirectoryTier keeps nothing from a tier of another SOURCE", "[directory_tier]") {
+  TempTree dir;
+  {
+    auto tier = Open(dir, 1 << 20);
+    std::vector<ChunkKey> kept;
+    REQUIRE(tier->Recover("/pfs/a ino 11", AcceptAll, &kept) == 0);
+    Store(*tier, ChunkKey{1, 0}, OriginOf(1, 100), BytesOf(1, 100));
+  }
+  {  // the same SOURCE again: reused
+    auto tier = Open(dir, 1 << 20);
+    std::vector<ChunkKey> kept;
+    REQUIRE(tier->Recover("/pfs/a ino 11", AcceptAll, &kept) == 0);
+    CHECK(kept == std::vector<ChunkKey>{ChunkKey{1, 0}});
+  }
+  // Same layout, another SOURCE (path, or the same path recreated): nothing
+  // is reused, whatever the acceptor would take, and the copies are removed.
+  auto tier = Open(dir, 1 << 20);
+  std::vector<ChunkKey> kept;
+  REQUIRE(tier->Recover("/pfs/a ino 12", AcceptAll, &kept) == 0);
+  CHECK(kept.empty());
+  CHECK(tier->chunks() == 0);
+  CHECK(DataFiles(dir).empty());
+}
+
+TEST_CASE("DirectoryTier journal stays bounded under eviction churn", "[directory_tier]") {
+  TempTree dir;
+  auto tier = Open(dir, 1 << 20);
+  REQUIRE(tier->Recover(AcceptAll).empty());
+  // 20,000 publish + remove pairs over 8 live chunks: 40,000 records unless
+  // the journal is compacted.
+  for (int i = 1; i <= 20000; ++i) {
+    Store(*tier, ChunkKey{NodeId(i), 0}, OriginOf(i, 10), BytesOf(i, 10));
+    if (i > 8) CHECK(tier->Remove(ChunkKey{NodeId(i - 8), 0}) == 10);
+    tier->Release(i > 8 ? 10 : 0);
+  }
+  const auto bytes = std::filesystem::file_size(dir.Abs("journal"));
+  CHECK(bytes < 400 * 1024);  // ~4096 + 8 records of ~40 bytes at most; 40,000 would be ~1.4 MB
+  tier.reset();               // its lock
+  auto again = Open(dir, 1 << 20);
+  auto kept = again->Recover(AcceptAll);
+  std::sort(kept.begin(), kept.end(), [](ChunkKey a, ChunkKey b) { return a.node < b.node; });
+  REQUIRE(kept.size() == 8);
+  CHECK(kept.front().node == 19993);
+  CHECK(kept.back().node == 20000);
+  int err = 0;
+  CHECK(ReadAll(*again, ChunkKey{20000, 0}, 10, &err) == BytesOf(20000, 10));
 }
 
 }  // namespace

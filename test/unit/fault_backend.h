@@ -118,6 +118,7 @@ class FaultBackend final : public BackendWrapper {
       }
       return file_->pread(buf, n, off);
     }
+    int fstat(struct stat* st) override { return file_->fstat(st); }
 
    private:
     FaultBackend* const backend_;

@@ -230,7 +230,9 @@ TEST_CASE("A damaged, truncated or foreign index is refused with a clear message
     std::string bad = good;
     bad[8] = static_cast<char>(kIndexVersion + 1);  // version follows the 8-byte magic
     f.Put(bad);
-    CHECK_THAT(f.Refusal(&f.id), Catch::Contains("version 2; this tierfs reads version 1"));
+    CHECK_THAT(f.Refusal(&f.id),
+               Catch::Contains(fmt::format("version {}; this tierfs reads version {}",
+                                           kIndexVersion + 1, kIndexVersion)));
   }
   SECTION("another SOURCE") {
     SourceIdentity other = f.id;

@@ -303,6 +303,24 @@ TEST_CASE("ScanNamespace keeps an unlistable subdirectory empty", "[namespace]")
   CHECK(backend.counters().errors == 1);
 }
 
+TEST_CASE("ScanNamespace refuses a tree whose names overflow the arena (issue 11)", "[namespace]") {
+  TempTree tree;
+  tree.Write(std::string(200, 'a'), "x");
+  tree.Write(std::string(200, 'b'), "y");
+  int err = 0;
+  auto backend = NewPosixBackend(tree.root(), &err);
+  REQUIRE(backend != nullptr);
+  std::string error;
+  ScanOptions options;
+  options.max_arena_bytes = 399;  // one byte short of the two names
+  CHECK(ScanNamespace(backend.get(), options, &error) == nullptr);
+  CHECK_THAT(error, Catch::Contains("too large for one mount") && Catch::Contains("400 bytes"));
+  options.max_arena_bytes = 400;
+  auto ns = ScanNamespace(backend.get(), options, &error);
+  REQUIRE(ns != nullptr);
+  CHECK(ns->name(*ns->Resolve(std::string(200, 'b'))) == std::string(200, 'b'));
+}
+
 TEST_CASE("ScanNamespace fails with a message when the root fails", "[namespace]") {
   auto faults = std::make_shared<FaultBackend>(Posix());
   std::string error;

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <cerrno>
 
@@ -163,6 +164,20 @@ TEST_CASE("Prefetcher WriteStage promotes the named files", "[prefetcher]") {
   CHECK(s.Stat("stage", "done_bytes") == 10000 + 2 + 2);
   CHECK(p.WriteStage(1, 15, "f1\n") == 3);  // already asked for: not again
   CHECK(s.Stat("stage", "requested_files") == 3);
+}
+
+TEST_CASE("Prefetcher's planner thread survives a throw (issue 11 item 9)", "[prefetcher]") {
+  Store s(1 << 20);
+  std::atomic<int> rounds{0};
+  s.prefetcher().set_round_hook([&rounds] {
+    if (rounds.fetch_add(1) < 3) throw std::bad_alloc();
+  });
+  s.store().Start();
+  // Late stage lines (no newline) are taken only by the planner thread.
+  CHECK(s.prefetcher().WriteStage(1, 0, "f1") == 2);
+  REQUIRE(s.StatReaches("stage", "done_files", 1));
+  CHECK(s.Stat("prefetch", "planner_errors") == 3);
+  CHECK(rounds.load() > 3);
 }
 
 TEST_CASE("Prefetcher in order mode promotes declared files ahead of the reader", "[prefetcher]") {

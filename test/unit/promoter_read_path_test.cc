@@ -105,14 +105,14 @@ class Stack {
  public:
   Stack(Source* source, std::vector<std::unique_ptr<Tier>> tiers, uint64_t chunk_size,
         const std::string& policy = "first-fit", unsigned threads = 4,
-        std::chrono::milliseconds wait_limit = std::chrono::seconds(10))
+        std::chrono::milliseconds wait_limit = std::chrono::seconds(10), size_t queue = 1024)
       : source_(source) {
     auto catalog = std::make_unique<Catalog>(*source->ns(), chunk_size);
     auto p = NewEvictionPolicy(policy, static_cast<int>(tiers.size()), catalog.get());
     REQUIRE(p != nullptr);
     store_ = std::make_unique<ChunkStore>(source->ns(), std::move(catalog), std::move(tiers),
                                           std::move(p));
-    executor_ = std::make_unique<Executor>(threads, 1024);
+    executor_ = std::make_unique<Executor>(threads, queue);
     promoter_ = std::make_unique<Promoter>(store_.get(), source->reader(), executor_.get());
     read_path_ = std::make_unique<ReadPath>(source->ns(), source->reader(), store_.get(),
                                             promoter_.get(), wait_limit);
@@ -154,6 +154,7 @@ class Stack {
   }
   const ReadCounters& reads() const { return read_path_->counters(); }
   ReadPath& read_path() { return *read_path_; }
+  const Promoter& promoter() const { return *promoter_; }
 
  private:
   Source* const source_;
@@ -473,6 +474,28 @@ TEST_CASE("lru evicts through the store and keeps within the budget", "[promoter
   CHECK(stack.Resident(9));
   CHECK(stack.Resident(0));
   CHECK(stack.tier(0).chunks() == 3);
+}
+
+TEST_CASE("lru: the first read of a huge file evicts only for promotions it can queue (issue 11)",
+          "[promoter][read_path]") {
+  constexpr uint64_t kChunk = 4096;
+  std::vector<size_t> sizes(8, kChunk);
+  sizes.push_back(200 * kChunk);  // file 8: 200 chunks
+  Source source(sizes);
+  // Room for the eight small files; one promotion thread, lanes of 2.
+  Stack stack(&source, Ram(8 * kChunk), kChunk, "lru", 1, std::chrono::seconds(10), 2);
+  for (size_t i = 0; i < 8; ++i) stack.ReadFile(i);
+  REQUIRE(stack.tier(0).chunks() == 8);
+  source.faults().SetDelay(std::chrono::milliseconds(20));  // the lane stays full
+  ssize_t r = 0;
+  CHECK(stack.Read(8, 0, kChunk, &r) == source.Contents(8).substr(0, kChunk));
+  // One request per chunk until the background lane (2) is full, then stop:
+  // not one claim, eviction and rejection for each of the 199 other chunks.
+  CHECK(stack.promoter().rejected() <= 1);
+  stack.Drain();
+  CHECK(stack.promotions().evicted <= 4);  // chunk 0, two queued, one running
+  CHECK(stack.tier(0).chunks() >= 4);      // the small files are not all gone
+  source.faults().SetDelay({});
 }
 
 TEST_CASE("lru under 8 concurrent readers serves exact bytes within the budget",

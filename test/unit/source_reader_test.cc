@@ -1,7 +1,9 @@
 // SourceReader and OpenFileCache, over real files behind a FaultBackend.
 #include "tiering/source_reader.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include <catch2/catch.hpp>
 #include <random>
@@ -256,6 +258,58 @@ TEST_CASE("SourceReader serves 8 concurrent readers the right bytes", "[source_r
   CHECK(cache.misses() >= kFiles);
   CHECK(reader.failed_reads() == 0);
   CHECK(d.backend()->counters().reads == kThreads * kReadsPerThread);
+}
+
+// Sets the mtime of `path` back to what it was (as cp -p, rsync -a, tar x do).
+void KeepMtime(const std::string& path, const struct stat& before) {
+  const struct timespec times[2] = {before.st_atim, before.st_mtim};
+  REQUIRE(::utimensat(AT_FDCWD, path.c_str(), times, 0) == 0);
+}
+
+TEST_CASE("SourceReader never serves a file that is not the snapshot's (issue 11 items 5-6)",
+          "[source_reader]") {
+  Dataset d(2, 1000);
+  SourceReader reader(d.backend(), d.ns(), 64);
+  const std::string path = d.tree().Abs(Dataset::Name(0));
+  struct stat before;
+  REQUIRE(::stat(path.c_str(), &before) == 0);
+  const std::string other = PatternBytes(1000, 77);  // same size, other bytes
+  std::string got;
+  SECTION("replaced by another file of the same size and mtime (a new inode)") {
+    d.tree().Write("new", other);
+    KeepMtime(d.tree().Abs("new"), before);
+    REQUIRE(::rename(d.tree().Abs("new").c_str(), path.c_str()) == 0);
+  }
+  SECTION("rewritten in place, same size, mtime kept") {
+    d.tree().Write(Dataset::Name(0), other);
+    KeepMtime(path, before);
+    struct stat after;
+    REQUIRE(::stat(path.c_str(), &after) == 0);
+    REQUIRE(after.st_ino == before.st_ino);
+  }
+  SECTION("grown") { d.tree().Write(Dataset::Name(0), d.Contents(0) + "more"); }
+  SECTION("replaced by a directory") {
+    REQUIRE(::unlink(path.c_str()) == 0);
+    REQUIRE(::mkdir(path.c_str(), 0755) == 0);
+  }
+  CHECK(ReadAt(reader, d, 0, 0, 100, &got) == -EIO);
+  CHECK(ReadAt(reader, d, 0, 500, 100, &got) == -EIO);  // every read, not only the first
+  CHECK(reader.failed_reads() == 2);
+  CHECK(ReadAt(reader, d, 1, 0, 100, &got) == 100);  // the others are served
+  CHECK(got == d.Contents(1).substr(0, 100));
+}
+
+TEST_CASE("SourceReader keeps serving the file it opened when SOURCE replaces it later",
+          "[source_reader]") {
+  Dataset d(1, 1000);
+  SourceReader reader(d.backend(), d.ns(), 64);
+  std::string got;
+  REQUIRE(ReadAt(reader, d, 0, 0, 10, &got) == 10);  // opened and checked
+  d.tree().Write("new", PatternBytes(1000, 77));
+  REQUIRE(::rename(d.tree().Abs("new").c_str(), d.tree().Abs(Dataset::Name(0)).c_str()) == 0);
+  // The open file is the snapshot's version: all of it comes from that one.
+  CHECK(ReadAt(reader, d, 0, 0, 1000, &got) == 1000);
+  CHECK(got == d.Contents(0));
 }
 
 }  // namespace

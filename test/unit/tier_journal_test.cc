@@ -20,24 +20,28 @@ namespace {
 using testing::TempTree;
 
 // The records of the journal at `path`, read through the local file system.
-std::map<uint64_t, ChunkOrigin> Load(const std::string& path) {
+std::map<uint64_t, ChunkOrigin> Load(const std::string& path, const std::string& source = "src") {
   auto io = NewPosixFileIo();
   std::map<uint64_t, ChunkOrigin> out;
-  REQUIRE(TierJournal(io.get(), path).Load(&out) == 0);
+  REQUIRE(TierJournal(io.get(), path).Load(source, &out) == 0);
   return out;
 }
 
 bool SameOrigin(const ChunkOrigin& a, const ChunkOrigin& b) {
   return a.path == b.path && a.file_size == b.file_size && a.mtime_ns == b.mtime_ns &&
-         a.chunk == b.chunk && a.length == b.length;
+         a.chunk == b.chunk && a.length == b.length && a.ctime_ns == b.ctime_ns && a.ino == b.ino;
 }
+
+// The header of a journal of SOURCE "src".
+constexpr const char* kHeader = "tierfs-journal 2 src\n";
 
 TEST_CASE("TierJournal records round-trip paths with spaces, newlines, backslashes",
           "[tier_journal]") {
   const std::string path =
       GENERATE(as<std::string>{}, "plain", "with space", " lead and trail ", "new\nline", "\n",
                "back\\slash", "\\", "\\n literal", "tab\there", "a\\\nb", "\r");
-  const ChunkOrigin in{path, 123456789012ull, -42, 7, 65536};
+  const ChunkOrigin in{path,           123456789012ull,        -42, 7, 65536,
+                       -1234567890123, 18446744073709551615ull};
   const std::string line = TierJournal::FormatPublish(99, in);
   REQUIRE(line.back() == '\n');
   CHECK(line.find('\n') == line.size() - 1);  // one line, whatever the path holds
@@ -61,7 +65,8 @@ TEST_CASE("TierJournal::ParseLine rejects malformed records", "[tier_journal]") 
   CHECK(seq == TierJournal::kSeqLimit - 1);
   for (const char* bad :
        {"", "R", "R x", "R 5 6", "X 5", "PP 5 1 1 1 1 p", "P 5 1 1 1 1", "P 5 1 1 1 1 ",
-        "P 5 1 1 x 1 p", "P 5 1 1 1 1 bad\\escape", "P 5 1 1 1 1 trailing\\",
+        "P 5 1 1 x 1 p", "P 5 1 1 1 1 1 1 bad\\escape", "P 5 1 1 1 1 1 1 trailing\\",
+        "P 5 1 1 1 1 1 p",  // one number short (a version 1 record)
         // Numbers no tier hands out: they could wrap its counter.
         "R 9223372036854775808", "R 18446744073709551615", "R 18446744073709551616", "R -1",
         "P 18446744073709551615 1 1 1 1 p"}) {
@@ -79,7 +84,7 @@ TEST_CASE("TierJournal::Rewrite then Append, and Load replays them", "[tier_jour
     TierJournal journal(io.get(), path);
     CHECK(journal.AppendPublish(1, ChunkOrigin{"x", 1, 1, 0, 1}) < 0);  // not opened yet
     std::map<uint64_t, ChunkOrigin> initial = {{3, ChunkOrigin{"three", 30, 3, 0, 30}}};
-    REQUIRE(journal.Rewrite(initial) == 0);
+    REQUIRE(journal.Rewrite("src", initial) == 0);
     CHECK(journal.AppendPublish(4, ChunkOrigin{"four\nlines", 40, 4, 1, 10}) == 0);
     CHECK(journal.AppendPublish(5, ChunkOrigin{"five", 50, 5, 0, 50}) == 0);
     CHECK(journal.AppendRemove(3) == 0);
@@ -95,23 +100,67 @@ TEST_CASE("TierJournal::Load ignores a torn last line and bad lines", "[tier_jou
   const std::string one = TierJournal::FormatPublish(1, ChunkOrigin{"one", 10, 1, 0, 10});
   const std::string two = TierJournal::FormatPublish(2, ChunkOrigin{"two", 20, 2, 0, 20});
   SECTION("torn last line") {
-    dir.Write("journal", "tierfs-journal 1\n" + one + two.substr(0, two.size() - 1));
+    dir.Write("journal", kHeader + one + two.substr(0, two.size() - 1));
     auto loaded = Load(dir.Abs("journal"));
     CHECK(loaded.size() == 1);
     CHECK(loaded.count(1) == 1);
   }
   SECTION("torn in the middle of a number") {
-    dir.Write("journal", "tierfs-journal 1\n" + one + "P 2 2");
+    dir.Write("journal", kHeader + one + "P 2 2");
     CHECK(Load(dir.Abs("journal")).size() == 1);
   }
   SECTION("a garbled line in the middle") {
-    dir.Write("journal", "tierfs-journal 1\n" + one + "garbage here\n" + two);
+    dir.Write("journal", kHeader + one + "garbage here\n" + two);
     CHECK(Load(dir.Abs("journal")).size() == 2);
   }
   SECTION("a foreign file") {
     dir.Write("journal", "something else\n" + one);
     CHECK(Load(dir.Abs("journal")).empty());
   }
+  SECTION("a journal of version 1") {
+    dir.Write("journal", "tierfs-journal 1\n" + one);
+    CHECK(Load(dir.Abs("journal")).empty());
+  }
+}
+
+TEST_CASE("TierJournal::Load keeps nothing of another SOURCE's journal", "[tier_journal]") {
+  TempTree dir;
+  auto io = NewPosixFileIo();
+  TierJournal journal(io.get(), dir.Abs("journal"));
+  REQUIRE(journal.Rewrite("/data/a ino 7", {{1, ChunkOrigin{"f", 1, 1, 0, 1, 5, 6}}}) == 0);
+  std::map<uint64_t, ChunkOrigin> out;
+  bool foreign = true;
+  REQUIRE(journal.Load("/data/a ino 7", &out, &foreign) == 0);
+  CHECK(out.size() == 1);
+  CHECK_FALSE(foreign);
+  for (const char* other : {"/data/a ino 8", "/data/b ino 7", "/data/a ino 7 ", ""}) {
+    INFO(other);
+    REQUIRE(journal.Load(other, &out, &foreign) == 0);
+    CHECK(out.empty());
+    CHECK(foreign);
+  }
+}
+
+TEST_CASE("TierJournal::Compact keeps the records asked for and appends go on", "[tier_journal]") {
+  TempTree dir;
+  const std::string path = dir.Abs("journal");
+  auto io = NewPosixFileIo();
+  TierJournal journal(io.get(), path);
+  CHECK(journal.Compact("src", [](uint64_t) { return true; }) == -EBADF);  // not opened yet
+  REQUIRE(journal.Rewrite("src", {}) == 0);
+  for (uint64_t seq = 1; seq <= 1000; ++seq) {
+    REQUIRE(journal.AppendPublish(seq, ChunkOrigin{fmt::format("f{}", seq), 1, 1, 0, 1}) == 0);
+    if (seq % 10 != 0) REQUIRE(journal.AppendRemove(seq) == 0);
+  }
+  CHECK(journal.records() == 1900);
+  REQUIRE(journal.Compact("src", [](uint64_t seq) { return seq % 20 == 0; }) == 0);
+  CHECK(journal.records() == 50);
+  REQUIRE(journal.AppendPublish(2000, ChunkOrigin{"late", 1, 1, 0, 1}) == 0);
+  auto loaded = Load(path);
+  CHECK(loaded.size() == 51);
+  CHECK(loaded.count(20) == 1);
+  CHECK(loaded.count(10) == 0);  // live, but not kept by this Compact
+  CHECK(loaded.count(2000) == 1);
 }
 
 // A FileIo whose writes, once armed, wait (up to 5 s) until `n` of them are
@@ -176,7 +225,7 @@ TEST_CASE("TierJournal appenders do not wait for each other's write", "[tier_jou
   TempTree dir;
   RendezvousFileIo io(2);
   TierJournal journal(&io, dir.Abs("journal"));
-  REQUIRE(journal.Rewrite({}) == 0);
+  REQUIRE(journal.Rewrite("src", {}) == 0);
   io.Arm();
   std::vector<std::thread> appenders;
   int results[2] = {-1, -1};  // no Catch2 assertion in a thread: they are not thread-safe

@@ -96,6 +96,21 @@ trusted_path() {
   done
 }
 
+# Returns 0 if $1 is what private_root_dir makes: a directory of root's that
+# no one else may write to, below a trusted path. Anything else (missing, or
+# a symlink another user planted before the prolog ran) is not the scripts'
+# to delete from: `rm -rf ROOT/JOBID` would follow it.
+trusted_root() {
+  local owner perm type
+  read -r owner perm type <<<"$(lstat "$1" 2>/dev/null)" || return 1
+  if [[ $type != directory || $owner != 0 ]] || (((8#$perm & 8#022) != 0)); then
+    log err "not removing anything below $1 (owner uid ${owner:-?}, mode ${perm:-?}," \
+      "${type:-missing}): not the root-owned directory the prolog makes"
+    return 1
+  fi
+  trusted_path "$(dirname -- "$1")"
+}
+
 # Makes $1 (mode $2) a directory of root's that no one else may write to,
 # below a trusted path. One that exists already is used only if it is that.
 # In a sticky world-writable directory such as /tmp, anyone may take the name
@@ -318,13 +333,14 @@ cleanup_job() {
   remove_tier_data
   if [[ -d $mnt && ($mnt == "$JOB_MOUNT_DIR" || $mnt == "$JOB_MOUNT_DIR"/*) ]]; then rmdir "$mnt" 2>/dev/null || true; fi
   if [[ -d $JOB_MOUNT_DIR ]]; then rmdir "$JOB_MOUNT_DIR" 2>/dev/null || true; fi
-  rm -rf "$STATE_DIR"
+  if [[ -e $STATE_DIR || -L $STATE_DIR ]] && trusted_root "$STATE_ROOT"; then rm -rf "$STATE_DIR"; fi
   return "$healthy"
 }
 
 # Removes the job's tier directory (never across a file system boundary).
 remove_tier_data() {
-  [[ -e $TIER_DIR ]] || return 0
+  [[ -e $TIER_DIR || -L $TIER_DIR ]] || return 0
+  trusted_root "$TIER_ROOT" || return 0
   if is_mounted "$TIER_DIR"; then
     log err "$TIER_DIR is a mount point: not removing it"
     return 0

@@ -1,0 +1,41 @@
+// ShutdownGuard: no unmount waits forever. From the moment the daemon is
+// asked to stop (SIGTERM/SIGINT/SIGHUP, or the kernel ends the session after
+// `fusermount3 -u`), the whole shutdown (the FUSE loop joining its workers,
+// then promotions finishing) gets `timeout_s`; a second signal or the
+// timeout unmounts (lazily: readers blocked in the mount get an error) and
+// exits with status 1 at once. A FUSE worker stuck in a PFS read can no
+// longer keep the mount alive: libfuse's loop joins its workers before it
+// returns, so the deadline must be watched from another thread.
+#pragma once
+
+#include <fuse_lowlevel.h>
+
+#include <atomic>
+#include <thread>
+
+namespace tierfs {
+
+class ShutdownGuard {
+ public:
+  // Counts the termination signals (chaining to the handlers libfuse
+  // installed for them). REQUIRES: after fuse_set_signal_handlers(se).
+  ShutdownGuard(fuse_session* se, unsigned timeout_s);
+  ~ShutdownGuard() { Finish(); }
+  ShutdownGuard(const ShutdownGuard&) = delete;
+  ShutdownGuard& operator=(const ShutdownGuard&) = delete;
+
+  // Starts the watching thread. After any fork (fuse_daemonize).
+  void Start();
+  // Stops watching: the shutdown finished in time. Before the session is
+  // destroyed.
+  void Finish();
+
+ private:
+  void Watch();
+  fuse_session* const se_;
+  const unsigned timeout_s_;
+  std::atomic<bool> done_{false};
+  std::thread thread_;
+};
+
+}  // namespace tierfs
