@@ -43,8 +43,8 @@ put("hint_parser", "many", script(
     (1, 4 << 3, b"//stream s#\nbeta\n"), (2, 31 << 3, b"dir/#")))
 
 # namespace_index: flags, arena length (u16), arena, [totals], nodes.
-NODE = struct.Struct("<QQqqqIIIIIIIIII")  # tiering/namespace.h: Node, 80 bytes
-assert NODE.size == 80
+NODE = struct.Struct("<QQqqqIIIIIIIIIIQ")  # tiering/namespace.h: Node, 88 bytes
+assert NODE.size == 88
 DIR, REG, LNK = stat.S_IFDIR | 0o755, stat.S_IFREG | 0o644, stat.S_IFLNK | 0o777
 
 
@@ -52,9 +52,9 @@ def tree(flags, specs, extra_arena=b"", totals=None):
     """specs: (name, mode, parent, first_child, child_count, size)."""
     arena = b""
     nodes = b""
-    for name, mode, parent, first, count, size in specs:
+    for ino, (name, mode, parent, first, count, size) in enumerate(specs, start=100):
         nodes += NODE.pack(size, size // 512, 0, 10**18, -5, mode, 1000, 1000, 1,
-                           parent, len(arena), len(name), first, count, 0)
+                           parent, len(arena), len(name), first, count, 0, ino)
         arena += name
     arena += extra_arena
     out = bytes([flags]) + struct.pack("<H", len(arena)) + arena

@@ -35,6 +35,9 @@ namespace {
 using fuzzing::FuzzTempDir;
 
 constexpr uint64_t kBudget = 8;  // bytes: some journals name more than fits
+// The SOURCE identity the tier is recovered for, shaped as the daemon's
+// ("PATH ino N"): a journal of another one keeps nothing.
+const std::string kSource = "/data/set ino 42";
 
 // The data files every input starts with: name -> contents. Records that
 // name c1..c4 or c10 with the right length find a complete copy; c01, the
@@ -108,7 +111,7 @@ Recovered RecoverOnce(const std::shared_ptr<FileIo>& io, const std::string& path
   *tier = OpenDirectoryTier(io, "fuzz", path, kBudget, false, &error);
   if (!*tier) Fail("cannot open the tier: " + error);
   std::vector<ChunkKey> kept;
-  if (int err = (*tier)->Recover(Accept, &kept); err != 0) Fail("Recover failed");
+  if (int err = (*tier)->Recover(kSource, Accept, &kept); err != 0) Fail("Recover failed");
   Recovered r;
   for (const ChunkKey& k : kept) {
     if (!r.keys.insert({k.node, k.chunk}).second) Fail("a key was kept twice");
