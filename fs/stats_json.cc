@@ -1,4 +1,5 @@
-// FsContext and its counters: the walk behind .tierfs/stats and /metrics.
+// FsContext: its counters (the walk behind .tierfs/stats and /metrics) and
+// the permission check of mounts without the kernel's (MayAccess).
 #include <unistd.h>
 
 #include <algorithm>

@@ -221,38 +221,35 @@ void Prefetcher::Loop() {
   }
 }
 
-bool Prefetcher::Round(std::chrono::steady_clock::time_point* last_tune_at) {
-  auto& last_tune = *last_tune_at;
+bool Prefetcher::Round(std::chrono::steady_clock::time_point* last_tune) {
   if (round_hook_) round_hook_();
   {
+    std::unique_lock lock(mu_);
+    wake_.wait_for(lock, std::chrono::milliseconds(50));
+    if (stop_) return false;
+    // Lines whose writer never sent the newline.
+    std::map<uint64_t, HintParser::Result> late;
+    order_parser_.FlushTails(std::chrono::milliseconds(500), &late);
+    HintParser::Result late_stage;
+    stage_parser_.FlushTails(std::chrono::milliseconds(500), &late_stage);
+    lock.unlock();
+    stage_.Add(late_stage);
+    for (auto& [writer, r] : late) AppendOrder(writer, r);
+  }
+  if (promoter_ == nullptr) return true;
+  if (mode_.load() == PrefetchMode::kOrder) PumpLookahead();
+  FeedStage();
+  auto now = std::chrono::steady_clock::now();
+  double dt = std::chrono::duration<double>(now - *last_tune).count();
+  if (dt >= 1.0) {
+    *last_tune = now;
+    uint64_t lead;
     {
-      std::unique_lock lock(mu_);
-      wake_.wait_for(lock, std::chrono::milliseconds(50));
-      if (stop_) return false;
-      // Lines whose writer never sent the newline.
-      std::map<uint64_t, HintParser::Result> late;
-      order_parser_.FlushTails(std::chrono::milliseconds(500), &late);
-      HintParser::Result late_stage;
-      stage_parser_.FlushTails(std::chrono::milliseconds(500), &late_stage);
-      lock.unlock();
-      stage_.Add(late_stage);
-      for (auto& [writer, r] : late) AppendOrder(writer, r);
+      std::lock_guard lock(mu_);
+      lead = planner_.min_lead();
     }
-    if (promoter_ == nullptr) return true;
-    if (mode_.load() == PrefetchMode::kOrder) PumpLookahead();
-    FeedStage();
-    auto now = std::chrono::steady_clock::now();
-    double dt = std::chrono::duration<double>(now - last_tune).count();
-    if (dt >= 1.0) {
-      last_tune = now;
-      uint64_t lead;
-      {
-        std::lock_guard lock(mu_);
-        lead = planner_.min_lead();
-      }
-      unsigned window = tuner_.Tune(dt, lead, mode_.load() == PrefetchMode::kOrder);
-      if (policy_) policy_->SetTransientLimit(window);  // not under mu_: lock order
-    }
+    unsigned window = tuner_.Tune(dt, lead, mode_.load() == PrefetchMode::kOrder);
+    if (policy_) policy_->SetTransientLimit(window);  // not under mu_: lock order
   }
   return true;
 }

@@ -63,7 +63,6 @@ class FileIo {
   // Names in a directory, without "." and "..", in no particular order.
   virtual int list(const std::string& dir, std::vector<std::string>* names) = 0;
   // stat(2): follows symbolic links.
-  // (lstat: see chmod; tiers check their own directories with lstat(2).)
   virtual int stat(const std::string& path, struct stat* st) = 0;
   // access(2) with R_OK/W_OK/X_OK bits.
   virtual int access(const std::string& path, int mode) = 0;
