@@ -1,10 +1,11 @@
-// The peer wire messages: round trips, and strict decoding of everything
-// else.
+// The peer wire messages and the MUNGE claim payload: round trips, and
+// strict decoding of everything else.
 #include <catch2/catch.hpp>
 #include <cerrno>
 #include <cstring>
 #include <string>
 
+#include "tiering/peer/peer_auth.h"
 #include "tiering/peer/wire.h"
 
 namespace tierfs {
@@ -119,6 +120,31 @@ TEST_CASE("peer wire: paths and chunk references", "[peer]") {
   ChunkRef huge = Ref("f", UINT64_MAX, UINT32_MAX);  // no overflow at the edges
   CHECK(ValidChunkRef(huge));
   CHECK(huge.length() == 8 * kMiB);
+}
+
+TEST_CASE("peer claim: round trip and strict decoding", "[peer]") {
+  PeerClaim c{PeerClaim::kAnswer, RandomNonce(), RandomNonce(), "job-1", "node-a", "node-b"};
+  std::string e = EncodeClaim(c);
+  PeerClaim d;
+  REQUIRE(DecodeClaim(e, &d));
+  CHECK((d.role == c.role && d.nonce == c.nonce && d.echo == c.echo));
+  CHECK((d.job == "job-1" && d.from == "node-a" && d.to == "node-b"));
+  CHECK(RandomNonce() != RandomNonce());
+
+  CHECK_FALSE(DecodeClaim(e.substr(0, e.size() - 1), &d));  // truncated
+  CHECK_FALSE(DecodeClaim(e + "x", &d));                    // trailing bytes
+  std::string bad = e;
+  bad[4] = 2;  // version
+  CHECK_FALSE(DecodeClaim(bad, &d));
+  bad = e;
+  bad[5] = 3;  // role
+  CHECK_FALSE(DecodeClaim(bad, &d));
+  PeerClaim empty = c;
+  empty.job.clear();
+  CHECK_FALSE(DecodeClaim(EncodeClaim(empty), &d));
+  PeerClaim nul = c;
+  nul.from = std::string("a\0b", 3);
+  CHECK_FALSE(DecodeClaim(EncodeClaim(nul), &d));
 }
 
 }  // namespace
