@@ -51,8 +51,9 @@ inline bool IsPattern(std::string_view path, uint64_t off, const char* src, size
   return true;
 }
 
-// Serves pattern bytes for the files it was given; Stall() makes every
-// call wait until Release() (at most 10 s).
+// Serves pattern bytes for the files it was given, written into the
+// server's scratch buffer or (held) into memory it keeps alive with a hold;
+// Stall() makes every call wait until Release() (at most 10 s).
 class PatternProvider : public ChunkProvider {
  public:
   explicit PatternProvider(uint64_t chunk_size) : chunk_size_(chunk_size) {}
@@ -80,10 +81,18 @@ class PatternProvider : public ChunkProvider {
     if (it == files_.end()) return -ENOENT;
     if (it->second.size != ref.file_size || it->second.mtime_ns != ref.mtime_ns) return -ESTALE;
     if (ref.chunk_size != chunk_size_) return -EINVAL;
-    FillPattern(ref.path, ref.offset(), out->scratch, ref.length());
-    out->data = out->scratch;
+    if (!held) {
+      FillPattern(ref.path, ref.offset(), out->scratch, ref.length());
+      out->data = out->scratch;
+      return 0;
+    }
+    auto copy = std::make_shared<std::vector<char>>(ref.length());  // as a RAM tier holds it
+    FillPattern(ref.path, ref.offset(), copy->data(), copy->size());
+    out->data = copy->data();
+    out->hold = copy;
     return 0;
   }
+  bool held = false;  // serve from memory of its own (a hold), not the scratch buffer
   std::atomic<int> calls{0};
 
  private:

@@ -225,6 +225,9 @@ void PeerServer::OnRequest(Connection& c, const PeerMessage& m, std::string_view
     job->bytes.scratch = job->buffer.get();
     job->result = provider_->ReadChunk(job->ref, &job->bytes);
     if (job->result == 0 && job->bytes.data == nullptr) job->result = -EIO;
+    if (job->result != 0 || job->bytes.data != job->buffer.get()) {
+      GiveBuffer(std::move(job->buffer));  // not sent from it: free for the next read now
+    }
     ucx_.Post([this, id, job] { Answer(id, job); });
   });
   if (!queued) {
