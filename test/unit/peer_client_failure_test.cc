@@ -65,7 +65,7 @@ uint64_t AwaitRequest(RawPeer& raw, size_t count) {
 }
 
 TEST_CASE("peer client: a stalled server times out, goes down, comes back", "[peer]") {
-  if (!MungedRunning()) return;
+  if (!PeersCanRun()) return;
   PatternProvider provider(kChunk);
   provider.Add("f", 3 * kChunk);
   TestNode b("b", &provider, kChunk);
@@ -99,7 +99,7 @@ TEST_CASE("peer client: a stalled server times out, goes down, comes back", "[pe
 
 TEST_CASE("peer client: a server stopping mid-transfer writes nothing after Fetch returns",
           "[peer]") {
-  if (!MungedRunning()) return;
+  if (!PeersCanRun()) return;
   FakeServer fake;
   RawPeer& raw = fake.raw;
   PeerClient& a = fake.a.client();
@@ -123,7 +123,7 @@ TEST_CASE("peer client: a server stopping mid-transfer writes nothing after Fetc
 }
 
 TEST_CASE("peer client: answers that break the protocol cut the server off", "[peer]") {
-  if (!MungedRunning()) return;
+  if (!PeersCanRun()) return;
   FakeServer fake;
   RawPeer& raw = fake.raw;
   PeerClient& a = fake.a.client();
@@ -141,7 +141,7 @@ TEST_CASE("peer client: answers that break the protocol cut the server off", "[p
 }
 
 TEST_CASE("peer client: a server that cannot prove itself is not used", "[peer]") {
-  if (!MungedRunning()) return;
+  if (!PeersCanRun()) return;
   void (*tweaks[])(PeerClaim*) = {
       [](PeerClaim* c) { c->echo = RandomNonce(); },  // does not answer our hello
       [](PeerClaim* c) { c->from = "c"; },            // another node
@@ -158,7 +158,7 @@ TEST_CASE("peer client: a server that cannot prove itself is not used", "[peer]"
 }
 
 TEST_CASE("peer client: a node that starts late becomes usable", "[peer]") {
-  if (!MungedRunning()) return;
+  if (!PeersCanRun()) return;
   PatternProvider provider(kChunk);
   provider.Add("f", 3 * kChunk);
   uint16_t port = FreePort();

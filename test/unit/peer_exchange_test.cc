@@ -70,7 +70,7 @@ PeerClient::Deadline In(std::chrono::milliseconds d) {
 }
 
 TEST_CASE("peers: two nodes exchange every chunk bit-exact", "[peer]") {
-  if (!MungedRunning()) return;
+  if (!PeersCanRun()) return;
   Cluster cluster(2);
   cluster.providers[1]->held = true;  // node1 serves from memory it holds, node0 from scratch
   std::vector<char> buf(kChunk);
@@ -105,7 +105,7 @@ TEST_CASE("peers: two nodes exchange every chunk bit-exact", "[peer]") {
 }
 
 TEST_CASE("peers: four nodes, eight threads each, fetch from each chunk's home", "[peer]") {
-  if (!MungedRunning()) return;
+  if (!PeersCanRun()) return;
   PeerClientOptions client;
   client.max_in_flight = 3;
   Cluster cluster(4, {}, client);
@@ -151,7 +151,7 @@ TEST_CASE("peers: four nodes, eight threads each, fetch from each chunk's home",
 }
 
 TEST_CASE("peers: answers for a file another snapshot describes are errors", "[peer]") {
-  if (!MungedRunning()) return;
+  if (!PeersCanRun()) return;
   Cluster cluster(2);
   PeerClient& c = cluster.nodes[0]->client();
   std::vector<char> buf(kChunk);
@@ -176,7 +176,7 @@ TEST_CASE("peers: answers for a file another snapshot describes are errors", "[p
 }
 
 TEST_CASE("peers: in-flight requests are bounded per peer and in the server", "[peer]") {
-  if (!MungedRunning()) return;
+  if (!PeersCanRun()) return;
   PeerServerOptions server;
   server.threads = 2;
   server.max_in_flight = 3;
@@ -215,7 +215,7 @@ TEST_CASE("peers: in-flight requests are bounded per peer and in the server", "[
 }
 
 TEST_CASE("peers: the counters reach stats JSON and Prometheus", "[peer]") {
-  if (!MungedRunning()) return;
+  if (!PeersCanRun()) return;
   Cluster cluster(2);
   std::vector<char> buf(kChunk);
   auto [path, size] = Files()[0];

@@ -29,7 +29,8 @@ using namespace std::chrono_literals;
 
 inline constexpr char kJob[] = "job-42";
 
-// UCX transports for the tests: TCP on loopback unless TIERFS_TEST_UCX_TLS says otherwise.
+// UCX transports for the tests: TCP on loopback unless TIERFS_TEST_UCX_TLS
+// says otherwise.
 inline UcxWorker::Options TestUcx() {
   const char* tls = std::getenv("TIERFS_TEST_UCX_TLS");
   return UcxWorker::Options{tls != nullptr ? tls : "tcp", "", std::chrono::milliseconds(20)};
@@ -106,6 +107,23 @@ class PatternProvider : public ChunkProvider {
   std::condition_variable cv_;
   bool stalled_ = false;
 };
+
+// True if UCX peers can run in this test program; else says why the test
+// is skipped. Under ThreadSanitizer, UCX's memory hooks crash exiting
+// threads: main.cc turns them off (UCX_MEM_MMAP_HOOK_MODE=none) unless the
+// environment says otherwise.
+inline bool PeersCanRun() {
+#if defined(__SANITIZE_THREAD__)
+  const char* mode = std::getenv("UCX_MEM_MMAP_HOOK_MODE");
+  if (mode == nullptr || std::string_view(mode) != "none") {
+    WARN(
+        "skipped under ThreadSanitizer unless UCX_MEM_MMAP_HOOK_MODE=none "
+        "(UCX's memory hooks crash exiting threads)");
+    return false;
+  }
+#endif
+  return MungedRunning();
+}
 
 // A TCP port that was free a moment ago (for a node that starts late).
 inline uint16_t FreePort() {

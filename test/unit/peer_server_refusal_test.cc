@@ -57,7 +57,7 @@ MsgType FirstReceived(RawPeer& raw, WireError* error) {
 }
 
 TEST_CASE("peer server: garbage is cut off and counted; others are still served", "[peer]") {
-  if (!MungedRunning()) return;
+  if (!PeersCanRun()) return;
   Setup s;
   WireHeader h;
   size_t n = EncodeError(1, WireError::kIo, &h);
@@ -113,7 +113,7 @@ TEST_CASE("peer server: garbage is cut off and counted; others are still served"
 }
 
 TEST_CASE("peer server: a request before the hello is refused and counted", "[peer]") {
-  if (!MungedRunning()) return;
+  if (!PeersCanRun()) return;
   Setup s;
   RawPeer raw;
   raw.Connect(s.b->server().port());
@@ -132,7 +132,7 @@ TEST_CASE("peer server: a request before the hello is refused and counted", "[pe
 }
 
 TEST_CASE("peer server: forged, misaddressed and replayed hellos are refused", "[peer]") {
-  if (!MungedRunning()) return;
+  if (!PeersCanRun()) return;
   Setup s;
   PeerAuth x(Identity("x"), MungeDaemon::Get()->socket());
   PeerAuth other_job(Identity("x", "job-43"), MungeDaemon::Get()->socket());
