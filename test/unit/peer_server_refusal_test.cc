@@ -179,5 +179,29 @@ TEST_CASE("peer server: forged, misaddressed and replayed hellos are refused", "
   s.HonestFetchWorks();
 }
 
+TEST_CASE("peer server: raw bytes on the peer port do not stop it", "[peer]") {
+  if (!PeersCanRun()) return;
+  Setup s;
+  // Below our messages: UCX's connection manager reads these. Whatever it
+  // makes of them, the server goes on serving and nothing reaches it.
+  for (size_t size : {1, 7, 4096, 65536}) {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    REQUIRE(fd >= 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(s.b->server().port());
+    REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    std::string junk(size, '\0');
+    for (size_t i = 0; i < size; ++i) junk[i] = static_cast<char>(i * 131 + size);
+    ::send(fd, junk.data(), junk.size(), MSG_NOSIGNAL);  // it may reset us midway
+    std::this_thread::sleep_for(50ms);
+    ::close(fd);
+  }
+  s.HonestFetchWorks();
+  CHECK(s.counters().hellos == 1);
+  CHECK(s.counters().garbage == 0);
+}
+
 }  // namespace
 }  // namespace tierfs
