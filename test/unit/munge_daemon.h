@@ -5,17 +5,23 @@
 // another user.
 #pragma once
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <csignal>
 #include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "tiering/peer/peer_auth.h"
 
@@ -37,9 +43,11 @@ class MungeDaemon {
   const std::string& socket() const { return socket_; }
 
   ~MungeDaemon() {
-    [[maybe_unused]] int rc =
-        std::system(fmt::format("{} --socket={} --stop >/dev/null 2>&1", munged_, socket_).c_str());
-    rc = std::system(fmt::format("rm -rf {}", dir_).c_str());
+    if (pid_ > 0) {
+      ::kill(pid_, SIGTERM);
+      ::waitpid(pid_, nullptr, 0);
+    }
+    [[maybe_unused]] int rc = std::system(fmt::format("rm -rf {}", dir_).c_str());
   }
 
  private:
@@ -61,7 +69,6 @@ class MungeDaemon {
       return nullptr;
     }
     auto d = std::unique_ptr<MungeDaemon>(new MungeDaemon);
-    d->munged_ = munged;
     d->dir_ = tmpl;
     d->socket_ = d->dir_ + "/socket";
     // munged wants its socket's directory searchable by all, the key readable by it alone.
@@ -73,22 +80,53 @@ class MungeDaemon {
       why() = "cannot write a key";
       return nullptr;
     }
-    rc = std::system(fmt::format("{} --socket={} --key-file={} --pid-file={}/pid "
-                                 "--log-file={}/log --seed-file={}/seed",
-                                 munged, d->socket_, key, d->dir_, d->dir_, d->dir_)
-                         .c_str());
-    if (rc != 0) {
-      std::ifstream log(d->dir_ + "/log");
-      std::stringstream text;
-      text << log.rdbuf();
-      why() = "munged would not start: " + text.str();
-      return nullptr;
+    // In the foreground, as our child, killed with us: a test program that
+    // crashes leaves no munged behind.
+    std::vector<std::string> args = {munged,
+                                     "--foreground",
+                                     "--socket=" + d->socket_,
+                                     "--key-file=" + key,
+                                     "--pid-file=" + d->dir_ + "/pid",
+                                     "--log-file=" + d->dir_ + "/log",
+                                     "--seed-file=" + d->dir_ + "/seed"};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    pid_t parent = ::getpid();
+    d->pid_ = ::fork();
+    if (d->pid_ == 0) {
+      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+      if (::getppid() != parent) ::_exit(1);
+      int null = ::open("/dev/null", O_RDWR);  // it logs to its file, not our output
+      ::dup2(null, 1);
+      ::dup2(null, 2);
+      ::execv(argv[0], argv.data());
+      ::_exit(127);
     }
-    return d;
+    for (int i = 0; i < 500 && d->pid_ > 0; ++i) {  // up to 5 s for its socket
+      if (Listening(d->socket_)) return d;
+      if (::waitpid(d->pid_, nullptr, WNOHANG) == d->pid_) d->pid_ = -1;
+      ::usleep(10000);
+    }
+    std::ifstream log(d->dir_ + "/log");
+    std::stringstream text;
+    text << log.rdbuf();
+    why() = "munged would not start: " + text.str();
+    return nullptr;
   }
   MungeDaemon() = default;
+  static bool Listening(const std::string& path) {
+    int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    path.copy(a.sun_path, sizeof a.sun_path - 1);
+    bool ok = fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    if (fd >= 0) ::close(fd);
+    return ok;
+  }
 
-  std::string munged_, dir_, socket_;
+  std::string dir_, socket_;
+  pid_t pid_ = -1;
 };
 
 // True if the tests' munged runs; else says why the test is skipped.
