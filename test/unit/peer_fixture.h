@@ -1,0 +1,189 @@
+// Peers in one process for the peer tests: a ChunkProvider of pattern
+// bytes that can be made to stall, a node (PeerAuth + PeerServer +
+// PeerClient) over UCX on loopback, and a raw UCX endpoint that sends
+// whatever bytes a test wants.
+#pragma once
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "munge_daemon.h"
+#include "tiering/peer/peer_client.h"
+#include "tiering/peer/peer_server.h"
+#include "tiering/peer/rendezvous.h"
+
+namespace tierfs::testing {
+
+using namespace std::chrono_literals;
+
+inline constexpr char kJob[] = "job-42";
+
+// UCX transports for the tests: TCP on loopback unless TIERFS_TEST_UCX_TLS
+// says otherwise.
+inline UcxWorker::Options TestUcx() {
+  const char* tls = std::getenv("TIERFS_TEST_UCX_TLS");
+  return UcxWorker::Options{tls != nullptr ? tls : "tcp", "", std::chrono::milliseconds(20)};
+}
+
+// Byte `off` of the file at `path`: what every provider serves for it.
+inline char PatternByte(uint64_t seed, uint64_t off) {
+  return static_cast<char>((seed >> ((off & 7) * 8)) + off * 131 + (off >> 11));
+}
+inline void FillPattern(std::string_view path, uint64_t off, char* dst, size_t n) {
+  uint64_t seed = ChunkHash(path, 0);
+  for (size_t i = 0; i < n; ++i) dst[i] = PatternByte(seed, off + i);
+}
+inline bool IsPattern(std::string_view path, uint64_t off, const char* src, size_t n) {
+  uint64_t seed = ChunkHash(path, 0);
+  for (size_t i = 0; i < n; ++i) {
+    if (src[i] != PatternByte(seed, off + i)) return false;
+  }
+  return true;
+}
+
+// Serves pattern bytes for the files it was given, written into the
+// server's scratch buffer or (held) into memory it keeps alive with a hold;
+// Stall() makes every call wait until Release() (at most 10 s).
+class PatternProvider : public ChunkProvider {
+ public:
+  explicit PatternProvider(uint64_t chunk_size) : chunk_size_(chunk_size) {}
+  void Add(const std::string& path, uint64_t size, int64_t mtime_ns = 1000) {
+    files_[path] = {size, mtime_ns};
+  }
+  void Stall() {
+    std::lock_guard lock(mu_);
+    stalled_ = true;
+  }
+  void Release() {
+    {
+      std::lock_guard lock(mu_);
+      stalled_ = false;
+    }
+    cv_.notify_all();
+  }
+  int ReadChunk(const ChunkRef& ref, ChunkBytes* out) override {
+    calls++;
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait_for(lock, 10s, [&] { return !stalled_; });
+    }
+    auto it = files_.find(std::string(ref.path));
+    if (it == files_.end()) return -ENOENT;
+    if (it->second.size != ref.file_size || it->second.mtime_ns != ref.mtime_ns) return -ESTALE;
+    if (ref.chunk_size != chunk_size_) return -EINVAL;
+    if (!held) {
+      FillPattern(ref.path, ref.offset(), out->scratch, ref.length());
+      out->data = out->scratch;
+      return 0;
+    }
+    auto copy = std::make_shared<std::vector<char>>(ref.length());  // as a RAM tier holds it
+    FillPattern(ref.path, ref.offset(), copy->data(), copy->size());
+    out->data = copy->data();
+    out->hold = copy;
+    return 0;
+  }
+  bool held = false;  // serve from memory of its own (a hold), not the scratch buffer
+  std::atomic<int> calls{0};
+
+ private:
+  struct File {
+    uint64_t size;
+    int64_t mtime_ns;
+  };
+  const uint64_t chunk_size_;
+  std::map<std::string, File> files_;  // set up before serving
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stalled_ = false;
+};
+
+// True if UCX peers can run in this test program; else says why the test
+// is skipped. Under ThreadSanitizer, UCX's memory hooks crash exiting
+// threads: main.cc turns them off (UCX_MEM_MMAP_HOOK_MODE=none) unless the
+// environment says otherwise.
+inline bool PeersCanRun() {
+#if defined(__SANITIZE_THREAD__)
+  const char* mode = std::getenv("UCX_MEM_MMAP_HOOK_MODE");
+  if (mode == nullptr || std::string_view(mode) != "none") {
+    WARN(
+        "skipped under ThreadSanitizer unless UCX_MEM_MMAP_HOOK_MODE=none "
+        "(UCX's memory hooks crash exiting threads)");
+    return false;
+  }
+#endif
+  return MungedRunning();
+}
+
+// A TCP port that was free a moment ago (for a node that starts late).
+inline uint16_t FreePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  socklen_t len = sizeof a;
+  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+inline PeerIdentity Identity(const std::string& name, const std::string& job = kJob) {
+  return PeerIdentity{job, name, ::geteuid(), ::getegid()};
+}
+
+// One node: its server (on loopback) and its client of the others.
+class TestNode {
+ public:
+  TestNode(const std::string& name, ChunkProvider* provider, uint64_t chunk_size, uint16_t port = 0,
+           PeerServerOptions server = {})
+      : auth_(Identity(name), MungeDaemon::Get()->socket()) {
+    server.listen_host = "127.0.0.1";
+    server.port = port;
+    server.chunk_size = chunk_size;
+    server.ucx = TestUcx();
+    server_ = std::make_unique<PeerServer>(&auth_, provider, server);
+  }
+  void StartServer() {
+    std::string error;
+    INFO(error);
+    REQUIRE(server_->Start(&error) > 0);
+  }
+  void StartClient(std::vector<PeerAddress> peers, PeerClientOptions options = {}) {
+    options.peers = std::move(peers);
+    options.ucx = TestUcx();
+    if (options.retry_max == 5000ms) options.retry_max = 400ms;
+    client_ = std::make_unique<PeerClient>(&auth_, options);
+    client_->Start();
+  }
+  PeerAddress address() const { return {auth_.self().name, "127.0.0.1", server_->port()}; }
+  PeerServer& server() { return *server_; }
+  PeerClient& client() { return *client_; }
+  PeerAuth& auth() { return auth_; }
+
+ private:
+  PeerAuth auth_;
+  std::unique_ptr<PeerServer> server_;
+  std::unique_ptr<PeerClient> client_;
+};
+
+// Polls `done` every millisecond until `limit`; its last answer.
+template <typename F>
+bool Within(std::chrono::milliseconds limit, F done) {
+  auto end = std::chrono::steady_clock::now() + limit;
+  while (!done() && std::chrono::steady_clock::now() < end) std::this_thread::sleep_for(1ms);
+  return done();
+}
+
+}  // namespace tierfs::testing

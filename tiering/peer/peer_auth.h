@@ -1,0 +1,94 @@
+// PeerAuth: MUNGE credentials for the hello that opens every peer
+// connection (issue 13). Mutual: the client's hello and the server's answer
+// each carry a credential.
+//
+// munged stamps a credential with the uid and gid of the process that made
+// it, and a MAC under the cluster's key: nobody can forge another user's or
+// alter the payload. The payload (a PeerClaim) names the job, the sender,
+// the receiver and a fresh nonce; the answer echoes the hello's nonce. The
+// receiver accepts only its own uid and gid (the mount's owner), its own
+// job, and a claim addressed to itself. munged refuses a credential decoded
+// a second time (replayed) or older than its TTL; its replay cache is per
+// node, so the `to` field is what stops a credential made for one node from
+// being played to another. Credentials are restricted to the expected uid
+// (MUNGE_OPT_UID_RESTRICTION): another user on the node cannot decode one
+// and so burn it before its addressee does.
+//
+// What it does not do: the bytes after the hello are neither encrypted nor
+// MAC'd (as with MPI or NFS without krb5p); someone who can inject packets
+// into the job's fabric is outside this model.
+#pragma once
+
+#include <sys/types.h>
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace tierfs {
+
+using PeerNonce = std::array<uint8_t, 16>;
+
+// Who this daemon is to its peers.
+struct PeerIdentity {
+  std::string job;   // the same on every node of the job, unique per job ("slurm:<cluster>:<id>")
+  std::string name;  // this node's peer name, as the others list it
+  uid_t uid = 0;     // accepted from peers: the mount owner's ids
+  gid_t gid = 0;
+};
+
+// The payload of a hello or answer credential.
+struct PeerClaim {
+  enum Role : uint8_t { kHello = 1, kAnswer = 2 };
+  Role role = kHello;
+  PeerNonce nonce{};  // fresh per credential
+  PeerNonce echo{};   // kAnswer: the hello's nonce; kHello: zero
+  std::string job, from, to;
+};
+
+inline constexpr size_t kMaxClaimField = 255;
+
+// Binary, versioned; DecodeClaim refuses anything but an exact encoding.
+std::string EncodeClaim(const PeerClaim& claim);
+bool DecodeClaim(std::string_view data, PeerClaim* out);
+PeerNonce RandomNonce();
+
+enum class AuthVerdict {
+  kOk,
+  kInvalid,      // not a credential of this cluster's key, corrupted, or a bad payload
+  kExpired,      // older than its TTL, or from the future
+  kReplayed,     // munged has decoded it before
+  kWrongUser,    // another uid or gid made it
+  kWrongJob,     // another job
+  kWrongPeer,    // addressed to another node, from an unexpected one, or a wrong echo
+  kUnavailable,  // munged did not answer: nothing proven either way
+};
+const char* AuthVerdictName(AuthVerdict v);
+// A counter name: "invalid", "expired", "replayed", "wrong_user", ...
+const char* AuthVerdictKey(AuthVerdict v);
+
+class PeerAuth {
+ public:
+  // `munge_socket`: munged's socket ("" = libmunge's default); `ttl_s`: how
+  // long a credential stays valid.
+  PeerAuth(PeerIdentity self, std::string munge_socket, int ttl_s = 60);
+
+  const PeerIdentity& self() const { return self_; }
+
+  // A credential carrying `claim`. 0, or -errno with *error saying why.
+  // Blocks on munged: not for a progress thread. Thread-safe.
+  int Make(const PeerClaim& claim, std::string* cred, std::string* error) const;
+
+  // Decodes `cred` and checks it: uid, gid, job, role `role`, addressed to
+  // this node. *claim holds the payload on kOk. Blocks on munged. Thread-safe.
+  AuthVerdict Check(std::string_view cred, PeerClaim::Role role, PeerClaim* claim,
+                    std::string* detail) const;
+
+ private:
+  const PeerIdentity self_;
+  const std::string socket_;
+  const int ttl_s_;
+};
+
+}  // namespace tierfs

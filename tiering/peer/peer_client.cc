@@ -1,0 +1,268 @@
+#include "tiering/peer/peer_client.h"
+
+#include <cerrno>
+#include <cstring>
+
+#include "tiering/log.h"
+#include "tiering/peer/peer_link.h"
+
+namespace tierfs {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+}  // namespace
+
+PeerClient::PeerClient(PeerAuth* auth, PeerClientOptions options)
+    : auth_(auth), options_(std::move(options)), ucx_(options_.ucx), pool_(1, 4 * 1024) {
+  for (size_t i = 0; i < options_.peers.size(); ++i) {
+    auto l = std::make_unique<Link>();
+    l->index = i;
+    l->address = options_.peers[i];
+    l->backoff = options_.retry_min;
+    links_.push_back(std::move(l));
+  }
+  ucx_.SetAmHandler(
+      kPeerAmId, [this](const void* h, size_t hn, void* d, size_t n, const ucp_am_recv_param_t* p) {
+        return OnMessage(h, hn, d, n, p);
+      });
+  ucx_.SetEndpointErrorHandler([this](ucp_ep_h ep, ucs_status_t s) {
+    auto it = by_ep_.find(ep);
+    if (it != by_ep_.end()) Down(*it->second, ucs_status_string(s));
+  });
+}
+
+PeerClient::~PeerClient() { Stop(); }
+
+void PeerClient::Start() {
+  ucx_.Start([this] { Tick(); });
+}
+
+void PeerClient::Stop() {
+  if (stopped_.exchange(true)) return;
+  ucx_.Stop(
+      [this] {
+        for (auto& l : links_) Down(*l, "shutting down");
+      },
+      std::chrono::milliseconds(1000));
+  pool_.Shutdown();
+  // The progress thread is gone: nothing can write into a caller's buffer now.
+  for (auto& l : links_) {
+    auto pending = std::move(l->pending);
+    for (auto& [id, p] : pending) Complete(*l, p, -ESHUTDOWN);
+  }
+}
+
+const std::string& PeerClient::name(size_t peer) const { return links_[peer]->address.name; }
+bool PeerClient::up(size_t peer) const { return links_[peer]->state.load() == kUp; }
+const PeerLinkCounters& PeerClient::counters(size_t peer) const { return links_[peer]->counters; }
+
+ssize_t PeerClient::Fetch(size_t peer, const ChunkRef& ref, char* dest, Deadline deadline) {
+  if (peer >= links_.size() || !ValidChunkRef(ref)) return -EINVAL;
+  Link& l = *links_[peer];
+  if (l.state.load() != kUp) {
+    l.counters.skipped++;
+    return -EHOSTDOWN;
+  }
+  {
+    std::unique_lock lock(l.slot_mu);
+    if (!l.slot_cv.wait_until(lock, deadline,
+                              [&] { return l.in_flight < options_.max_in_flight; })) {
+      l.counters.busy++;
+      return -EBUSY;
+    }
+    ++l.in_flight;
+  }
+  auto start = Clock::now();
+  auto p = std::make_shared<Pending>();
+  p->id = next_request_++;
+  p->peer = peer;
+  p->path.assign(ref.path);
+  p->ref = ref;
+  p->ref.path = p->path;
+  p->dest = dest;
+  ssize_t r = Wait(l, p, deadline);
+  {
+    std::lock_guard lock(l.slot_mu);
+    --l.in_flight;
+  }
+  l.slot_cv.notify_one();
+  if (r >= 0) {
+    l.counters.fetched_chunks++;
+    l.counters.fetched_bytes += static_cast<uint64_t>(r);
+    auto us = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start);
+    l.counters.latency_us += static_cast<uint64_t>(us.count());
+    latency_.Record(static_cast<uint64_t>(us.count()));
+  }
+  return r;
+}
+
+ssize_t PeerClient::Wait(Link& l, const std::shared_ptr<Pending>& p, Deadline deadline) {
+  if (!ucx_.Post([this, p] { Send(p); })) return -ESHUTDOWN;
+  std::unique_lock lock(p->mu);
+  if (p->cv.wait_until(lock, deadline, [&] { return p->phase == Pending::kDone; })) {
+    return p->result;
+  }
+  p->abandoned = true;
+  lock.unlock();
+  l.counters.timeouts++;
+  // The peer did not answer in time: down, at once, so no other caller
+  // waits for it. Closing its endpoint also ends a receive into dest, which
+  // must finish before we return; the progress thread completes the
+  // request either way (or Stop does, if it is stopping).
+  ucx_.Post([this, p] {
+    Link& l = *links_[p->peer];
+    if (p->generation == l.generation && l.state.load() == kUp) Down(l, "no answer in time");
+    if (p->phase != Pending::kReceiving) Complete(l, p, -ETIMEDOUT);
+  });
+  lock.lock();
+  for (int waited = 0; !p->cv.wait_for(lock, std::chrono::seconds(1),
+                                       [&] { return p->phase == Pending::kDone; });) {
+    TIERFS_LOG(kError, "peer client: a request to {} still not ended {} s after its deadline",
+               l.address.name, ++waited);
+  }
+  return -ETIMEDOUT;
+}
+
+void PeerClient::Complete(Link& l, const std::shared_ptr<Pending>& p, ssize_t result) {
+  {
+    std::lock_guard lock(p->mu);
+    if (p->phase == Pending::kDone) return;
+    p->phase = Pending::kDone;
+    p->result = result;
+  }
+  p->cv.notify_all();
+  l.pending.erase(p->id);
+}
+
+void PeerClient::Send(const std::shared_ptr<Pending>& p) {
+  Link& l = *links_[p->peer];
+  if (l.state.load() != kUp) {
+    Complete(l, p, -EHOSTDOWN);
+    return;
+  }
+  p->generation = l.generation;
+  l.pending[p->id] = p;
+  WireHeader h;
+  size_t n = EncodeRequest(p->id, p->ref, &h);
+  ucx_.Send(l.ep, kPeerAmId, h, n, p->path.data(), p->path.size(), UCP_AM_SEND_FLAG_REPLY,
+            [this, p](ucs_status_t s) {
+              if (s != UCS_OK) Complete(*links_[p->peer], p, -ECONNRESET);
+            });
+}
+
+ucs_status_t PeerClient::OnMessage(const void* header, size_t header_size, void* data, size_t size,
+                                   const ucp_am_recv_param_t* param) {
+  auto it = (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) ? by_ep_.find(param->reply_ep)
+                                                                 : by_ep_.end();
+  if (it == by_ep_.end()) {
+    stray_++;
+    return UcxWorker::Discard(param);
+  }
+  Link& l = *it->second;
+  PeerMessage m;
+  WireStatus st = DecodeHeader(header, header_size, size, &m);
+  bool rndv = param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV;
+  const char* garbage = st != WireStatus::kOk ? WireStatusName(st) : nullptr;
+  std::shared_ptr<Pending> broken;
+  if (garbage == nullptr && m.type == MsgType::kHelloAnswer) {
+    if (l.state.load() != kConnecting || l.checking || rndv) {
+      garbage = "an unexpected hello answer";
+    } else if (m.error != WireError::kOk) {
+      l.counters.refused++;
+      Down(l, "the peer refused our hello");
+    } else {
+      OnAnswer(l, std::string_view(static_cast<const char*>(data), size));
+    }
+    if (garbage == nullptr) return UCS_OK;
+  }
+  if (garbage == nullptr && (m.type == MsgType::kData || m.type == MsgType::kError)) {
+    if (l.state.load() != kUp) return UcxWorker::Discard(param);  // a connection being dropped
+    auto pit = l.pending.find(m.request_id);
+    std::shared_ptr<Pending> p = pit == l.pending.end() ? nullptr : pit->second;
+    if (p == nullptr || p->phase == Pending::kReceiving) {
+      garbage = "an answer to no request";
+    } else if (m.type == MsgType::kError) {
+      if (m.error == WireError::kBusy)
+        l.counters.busy++;
+      else
+        l.counters.errors++;
+      if (m.error == WireError::kDenied) {  // down first: the caller then sees it down
+        l.pending.erase(p->id);
+        Down(l, "the peer says we are not authenticated");
+      }
+      Complete(l, p, WireErrorToErrno(m.error));
+      return UCS_OK;
+    } else if (m.length != p->ref.length()) {
+      broken = p;  // answered -EPROTO once the peer is down
+      l.pending.erase(p->id);
+      garbage = "an answer of the wrong length";
+    } else {
+      return OnData(l, p, data, param);
+    }
+  }
+  if (garbage == nullptr) garbage = "a message a server does not send";
+  l.counters.garbage++;
+  TIERFS_LOG(kWarning, "peer client: cut off {}: {}", l.address.name, garbage);
+  Down(l, garbage);
+  if (broken) Complete(l, broken, -EPROTO);
+  return UcxWorker::Discard(param);
+}
+
+ucs_status_t PeerClient::OnData(Link& l, const std::shared_ptr<Pending>& p, void* data,
+                                const ucp_am_recv_param_t* param) {
+  uint64_t length = p->ref.length();
+  std::unique_lock lock(p->mu);
+  if (p->abandoned) {
+    lock.unlock();
+    Complete(l, p, -ETIMEDOUT);
+    return UcxWorker::Discard(param);
+  }
+  if (!(param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {  // the bytes are here
+    if (length > 0) std::memcpy(p->dest, data, length);
+    lock.unlock();
+    l.backoff = options_.retry_min;
+    Complete(l, p, static_cast<ssize_t>(length));
+    return UCS_OK;
+  }
+  p->phase = Pending::kReceiving;
+  lock.unlock();
+  return ucx_.ReceiveBody(data, p->dest, length, [this, p, length](ucs_status_t s) {
+    Link& l = *links_[p->peer];
+    if (s == UCS_OK) l.backoff = options_.retry_min;  // it answers: retry soon if it fails later
+    Complete(l, p, s == UCS_OK ? static_cast<ssize_t>(length) : -ECONNRESET);
+  });
+}
+
+void PeerClient::VisitCounters(CounterVisitor& v) const {
+  size_t up = 0;
+  for (const auto& l : links_) up += l->state.load() == kUp;
+  v.Gauge("up", static_cast<double>(up));
+  v.Gauge("down", static_cast<double>(links_.size() - up));
+  v.Counter("stray", stray_);
+  v.Histogram("fetch_latency", latency_);
+  // Per peer, latency as a sum (mean = latency_us / fetched_chunks): the
+  // Prometheus writer keeps one histogram per name, not one per list item.
+  v.BeginList("remote", "peer");
+  for (const auto& l : links_) {
+    const PeerLinkCounters& c = l->counters;
+    v.BeginItem({{"name", l->address.name}});
+    v.Flag("up", l->state.load() == kUp);
+    v.Counter("fetched_chunks", c.fetched_chunks);
+    v.Counter("fetched_bytes", c.fetched_bytes);
+    v.Counter("latency_us", c.latency_us);
+    v.Counter("timeouts", c.timeouts);
+    v.Counter("ups", c.ups);
+    v.Counter("downs", c.downs);
+    v.Counter("connect_failures", c.connect_failures);
+    v.Counter("refused", c.refused);
+    v.Counter("garbage", c.garbage);
+    v.Counter("errors", c.errors);
+    v.Counter("busy", c.busy);
+    v.Counter("skipped", c.skipped);
+    v.EndItem();
+  }
+  v.EndList();
+}
+
+}  // namespace tierfs

@@ -1,0 +1,139 @@
+// PeerClient: asks the job's other nodes for chunks.
+//
+// One connection per peer, opened by the progress thread and authenticated
+// both ways (PeerAuth) before the peer counts as up. A peer that is not up
+// is never waited for: Fetch answers -EHOSTDOWN at once and the caller
+// reads SOURCE. Liveness:
+//   down --(retry_at)--> connecting --(answer checked)--> up
+//     ^                       |                           |
+//     +-- refused, no answer by connect_timeout, ---------+-- a Fetch not answered by its
+//         connection lost (backoff doubles,                   deadline, garbage, connection
+//         retry_min .. retry_max)                             lost
+// so a peer that stalls is bypassed, and one that joins late (its daemon
+// started after ours) becomes up at its first retry after it listens.
+//
+// Fetch is called by many threads at once. At most `max_in_flight`
+// requests per peer are outstanding; a caller beyond waits for a slot
+// until its deadline. The answer's bytes land straight in the caller's
+// buffer (a UCX rendezvous receive); a caller whose deadline passes while
+// they are arriving waits until the progress thread has cut the
+// connection, which ends the receive, so no byte is written after Fetch
+// returns.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "tiering/counter_visitor.h"
+#include "tiering/latency_histogram.h"
+#include "tiering/peer/peer_auth.h"
+#include "tiering/peer/task_pool.h"
+#include "tiering/peer/ucx_worker.h"
+#include "tiering/peer/wire.h"
+
+namespace tierfs {
+
+struct PeerAddress {
+  std::string name;  // as in the peer's own PeerIdentity
+  std::string host;  // a name or an address
+  uint16_t port = 0;
+};
+
+struct PeerClientOptions {
+  std::vector<PeerAddress> peers;                   // the other nodes of the job
+  std::chrono::milliseconds connect_timeout{3000};  // until the hello is answered
+  std::chrono::milliseconds retry_min{100}, retry_max{5000};
+  size_t max_in_flight = 8;  // requests outstanding per peer
+  UcxWorker::Options ucx;
+};
+
+struct PeerLinkCounters {
+  std::atomic<uint64_t> fetched_chunks{0}, fetched_bytes{0};
+  std::atomic<uint64_t> timeouts{0};          // no answer by the caller's deadline
+  std::atomic<uint64_t> ups{0}, downs{0};     // state changes
+  std::atomic<uint64_t> connect_failures{0};  // attempts that did not end up
+  std::atomic<uint64_t> refused{0};           // authentication failed either way
+  std::atomic<uint64_t> garbage{0};           // undecodable or unexpected answers: cut off
+  std::atomic<uint64_t> errors{0};            // error answers (kStale, kNotFound, kIo, ...)
+  std::atomic<uint64_t> busy{0};              // kBusy answers, and no slot by the deadline
+  std::atomic<uint64_t> skipped{0};           // Fetch while the peer was not up
+  std::atomic<uint64_t> latency_us{0};        // summed over the fetched chunks
+};
+
+class PeerClient {
+ public:
+  using Deadline = std::chrono::steady_clock::time_point;
+
+  // `auth` must outlive the client. Throws std::runtime_error if UCX cannot
+  // start. No connection is made before Start.
+  PeerClient(PeerAuth* auth, PeerClientOptions options);
+  ~PeerClient();  // Stop()
+
+  void Start();
+  // Closes the connections; Fetches still waiting return -ESHUTDOWN. Idempotent.
+  void Stop();
+
+  size_t size() const { return links_.size(); }
+  const std::string& name(size_t peer) const;
+  bool up(size_t peer) const;
+  const PeerLinkCounters& counters(size_t peer) const;
+  uint64_t stray() const { return stray_.load(); }  // messages from no known endpoint
+
+  // Fetches chunk `ref` from peer `peer` into `dest` (ref.length() bytes).
+  // Returns ref.length(), or -errno: -EHOSTDOWN (not up: not asked),
+  // -ETIMEDOUT (no answer by `deadline`: the peer is now down), -EBUSY (no
+  // slot by the deadline, or the peer is busy), -ENOENT/-ESTALE/-EINVAL/-EIO
+  // (the peer's answer), -EPROTO (the peer broke the protocol: cut off),
+  // -ECONNRESET (connection lost), -ESHUTDOWN, -EINVAL (a bad ref). On
+  // error `dest` holds no promise. Thread-safe.
+  ssize_t Fetch(size_t peer, const ChunkRef& ref, char* dest, Deadline deadline);
+
+  // Latency of the fetches that returned the bytes, all peers.
+  const LatencyHistogram& latency() const { return latency_; }
+  // Peers up and down, and the list "remote": each peer's state and counters.
+  void VisitCounters(CounterVisitor& v) const;
+
+ private:
+  struct Pending;
+  struct Link;
+  enum State : int { kDown = 0, kConnecting = 1, kUp = 2 };
+
+  // Progress thread.
+  ucs_status_t OnMessage(const void* header, size_t header_size, void* data, size_t size,
+                         const ucp_am_recv_param_t* param);
+  // A kData answer for `p`: copied, or received straight into its dest.
+  ucs_status_t OnData(Link& l, const std::shared_ptr<Pending>& p, void* data,
+                      const ucp_am_recv_param_t* param);
+  void Send(const std::shared_ptr<Pending>& p);
+  void Complete(Link& l, const std::shared_ptr<Pending>& p, ssize_t result);
+  // The connection's lifecycle (peer_client_link.cc).
+  void Tick();
+  void Connect(Link& l);
+  void OnAnswer(Link& l, std::string_view cred);
+  void Down(Link& l, const std::string& why);
+
+  ssize_t Wait(Link& l, const std::shared_ptr<Pending>& p, Deadline deadline);
+
+  PeerAuth* const auth_;
+  const PeerClientOptions options_;
+  std::vector<std::unique_ptr<Link>> links_;
+  UcxWorker ucx_;
+  TaskPool pool_;
+  std::atomic<uint64_t> next_request_{1};
+  std::atomic<uint64_t> stray_{0};
+  LatencyHistogram latency_;
+  std::unordered_map<ucp_ep_h, Link*> by_ep_;        // progress thread only
+  std::chrono::steady_clock::time_point next_tick_;  // progress thread only
+  std::atomic<bool> stopped_{false};
+};
+
+}  // namespace tierfs

@@ -1,0 +1,58 @@
+#include "tiering/peer/task_pool.h"
+
+#include <exception>
+
+#include "tiering/log.h"
+
+namespace tierfs {
+
+TaskPool::TaskPool(unsigned threads, size_t capacity) : capacity_(capacity) {
+  for (unsigned i = 0; i < threads; ++i) threads_.emplace_back([this] { Work(); });
+}
+
+TaskPool::~TaskPool() { Shutdown(); }
+
+bool TaskPool::Submit(std::function<void()> job) {
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_ || queue_.size() >= capacity_) return false;
+    queue_.push_back(std::move(job));
+  }
+  cv_.notify_one();
+  return true;
+}
+
+void TaskPool::Shutdown() {
+  std::deque<std::function<void()>> dropped;
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+    dropped.swap(queue_);
+  }
+  cv_.notify_all();
+  for (std::thread& t : threads_) {
+    if (t.joinable()) t.join();
+  }
+}
+
+void TaskPool::Work() {
+  while (true) {
+    std::function<void()> job;
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (stopping_) return;
+      job = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    try {
+      job();
+    } catch (const std::exception& e) {  // a job must not take the pool down
+      TIERFS_LOG(kError, "peer task failed: {}", e.what());
+    } catch (...) {
+      TIERFS_LOG(kError, "peer task failed: unknown exception");
+    }
+  }
+}
+
+}  // namespace tierfs

@@ -1,0 +1,41 @@
+// TaskPool: a few threads over one bounded queue, for the blocking work a
+// UCX progress thread must not do: MUNGE calls (an IPC to munged) and a
+// provider's chunk reads (perhaps a promotion from SOURCE). Submit beyond
+// the capacity is refused, never queued without limit. (prefetch's Executor
+// is the same idea with lanes; tiering/ cannot use it.)
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace tierfs {
+
+class TaskPool {
+ public:
+  TaskPool(unsigned threads, size_t capacity);
+  ~TaskPool();  // Shutdown()
+  TaskPool(const TaskPool&) = delete;
+  TaskPool& operator=(const TaskPool&) = delete;
+
+  // Queues `job`; false when the queue is full or the pool shut down.
+  bool Submit(std::function<void()> job);
+  // Drops the queued jobs (destroying them releases what they own), waits
+  // for the running ones. Idempotent.
+  void Shutdown();
+
+ private:
+  void Work();
+
+  const size_t capacity_;
+  std::mutex mu_;  // guards queue_ and stopping_. A leaf lock, never held while a job runs.
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> queue_;
+  bool stopping_ = false;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace tierfs

@@ -1,0 +1,344 @@
+#include "tiering/peer/ucx_worker.h"
+
+#include <arpa/inet.h>
+#include <fmt/format.h>
+#include <netinet/in.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+
+#include "tiering/log.h"
+
+namespace tierfs {
+
+// An active message handler, registered with UCX by address.
+struct UcxWorker::Handler {
+  UcxWorker::AmHandler fn;
+};
+
+// A send, receive or close in flight: what to run when it completes.
+struct UcxWorker::Op {
+  UcxWorker* self;
+  WireHeader header;  // a send's header, alive until the send completes
+  Completion done;
+};
+
+namespace {
+
+void Check(ucs_status_t s, const char* what) {
+  if (s != UCS_OK) throw std::runtime_error(fmt::format("{}: {}", what, ucs_status_string(s)));
+}
+
+}  // namespace
+
+UcxWorker::UcxWorker(const Options& options) : options_(options) {
+  // A daemon restarted on its port must not fail on its last run's
+  // connections in TIME_WAIT: UCX's listener sets SO_REUSEADDR only when
+  // told, and only through the environment (a UCT setting ucp_config_modify
+  // refuses). What the site set wins. Done before threads matter: the
+  // daemon builds its peers at start.
+  ::setenv("UCX_TCP_CM_REUSEADDR", "y", 0);
+  ucp_config_t* config = nullptr;
+  Check(ucp_config_read(nullptr, nullptr, &config), "ucp_config_read");
+  ucs_status_t s = UCS_OK;
+  if (!options_.tls.empty()) s = ucp_config_modify(config, "TLS", options_.tls.c_str());
+  if (s == UCS_OK && !options_.tcp_port_range.empty()) {
+    s = ucp_config_modify(config, "TCP_PORT_RANGE", options_.tcp_port_range.c_str());
+  }
+  if (s != UCS_OK) {
+    ucp_config_release(config);
+    Check(s, "ucp_config_modify");
+  }
+  ucp_params_t params{};
+  params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_NAME;
+  params.features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
+  params.name = "tierfs-peer";
+  s = ucp_init(&params, config, &context_);
+  ucp_config_release(config);
+  Check(s, "ucp_init");
+
+  ucp_worker_params_t wp{};
+  wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+  wp.thread_mode = UCS_THREAD_MODE_SINGLE;
+  s = ucp_worker_create(context_, &wp, &worker_);
+  if (s != UCS_OK) {
+    ucp_cleanup(context_);
+    Check(s, "ucp_worker_create");
+  }
+  ucp_worker_attr_t attr{};
+  attr.field_mask = UCP_WORKER_ATTR_FIELD_MAX_AM_HEADER;
+  int worker_fd = -1;
+  if (ucp_worker_query(worker_, &attr) != UCS_OK || attr.max_am_header < kMaxHeader ||
+      ucp_worker_get_efd(worker_, &worker_fd) != UCS_OK) {
+    ucp_worker_destroy(worker_);
+    ucp_cleanup(context_);
+    throw std::runtime_error("UCX worker: no event fd or active message headers too small");
+  }
+  epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
+  wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  struct epoll_event ev {};
+  ev.events = EPOLLIN;
+  bool ok = epoll_fd_ >= 0 && wake_fd_ >= 0;
+  ok = ok && ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, worker_fd, &ev) == 0;
+  ok = ok && ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev) == 0;
+  if (!ok) {
+    int err = errno;
+    if (epoll_fd_ >= 0) ::close(epoll_fd_);
+    if (wake_fd_ >= 0) ::close(wake_fd_);
+    ucp_worker_destroy(worker_);
+    ucp_cleanup(context_);
+    throw std::runtime_error(fmt::format("UCX worker: epoll: {}", std::strerror(err)));
+  }
+}
+
+UcxWorker::~UcxWorker() {
+  Stop([] {}, std::chrono::milliseconds(1000));
+  if (listener_ != nullptr) ucp_listener_destroy(listener_);
+  ucp_worker_destroy(worker_);
+  ucp_cleanup(context_);
+  ::close(epoll_fd_);
+  ::close(wake_fd_);
+}
+
+void UcxWorker::SetAmHandler(unsigned id, AmHandler handler) {
+  handlers_.push_back(std::make_unique<Handler>(Handler{std::move(handler)}));
+  ucp_am_handler_param_t p{};
+  p.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_FLAGS |
+                 UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG;
+  p.id = id;
+  p.flags = UCP_AM_FLAG_WHOLE_MSG;
+  p.cb = &UcxWorker::OnAm;
+  p.arg = handlers_.back().get();
+  Check(ucp_worker_set_am_recv_handler(worker_, &p), "ucp_worker_set_am_recv_handler");
+}
+
+void UcxWorker::SetEndpointErrorHandler(std::function<void(ucp_ep_h, ucs_status_t)> on_error) {
+  on_error_ = std::move(on_error);
+}
+
+void UcxWorker::Start(std::function<void()> tick) {
+  tick_ = std::move(tick);
+  thread_ = std::thread([this] { Loop(); });
+}
+
+bool UcxWorker::Post(std::function<void()> fn) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return false;
+    posted_.push_back(std::move(fn));
+  }
+  uint64_t one = 1;
+  [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof one);
+  return true;
+}
+
+void UcxWorker::Stop(std::function<void()> close_all, std::chrono::milliseconds limit) {
+  if (!thread_.joinable()) return;
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  Post([this, close_all = std::move(close_all), deadline] {
+    close_all();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+    }
+    // Closes and sends complete through progress; give them until the deadline.
+    CloseDeferred();
+    while (pending_ops_ > 0 && std::chrono::steady_clock::now() < deadline) {
+      RunPosted();
+      CloseDeferred();
+      if (ucp_worker_progress(worker_) == 0)
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    if (pending_ops_ > 0) {
+      TIERFS_LOG(kWarning, "peer transport: {} operations still pending at shutdown", pending_ops_);
+    }
+    quit_.store(true);
+  });
+  thread_.join();
+  RunPosted();  // what was posted meanwhile is dropped by each owner's Stop
+}
+
+void UcxWorker::RunPosted() {
+  std::vector<std::function<void()>> run;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    run.swap(posted_);
+  }
+  for (auto& fn : run) fn();
+}
+
+void UcxWorker::Loop() {
+  while (!quit_.load()) {
+    while (ucp_worker_progress(worker_) != 0) {
+    }
+    RunPosted();
+    if (quit_.load()) break;
+    if (tick_) tick_();
+    CloseDeferred();
+    if (ucp_worker_progress(worker_) != 0) continue;
+    if (ucp_worker_arm(worker_) == UCS_ERR_BUSY) continue;
+    struct epoll_event events[2];
+    int n = ::epoll_wait(epoll_fd_, events, 2, static_cast<int>(options_.tick.count()));
+    if (n > 0) {
+      uint64_t count = 0;
+      [[maybe_unused]] ssize_t r = ::read(wake_fd_, &count, sizeof count);
+    }
+  }
+}
+
+int UcxWorker::Listen(const std::string& host, uint16_t port,
+                      std::function<void(ucp_conn_request_h)> on_request, std::string* error) {
+  struct sockaddr_in addr {};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  if (::inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1) {
+    *error = fmt::format("listen address \"{}\" is not an IPv4 address", host);
+    return -1;
+  }
+  on_request_ = std::move(on_request);
+  ucp_listener_params_t p{};
+  p.field_mask = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR | UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
+  p.sockaddr.addr = reinterpret_cast<const struct sockaddr*>(&addr);
+  p.sockaddr.addrlen = sizeof addr;
+  p.conn_handler.cb = &UcxWorker::OnConnRequest;
+  p.conn_handler.arg = this;
+  ucs_status_t s = ucp_listener_create(worker_, &p, &listener_);
+  if (s != UCS_OK) {
+    *error = fmt::format("listen on {}:{}: {}", host, port, ucs_status_string(s));
+    listener_ = nullptr;
+    return -1;
+  }
+  ucp_listener_attr_t attr{};
+  attr.field_mask = UCP_LISTENER_ATTR_FIELD_SOCKADDR;
+  if (ucp_listener_query(listener_, &attr) != UCS_OK || attr.sockaddr.ss_family != AF_INET) {
+    *error = "ucp_listener_query failed";
+    return -1;
+  }
+  return ntohs(reinterpret_cast<const struct sockaddr_in*>(&attr.sockaddr)->sin_port);
+}
+
+void UcxWorker::Reject(ucp_conn_request_h request) { ucp_listener_reject(listener_, request); }
+
+ucp_ep_h UcxWorker::Accept(ucp_conn_request_h request, std::string* error) {
+  ucp_ep_params_t p{};
+  p.field_mask = UCP_EP_PARAM_FIELD_CONN_REQUEST;
+  p.conn_request = request;
+  return CreateEndpoint(&p, error);
+}
+
+ucp_ep_h UcxWorker::Connect(const struct sockaddr* addr, socklen_t len, std::string* error) {
+  ucp_ep_params_t p{};
+  p.field_mask = UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_SOCK_ADDR;
+  p.flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER;
+  p.sockaddr.addr = addr;
+  p.sockaddr.addrlen = len;
+  return CreateEndpoint(&p, error);
+}
+
+// Every endpoint reports a failed peer (UCP_ERR_HANDLING_MODE_PEER): its
+// requests then complete with an error instead of waiting for ever.
+ucp_ep_h UcxWorker::CreateEndpoint(ucp_ep_params_t* p, std::string* error) {
+  p->field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLER | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
+  p->err_mode = UCP_ERR_HANDLING_MODE_PEER;
+  p->err_handler.cb = &UcxWorker::OnEndpointError;
+  p->err_handler.arg = this;
+  ucp_ep_h ep = nullptr;
+  ucs_status_t s = ucp_ep_create(worker_, p, &ep);
+  if (s != UCS_OK) {
+    *error = ucs_status_string(s);
+    return nullptr;
+  }
+  return ep;
+}
+
+void UcxWorker::Close(ucp_ep_h ep) { to_close_.push_back(ep); }
+
+void UcxWorker::CloseDeferred() {
+  std::vector<ucp_ep_h> eps;
+  eps.swap(to_close_);
+  for (ucp_ep_h ep : eps) CloseNow(ep);
+}
+
+void UcxWorker::CloseNow(ucp_ep_h ep) {
+  auto* op = new Op{this, {}, nullptr};
+  ucp_request_param_t p = SendParams(UCP_EP_CLOSE_FLAG_FORCE, op);
+  Track(ucp_ep_close_nbx(ep, &p), op);
+}
+
+// Parameters of a send or close completing through OnSendDone with `op`.
+ucp_request_param_t UcxWorker::SendParams(uint32_t flags, Op* op) {
+  ucp_request_param_t p{};
+  p.op_attr_mask =
+      UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  p.flags = flags;
+  p.cb.send = &UcxWorker::OnSendDone;
+  p.user_data = op;
+  return p;
+}
+
+void UcxWorker::Send(ucp_ep_h ep, unsigned id, const WireHeader& header, size_t header_size,
+                     const void* data, size_t size, uint32_t flags, Completion done) {
+  auto* op = new Op{this, header, std::move(done)};
+  ucp_request_param_t p = SendParams(flags, op);
+  Track(ucp_am_send_nbx(ep, id, op->header.data(), header_size, data, size, &p), op);
+}
+
+ucs_status_t UcxWorker::ReceiveBody(void* descriptor, void* buf, size_t size, Completion done) {
+  auto* op = new Op{this, {}, std::move(done)};
+  ucp_request_param_t p{};
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  p.cb.recv_am = &UcxWorker::OnReceiveDone;
+  p.user_data = op;
+  return Track(ucp_am_recv_data_nbx(worker_, descriptor, buf, size, &p), op) ? UCS_INPROGRESS
+                                                                             : UCS_OK;
+}
+
+bool UcxWorker::Track(ucs_status_ptr_t request, Op* op) {
+  if (request == nullptr || UCS_PTR_IS_ERR(request)) {
+    Completion done = std::move(op->done);
+    delete op;
+    if (done) done(request == nullptr ? UCS_OK : UCS_PTR_STATUS(request));
+    return false;
+  }
+  ++pending_ops_;
+  return true;
+}
+
+ucs_status_t UcxWorker::OnAm(void* arg, const void* header, size_t header_size, void* data,
+                             size_t size, const ucp_am_recv_param_t* param) {
+  return static_cast<Handler*>(arg)->fn(header, header_size, data, size, param);
+}
+
+void UcxWorker::OnEndpointError(void* arg, ucp_ep_h ep, ucs_status_t status) {
+  auto* self = static_cast<UcxWorker*>(arg);
+  if (self->on_error_) self->on_error_(ep, status);
+}
+
+void UcxWorker::OnConnRequest(ucp_conn_request_h request, void* arg) {
+  auto* self = static_cast<UcxWorker*>(arg);
+  if (self->on_request_)
+    self->on_request_(request);
+  else
+    self->Reject(request);
+}
+
+void UcxWorker::OnSendDone(void* request, ucs_status_t status, void* user) {
+  auto* op = static_cast<Op*>(user);
+  UcxWorker* self = op->self;
+  --self->pending_ops_;
+  Completion done = std::move(op->done);
+  delete op;
+  ucp_request_free(request);
+  if (done) done(status);
+}
+
+void UcxWorker::OnReceiveDone(void* request, ucs_status_t status, size_t, void* user) {
+  OnSendDone(request, status, user);
+}
+
+}  // namespace tierfs

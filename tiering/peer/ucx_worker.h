@@ -1,0 +1,139 @@
+// UcxWorker: one UCX context and worker, driven by one progress thread; the
+// transport under PeerServer and PeerClient.
+//
+// The UCX API is active messages (ucp_am_send_nbx and a receive handler per
+// message id). A message arrives with its header, its sender's endpoint
+// (UCP_AM_SEND_FLAG_REPLY) and, for a large body, a rendezvous descriptor:
+// the receiver looks at the header first and then either pulls the body
+// straight into the buffer it chooses (ucp_am_recv_data_nbx: the caller's
+// destination, RDMA on InfiniBand, zero-copy TCP elsewhere) or refuses it
+// without the bytes ever moving. That is exactly a request/response
+// protocol with strict decoding. The tag API would need a receive posted per
+// request and cannot tell a server which endpoint a request came from; the
+// stream API is a byte stream that we would have to frame ourselves.
+//
+// Threading: the worker is UCS_THREAD_MODE_SINGLE. Every UCX call on it is
+// made on the progress thread, including the handlers; other threads hand
+// it work with Post(). The thread sleeps in epoll on the worker's event fd
+// (UCP_FEATURE_WAKEUP) and an eventfd of its own, at most `tick` at a time,
+// and runs the owner's tick function (timers) every round.
+//
+// Create it after the daemon forks: UCX starts threads of its own.
+#pragma once
+
+#include <ucp/api/ucp.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tiering/peer/wire.h"
+
+namespace tierfs {
+
+class UcxWorker {
+ public:
+  struct Options {
+    std::string tls;             // UCX_TLS ("" = UCX's default, or the environment's)
+    std::string tcp_port_range;  // UCX_TCP_PORT_RANGE, the TCP transport's ports ("" = any)
+    std::chrono::milliseconds tick{20};
+  };
+  // Runs on the progress thread. The return value is the handler's answer
+  // to UCX: UCS_OK, or an error status to drop a rendezvous body unread.
+  using AmHandler = std::function<ucs_status_t(const void* header, size_t header_size, void* data,
+                                               size_t size, const ucp_am_recv_param_t* param)>;
+  using Completion = std::function<void(ucs_status_t)>;
+
+  // Throws std::runtime_error when UCX cannot start (a configuration error).
+  explicit UcxWorker(const Options& options);
+  ~UcxWorker();  // Stop() if still running
+  UcxWorker(const UcxWorker&) = delete;
+  UcxWorker& operator=(const UcxWorker&) = delete;
+
+  // Before Start. `on_error` hears of every endpoint that failed (the peer
+  // went away or broke the protocol); it should Close it.
+  void SetAmHandler(unsigned id, AmHandler handler);
+  void SetEndpointErrorHandler(std::function<void(ucp_ep_h, ucs_status_t)> on_error);
+  // Starts the progress thread; `tick` runs on it every round.
+  void Start(std::function<void()> tick);
+  // Runs `fn` on the progress thread soon. False (fn not run) once stopping.
+  bool Post(std::function<void()> fn);
+  // Runs `close_all` on the progress thread (it should Close every
+  // endpoint), lets the closes and sends finish for at most `limit`, then
+  // ends the thread. Idempotent.
+  void Stop(std::function<void()> close_all, std::chrono::milliseconds limit);
+
+  // --- Progress thread only (or before Start) ---
+  ucp_worker_h worker() const { return worker_; }
+  // Listens on `host`:`port` (0: any free port). The bound port, or -1 with *error.
+  int Listen(const std::string& host, uint16_t port,
+             std::function<void(ucp_conn_request_h)> on_request, std::string* error);
+  void Reject(ucp_conn_request_h request);
+  // An endpoint from a connection request, or to `addr`; nullptr (with
+  // *error) if UCX refused at once. Errors later go to the error handler.
+  ucp_ep_h Accept(ucp_conn_request_h request, std::string* error);
+  ucp_ep_h Connect(const struct sockaddr* addr, socklen_t len, std::string* error);
+  // Force-closes `ep` (its sends and receives complete with an error) at
+  // the start of the next round, outside any UCX callback: a handler may
+  // call it for the endpoint whose message it is handling.
+  void Close(ucp_ep_h ep);
+  // Sends active message `id`. The header is copied; `data` must stay valid
+  // until `done` runs (on this thread, perhaps before Send returns).
+  void Send(ucp_ep_h ep, unsigned id, const WireHeader& header, size_t header_size,
+            const void* data, size_t size, uint32_t flags, Completion done);
+  // What a handler returns to drop a message unread: a rendezvous body is
+  // refused without its bytes moving.
+  static ucs_status_t Discard(const ucp_am_recv_param_t* param) {
+    return (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) ? UCS_ERR_REJECTED : UCS_OK;
+  }
+  // Receives a rendezvous body (an AM handler's `data`) into `buf`. What
+  // the handler must return: UCS_INPROGRESS while the receive runs, UCS_OK
+  // if it completed (or failed) at once, `done` having run.
+  ucs_status_t ReceiveBody(void* descriptor, void* buf, size_t size, Completion done);
+
+ private:
+  void Loop();
+  void RunPosted();
+  void CloseDeferred();
+  ucp_ep_h CreateEndpoint(ucp_ep_params_t* p, std::string* error);
+  void CloseNow(ucp_ep_h ep);
+  static ucs_status_t OnAm(void* arg, const void* header, size_t header_size, void* data,
+                           size_t size, const ucp_am_recv_param_t* param);
+  static void OnEndpointError(void* arg, ucp_ep_h ep, ucs_status_t status);
+  static void OnConnRequest(ucp_conn_request_h request, void* arg);
+  static void OnSendDone(void* request, ucs_status_t status, void* user);
+  static void OnReceiveDone(void* request, ucs_status_t status, size_t length, void* user);
+  // Completes an operation UCX returned: now (null or an error), or later
+  // through its callback. True if it is still running.
+  struct Op;
+  bool Track(ucs_status_ptr_t request, Op* op);
+  ucp_request_param_t SendParams(uint32_t flags, Op* op);
+
+  const Options options_;
+  ucp_context_h context_ = nullptr;
+  ucp_worker_h worker_ = nullptr;
+  ucp_listener_h listener_ = nullptr;
+  int epoll_fd_ = -1;
+  int wake_fd_ = -1;  // eventfd: Post's doorbell
+
+  struct Handler;
+  std::vector<std::unique_ptr<Handler>> handlers_;
+  std::function<void(ucp_ep_h, ucs_status_t)> on_error_;
+  std::function<void(ucp_conn_request_h)> on_request_;
+  std::function<void()> tick_;
+  size_t pending_ops_ = 0;  // sends, receives and closes not completed; progress thread only
+  std::vector<ucp_ep_h> to_close_;  // progress thread only
+
+  std::mutex mu_;  // guards posted_ and stopping_. A leaf lock.
+  std::vector<std::function<void()>> posted_;
+  bool stopping_ = false;
+  std::atomic<bool> quit_{false};
+  std::thread thread_;
+};
+
+}  // namespace tierfs

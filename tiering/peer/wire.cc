@@ -1,0 +1,222 @@
+#include "tiering/peer/wire.h"
+
+#include <cerrno>
+#include <utility>
+
+namespace tierfs {
+namespace {
+
+constexpr size_t kCommon = 16;
+constexpr size_t kWithError = kCommon + 8;
+constexpr size_t kRequestSize = kCommon + 32;
+static_assert(kRequestSize == kMaxHeader);
+
+// Little-endian field writer and reader over a header buffer.
+class Writer {
+ public:
+  explicit Writer(WireHeader* h) : p_(h->data()) {}
+  Writer& U8(uint8_t v) { return Le(v, 1); }
+  Writer& U16(uint16_t v) { return Le(v, 2); }
+  Writer& U32(uint32_t v) { return Le(v, 4); }
+  Writer& U64(uint64_t v) { return Le(v, 8); }
+  size_t size() const { return n_; }
+
+ private:
+  Writer& Le(uint64_t v, int bytes) {
+    for (int i = 0; i < bytes; ++i) p_[n_++] = static_cast<uint8_t>(v >> (8 * i));
+    return *this;
+  }
+  uint8_t* p_;
+  size_t n_ = 0;
+};
+
+// The caller checks the size before reading past the common part.
+class Reader {
+ public:
+  explicit Reader(const void* p) : p_(static_cast<const uint8_t*>(p)) {}
+  uint64_t Le(int bytes) {
+    uint64_t v = 0;
+    for (int i = 0; i < bytes; ++i) v |= uint64_t{p_[n_++]} << (8 * i);
+    return v;
+  }
+
+ private:
+  const uint8_t* p_;
+  size_t n_ = 0;
+};
+
+Writer Common(MsgType type, uint64_t request_id, WireHeader* h) {
+  Writer w(h);
+  w.U32(kWireMagic).U8(kWireVersion).U8(static_cast<uint8_t>(type)).U16(0).U64(request_id);
+  return w;
+}
+
+size_t HeaderSize(MsgType type) {
+  switch (type) {
+    case MsgType::kHello:
+      return kCommon;
+    case MsgType::kHelloAnswer:
+    case MsgType::kData:
+    case MsgType::kError:
+      return kWithError;
+    case MsgType::kRequest:
+      return kRequestSize;
+  }
+  return 0;
+}
+
+// The wire's errors and the host's errno, both ways.
+constexpr std::pair<WireError, int> kErrnos[] = {
+    {WireError::kOk, 0},           {WireError::kNotFound, -ENOENT},
+    {WireError::kStale, -ESTALE},  {WireError::kBadRequest, -EINVAL},
+    {WireError::kBusy, -EBUSY},    {WireError::kIo, -EIO},
+    {WireError::kDenied, -EACCES}, {WireError::kShutdown, -ESHUTDOWN},
+};
+
+bool BodyFits(const PeerMessage& m, uint64_t body) {
+  switch (m.type) {
+    case MsgType::kHello:
+      return body >= 1 && body <= kMaxCredential;
+    case MsgType::kHelloAnswer:
+      return m.error == WireError::kOk ? body >= 1 && body <= kMaxCredential : body == 0;
+    case MsgType::kRequest:
+      return body >= 1 && body <= kMaxPeerPath;
+    case MsgType::kData:
+      return m.length <= kMaxWireChunk && body == m.length;
+    case MsgType::kError:
+      return body == 0;
+  }
+  return false;
+}
+
+}  // namespace
+
+int WireErrorToErrno(WireError e) {
+  for (const auto& [wire, err] : kErrnos) {
+    if (wire == e) return err;
+  }
+  return -EIO;
+}
+
+WireError WireErrorFromErrno(int neg_errno) {
+  for (const auto& [wire, err] : kErrnos) {
+    if (err == neg_errno) return wire;
+  }
+  return WireError::kIo;
+}
+
+uint64_t ChunkRef::length() const {
+  if (offset() >= file_size) return 0;
+  uint64_t rest = file_size - offset();
+  return rest < chunk_size ? rest : chunk_size;
+}
+
+bool ValidPeerPath(std::string_view path) {
+  if (path.empty() || path.size() > kMaxPeerPath) return false;
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t end = path.find('/', start);
+    if (end == std::string_view::npos) end = path.size();
+    std::string_view part = path.substr(start, end - start);
+    if (part.empty() || part.size() > 255 || part == "." || part == "..") return false;
+    if (part.find('\0') != std::string_view::npos) return false;
+    start = end + 1;
+  }
+  return true;
+}
+
+bool ValidChunkRef(const ChunkRef& ref) {
+  if (!ValidPeerPath(ref.path)) return false;
+  if (ref.chunk_size < kMinWireChunk || ref.chunk_size > kMaxWireChunk) return false;
+  if (ref.file_size == 0) return ref.chunk == 0;
+  // chunk * chunk_size < file_size, without overflow.
+  uint64_t chunks = ref.file_size / ref.chunk_size + (ref.file_size % ref.chunk_size != 0);
+  return ref.chunk < chunks;
+}
+
+const char* WireStatusName(WireStatus s) {
+  switch (s) {
+    case WireStatus::kOk:
+      return "ok";
+    case WireStatus::kBadMagic:
+      return "bad magic";
+    case WireStatus::kBadVersion:
+      return "unknown version";
+    case WireStatus::kBadType:
+      return "unknown type";
+    case WireStatus::kBadHeader:
+      return "malformed header";
+    case WireStatus::kBadBody:
+      return "body length out of bounds";
+  }
+  return "?";
+}
+
+size_t EncodeHello(uint64_t request_id, WireHeader* h) {
+  return Common(MsgType::kHello, request_id, h).size();
+}
+
+size_t EncodeHelloAnswer(uint64_t request_id, WireError error, WireHeader* h) {
+  return Common(MsgType::kHelloAnswer, request_id, h)
+      .U32(static_cast<uint32_t>(error))
+      .U32(0)
+      .size();
+}
+
+size_t EncodeRequest(uint64_t request_id, const ChunkRef& ref, WireHeader* h) {
+  return Common(MsgType::kRequest, request_id, h)
+      .U64(ref.file_size)
+      .U64(static_cast<uint64_t>(ref.mtime_ns))
+      .U64(ref.chunk_size)
+      .U32(ref.chunk)
+      .U32(0)
+      .size();
+}
+
+size_t EncodeData(uint64_t request_id, uint64_t length, WireHeader* h) {
+  return Common(MsgType::kData, request_id, h).U64(length).size();
+}
+
+size_t EncodeError(uint64_t request_id, WireError error, WireHeader* h) {
+  return Common(MsgType::kError, request_id, h).U32(static_cast<uint32_t>(error)).U32(0).size();
+}
+
+WireStatus DecodeHeader(const void* header, size_t size, uint64_t body_size, PeerMessage* out) {
+  if (header == nullptr || size < kCommon) return WireStatus::kBadHeader;
+  Reader r(header);
+  if (r.Le(4) != kWireMagic) return WireStatus::kBadMagic;
+  if (r.Le(1) != kWireVersion) return WireStatus::kBadVersion;
+  uint64_t type = r.Le(1);
+  if (type < 1 || type > 5) return WireStatus::kBadType;
+  PeerMessage m;
+  m.type = static_cast<MsgType>(type);
+  if (r.Le(2) != 0 || size != HeaderSize(m.type)) return WireStatus::kBadHeader;
+  m.request_id = r.Le(8);
+  switch (m.type) {
+    case MsgType::kHello:
+      break;
+    case MsgType::kHelloAnswer:
+    case MsgType::kError: {
+      auto code = static_cast<int32_t>(static_cast<uint32_t>(r.Le(4)));
+      if (code < 0 || code > kMaxWireError || r.Le(4) != 0) return WireStatus::kBadHeader;
+      m.error = static_cast<WireError>(code);
+      if (m.type == MsgType::kError && m.error == WireError::kOk) return WireStatus::kBadHeader;
+      break;
+    }
+    case MsgType::kRequest:
+      m.chunk.file_size = r.Le(8);
+      m.chunk.mtime_ns = static_cast<int64_t>(r.Le(8));
+      m.chunk.chunk_size = r.Le(8);
+      m.chunk.chunk = static_cast<uint32_t>(r.Le(4));
+      if (r.Le(4) != 0) return WireStatus::kBadHeader;
+      break;
+    case MsgType::kData:
+      m.length = r.Le(8);
+      break;
+  }
+  if (!BodyFits(m, body_size)) return WireStatus::kBadBody;
+  *out = m;
+  return WireStatus::kOk;
+}
+
+}  // namespace tierfs
