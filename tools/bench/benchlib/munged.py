@@ -67,8 +67,9 @@ class Munged:
     """One private munged; start() (or `with`) runs it, close() stops it.
 
     `munged`: the binary (default: the first of CANDIDATES that exists).
-    `parent`: where the temporary directory goes (default /tmp; a socket
-    path must stay under 108 bytes). `timeout`: seconds to wait for the
+    `parent`: where the temporary directory goes (default: the system's,
+    /tmp; munged refuses a socket below a directory others cannot search,
+    e.g. one made by mkdtemp, and a socket path must stay under 108 bytes). `timeout`: seconds to wait for the
     socket. `args`: extra munged arguments (e.g. ["--num-threads=4"])."""
 
     def __init__(self, munged=None, parent=None, timeout=10.0, args=(), die_with_parent=True):

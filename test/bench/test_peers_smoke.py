@@ -1,0 +1,154 @@
+"""tools/bench/peers --smoke end to end (4 node mounts over one pfs-sim, 4
+ranks, 3 epochs of a 64-file dataset, a few seconds), so the peers benchmark
+cannot rot and the daemon's peers keep their promise in the issue 13
+scenario: every contender reads every file of every epoch; with peers the
+cold epoch reads each byte from the PFS at most once across the job (x1.05)
+and a steady epoch at most 5% of the dataset, the rest coming from peers;
+per node without peers a steady epoch still reads well over 5%; nothing is
+left mounted or running.
+
+Skipped (unittest skip, and exit 77 for ctest) without FUSE or without
+munged; with both, a tierfs without peers options fails here, loudly."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import mounts  # test/bench/mounts.py: --bin-dir/--source-dir, and tools/bench on sys.path
+
+from benchlib import munged  # noqa: E402  (tools/bench/benchlib, via mounts)
+
+SKIP = 77
+ARGS = None
+FILES = 64  # tools/bench/peers --smoke's dataset
+EPOCHS = 3
+
+
+def skip_reason():
+    if not os.access("/dev/fuse", os.R_OK | os.W_OK):
+        return "/dev/fuse is missing or not accessible"
+    for tool in ("pfs-sim", "tierfs", "mkdataset"):
+        if not os.access(os.path.join(ARGS.bin_dir, tool), os.X_OK):
+            return f"{tool} is not built"
+    if munged.find_munged() is None:
+        return "munged is not installed (Debian: munge); the peers need MUNGE"
+    if not os.access("/proc/sys/vm/drop_caches", os.W_OK):
+        return "not root: the benchmark drops the page cache before each epoch"
+    return ""
+
+
+def running(pid):
+    """True if `pid` is a live tierfs or munged (not a zombie, not a reused pid)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            comm_state = f.read().rsplit(")", 1)
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            cmd = f.read()
+    except OSError:
+        return False
+    return comm_state[1].split()[0] != "Z" and (b"tierfs" in cmd or b"munged" in cmd)
+
+
+class PeersSmoke(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        reason = skip_reason()
+        if reason:
+            raise unittest.SkipTest(reason)
+        cls.tmp = tempfile.TemporaryDirectory(prefix="peers-smoke-", dir="/var/tmp")
+        cls.work = cls.tmp.name
+        script = os.path.join(ARGS.source_dir, "tools", "bench", "peers")
+        cls.proc = subprocess.run(["/usr/bin/python3", script, "--smoke", "--bin-dir", ARGS.bin_dir,
+                                   "--work", cls.work], capture_output=True, text=True, timeout=100)
+        print(cls.proc.stdout[-4000:], cls.proc.stderr[-2000:], flush=True)
+        try:
+            with open(os.path.join(cls.work, "results", "peers.json")) as f:
+                cls.doc = json.load(f)
+        except (OSError, ValueError):
+            cls.doc = None
+        cls.by = {c["contender"]: c for c in (cls.doc or {}).get("contenders", [])}
+
+    @classmethod
+    def tearDownClass(cls):
+        if hasattr(cls, "tmp"):
+            cls.tmp.cleanup()
+
+    def contender(self, name):
+        c = self.by.get(name)
+        self.assertIsNotNone(c, f"{name} missing from peers.json")
+        self.assertEqual(c["status"], "ok", f"{name}: {c['status']}: {c['note']}")
+        self.assertEqual(len(c["epochs"]), EPOCHS, f"{name}: epochs run")
+        return c["epochs"]
+
+    def test_exits_zero_and_writes_json(self):
+        self.assertEqual(self.proc.returncode, 0, "peers --smoke exit status")
+        self.assertIsNotNone(self.doc, "results/peers.json written")
+        self.assertEqual(self.doc["dataset"]["files"], FILES)
+
+    def test_every_file_of_every_epoch(self):
+        size = self.doc["dataset"]["bytes"]
+        for name in ("direct", "tierfs-node", "tierfs-peers"):
+            for e in self.contender(name):
+                with self.subTest(contender=name, epoch=e["epoch"]):
+                    self.assertEqual((e["files"], e["unique_files"], e["errors"]), (FILES, FILES, 0),
+                                     e["first_error"])
+                    self.assertEqual(e["bytes"], size, "bytes read = the dataset's size")
+                    self.assertEqual(len(e["rank_s"]), 4, "4 ranks")
+
+    def test_direct_reads_the_dataset_from_the_pfs_every_epoch(self):
+        size = self.doc["dataset"]["bytes"]
+        for e in self.contender("direct"):
+            self.assertGreaterEqual(e["pfs_read_bytes"], size, f"epoch {e['epoch']}: pfs-sim's count")
+            self.assertLessEqual(e["pfs_read_bytes"], size * 1.05)
+
+    def test_peers_cold_epoch_reads_each_byte_once(self):
+        size = self.doc["dataset"]["bytes"]
+        cold = self.contender("tierfs-peers")[0]
+        self.assertLessEqual(cold["pfs_read_bytes"], size * 1.05,
+                             f"cold epoch PFS bytes {cold['pfs_read_bytes']} vs dataset {size}")
+        self.assertIsNotNone(cold["peer_bytes"], "the daemons report peers.fetched_bytes")
+        self.assertGreater(cold["peer_bytes"], 0, "ranks got chunks homed elsewhere from peers")
+
+    def test_peers_steady_epochs_read_at_most_5_percent(self):
+        size = self.doc["dataset"]["bytes"]
+        for e in self.contender("tierfs-peers")[1:]:
+            with self.subTest(epoch=e["epoch"]):
+                self.assertLessEqual(e["pfs_read_bytes"], size * 0.05,
+                                     f"epoch {e['epoch']}: {e['pfs_pct']:.1f}% of the dataset from "
+                                     f"the PFS, {e['peer_bytes']} bytes from peers")
+                self.assertGreater(e["peer_bytes"] or 0, 0, "chunks come from their homes")
+                self.assertTrue(all(d == 0 for d in e["peers_down"] if d is not None),
+                                f"no peer down: {e['peers_down']}")
+
+    def test_per_node_steady_epoch_reads_well_over_5_percent(self):
+        last = self.contender("tierfs-node")[-1]
+        self.assertGreater(last["pfs_pct"], 20, "a per-node tier of half the dataset leaves "
+                           "about half of each epoch to the PFS")
+
+    def test_nothing_left_behind(self):
+        with open("/proc/self/mounts") as f:
+            left = [line.split()[1] for line in f if self.work in line]
+        self.assertEqual(left, [], "mounts left behind")
+        munged_dir = self.by.get("tierfs-peers", {}).get("munged_dir")
+        self.assertTrue(munged_dir, "the peers' munged directory is in peers.json")
+        self.assertFalse(os.path.exists(munged_dir), "munged's directory removed")
+        pids = [p for c in self.by.values() for p in c.get("daemon_pids", [])]
+        pids.append(self.by.get("tierfs-peers", {}).get("munged_pid"))
+        self.assertEqual([p for p in pids if p and running(p)], [], "no tierfs or munged left running")
+
+
+def main():
+    global ARGS
+    ARGS = mounts.parse_args()
+    result = unittest.main(argv=[sys.argv[0]], exit=False, verbosity=2).result
+    for _, reason in result.skipped:  # a skip in setUpClass is not printed by the runner
+        print(f"SKIPPED: {reason}")
+    if not result.wasSuccessful():
+        sys.exit(1)
+    sys.exit(SKIP if result.skipped and len(result.skipped) >= result.testsRun else 0)
+
+
+if __name__ == "__main__":
+    main()
