@@ -8,6 +8,15 @@
 #include <functional>
 #include <optional>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "tiering/peer/peer_list.h"
 #include "tiering/units.h"
 
 namespace tierfs {
@@ -171,6 +180,56 @@ const std::vector<OwnOption>& OwnOptions() {
        [](MountConfig& c, const std::string& v, const std::string& o) {
          c.shutdown_timeout = ParseUnsigned(v, o, 1, 3600);
        }},
+      {"peers", "FILE|N1+N2+...",
+       "the job's nodes, which serve each other's chunks: a file of 'NAME [HOST][:PORT]' lines "
+       "or names joined by '+' (this node included; needs a tier)",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         if (v.empty()) throw OptionError(fmt::format("option '{}' needs a file or a list", o));
+         c.peers = v;
+       }},
+      {"peer_name", "NAME", "this node in the peer list (default: the short host name)",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         if (!ValidPeerName(v)) {
+           throw OptionError(fmt::format("option '{}': '{}' is not a valid peer name", o, v));
+         }
+         c.peer_name = v;
+       }},
+      {"peer_port", "PORT", "the port the peer service listens on (default 7740)",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         c.peer_port = ParseUnsigned(v, o, 1, 65535);
+       }},
+      {"peer_listen", "ADDRESS", "the address the peer service listens on (default 0.0.0.0)",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         if (!ValidPeerName(v)) {
+           throw OptionError(fmt::format("option '{}': '{}' is not a host name or address", o, v));
+         }
+         c.tiering.peers.listen = v;
+       }},
+      {"peer_job", "ID",
+       "the job's identity, the same on all its nodes (default slurm:CLUSTER:JOBID from "
+       "SLURM_CLUSTER_NAME and SLURM_JOB_ID)",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         if (v.empty() || v.size() > 255) {
+           throw OptionError(fmt::format("option '{}' needs 1 to 255 characters", o));
+         }
+         c.tiering.peers.job = v;
+       }},
+      {"munge_socket", "PATH", "munged's socket for the peers' credentials (default: libmunge's)",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         if (v.empty() || v[0] != '/') {
+           throw OptionError(fmt::format("option '{}': '{}' is not an absolute path", o, v));
+         }
+         c.tiering.peers.munge_socket = v;
+       }},
+      {"peer_timeout", "SECONDS",
+       "how long a peer may take to answer before its chunks are read from SOURCE (default 5)",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         double s = ParseSeconds(v, o);
+         if (s < 0.05 || s > 600) {
+           throw OptionError(fmt::format("option '{}': {} is not between 0.05 and 600", o, v));
+         }
+         c.tiering.peers.timeout = std::chrono::milliseconds(static_cast<int64_t>(s * 1000));
+       }},
       {"nonempty", "", "allow mounting over a non-empty directory",
        [](MountConfig& c, const std::string&, const std::string&) { c.nonempty = true; }},
       {"log_level", "LEVEL", "error, warning, info (default) or debug",
@@ -285,6 +344,77 @@ void ApplyOption(MountConfig& config, const std::string& opt) {
   throw OptionError(fmt::format("unknown option '{}'\n{}", opt, ValidOptionList()));
 }
 
+// The peer list file's text: a regular file, at most 1 MiB.
+std::string ReadPeerFile(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) {
+    throw OptionError(fmt::format("option 'peers': cannot open '{}': {}", path,
+                                  std::strerror(errno)));
+  }
+  struct stat st;
+  std::string text;
+  bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= (1 << 20);
+  if (ok) {
+    text.resize(static_cast<size_t>(st.st_size));
+    size_t done = 0;
+    while (done < text.size()) {
+      ssize_t n = ::read(fd, text.data() + done, text.size() - done);
+      if (n <= 0) break;
+      done += static_cast<size_t>(n);
+    }
+    text.resize(done);
+  }
+  ::close(fd);
+  if (!ok) {
+    throw OptionError(
+        fmt::format("option 'peers': '{}' is not a regular file of at most 1 MiB", path));
+  }
+  return text;
+}
+
+// Fills config.tiering.peers from peers=, peer_name= and peer_port=.
+void ResolvePeers(MountConfig& config) {
+  JobPeersConfig& p = config.tiering.peers;
+  if (config.peers.empty()) {
+    if (!config.peer_name.empty() || !p.job.empty() || !p.munge_socket.empty()) {
+      throw OptionError("peer_name=, peer_job= and munge_socket= need peers=");
+    }
+    return;
+  }
+  const auto port = static_cast<uint16_t>(config.peer_port);
+  std::string error;
+  if (config.peers.find('/') != std::string::npos && config.peers[0] != '/') {
+    throw OptionError(fmt::format("option 'peers': '{}' is not an absolute path", config.peers));
+  }
+  bool ok = config.peers.find('/') != std::string::npos
+                ? ParsePeerFile(ReadPeerFile(config.peers), port, &p.peers, &error)
+                : ParsePeerInline(config.peers, port, &p.peers, &error);
+  if (!ok) throw OptionError(fmt::format("option 'peers': {}", error));
+  p.self = config.peer_name;
+  if (p.self.empty()) {
+    char host[256] = {};
+    if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+    p.self = std::string(host).substr(0, std::string(host).find('.'));
+  }
+  auto self = std::find_if(p.peers.begin(), p.peers.end(),
+                           [&](const PeerEntry& e) { return e.name == p.self; });
+  if (self == p.peers.end()) {
+    throw OptionError(fmt::format(
+        "option 'peers': this node, '{}', is not in the list (set peer_name=)", p.self));
+  }
+  // This node listens where the list says (its own line may name a port).
+  config.peer_port = self->port;
+  if (p.job.empty()) {
+    const char* id = std::getenv("SLURM_JOB_ID");
+    const char* cluster = std::getenv("SLURM_CLUSTER_NAME");
+    if (id == nullptr || *id == '\0') {
+      throw OptionError("peers= needs peer_job= (or SLURM_JOB_ID in the environment)");
+    }
+    p.job = fmt::format("slurm:{}:{}", cluster != nullptr ? cluster : "", id);
+    if (p.job.size() > 255) throw OptionError("SLURM_CLUSTER_NAME and SLURM_JOB_ID are too long");
+  }
+}
+
 }  // namespace
 
 uint64_t ParseSize(const std::string& text, const std::string& option) {
@@ -333,6 +463,7 @@ MountConfig ParseCommandLine(const std::vector<std::string>& args) {
   }
   config.source = positional[0];
   config.mountpoint = positional[1];
+  ResolvePeers(config);
   return config;
 }
 

@@ -45,8 +45,13 @@ struct MountConfig {
   std::string metrics;             // [HOST:]PORT of the Prometheus endpoint; "" = off
   unsigned shutdown_timeout = 30;  // seconds to finish promotions at unmount
 
-  // Tiers and promotion (ram=, tier=, policy=, ...).
+  // Tiers and promotion (ram=, tier=, policy=, ...), and the peers.
   TieringConfig tiering;
+  // Peers as given (peers=, peer_name=, peer_port=): resolved into
+  // tiering.peers once every option is read.
+  std::string peers;
+  std::string peer_name;
+  unsigned peer_port = 7740;
 
   // Options for libfuse's mount (allow_other, fsname=..., ...), in order,
   // escaped for a -o list (',' and '\' preceded by '\').

@@ -163,11 +163,16 @@ std::string Prefetcher::ModeText() const {
   return std::string(PrefetchModeName(mode_.load())) + "\n";
 }
 
-bool Prefetcher::Promote(NodeId id, Executor::Lane lane) {
+bool Prefetcher::Promote(NodeId id, Executor::Lane lane, bool home_share) {
   for (uint32_t c = 0; c < catalog_->chunks(id); ++c) {
     ChunkKey key{id, c};
     if (catalog_->state(key) != Catalog::kOnSource) continue;
+    // With peers, stage-in stages this node's home share: each node its own.
+    if (home_share && !promoter_->HomedHere(key)) continue;
     if (!promoter_->Request(key, lane) && catalog_->state(key) == Catalog::kOnSource) {
+      // A copy of a chunk another node homes takes free room only; its home
+      // has it, so later chunks are still worth asking for.
+      if (!promoter_->HomedHere(key)) continue;
       return false;  // no room (or not worth it), or the lane is full
     }
   }
@@ -200,7 +205,8 @@ void Prefetcher::FeedStage() {
   while (executor_->queued(Executor::Lane::kBackground) < target) {
     NodeId id;
     if (!stage_.Next(&id)) return;
-    Promote(id, Executor::Lane::kBackground);  // no room: skipped; smaller files may still fit
+    // No room: skipped; smaller files may still fit.
+    Promote(id, Executor::Lane::kBackground, /*home_share=*/true);
   }
 }
 

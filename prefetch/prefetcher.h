@@ -92,7 +92,9 @@ class Prefetcher final : public ReadObserver, public NextUseOracle {
   bool Round(std::chrono::steady_clock::time_point* last_tune);
   void PumpLookahead();
   void FeedStage();
-  bool Promote(NodeId id, Executor::Lane lane);  // false: stopped (no room, lane full)
+  // false: stopped (no room, lane full). `home_share`: only the chunks this
+  // node homes (stage-in with peers).
+  bool Promote(NodeId id, Executor::Lane lane, bool home_share = false);
   void AppendOrder(uint64_t writer, const HintParser::Result& result);
   // Tells the policy; REQUIRES: mu_ not held.
   void NotifyChanged(std::vector<NodeId>& changed);

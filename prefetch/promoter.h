@@ -4,6 +4,11 @@
 // sequential requests and streams into the claim, which publishes it. Every
 // other outcome (a failure, a job dropped at shutdown, an exception) undoes
 // the claim: nothing partial is visible and the chunk is served from SOURCE.
+//
+// With peers, a chunk another node homes is copied from that node instead
+// (it reads SOURCE for the job), into free room only, never evicting this
+// node's own chunks for it; a piece the home does not deliver is read from
+// SOURCE, and so is the rest of that chunk.
 #pragma once
 
 #include <atomic>
@@ -12,6 +17,7 @@
 #include "prefetch/executor.h"
 #include "tiering/chunk_store.h"
 #include "tiering/counter_visitor.h"
+#include "tiering/peer/job_peers.h"
 #include "tiering/source_reader.h"
 
 namespace tierfs {
@@ -21,12 +27,21 @@ class Promoter {
   static constexpr size_t kReadSize = 1 << 20;  // one SOURCE request
 
   // Everything must outlive the promoter; the executor must be shut down
-  // before the store is destroyed.
-  Promoter(ChunkStore* store, SourceReader* source, Executor* executor);
+  // before the store is destroyed. `peers` may be null (no peers).
+  Promoter(ChunkStore* store, SourceReader* source, Executor* executor,
+           JobPeers* peers = nullptr);
+
+  // Where a promotion may get the bytes: from the chunk's home if another
+  // node homes it, or from SOURCE only (a peer asked this node: it is the
+  // home as far as the asker knows).
+  enum class From { kHome, kSource };
 
   // Starts promoting `key` if it is on SOURCE only. Returns true if this call
   // put it in flight (the caller may then wait on the store).
-  bool Request(ChunkKey key, Executor::Lane lane);
+  bool Request(ChunkKey key, Executor::Lane lane, From from = From::kHome);
+
+  // True unless another live peer is `key`'s home (always true without peers).
+  bool HomedHere(ChunkKey key) const { return peers_ == nullptr || peers_->Home(key) < 0; }
 
   uint64_t requested() const { return requested_.load(std::memory_order_relaxed); }
   uint64_t rejected() const { return rejected_.load(std::memory_order_relaxed); }
@@ -34,11 +49,13 @@ class Promoter {
   void VisitCounters(CounterVisitor& v) const;
 
  private:
-  void Copy(ChunkClaim& claim);
+  // `home`: the peer link to copy from, or -1 for SOURCE.
+  void Copy(ChunkClaim& claim, int home);
 
   ChunkStore* const store_;
   SourceReader* const source_;
   Executor* const executor_;
+  JobPeers* const peers_;
   std::atomic<uint64_t> requested_{0};  // chunks put in flight
   std::atomic<uint64_t> rejected_{0};   // the executor's lane was full
 };

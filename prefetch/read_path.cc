@@ -8,12 +8,22 @@
 namespace tierfs {
 
 ReadPath::ReadPath(const Namespace* ns, SourceReader* source, ChunkStore* store, Promoter* promoter,
-                   std::chrono::milliseconds wait_limit)
-    : ns_(ns), source_(source), store_(store), promoter_(promoter), wait_limit_(wait_limit) {}
+                   std::chrono::milliseconds wait_limit, JobPeers* peers)
+    : ns_(ns),
+      source_(source),
+      store_(store),
+      promoter_(promoter),
+      wait_limit_(wait_limit),
+      peers_(peers) {}
+
+ssize_t ReadPath::ReadLocal(NodeId id, uint64_t off, size_t size, char* scratch, TierRead* out) {
+  bool hit = true;
+  return ReadRange(id, off, size, scratch, out, &hit, /*local=*/true);
+}
 
 ssize_t ReadPath::Read(NodeId id, uint64_t off, size_t size, char* scratch, TierRead* out) {
   bool hit = true;
-  ssize_t n = ReadRange(id, off, size, scratch, out, &hit);
+  ssize_t n = ReadRange(id, off, size, scratch, out, &hit, /*local=*/false);
   // Only now: the planner may evict a file once it is consumed, and this
   // read must not lose its data to that (the reply holds what it needs).
   if (n > 0) {
@@ -25,7 +35,7 @@ ssize_t ReadPath::Read(NodeId id, uint64_t off, size_t size, char* scratch, Tier
 }
 
 ssize_t ReadPath::ReadRange(NodeId id, uint64_t off, size_t size, char* scratch, TierRead* out,
-                            bool* hit) {
+                            bool* hit, bool local) {
   const uint64_t file_size = ns_->node(id).size;
   *out = {};
   if (off >= file_size || size == 0) return 0;
@@ -37,13 +47,13 @@ ssize_t ReadPath::ReadRange(NodeId id, uint64_t off, size_t size, char* scratch,
   const uint64_t chunk_size = store_->catalog().chunk_size();
   ChunkKey key{id, static_cast<uint32_t>(off / chunk_size)};
   uint64_t in_chunk = off % chunk_size;
-  if (in_chunk + size <= chunk_size) return ReadChunk(key, in_chunk, size, scratch, out, hit);
+  if (in_chunk + size <= chunk_size) return ReadChunk(key, in_chunk, size, scratch, out, hit, local);
   // The request straddles chunks: assemble the pieces in scratch.
   size_t done = 0;
   while (done < size) {
     size_t n = static_cast<size_t>(std::min<uint64_t>(size - done, chunk_size - in_chunk));
     TierRead piece;
-    ssize_t r = ReadChunk(key, in_chunk, n, scratch + done, &piece, hit);
+    ssize_t r = ReadChunk(key, in_chunk, n, scratch + done, &piece, hit, local);
     if (r < 0) return r;
     if (piece.data != scratch + done) std::memcpy(scratch + done, piece.data, piece.size);
     done += static_cast<size_t>(r);
@@ -57,7 +67,7 @@ ssize_t ReadPath::ReadRange(NodeId id, uint64_t off, size_t size, char* scratch,
 }
 
 ssize_t ReadPath::ReadChunk(ChunkKey key, uint64_t off, size_t n, char* scratch, TierRead* out,
-                            bool* hit) {
+                            bool* hit, bool local) {
   bool requested = false;  // at most one promotion attempt per read
   InFlight::Deadline deadline{};
   for (int attempt = 0; attempt < 3; ++attempt) {
@@ -95,15 +105,35 @@ ssize_t ReadPath::ReadChunk(ChunkKey key, uint64_t off, size_t n, char* scratch,
       continue;
     }
     // On SOURCE only: promote it (first access, Monarch) and wait for that.
-    if (requested || promoter_ == nullptr) break;
+    if (requested || promoter_ == nullptr) return ReadUncached(key, off, n, scratch, out, local);
     requested = true;
-    if (!promoter_->Request(key, Executor::Lane::kForeground)) {
+    const auto from = local ? Promoter::From::kSource : Promoter::From::kHome;
+    if (!promoter_->Request(key, Executor::Lane::kForeground, from)) {
       // Another reader may have put it in flight since our look: wait for
       // that rather than read SOURCE a second time.
-      if (store_->state(key) == Catalog::kOnSource) break;  // no room, or queue full
+      if (store_->state(key) == Catalog::kOnSource) {  // no room, or queue full
+        return ReadUncached(key, off, n, scratch, out, local);
+      }
       continue;
     }
     PromoteRestOf(key);
+  }
+  return ReadSource(key, off, n, scratch, out);
+}
+
+ssize_t ReadPath::ReadUncached(ChunkKey key, uint64_t off, size_t n, char* scratch, TierRead* out,
+                               bool local) {
+  if (peers_ != nullptr && !local) {
+    if (int home = peers_->Home(key); home >= 0) {
+      ssize_t r = peers_->Fetch(home, key, off, n, scratch);
+      if (r == static_cast<ssize_t>(n)) {
+        counters_.peer_reads.fetch_add(1, std::memory_order_relaxed);
+        counters_.peer_bytes.fetch_add(n, std::memory_order_relaxed);
+        out->data = scratch;
+        out->size = n;
+        return r;
+      }
+    }
   }
   return ReadSource(key, off, n, scratch, out);
 }
@@ -141,6 +171,8 @@ void ReadPath::VisitCounters(CounterVisitor& v) const {
   v.Counter("early", load(counters_.early_reads));
   v.Counter("wait_timeouts", load(counters_.wait_timeouts));
   v.Counter("tier_errors", load(counters_.tier_errors));
+  v.Counter("from_peers", load(counters_.peer_reads));
+  v.Counter("peer_bytes", load(counters_.peer_bytes));
 }
 
 }  // namespace tierfs

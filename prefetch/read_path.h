@@ -2,6 +2,11 @@
 // resident in a tier is read from it; one in flight is waited for; one on
 // SOURCE only is promoted (the reader waits for that promotion, so SOURCE is
 // read once per byte) or, when it cannot be promoted, read from SOURCE.
+//
+// With peers, a chunk homed on another node is promoted from its home (the
+// Promoter's choice) and, when this node has no free room for a copy, the
+// bytes the reader wants are fetched from the home without keeping them
+// (forwarded); SOURCE only if the home fails.
 #pragma once
 
 #include <atomic>
@@ -23,6 +28,8 @@ struct ReadCounters {
   std::atomic<uint64_t> early_reads{0};    // ...and got their bytes before it completed
   std::atomic<uint64_t> wait_timeouts{0};  // ...and gave up waiting: read SOURCE
   std::atomic<uint64_t> tier_errors{0};    // tier reads that failed (served from SOURCE)
+  std::atomic<uint64_t> peer_reads{0};     // pieces fetched from a peer, not kept
+  std::atomic<uint64_t> peer_bytes{0};
 };
 
 // Hears of every read (the order planner tracks the reader's position).
@@ -39,13 +46,18 @@ class ReadPath {
   // Without a store and promoter (no tiers), every read goes to SOURCE. A
   // read waits for a promotion in flight at most `wait_limit`, then reads
   // SOURCE itself.
+  // `peers` may be null.
   ReadPath(const Namespace* ns, SourceReader* source, ChunkStore* store, Promoter* promoter,
-           std::chrono::milliseconds wait_limit = std::chrono::seconds(10));
+           std::chrono::milliseconds wait_limit = std::chrono::seconds(10),
+           JobPeers* peers = nullptr);
 
   // Reads up to `size` bytes of regular file `id` at `off`. The bytes are at
   // out->data (in `scratch`, which must hold `size` bytes, or in tier memory
   // held by out->hold). Returns the count (short only at EOF) or -errno.
   ssize_t Read(NodeId id, uint64_t off, size_t size, char* scratch, TierRead* out);
+  // The same from this node's tiers and SOURCE only, never from a peer, and
+  // not seen by the observer: how a peer that asked this node is answered.
+  ssize_t ReadLocal(NodeId id, uint64_t off, size_t size, char* scratch, TierRead* out);
 
   const ReadCounters& counters() const { return counters_; }
   // The "reads" group's figures.
@@ -54,9 +66,16 @@ class ReadPath {
 
  private:
   // *hit becomes false when a piece was not served from a tier at once.
-  ssize_t ReadRange(NodeId id, uint64_t off, size_t size, char* scratch, TierRead* out, bool* hit);
+  // `local`: no peer is asked.
+  ssize_t ReadRange(NodeId id, uint64_t off, size_t size, char* scratch, TierRead* out, bool* hit,
+                    bool local);
   // Reads [off, off+n) of one chunk (off relative to the chunk).
-  ssize_t ReadChunk(ChunkKey key, uint64_t off, size_t n, char* scratch, TierRead* out, bool* hit);
+  ssize_t ReadChunk(ChunkKey key, uint64_t off, size_t n, char* scratch, TierRead* out, bool* hit,
+                    bool local);
+  // A chunk that stays on SOURCE here: from its home if another node homes
+  // it, else (or if the home fails) from SOURCE.
+  ssize_t ReadUncached(ChunkKey key, uint64_t off, size_t n, char* scratch, TierRead* out,
+                       bool local);
   ssize_t ReadSource(ChunkKey key, uint64_t off, size_t n, char* scratch, TierRead* out);
   void PromoteRestOf(ChunkKey key);
 
@@ -65,6 +84,7 @@ class ReadPath {
   ChunkStore* const store_;
   Promoter* const promoter_;
   const std::chrono::milliseconds wait_limit_;
+  JobPeers* const peers_;
   ReadCounters counters_;
   std::atomic<ReadObserver*> observer_{nullptr};
 };

@@ -38,6 +38,10 @@ std::unique_ptr<TieredStore> TieredStore::Open(const TieringConfig& config, cons
   std::unique_ptr<TieredStore> store(new TieredStore());
   store->config_ = config;
   if (!config.enabled()) {
+    if (config.peers_enabled()) {
+      *error = "peers= needs a tier to share (ram= or tier=)";
+      return nullptr;
+    }
     if (config.prefetch.mode != PrefetchMode::kOnAccess) {
       *error = fmt::format("prefetch={} needs a tier to promote into (ram= or tier=)",
                            PrefetchModeName(config.prefetch.mode));
@@ -62,11 +66,20 @@ std::unique_ptr<TieredStore> TieredStore::Open(const TieringConfig& config, cons
   store->chunks_ =
       std::make_unique<ChunkStore>(ns, std::move(catalog), std::move(tiers), std::move(policy));
   store->chunks_->RecoverDirectoryTiers(config.source_id);
+  if (config.peers_enabled()) {
+    JobPeersConfig peers = config.peers;
+    peers.chunk_size = config.chunk_size;
+    store->peers_ = std::make_unique<JobPeers>(std::move(peers), ns);
+  }
   store->executor_ = std::make_unique<Executor>(config.promote_threads, config.promote_queue);
-  store->promoter_ =
-      std::make_unique<Promoter>(store->chunks_.get(), source, store->executor_.get());
+  store->promoter_ = std::make_unique<Promoter>(store->chunks_.get(), source,
+                                                store->executor_.get(), store->peers_.get());
   store->read_path_ =
-      std::make_unique<ReadPath>(ns, source, store->chunks_.get(), store->promoter_.get());
+      std::make_unique<ReadPath>(ns, source, store->chunks_.get(), store->promoter_.get(),
+                                 std::chrono::seconds(10), store->peers_.get());
+  if (store->peers_) {
+    store->peer_reader_ = std::make_unique<PeerChunkReader>(ns, store->read_path_.get());
+  }
   PrefetchConfig prefetch = config.prefetch;
   prefetch.max_lookahead_bytes = std::max<uint64_t>(store->chunks_->tier_bytes() / 4, 1);
   store->prefetcher_ = std::make_unique<Prefetcher>(prefetch, ns, store->chunks_.get(),
@@ -88,9 +101,19 @@ TieredStore::~TieredStore() {
 void TieredStore::Start() {
   if (executor_) executor_->Start();
   if (prefetcher_) prefetcher_->Start();
+  if (peers_) {
+    std::string error;
+    if (peers_->Start(peer_reader_.get(), &error) < 0) {
+      TIERFS_LOG(kError, "peers: {}; this node reads SOURCE for every chunk", error);
+    } else {
+      TIERFS_LOG(kInfo, "peers: '{}' of {} serving and asking", peers_->self(), peers_->size());
+    }
+  }
 }
 
 void TieredStore::Shutdown() {
+  // Peers first: answering them reads through the promoter and the store.
+  if (peers_) peers_->Stop();
   if (read_path_) read_path_->SetObserver(nullptr);
   if (prefetcher_) prefetcher_->Shutdown();
   if (executor_) executor_->Shutdown();
@@ -118,6 +141,11 @@ void TieredStore::VisitCounters(CounterVisitor& v) const {
   v.BeginGroup("prefetch");
   prefetcher_->VisitCounters(v);
   v.EndGroup();
+  if (peers_) {
+    v.BeginGroup("peers");
+    peers_->VisitCounters(v);
+    v.EndGroup();
+  }
 }
 
 }  // namespace tierfs

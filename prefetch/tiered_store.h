@@ -9,11 +9,13 @@
 #include <vector>
 
 #include "prefetch/executor.h"
+#include "prefetch/peer_chunk_reader.h"
 #include "prefetch/prefetcher.h"
 #include "prefetch/promoter.h"
 #include "prefetch/read_path.h"
 #include "tiering/chunk_store.h"
 #include "tiering/counter_visitor.h"
+#include "tiering/peer/job_peers.h"
 
 namespace tierfs {
 
@@ -41,7 +43,11 @@ struct TieringConfig {
   uint64_t chunk_size = 8ull << 20;
   bool reset = false;  // start directory tiers empty
   PrefetchConfig prefetch;
+  // The job's other nodes (-o peers=), which serve each other's chunks;
+  // none when peers.peers is empty. Needs a tier.
+  JobPeersConfig peers;
   bool enabled() const { return ram > 0 || !dirs.empty(); }
+  bool peers_enabled() const { return !peers.peers.empty(); }
 };
 
 class TieredStore {
@@ -57,11 +63,15 @@ class TieredStore {
   Prefetcher& prefetcher() { return *prefetcher_; }
   // Null without tiers.
   ChunkStore* chunks() { return chunks_.get(); }
-  // Starts the promotion threads; call after the daemon has forked.
+  // Starts the promotion threads and the peers; call after the daemon has
+  // forked. Peers that cannot start are logged: this node then reads SOURCE.
   void Start();
-  // Stops promotions: queued ones are dropped, running ones cancelled.
+  // Stops serving peers and promotions: queued ones are dropped, running
+  // ones cancelled.
   void Shutdown();
-  // The "tiers", "reads", "promotions" and "prefetch" figures.
+  // Null without peers.
+  JobPeers* peers() { return peers_.get(); }
+  // The "tiers", "reads", "promotions", "prefetch" and "peers" figures.
   void VisitCounters(CounterVisitor& v) const;
 
  private:
@@ -70,10 +80,12 @@ class TieredStore {
                                                       std::string* error);
   TieringConfig config_;
   std::unique_ptr<ChunkStore> chunks_;
+  std::unique_ptr<JobPeers> peers_;
   std::unique_ptr<Executor> executor_;
   std::unique_ptr<Promoter> promoter_;
   std::unique_ptr<ReadPath> read_path_;
   std::unique_ptr<Prefetcher> prefetcher_;
+  std::unique_ptr<PeerChunkReader> peer_reader_;
 };
 
 }  // namespace tierfs

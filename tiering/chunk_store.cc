@@ -104,11 +104,11 @@ uint64_t ChunkStore::RecoverDirectoryTiers(const std::string& source) {
   return reused;
 }
 
-ChunkStore::ClaimResult ChunkStore::Claim(ChunkKey key, ChunkClaim* out) {
+ChunkStore::ClaimResult ChunkStore::Claim(ChunkKey key, ChunkClaim* out, bool may_evict) {
   if (catalog_->state(key) != Catalog::kOnSource) return ClaimResult::kBusy;  // cheap check first
   const uint64_t length = catalog_->length(key.node, key.chunk);
   if (length == 0 || !catalog_->TryBegin(key)) return ClaimResult::kBusy;
-  int tier = Place(key, length);
+  int tier = Place(key, length, may_evict);
   if (tier < 0) {
     counters_.no_room.fetch_add(1, std::memory_order_relaxed);
     catalog_->Abort(key);
@@ -124,12 +124,13 @@ ChunkStore::ClaimResult ChunkStore::Claim(ChunkKey key, ChunkClaim* out) {
   return ClaimResult::kClaimed;
 }
 
-int ChunkStore::Place(ChunkKey key, uint64_t bytes) {
+int ChunkStore::Place(ChunkKey key, uint64_t bytes, bool may_evict) {
   for (size_t i = 0; i < tiers_.size(); ++i) {
     if (!tiers_[i]->Reserve(bytes)) continue;
     policy_->Admitted(key, static_cast<int>(i), Hold::kKept);
     return static_cast<int>(i);
   }
+  if (!may_evict) return -1;
   // All full: make room in the fastest tier that could ever hold the chunk
   // and where the policy finds something worth evicting for it.
   for (size_t i = 0; i < tiers_.size(); ++i) {

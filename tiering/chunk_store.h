@@ -93,8 +93,10 @@ class ChunkStore {
   uint64_t RecoverDirectoryTiers(const std::string& source = std::string());
 
   // Claims `key` for promotion. kBusy: it is not on SOURCE only (resident, or
-  // in flight) or empty; kNoRoom: it fits in no tier (counted). Thread-safe.
-  ClaimResult Claim(ChunkKey key, ChunkClaim* out);
+  // in flight) or empty; kNoRoom: it fits in no tier (counted). Without
+  // `may_evict` only free room is used (a copy of a chunk another node
+  // homes must not displace this node's own). Thread-safe.
+  ClaimResult Claim(ChunkKey key, ChunkClaim* out, bool may_evict = true);
 
   // Reads [off, off+n) of chunk `key` from the tier that `state` (its
   // resident catalog state) names. 0 when all n bytes are in *out (the
@@ -124,8 +126,8 @@ class ChunkStore {
  private:
   friend class ChunkClaim;
   // Reserves `bytes` in the fastest tier with room, evicting what the policy
-  // picks when all are full. The tier's index, or -1.
-  int Place(ChunkKey key, uint64_t bytes);
+  // picks when all are full (if `may_evict`). The tier's index, or -1.
+  int Place(ChunkKey key, uint64_t bytes, bool may_evict);
   // Removes a resident chunk from `tier`; the bytes freed (0 if it was not there).
   uint64_t Evict(ChunkKey key, int tier);
   int Commit(ChunkClaim& claim);

@@ -260,3 +260,48 @@ TEST_CASE("ParseCommandLine takes the listing mode", "[options]") {
 
 }  // namespace
 }  // namespace tierfs
+
+namespace tierfs {
+namespace {
+
+TEST_CASE("ParseCommandLine resolves the peers", "[options][peer]") {
+  MountConfig c = Parse({"/d", "/m", "-o",
+                         "ram=1G,peers=n1+n2+n3,peer_name=n2,peer_port=7800,peer_job=j1,"
+                         "munge_socket=/run/m.socket,peer_timeout=0.5"});
+  const JobPeersConfig& p = c.tiering.peers;
+  REQUIRE(c.tiering.peers_enabled());
+  CHECK(p.peers.size() == 3);
+  CHECK(p.peers[0].port == 7800);
+  CHECK(p.self == "n2");
+  CHECK(p.job == "j1");
+  CHECK(p.munge_socket == "/run/m.socket");
+  CHECK(p.timeout == std::chrono::milliseconds(500));
+  CHECK_FALSE(Parse({"/d", "/m", "-o", "ram=1G"}).tiering.peers_enabled());
+}
+
+TEST_CASE("ParseCommandLine refuses peers it cannot use", "[options][peer]") {
+  CHECK_THAT(ErrorOf({"/d", "/m", "-o", "ram=1G,peers=n1+n2,peer_name=n3,peer_job=j"}),
+             Contains("'n3', is not in the list"));
+  CHECK_THAT(ErrorOf({"/d", "/m", "-o", "ram=1G,peers=rel/file,peer_name=n1,peer_job=j"}),
+             Contains("not an absolute path"));
+  CHECK_THAT(ErrorOf({"/d", "/m", "-o", "ram=1G,peers=/nonexistent/peers,peer_job=j"}),
+             Contains("cannot open '/nonexistent/peers'"));
+  CHECK_THAT(ErrorOf({"/d", "/m", "-o", "ram=1G,peers=/dev/zero,peer_job=j"}),
+             Contains("not a regular file"));
+  CHECK_THAT(ErrorOf({"/d", "/m", "-o", "peer_name=x"}), Contains("need peers="));
+  CHECK_THAT(ErrorOf({"/d", "/m", "-o", "peer_timeout=0"}), Contains("between 0.05 and 600"));
+  CHECK_THAT(ErrorOf({"/d", "/m", "-o", "peer_name=a;b"}), Contains("not a valid peer name"));
+  CHECK_THAT(ErrorOf({"/d", "/m", "-o", "munge_socket=rel"}), Contains("not an absolute path"));
+  ::unsetenv("SLURM_JOB_ID");
+  CHECK_THAT(ErrorOf({"/d", "/m", "-o", "ram=1G,peers=n1+n2,peer_name=n1"}),
+             Contains("needs peer_job="));
+  ::setenv("SLURM_JOB_ID", "4242", 1);
+  ::setenv("SLURM_CLUSTER_NAME", "alps", 1);
+  MountConfig c = Parse({"/d", "/m", "-o", "ram=1G,peers=n1+n2,peer_name=n1"});
+  CHECK(c.tiering.peers.job == "slurm:alps:4242");
+  ::unsetenv("SLURM_JOB_ID");
+  ::unsetenv("SLURM_CLUSTER_NAME");
+}
+
+}  // namespace
+}  // namespace tierfs

@@ -83,12 +83,12 @@ class PatternProvider : public ChunkProvider {
     if (it->second.size != ref.file_size || it->second.mtime_ns != ref.mtime_ns) return -ESTALE;
     if (ref.chunk_size != chunk_size_) return -EINVAL;
     if (!held) {
-      FillPattern(ref.path, ref.offset(), out->scratch, ref.length());
+      FillPattern(ref.path, ref.file_offset(), out->scratch, ref.length());
       out->data = out->scratch;
       return 0;
     }
     auto copy = std::make_shared<std::vector<char>>(ref.length());  // as a RAM tier holds it
-    FillPattern(ref.path, ref.offset(), copy->data(), copy->size());
+    FillPattern(ref.path, ref.file_offset(), copy->data(), copy->size());
     out->data = copy->data();
     out->hold = copy;
     return 0;

@@ -120,6 +120,42 @@ TEST_CASE("peer wire: paths and chunk references", "[peer]") {
   ChunkRef huge = Ref("f", UINT64_MAX, UINT32_MAX);  // no overflow at the edges
   CHECK(ValidChunkRef(huge));
   CHECK(huge.length() == 8 * kMiB);
+
+  // A byte range inside the chunk: the last one of the file is 4 MiB.
+  ChunkRef part = Ref("f", 20 * kMiB, 2);
+  part.range_off = kMiB;
+  part.range_len = 3 * kMiB;
+  CHECK(ValidChunkRef(part));
+  CHECK(part.length() == 3 * kMiB);
+  CHECK(part.file_offset() == 17 * kMiB);
+  part.range_len = 3 * kMiB + 1;  // past the chunk's end
+  CHECK_FALSE(ValidChunkRef(part));
+  part.range_off = 4 * kMiB;  // starts at the end
+  part.range_len = 1;
+  CHECK_FALSE(ValidChunkRef(part));
+  part.range_off = UINT64_MAX;  // no overflow
+  part.range_len = 2;
+  CHECK_FALSE(ValidChunkRef(part));
+  part.range_off = 1;  // an offset without a length
+  part.range_len = 0;
+  CHECK_FALSE(ValidChunkRef(part));
+  ChunkRef empty_range = Ref("f", 0, 0);
+  empty_range.range_len = 1;
+  CHECK_FALSE(ValidChunkRef(empty_range));
+}
+
+TEST_CASE("peer wire: a request's range round-trips", "[peer]") {
+  ChunkRef r = Ref("a/b", 20 * kMiB, 1);
+  r.range_off = 12345;
+  r.range_len = 678;
+  WireHeader h;
+  size_t n = EncodeRequest(9, r, &h);
+  CHECK(n == kMaxHeader);
+  PeerMessage m;
+  REQUIRE(DecodeHeader(h.data(), n, 3, &m) == WireStatus::kOk);
+  CHECK(m.chunk.range_off == 12345);
+  CHECK(m.chunk.range_len == 678);
+  CHECK(m.chunk.chunk == 1);
 }
 
 TEST_CASE("peer claim: round trip and strict decoding", "[peer]") {

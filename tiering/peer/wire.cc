@@ -8,7 +8,7 @@ namespace {
 
 constexpr size_t kCommon = 16;
 constexpr size_t kWithError = kCommon + 8;
-constexpr size_t kRequestSize = kCommon + 32;
+constexpr size_t kRequestSize = kCommon + 48;
 static_assert(kRequestSize == kMaxHeader);
 
 // Little-endian field writer and reader over a header buffer.
@@ -105,7 +105,7 @@ WireError WireErrorFromErrno(int neg_errno) {
   return WireError::kIo;
 }
 
-uint64_t ChunkRef::length() const {
+uint64_t ChunkRef::chunk_length() const {
   if (offset() >= file_size) return 0;
   uint64_t rest = file_size - offset();
   return rest < chunk_size ? rest : chunk_size;
@@ -128,10 +128,13 @@ bool ValidPeerPath(std::string_view path) {
 bool ValidChunkRef(const ChunkRef& ref) {
   if (!ValidPeerPath(ref.path)) return false;
   if (ref.chunk_size < kMinWireChunk || ref.chunk_size > kMaxWireChunk) return false;
-  if (ref.file_size == 0) return ref.chunk == 0;
+  if (ref.file_size == 0) return ref.chunk == 0 && ref.range_off == 0 && ref.range_len == 0;
   // chunk * chunk_size < file_size, without overflow.
   uint64_t chunks = ref.file_size / ref.chunk_size + (ref.file_size % ref.chunk_size != 0);
-  return ref.chunk < chunks;
+  if (ref.chunk >= chunks) return false;
+  if (ref.range_len == 0) return ref.range_off == 0;
+  uint64_t in_chunk = ref.chunk_length();
+  return ref.range_off < in_chunk && ref.range_len <= in_chunk - ref.range_off;
 }
 
 const char* WireStatusName(WireStatus s) {
@@ -170,6 +173,8 @@ size_t EncodeRequest(uint64_t request_id, const ChunkRef& ref, WireHeader* h) {
       .U64(ref.chunk_size)
       .U32(ref.chunk)
       .U32(0)
+      .U64(ref.range_off)
+      .U64(ref.range_len)
       .size();
 }
 
@@ -209,6 +214,8 @@ WireStatus DecodeHeader(const void* header, size_t size, uint64_t body_size, Pee
       m.chunk.chunk_size = r.Le(8);
       m.chunk.chunk = static_cast<uint32_t>(r.Le(4));
       if (r.Le(4) != 0) return WireStatus::kBadHeader;
+      m.chunk.range_off = r.Le(8);
+      m.chunk.range_len = r.Le(8);
       break;
     case MsgType::kData:
       m.length = r.Le(8);

@@ -9,7 +9,8 @@
 //   kHello         common                                    body: MUNGE credential
 //   kHelloAnswer   common | error i32 | reserved u32         body: credential (error kOk) or empty
 //   kRequest       common | file_size u64 | mtime_ns i64 |   body: path relative to SOURCE
-//                  chunk_size u64 | chunk u32 | reserved u32
+//                  chunk_size u64 | chunk u32 | reserved u32 |
+//                  range_off u64 | range_len u64 (0: the whole chunk)
 //   kData          common | length u64                       body: exactly `length` bytes
 //   kError         common | error i32 | reserved u32         body: empty
 //
@@ -31,7 +32,7 @@ namespace tierfs {
 inline constexpr unsigned kPeerAmId = 7;            // the UCX active message id of every message
 inline constexpr uint32_t kWireMagic = 0x50534654;  // "TFSP" in little-endian order
 inline constexpr uint8_t kWireVersion = 1;
-inline constexpr size_t kMaxHeader = 48;  // the largest header (kRequest)
+inline constexpr size_t kMaxHeader = 64;  // the largest header (kRequest)
 inline constexpr size_t kMaxPeerPath = 4095;
 inline constexpr size_t kMaxCredential = 4096;
 inline constexpr uint64_t kMinWireChunk = 4096;
@@ -58,24 +59,33 @@ int WireErrorToErrno(WireError e);
 // The reverse, for a provider's -errno: anything unlisted is kIo.
 WireError WireErrorFromErrno(int neg_errno);
 
-// One chunk of one SOURCE file, as the asking node's snapshot describes it.
+// One chunk of one SOURCE file, as the asking node's snapshot describes it,
+// or a byte range of it: a node that keeps no copy (its tiers are full)
+// asks only for what its reader wants.
 struct ChunkRef {
   std::string_view path;  // relative to SOURCE, no "." or ".." components
   uint64_t file_size = 0;
   int64_t mtime_ns = 0;
   uint64_t chunk_size = 0;
   uint32_t chunk = 0;
+  uint64_t range_off = 0;  // within the chunk
+  uint64_t range_len = 0;  // 0: the whole chunk (range_off must then be 0)
 
+  // Where the chunk starts in the file.
   uint64_t offset() const { return uint64_t{chunk} * chunk_size; }
   // Bytes in the chunk (the last one of a file may be short).
-  uint64_t length() const;
+  uint64_t chunk_length() const;
+  // Where the bytes asked for start in the file, and how many they are.
+  uint64_t file_offset() const { return offset() + range_off; }
+  uint64_t length() const { return range_len != 0 ? range_len : chunk_length(); }
 };
 
 // A relative path without empty, "." or ".." components or NUL, at most
 // kMaxPeerPath bytes, each component at most 255.
 bool ValidPeerPath(std::string_view path);
 // The path is valid, the chunk size within [kMinWireChunk, kMaxWireChunk],
-// and the chunk inside the file (chunk 0 of an empty file is allowed).
+// the chunk inside the file (chunk 0 of an empty file is allowed) and the
+// range inside the chunk.
 bool ValidChunkRef(const ChunkRef& ref);
 
 // A decoded header; which fields mean something depends on `type`.

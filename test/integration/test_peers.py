@@ -1,0 +1,244 @@
+"""Peers (issue 13): several real tierfs daemons of one job, each its own
+mount and RAM tier over one pfs-sim, serve each other's chunks over UCX
+(TCP on loopback), authenticated by a private munged.
+
+Checked: a chunk read on one node and homed on another is served by its home
+and read from the PFS once across the job; content through every node's
+mount is bit-exact; a home stopped or killed mid-transfer costs the reader a
+bounded wait and a PFS read, never a hang or a wrong byte; a daemon of
+another job is refused; a node that starts late joins."""
+import os
+import signal
+import socket
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+import harness
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "tools", "bench"))
+from benchlib import munged  # noqa: E402
+
+KiB = 1024
+FILES = 24
+FILE_SIZE = 200 * KiB
+MUNGED = None
+
+
+def setUpModule():
+    global MUNGED
+    try:
+        MUNGED = munged.Munged().start()
+    except munged.MungedMissing as e:
+        raise unittest.SkipTest(str(e))
+    # The peers talk TCP on loopback, as across a network.
+    os.environ["UCX_TLS"] = "tcp"
+
+
+def tearDownModule():
+    if MUNGED is not None:
+        MUNGED.close()
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Job:
+    """SOURCE behind one pfs-sim, and `nodes` daemons that list each other."""
+
+    def __init__(self, nodes, pfs_opts="read_ms=1", job="it-job", node_job=None, timeout=1):
+        self.dir = tempfile.mkdtemp(prefix="tierfs-peers-")
+        self.src = os.path.join(self.dir, "src")
+        os.mkdir(self.src)
+        self.data = {}
+        for i in range(FILES):
+            name = f"d{i % 3}/f{i:03}.bin"
+            os.makedirs(os.path.join(self.src, os.path.dirname(name)), exist_ok=True)
+            self.data[name] = os.urandom(FILE_SIZE)
+            with open(os.path.join(self.src, name), "wb") as f:
+                f.write(self.data[name])
+        self.pfs = harness.PfsSim(self.src, os.path.join(self.dir, "pfs"), pfs_opts)
+        self.names = [f"n{i}" for i in range(nodes)]
+        self.ports = [free_port() for _ in range(nodes)]
+        self.peers_file = os.path.join(self.dir, "peers")
+        with open(self.peers_file, "w") as f:
+            f.write("# this test's job\n")
+            for name, port in zip(self.names, self.ports):
+                f.write(f"{name} 127.0.0.1:{port}\n")
+        self.job, self.node_job, self.timeout = job, node_job or {}, timeout
+        self.mounts = [None] * nodes
+
+    def mnt(self, i):
+        return os.path.join(self.dir, f"mnt{i}")
+
+    def start(self, i, ram="64M"):
+        os.makedirs(self.mnt(i), exist_ok=True)
+        opts = [f"ram={ram}", f"peers={self.peers_file}", f"peer_name={self.names[i]}",
+                f"peer_job={self.node_job.get(i, self.job)}", f"munge_socket={MUNGED.socket}",
+                f"peer_timeout={self.timeout}"]
+        self.mounts[i] = harness.Mount(self.pfs.mnt, self.mnt(i), opts)
+        return self.mounts[i]
+
+    def peers(self, i):
+        return self.mounts[i].stats()["peers"]
+
+    def wait_up(self, i, count, timeout=15):
+        harness.wait_for(lambda: self.peers(i)["up"] >= count, timeout=timeout,
+                         what=f"{count} peers up on {self.names[i]}")
+
+    def read_all(self, i, names=None):
+        """Reads files through node i; asserts each is SOURCE's bytes."""
+        for name in names or sorted(self.data):
+            with open(os.path.join(self.mnt(i), name), "rb") as f:
+                got = f.read()
+            assert got == self.data[name], f"{name} through {self.names[i]} differs from SOURCE"
+
+    def pfs_bytes(self):
+        return self.pfs.stats()["ops"]["read_bytes"]
+
+    def total(self):
+        return FILES * FILE_SIZE
+
+    def close(self):
+        for m in self.mounts:
+            if m is not None:
+                if m.proc.poll() is None:
+                    try:
+                        os.kill(m.proc.pid, signal.SIGCONT)
+                    except ProcessLookupError:
+                        pass
+                m.close()
+                m.log.close()
+        self.pfs.close()
+        import shutil
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class PeersTest(unittest.TestCase):
+    def test_chunks_homed_elsewhere_come_from_their_home_and_the_pfs_once(self):
+        with Job(3) as job:
+            for i in range(3):
+                job.start(i)
+            for i in range(3):
+                job.wait_up(i, 2)
+            job.read_all(0)
+            first = job.peers(0)
+            # Node 0 read every file; those homed on n1 and n2 came from them.
+            self.assertGreater(first["fetched_chunks"], 0)
+            self.assertLess(first["fetched_chunks"], FILES)
+            served = sum(job.peers(i)["served_chunks"] for i in (1, 2))
+            self.assertEqual(served, first["fetched_chunks"])
+            self.assertEqual(first["source_fallbacks"], 0)
+            self.assertEqual(job.pfs_bytes(), job.total(), "each byte read from the PFS once")
+            # Every node's mount is bit-exact, and the PFS is not read again:
+            # each chunk is in its home's tier (and copies where there was room).
+            for i in (1, 2, 0):
+                job.read_all(i)
+            self.assertEqual(job.pfs_bytes(), job.total())
+            for i in (1, 2):  # they read nothing from SOURCE themselves but their home share
+                self.assertEqual(job.mounts[i].stats()["reads"]["source_bytes"], 0)
+            p = job.peers(1)
+            self.assertEqual(p["self"], "n1")
+            self.assertGreaterEqual(p["server"]["hellos"], 2)
+
+    def test_a_stopped_home_costs_one_timeout_then_the_pfs(self):
+        with Job(2, timeout=1) as job:
+            job.start(0)
+            job.start(1)
+            job.wait_up(0, 1)
+            os.kill(job.mounts[1].proc.pid, signal.SIGSTOP)  # answers nothing, holds its socket
+            t0 = time.monotonic()
+            job.read_all(0)
+            took = time.monotonic() - t0
+            p = job.peers(0)
+            self.assertGreaterEqual(p["source_fallbacks"], 1)
+            remote = p["remote"][0]
+            self.assertGreaterEqual(remote["timeouts"], 1)
+            self.assertFalse(remote["up"])
+            # One timeout (1 s), then n1 is down and its chunks are read here.
+            self.assertLess(took, 6, "a stopped home must not hold every read")
+            self.assertEqual(job.pfs_bytes(), job.total())
+
+    def test_home_killed_mid_transfer(self):
+        # Every PFS read stalls 0.6 s, so the home is still reading when it dies.
+        with Job(2, pfs_opts="stall_rate=1,stall_ms=600", timeout=5) as job:
+            job.start(0)
+            job.start(1)
+            job.wait_up(0, 1)
+            errors, done = [], threading.Event()
+
+            def reader():
+                try:
+                    job.read_all(0)
+                except BaseException as e:  # noqa: BLE001 (reported below)
+                    errors.append(e)
+                done.set()
+
+            t = threading.Thread(target=reader)
+            t.start()
+            harness.wait_for(lambda: job.peers(1)["server"]["requests"] >= 1,
+                             what="n0 asking n1 for a chunk")
+            job.mounts[1].proc.kill()
+            t0 = time.monotonic()
+            # The rest: at most one 0.6 s stall per file, no peer timeout.
+            self.assertTrue(done.wait(FILES * 0.6 + 10), "the reader hangs")
+            t.join()
+            self.assertEqual(errors, [])
+            self.assertLess(time.monotonic() - t0, FILES * 0.6 + 5)
+            p = job.peers(0)
+            self.assertGreaterEqual(p["source_fallbacks"], 1)
+            self.assertFalse(p["remote"][0]["up"])
+
+    def test_a_daemon_of_another_job_is_refused(self):
+        with Job(2, node_job={1: "another-job"}) as job:
+            job.start(0)
+            job.start(1)
+            harness.wait_for(lambda: job.peers(1)["server"]["refused"]["wrong_job"] >= 1
+                             or job.peers(0)["server"]["refused"]["wrong_job"] >= 1,
+                             what="a hello of another job refused")
+            job.read_all(0)
+            job.read_all(1)
+            for i in range(2):
+                p = job.peers(i)
+                self.assertEqual(p["up"], 0)
+                self.assertEqual(p["fetched_chunks"], 0)
+                self.assertEqual(p["served_chunks"], 0)
+            # Without peers each node reads everything from the PFS itself.
+            self.assertEqual(job.pfs_bytes(), 2 * job.total())
+
+    def test_a_node_that_starts_late_joins(self):
+        with Job(2) as job:
+            job.start(0)
+            names = sorted(job.data)
+            job.read_all(0, names[:8])  # n1 is not there: all from the PFS
+            self.assertEqual(job.peers(0)["fetched_chunks"], 0)
+            self.assertEqual(job.pfs_bytes(), 8 * FILE_SIZE)
+            job.start(1)
+            job.wait_up(0, 1)  # at n0's next retry (backoff at most 5 s)
+            job.wait_up(1, 1)
+            job.read_all(0, names[8:])
+            self.assertGreater(job.peers(0)["fetched_chunks"], 0)
+            job.read_all(1)
+            # A chunk read while its home was away is in the stand-in's tier;
+            # its home may read it once more. Nothing beyond that.
+            self.assertLessEqual(job.pfs_bytes(), job.total() + 8 * FILE_SIZE)
+            before = job.pfs_bytes()
+            job.read_all(0)
+            job.read_all(1)
+            self.assertEqual(job.pfs_bytes(), before, "steady: nothing more from the PFS")
+
+
+if __name__ == "__main__":
+    harness.main()

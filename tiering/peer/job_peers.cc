@@ -1,0 +1,151 @@
+#include "tiering/peer/job_peers.h"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "tiering/log.h"
+#include "tiering/peer/peer_auth.h"
+#include "tiering/peer/peer_client.h"
+#include "tiering/peer/peer_server.h"
+
+namespace tierfs {
+namespace {
+
+std::vector<std::string> Names(const std::vector<PeerEntry>& peers) {
+  std::vector<std::string> names;
+  for (const auto& p : peers) names.push_back(p.name);
+  return names;
+}
+
+}  // namespace
+
+JobPeers::JobPeers(JobPeersConfig config, const Namespace* ns)
+    : config_(std::move(config)),
+      ns_(ns),
+      chunk_size_(config_.chunk_size),
+      rendezvous_(Names(config_.peers)) {
+  self_index_ = rendezvous_.Find(config_.self);
+  int link = 0;
+  for (size_t i = 0; i < rendezvous_.size(); ++i) {
+    link_of_.push_back(static_cast<int>(i) == self_index_ ? -1 : link++);
+  }
+}
+
+JobPeers::~JobPeers() { Stop(); }
+
+int JobPeers::Start(ChunkProvider* provider, std::string* error) {
+  if (self_index_ < 0) {
+    *error = "this node ('" + config_.self + "') is not in the peer list";
+    return -1;
+  }
+  const PeerEntry& me = config_.peers[static_cast<size_t>(self_index_)];
+  try {
+    auth_ = std::make_unique<PeerAuth>(
+        PeerIdentity{config_.job, config_.self, ::geteuid(), ::getegid()}, config_.munge_socket);
+    PeerServerOptions so;
+    so.listen_host = config_.listen;
+    so.port = me.port;
+    so.chunk_size = chunk_size_;
+    so.threads = config_.server_threads;
+    // Each peer asks at most PeerClientOptions::max_in_flight (8) at once;
+    // beyond this the answer is kBusy and the asker reads SOURCE.
+    so.max_in_flight = 256;
+    so.max_per_connection = 16;
+    so.ucx.tls = config_.ucx_tls;
+    server_ = std::make_unique<PeerServer>(auth_.get(), provider, so);
+    if (server_->Start(error) < 0) {
+      *error = fmt::format("cannot listen on {}:{}: {}", so.listen_host, so.port, *error);
+      server_.reset();
+      return -1;
+    }
+    PeerClientOptions co;
+    for (size_t i = 0; i < config_.peers.size(); ++i) {
+      if (static_cast<int>(i) == self_index_) continue;
+      const PeerEntry& p = config_.peers[i];
+      co.peers.push_back(PeerAddress{p.name, p.host, p.port});
+    }
+    co.connect_timeout = config_.timeout;
+    co.ucx.tls = config_.ucx_tls;
+    client_ = std::make_unique<PeerClient>(auth_.get(), co);
+    client_->Start();
+  } catch (const std::exception& e) {
+    *error = e.what();
+    client_.reset();
+    server_.reset();
+    return -1;
+  }
+  started_.store(true);
+  return 0;
+}
+
+void JobPeers::Stop() {
+  // The server first: its provider calls read through the local store.
+  if (server_) server_->Stop();
+  if (client_) client_->Stop();
+}
+
+int JobPeers::Home(ChunkKey key) const {
+  if (!started_.load(std::memory_order_acquire) || link_of_.size() < 2) return -1;
+  const uint64_t hash = ChunkHash(ns_->Path(key.node), key.chunk);
+  int home = rendezvous_.Home(hash, [this](size_t i) {
+    int link = link_of_[i];
+    return link < 0 || client_->up(static_cast<size_t>(link));
+  });
+  return home < 0 ? -1 : link_of_[static_cast<size_t>(home)];
+}
+
+ssize_t JobPeers::Fetch(int link, ChunkKey key, uint64_t off, size_t n, char* dest) {
+  const Node& node = ns_->node(key.node);
+  const std::string path = ns_->Path(key.node);
+  ChunkRef ref{path, node.size, node.mtime_ns, chunk_size_, key.chunk};
+  if (off != 0 || n != ref.chunk_length()) {
+    ref.range_off = off;
+    ref.range_len = n;
+  }
+  ssize_t r = -EHOSTDOWN;
+  if (started_.load(std::memory_order_acquire) && link >= 0) {
+    r = client_->Fetch(static_cast<size_t>(link), ref, dest,
+                       std::chrono::steady_clock::now() + config_.timeout);
+  }
+  if (r == static_cast<ssize_t>(n)) {
+    fetched_chunks_.fetch_add(1, std::memory_order_relaxed);
+    fetched_bytes_.fetch_add(n, std::memory_order_relaxed);
+    return r;
+  }
+  const uint64_t count = fallbacks_.fetch_add(1, std::memory_order_relaxed) + 1;
+  if (r >= 0) r = -EIO;  // a short answer (the client checks lengths: never)
+  if (count <= 16 || (count & (count - 1)) == 0) {  // the first ones, then at powers of two
+    TIERFS_LOG(kWarning, "peer fetch of '{}' chunk {} failed ({}); read from SOURCE ({} so far)",
+               path, key.chunk, std::strerror(static_cast<int>(-r)), count);
+  }
+  return r;
+}
+
+void JobPeers::VisitCounters(CounterVisitor& v) const {
+  v.Text("self", config_.self);
+  v.Gauge("size", static_cast<double>(rendezvous_.size()));
+  v.Flag("serving", server_ != nullptr && started_.load());
+  v.Counter("fetched_chunks", fetched_chunks_.load(std::memory_order_relaxed));
+  v.Counter("fetched_bytes", fetched_bytes_.load(std::memory_order_relaxed));
+  // Every byte fetched from a peer is a byte this node did not read from SOURCE.
+  v.Counter("source_bytes_saved", fetched_bytes_.load(std::memory_order_relaxed));
+  v.Counter("source_fallbacks", fallbacks_.load(std::memory_order_relaxed));
+  if (server_) {
+    v.Counter("served_chunks", server_->counters().served_chunks);
+    v.Counter("served_bytes", server_->counters().served_bytes);
+  } else {
+    v.Counter("served_chunks", 0);
+    v.Counter("served_bytes", 0);
+  }
+  if (client_) {
+    client_->VisitCounters(v);
+  } else {
+    v.Gauge("up", 0);
+    v.Gauge("down", static_cast<double>(link_of_.size() > 0 ? link_of_.size() - 1 : 0));
+  }
+  if (server_) server_->VisitCounters(v);  // the "server" group
+}
+
+}  // namespace tierfs
