@@ -6,9 +6,10 @@
 // argument per NUL-separated piece (so -f, -d, --, positionals and -oLIST
 // are reached too).
 //
-// Parsing is pure: ParseCommandLine neither checks nor creates paths
+// Parsing is nearly pure: ParseCommandLine neither checks nor creates paths
 // (tier=PATH:SIZE and index=FILE are only recorded; the daemon opens them
-// later), so the target touches no file. It aborts on any breach of:
+// later); only peers=FILE is read (a regular file of at most 1 MiB), so the
+// target writes no file. It aborts on any breach of:
 //   - a bad command line throws OptionError with a message, nothing else;
 //   - an accepted one has values within the documented ranges;
 //   - a FUSE option handed on has every ',' and '\' escaped, so joining the
