@@ -34,8 +34,6 @@ def skip_reason():
             return f"{tool} is not built"
     if munged.find_munged() is None:
         return "munged is not installed (Debian: munge); the peers need MUNGE"
-    if not os.access("/proc/sys/vm/drop_caches", os.W_OK):
-        return "not root: the benchmark drops the page cache before each epoch"
     return ""
 
 
@@ -60,8 +58,12 @@ class PeersSmoke(unittest.TestCase):
         cls.tmp = tempfile.TemporaryDirectory(prefix="peers-smoke-", dir="/var/tmp")
         cls.work = cls.tmp.name
         script = os.path.join(ARGS.source_dir, "tools", "bench", "peers")
+        # Not root: the page cache stays between epochs (the per-node steady
+        # epoch then reads less from the PFS, still well over 5%).
+        keep = [] if os.access("/proc/sys/vm/drop_caches", os.W_OK) else ["--keep-caches"]
         cls.proc = subprocess.run(["/usr/bin/python3", script, "--smoke", "--bin-dir", ARGS.bin_dir,
-                                   "--work", cls.work], capture_output=True, text=True, timeout=100)
+                                   "--work", cls.work] + keep, capture_output=True, text=True,
+                                  timeout=100)
         print(cls.proc.stdout[-4000:], cls.proc.stderr[-2000:], flush=True)
         try:
             with open(os.path.join(cls.work, "results", "peers.json")) as f:
