@@ -198,6 +198,36 @@ class SlurmScripts(SlurmFixture):
         self.assertEqual(self.epilog().returncode, 0)
         self.assert_nothing_left()
 
+    def test_a_multi_node_job_gets_its_nodes_as_peers(self):
+        scontrol = os.path.join(self.root, "scontrol")
+        with open(scontrol, "w") as f:  # expands node[001-003] as Slurm's would
+            f.write('#!/bin/sh\n[ "$1 $2 $3" = "show hostnames node[001-003]" ] || exit 1\n'
+                    'printf "node001\\nnode002\\nnode003\\n"\n')
+        os.chmod(scontrol, 0o755)
+        self.write_config(SCONTROL=scontrol, PEER_PORT_BASE=7100, PEER_PORT_COUNT=100)
+        r = self.prolog(SLURM_JOB_NODELIST="node[001-003]", TIERFS_OPTIONS="prefetch=order")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        opts = self.daemon_options()
+        port = 7100 + int(JOB) % 100
+        for o in ("peers=node001+node002+node003", "peer_name=node001", f"peer_port={port}",
+                  f"peer_job=slurm:test:{JOB}", "peer_timeout=5"):
+            self.assertIn(o, opts)
+        self.assertIn(f"peers: 3 nodes, port {port}", r.stderr)
+        self.assertEqual(self.epilog().returncode, 0)
+        # A job may not set peers itself; a node list scontrol cannot expand
+        # (or that does not name this node) leaves the job without peers.
+        r = self.prolog(SLURM_JOB_NODELIST="node[001-003]", TIERFS_OPTIONS="peers=evil+node001")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("a job may not set 'peers'", r.stderr)
+        self.assert_nothing_left()
+        for nodes, says in (("other[1-2]", "cannot expand"), ("node[001-003]", "is not in")):
+            r = self.prolog(SLURM_JOB_NODELIST=nodes, SLURMD_NODENAME="node009")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn(says, r.stderr)
+            self.assertNotIn("peers=", self.daemon_options())
+            self.assertEqual(self.epilog().returncode, 0)
+        self.assert_nothing_left()
+
     def test_ram_above_the_job_memory_allocation_is_capped(self):
         r = self.prolog(TIERFS_OPTIONS="ram=1G", SLURM_MEM_PER_NODE="100")
         self.assertEqual(r.returncode, 0, r.stderr)

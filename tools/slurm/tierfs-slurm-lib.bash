@@ -44,6 +44,18 @@ load_config() {
   STEP_TIMEOUT=10
   USER_ERROR=cancel
   SCANCEL=scancel
+  # Peers (issue 13): the nodes of a multi-node job serve each other's
+  # chunks. PEERS=auto (jobs of 2 nodes or more) or no. Every node of a job
+  # listens on PEER_PORT_BASE + job id % PEER_PORT_COUNT (firewall: open this
+  # range between compute nodes only). MUNGE_SOCKET: munged's socket ('' =
+  # libmunge's default). PEER_TIMEOUT: seconds before a silent peer's chunks
+  # are read from the PFS.
+  PEERS=auto
+  PEER_PORT_BASE=7740
+  PEER_PORT_COUNT=256
+  PEER_TIMEOUT=5
+  MUNGE_SOCKET=
+  SCONTROL=scontrol
   local conf=${TIERFS_SLURM_CONF:-/etc/tierfs/slurm.conf}
   if [[ -e $conf ]]; then
     # It is sourced by root: refuse one that another user could have written.
