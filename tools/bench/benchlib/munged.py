@@ -45,8 +45,10 @@ def find_munged():
     return next((p for p in CANDIDATES if os.access(p, os.X_OK)), None)
 
 
-def _die_with_parent():
-    """preexec_fn: SIGTERM the child when the thread that forked it ends."""
+def die_with_parent():
+    """preexec_fn for any child: it gets SIGTERM when the thread that forked
+    it ends (PR_SET_PDEATHSIG), so a crashed or killed parent leaves it not
+    running on."""
     try:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
     except (OSError, AttributeError):
@@ -126,7 +128,7 @@ class Munged:
                f"--log-file={self.path('log')}", f"--seed-file={self.path('seed')}"] + self.args
         with open(self.path("stderr"), "w") as err:
             self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=err, stderr=err,
-                                         preexec_fn=_die_with_parent if self.die_with_parent else None)
+                                         preexec_fn=die_with_parent if self.die_with_parent else None)
         deadline = time.monotonic() + self.timeout
         while not accepts(self.socket):
             code = self.proc.poll()
