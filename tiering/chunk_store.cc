@@ -19,6 +19,7 @@ ChunkClaim& ChunkClaim::operator=(ChunkClaim&& o) noexcept {
     writer_ = std::move(o.writer_);
     written_ = o.written_;
     progress_ = std::move(o.progress_);
+    copy_ = o.copy_;
   }
   return *this;
 }
@@ -120,6 +121,7 @@ ChunkStore::ClaimResult ChunkStore::Claim(ChunkKey key, ChunkClaim* out, bool ma
   claim.tier_ = tier;
   claim.length_ = length;
   claim.progress_ = in_flight_.Add(key, tier);
+  claim.copy_ = !may_evict;
   *out = std::move(claim);
   return ClaimResult::kClaimed;
 }
@@ -131,8 +133,16 @@ int ChunkStore::Place(ChunkKey key, uint64_t bytes, bool may_evict) {
     return static_cast<int>(i);
   }
   if (!may_evict) return -1;
-  // All full: make room in the fastest tier that could ever hold the chunk
-  // and where the policy finds something worth evicting for it.
+  // All full. This node's own chunk goes before any copy of a peer's: a
+  // copy saves a transfer between nodes, the own chunk a PFS read for the job.
+  for (size_t i = 0; i < tiers_.size(); ++i) {
+    if (bytes <= tiers_[i]->limit() && ReserveOverCopies(static_cast<int>(i), bytes)) {
+      policy_->Admitted(key, static_cast<int>(i), Hold::kKept);
+      return static_cast<int>(i);
+    }
+  }
+  // Make room in the fastest tier that could ever hold the chunk and where
+  // the policy finds something worth evicting for it.
   for (size_t i = 0; i < tiers_.size(); ++i) {
     const int t = static_cast<int>(i);
     if (bytes > tiers_[i]->limit()) continue;
@@ -159,9 +169,39 @@ uint64_t ChunkStore::Evict(ChunkKey key, int tier_index) {
   if (catalog_->state(key) != Catalog::kResidentBase + tier_index) return 0;
   Tier* tier = tiers_[static_cast<size_t>(tier_index)];
   uint64_t bytes = tier->Remove(key);  // of racing evictors, one gets the bytes
+  {
+    std::lock_guard lock(copies_mu_);
+    copies_.erase(key);
+  }
   catalog_->Evict(key, tier_index);
   tier->Release(bytes);
   return bytes;
+}
+
+bool ChunkStore::ReserveOverCopies(int t, uint64_t bytes) {
+  Tier* tier = tiers_[static_cast<size_t>(t)];
+  const uint8_t resident_here = static_cast<uint8_t>(Catalog::kResidentBase + t);
+  while (!tier->Reserve(bytes)) {
+    ChunkKey victim;
+    bool found = false;
+    {
+      std::lock_guard lock(copies_mu_);
+      for (const ChunkKey& k : copies_) {
+        if (catalog_->state(k) == resident_here) {
+          victim = k;
+          found = true;
+          break;
+        }
+      }
+    }
+    if (!found) return false;
+    if (Evict(victim, t) > 0) {
+      policy_->Dropped(victim, t);  // not the policy's pick: it forgets the chunk
+      counters_.evicted.fetch_add(1, std::memory_order_relaxed);
+      counters_.copies_evicted.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+  return true;
 }
 
 int ChunkStore::Commit(ChunkClaim& claim) {
@@ -176,6 +216,10 @@ int ChunkStore::Commit(ChunkClaim& claim) {
   const ChunkKey key = claim.key_;
   const int tier = claim.tier_;
   claim.store_ = nullptr;  // published: nothing left to undo
+  if (claim.copy_) {  // listed before it is resident: no eviction can miss it
+    std::lock_guard lock(copies_mu_);
+    copies_.insert(key);
+  }
   catalog_->Publish(key, tier);
   Finish(claim);
   policy_->Published(key, tier);
@@ -278,6 +322,7 @@ void ChunkStore::VisitPromotions(CounterVisitor& v) const {
   v.Counter("no_room", load(counters_.no_room));
   v.Counter("evicted", load(counters_.evicted));
   v.Counter("dropped", load(counters_.dropped));
+  v.Counter("copies_evicted", load(counters_.copies_evicted));
   v.Counter("bytes", load(counters_.bytes));
   v.Gauge("files_resident", static_cast<double>(catalog_->FullyResidentFiles()));
 }

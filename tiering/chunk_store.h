@@ -16,7 +16,9 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "tiering/catalog.h"
@@ -65,6 +67,7 @@ class ChunkClaim {
   std::unique_ptr<ChunkWriter> writer_;
   uint64_t written_ = 0;
   std::shared_ptr<InFlight> progress_;  // what readers of the chunk wait on
+  bool copy_ = false;                   // claimed without eviction: a peer's chunk
 };
 
 struct StoreCounters {
@@ -74,6 +77,7 @@ struct StoreCounters {
   std::atomic<uint64_t> bytes{0};    // bytes published
   std::atomic<uint64_t> evicted{0};  // chunks evicted to make room
   std::atomic<uint64_t> dropped{0};  // resident chunks found unreadable in their tier
+  std::atomic<uint64_t> copies_evicted{0};  // peers' chunks evicted for this node's own
 };
 
 class ChunkStore {
@@ -94,8 +98,9 @@ class ChunkStore {
 
   // Claims `key` for promotion. kBusy: it is not on SOURCE only (resident, or
   // in flight) or empty; kNoRoom: it fits in no tier (counted). Without
-  // `may_evict` only free room is used (a copy of a chunk another node
-  // homes must not displace this node's own). Thread-safe.
+  // `may_evict` only free room is used, and the chunk is a copy (of one
+  // another node homes): it never displaces this node's own chunks, and is
+  // the first to go when one of them needs room. Thread-safe.
   ClaimResult Claim(ChunkKey key, ChunkClaim* out, bool may_evict = true);
 
   // Reads [off, off+n) of chunk `key` from the tier that `state` (its
@@ -130,6 +135,9 @@ class ChunkStore {
   int Place(ChunkKey key, uint64_t bytes, bool may_evict);
   // Removes a resident chunk from `tier`; the bytes freed (0 if it was not there).
   uint64_t Evict(ChunkKey key, int tier);
+  // Evicts copies from tier `t` until `bytes` are reserved there: true, or
+  // false when the copies there are not enough (the rest stays evicted).
+  bool ReserveOverCopies(int t, uint64_t bytes);
   int Commit(ChunkClaim& claim);
   // Readers of the claimed chunk look at the catalog again.
   void Finish(ChunkClaim& claim);
@@ -142,6 +150,9 @@ class ChunkStore {
   const std::unique_ptr<EvictionPolicy> policy_;
   InFlightTable in_flight_;
   StoreCounters counters_;
+  // Copies of peers' chunks, resident or being published.
+  mutable std::mutex copies_mu_;  // guards copies_. A leaf lock.
+  std::unordered_set<ChunkKey, ChunkKeyHash> copies_;
 };
 
 }  // namespace tierfs

@@ -50,9 +50,10 @@ class Store {
   }
 
   // Claims, copies and publishes file i; the tier it went to, or -1.
-  int Promote(size_t i) {
+  // `copy`: as a copy of a chunk a peer homes (no eviction for it).
+  int Promote(size_t i, bool copy = false) {
     ChunkClaim claim;
-    if (store_->Claim(K(i), &claim) != ChunkStore::ClaimResult::kClaimed) return -1;
+    if (store_->Claim(K(i), &claim, !copy) != ChunkStore::ClaimResult::kClaimed) return -1;
     std::string data = Bytes(i, claim.length());
     REQUIRE(claim.Write(data.data(), data.size()) == 0);
     REQUIRE(claim.Publish() == 0);
@@ -242,6 +243,34 @@ TEST_CASE("lru does not evict from a tier the chunk could never fit", "[chunk_st
   CHECK(s.Victims() == std::vector<size_t>{1});
   CHECK(s.tier(0).used() == 100);
   CHECK(s.tier(1).used() == 600);
+}
+
+TEST_CASE("Copies of peers' chunks take free room only and go first for own chunks",
+          "[chunk_store][peer]") {
+  for (const char* policy : {"first-fit", "lru"}) {
+    INFO(policy);
+    Store s({40, 40, 40, 40, 40, 40}, {100}, policy);
+    CHECK(s.Promote(0, /*copy=*/true) == 0);
+    CHECK(s.Promote(1, true) == 0);
+    CHECK(s.Promote(2, true) == -1);  // 20 left: a copy evicts nothing, even under lru
+    CHECK(s->counters().evicted == 0);
+    // This node's own chunk: a copy makes room, whatever the policy would say
+    // (first-fit with no order never evicts).
+    CHECK(s.Promote(3) == 0);
+    CHECK(s->counters().copies_evicted == 1);
+    CHECK(s.Promote(4) == 0);
+    CHECK(s->counters().copies_evicted == 2);
+    CHECK(s.tier(0).used() == 80);
+    CHECK_FALSE(Catalog::IsResident(s->state(s.K(0))));
+    CHECK_FALSE(Catalog::IsResident(s->state(s.K(1))));
+    CHECK(s.Hit(3));
+    CHECK(s.Hit(4));
+    // No copy left: the own chunk gets only what the policy gives.
+    int placed = s.Promote(5);
+    if (std::string(policy) == "first-fit") CHECK(placed == -1);
+    else CHECK(placed == 0);  // lru evicts an own chunk
+    CHECK(s->counters().copies_evicted == 2);
+  }
 }
 
 TEST_CASE("NewEvictionPolicy rejects an unknown name", "[chunk_store]") {
