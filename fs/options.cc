@@ -8,6 +8,7 @@
 #include <functional>
 #include <optional>
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -17,6 +18,7 @@
 #include <cstring>
 
 #include "tiering/peer/peer_list.h"
+#include "tiering/peer/wire.h"
 #include "tiering/units.h"
 
 namespace tierfs {
@@ -197,13 +199,16 @@ const std::vector<OwnOption>& OwnOptions() {
       {"peer_port", "PORT", "the port the peer service listens on (default 7740)",
        [](MountConfig& c, const std::string& v, const std::string& o) {
          c.peer_port = ParseUnsigned(v, o, 1, 65535);
+         c.peer_set = true;
        }},
-      {"peer_listen", "ADDRESS", "the address the peer service listens on (default 0.0.0.0)",
+      {"peer_listen", "ADDRESS", "the IPv4 address the peer service listens on (default 0.0.0.0)",
        [](MountConfig& c, const std::string& v, const std::string& o) {
-         if (!ValidPeerName(v)) {
-           throw OptionError(fmt::format("option '{}': '{}' is not a host name or address", o, v));
+         in_addr a{};
+         if (::inet_pton(AF_INET, v.c_str(), &a) != 1) {
+           throw OptionError(fmt::format("option '{}': '{}' is not an IPv4 address", o, v));
          }
          c.tiering.peers.listen = v;
+         c.peer_set = true;
        }},
       {"peer_job", "ID",
        "the job's identity, the same on all its nodes (default slurm:CLUSTER:JOBID from "
@@ -229,6 +234,7 @@ const std::vector<OwnOption>& OwnOptions() {
            throw OptionError(fmt::format("option '{}': {} is not between 0.05 and 600", o, v));
          }
          c.tiering.peers.timeout = std::chrono::milliseconds(static_cast<int64_t>(s * 1000));
+         c.peer_set = true;
        }},
       {"nonempty", "", "allow mounting over a non-empty directory",
        [](MountConfig& c, const std::string&, const std::string&) { c.nonempty = true; }},
@@ -376,10 +382,16 @@ std::string ReadPeerFile(const std::string& path) {
 void ResolvePeers(MountConfig& config) {
   JobPeersConfig& p = config.tiering.peers;
   if (config.peers.empty()) {
-    if (!config.peer_name.empty() || !p.job.empty() || !p.munge_socket.empty()) {
-      throw OptionError("peer_name=, peer_job= and munge_socket= need peers=");
+    if (!config.peer_name.empty() || !p.job.empty() || !p.munge_socket.empty() ||
+        config.peer_set) {
+      throw OptionError(
+          "peer_name=, peer_port=, peer_listen=, peer_job=, munge_socket= and peer_timeout= "
+          "need peers=");
     }
     return;
+  }
+  if (config.tiering.chunk_size > kMaxWireChunk) {
+    throw OptionError(fmt::format("peers= takes chunk_size up to {} MiB", kMaxWireChunk >> 20));
   }
   const auto port = static_cast<uint16_t>(config.peer_port);
   std::string error;

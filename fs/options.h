@@ -52,6 +52,7 @@ struct MountConfig {
   std::string peers;
   std::string peer_name;
   unsigned peer_port = 7740;
+  bool peer_set = false;  // peer_port=, peer_listen= or peer_timeout= given
 
   // Options for libfuse's mount (allow_other, fsname=..., ...), in order,
   // escaped for a -o list (',' and '\' preceded by '\').

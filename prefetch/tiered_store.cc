@@ -104,7 +104,9 @@ void TieredStore::Start() {
   if (peers_) {
     std::string error;
     if (peers_->Start(peer_reader_.get(), &error) < 0) {
-      TIERFS_LOG(kError, "peers: {}; this node reads SOURCE for every chunk", error);
+      TIERFS_LOG(kError,
+                 "peers: {}; this node neither asks nor serves peers (its misses read SOURCE)",
+                 error);
     } else {
       TIERFS_LOG(kInfo, "peers: '{}' of {} serving and asking", peers_->self(), peers_->size());
     }

@@ -227,6 +227,14 @@ class SlurmScripts(SlurmFixture):
             self.assertNotIn("peers=", self.daemon_options())
             self.assertEqual(self.epilog().returncode, 0)
         self.assert_nothing_left()
+        # The site's bad peer settings are the node's fault, found before anything is done.
+        for bad in ({"PEER_PORT_COUNT": 0}, {"PEER_PORT_BASE": 65500, "PEER_PORT_COUNT": 100},
+                    {"PEER_TIMEOUT": "0"}, {"PEERS": "yes"}, {"MUNGE_SOCKET": "rel/sock"}):
+            self.write_config(SCONTROL=scontrol, **bad)
+            r = self.prolog(SLURM_JOB_NODELIST="node[001-003]")
+            self.assertEqual(r.returncode, 1, f"{bad}: {r.stderr}")
+            self.assertIn("bad configuration", r.stderr)
+            self.assert_nothing_left()
 
     def test_ram_above_the_job_memory_allocation_is_capped(self):
         r = self.prolog(TIERFS_OPTIONS="ram=1G", SLURM_MEM_PER_NODE="100")

@@ -289,6 +289,11 @@ TEST_CASE("ParseCommandLine refuses peers it cannot use", "[options][peer]") {
   CHECK_THAT(ErrorOf({"/d", "/m", "-o", "ram=1G,peers=/dev/zero,peer_job=j"}),
              Contains("not a regular file"));
   CHECK_THAT(ErrorOf({"/d", "/m", "-o", "peer_name=x"}), Contains("need peers="));
+  CHECK_THAT(ErrorOf({"/d", "/m", "-o", "peer_port=7000"}), Contains("need peers="));
+  CHECK_THAT(ErrorOf({"/d", "/m", "-o", "peer_listen=10.0.0.1"}), Contains("need peers="));
+  CHECK_THAT(ErrorOf({"/d", "/m", "-o", "peer_listen=node1"}), Contains("not an IPv4 address"));
+  CHECK_THAT(ErrorOf({"/d", "/m", "-o", "ram=1G,chunk_size=2G,peers=a+b,peer_name=a,peer_job=j"}),
+             Contains("chunk_size up to 1024 MiB"));
   CHECK_THAT(ErrorOf({"/d", "/m", "-o", "peer_timeout=0"}), Contains("between 0.05 and 600"));
   CHECK_THAT(ErrorOf({"/d", "/m", "-o", "peer_name=a;b"}), Contains("not a valid peer name"));
   CHECK_THAT(ErrorOf({"/d", "/m", "-o", "munge_socket=rel"}), Contains("not an absolute path"));

@@ -397,7 +397,7 @@ void PeerServer::VisitCounters(CounterVisitor& v) const {
   }
   v.EndGroup();
   std::lock_guard lock(served_mu_);
-  v.BeginList("served", "peer");
+  v.BeginList("by_peer", "peer");
   for (const auto& [name, s] : served_) {
     v.BeginItem({{"name", name}});
     v.Counter("chunks", s.chunks);

@@ -69,6 +69,27 @@ load_config() {
     # shellcheck source=slurm.conf.example
     source "$conf"
   fi
+  # Peers' settings reach a root daemon's command line: the site's mistakes
+  # are the node's (exit 1), never a job's.
+  if [[ $PEERS != auto && $PEERS != no ]]; then
+    log err "PEERS=$PEERS: expected auto or no"
+    return 1
+  fi
+  if ! [[ $PEER_PORT_BASE =~ ^[0-9]{1,5}$ && $PEER_PORT_COUNT =~ ^[0-9]{1,5}$ ]] ||
+    ((10#$PEER_PORT_BASE < 1 || 10#$PEER_PORT_COUNT < 1 ||
+      10#$PEER_PORT_BASE + 10#$PEER_PORT_COUNT > 65536)); then
+    log err "PEER_PORT_BASE=$PEER_PORT_BASE, PEER_PORT_COUNT=$PEER_PORT_COUNT: expected a range" \
+      "of 1 or more ports within 1-65535"
+    return 1
+  fi
+  if ! [[ $PEER_TIMEOUT =~ ^[1-9][0-9]{0,2}$ ]] || ((PEER_TIMEOUT > 600)); then
+    log err "PEER_TIMEOUT=$PEER_TIMEOUT: expected whole seconds, 1 to 600"
+    return 1
+  fi
+  if [[ -n $MUNGE_SOCKET && $MUNGE_SOCKET != /* ]] || [[ $MUNGE_SOCKET == *[,\\]* ]]; then
+    log err "MUNGE_SOCKET=$MUNGE_SOCKET: expected an absolute path without ',' or '\\'"
+    return 1
+  fi
   # mountinfo shows canonical paths: compare like with like. The last
   # component of a directory the scripts make is never resolved: a symlink
   # there is refused (private_root_dir), not followed.
