@@ -263,7 +263,7 @@ TEST_CASE("peers: the counters reach stats JSON and Prometheus", "[peer]") {
   REQUIRE((remote != nullptr && remote->is_array() && remote->items().size() == 1));
   CHECK(remote->items()[0].String("name") == "node1");
   CHECK(remote->items()[0].Uint("fetched_bytes") == 12345);
-  const JsonValue* served = doc->Find("peers.server.served");
+  const JsonValue* served = doc->Find("peers.server.by_peer");
   REQUIRE((served != nullptr && served->items().size() == 1));
   CHECK(served->items()[0].String("name") == "node0");
 
@@ -273,6 +273,10 @@ TEST_CASE("peers: the counters reach stats JSON and Prometheus", "[peer]") {
   CHECK_THAT(text,
              Catch::Contains("tierfs_peers_remote_fetched_bytes_total{peer=\"node1\"} 12345"));
   CHECK_THAT(text, Catch::Contains("tierfs_peers_server_served_bytes_total 12345"));
+  // Per peer in a family of its own: the total's family has one sample.
+  CHECK_THAT(text,
+             Catch::Contains("tierfs_peers_server_by_peer_bytes_total{peer=\"node0\"} 12345"));
+  CHECK_THAT(text, !Catch::Contains("tierfs_peers_server_served_bytes_total{"));
   CHECK_THAT(text, Catch::Contains("tierfs_peers_server_refused_replayed_total 0"));
   CHECK_THAT(text, Catch::Contains("tierfs_peers_fetch_latency_seconds_count 1"));
 }
