@@ -10,6 +10,7 @@ another job is refused; a node that starts late joins."""
 import os
 import signal
 import socket
+import subprocess
 import sys
 import tempfile
 import threading
@@ -152,6 +153,12 @@ class PeersTest(unittest.TestCase):
             p = job.peers(1)
             self.assertEqual(p["self"], "n1")
             self.assertGreaterEqual(p["server"]["hellos"], 2)
+            # `tierfs stat` sums it up for people.
+            out = subprocess.run([harness.tierfs_bin(), "stat", job.mnt(1)], capture_output=True,
+                                 text=True, timeout=30, check=True).stdout
+            self.assertRegex(out, r"\npeers +'n1' of 3 nodes, 2 up\n")
+            self.assertRegex(out, r"served \S+ \S+ in [1-9][0-9]*, ")
+            self.assertIn(" 0 fell back to SOURCE", out)
 
     def test_a_stopped_home_costs_one_timeout_then_the_pfs(self):
         with Job(2, timeout=1) as job:

@@ -23,6 +23,30 @@ void Line(const char* label, const std::string& text) {
   std::printf("%-11s %s\n", label, text.c_str());
 }
 
+// The "peers" group (a mount with -o peers=): who is up, what moved between
+// the nodes, and what fell back to SOURCE. Nothing without peers.
+void PrintPeers(const JsonValue& s) {
+  const JsonValue* p = s.Member("peers");
+  if (p == nullptr || !p->is_object()) return;
+  std::string down;
+  if (const JsonValue* remote = p->Member("remote"); remote && remote->is_array()) {
+    for (const JsonValue& r : remote->items()) {
+      const JsonValue* up = r.Member("up");
+      if (up != nullptr && up->type() == JsonValue::Type::kBool && !up->boolean()) {
+        down += (down.empty() ? "" : ", ") + r.String("name", "?");
+      }
+    }
+  }
+  Line("peers", fmt::format("'{}' of {} nodes, {} up{}", p->String("self", "?"),
+                            Grouped(p->Uint("size")), Grouped(p->Uint("up")),
+                            down.empty() ? "" : fmt::format(" (down: {})", down)));
+  Line("", fmt::format("fetched {} in {} requests (SOURCE reads saved), served {} in {}, "
+                       "{} fell back to SOURCE",
+                       HumanBytes(p->Uint("fetched_bytes")), Grouped(p->Uint("fetched_chunks")),
+                       HumanBytes(p->Uint("served_bytes")), Grouped(p->Uint("served_chunks")),
+                       Grouped(p->Uint("source_fallbacks"))));
+}
+
 void PrintTiers(const JsonValue& stats) {
   const JsonValue* tiers = stats.Member("tiers");
   if (!tiers || !tiers->is_array() || tiers->items().empty()) {
@@ -132,6 +156,7 @@ int RunStat(const MountControl& mount, bool json) {
                      Grouped(s.Uint("namespace.files"))));
   }
   PrintPrefetch(s);
+  PrintPeers(s);
   return 0;
 }
 
