@@ -170,9 +170,13 @@ bool Prefetcher::Promote(NodeId id, Executor::Lane lane, bool home_share) {
     // With peers, stage-in stages this node's home share: each node its own.
     if (home_share && !promoter_->HomedHere(key)) continue;
     if (!promoter_->Request(key, lane) && catalog_->state(key) == Catalog::kOnSource) {
-      // A copy of a chunk another node homes takes free room only; its home
-      // has it, so later chunks are still worth asking for.
-      if (!promoter_->HomedHere(key)) continue;
+      // A copy of a chunk another node homes takes free room only: with
+      // none, its home is asked to promote it, and later chunks are still
+      // worth asking for.
+      if (!promoter_->HomedHere(key)) {
+        if (lane == Executor::Lane::kLookahead) promoter_->AskHomeAhead(key);
+        continue;
+      }
       return false;  // no room (or not worth it), or the lane is full
     }
   }
@@ -183,9 +187,13 @@ void Prefetcher::PumpLookahead() {
   std::vector<NodeId> next, changed;
   {
     std::lock_guard lock(mu_);
+    // Resident here, or its home (another node) was asked to promote it.
     auto ready = [this](NodeId id) {
       for (uint32_t c = 0; c < catalog_->chunks(id); ++c) {
-        if (!Catalog::IsResident(catalog_->state(ChunkKey{id, c}))) return false;
+        const ChunkKey key{id, c};
+        if (!Catalog::IsResident(catalog_->state(key)) && !promoter_->AskedAhead(key)) {
+          return false;
+        }
       }
       return true;
     };

@@ -33,6 +33,26 @@ bool Promoter::Request(ChunkKey key, Executor::Lane lane, From from) {
   return true;
 }
 
+void Promoter::AskHomeAhead(ChunkKey key) {
+  if (peers_ == nullptr) return;
+  {
+    std::lock_guard lock(asked_mu_);
+    if (!asked_.insert(key).second) return;
+    asked_order_.push_back(key);
+    if (asked_order_.size() > kMaxAsked) {
+      asked_.erase(asked_order_.front());
+      asked_order_.pop_front();
+    }
+  }
+  auto ask = [this, key] {
+    if (int home = peers_->Home(key); home >= 0) peers_->AskAhead(home, key);
+  };
+  if (!executor_->Submit(Executor::Lane::kLookahead, Executor::Job{ask, nullptr})) {
+    std::lock_guard lock(asked_mu_);
+    asked_.erase(key);  // the lane is full: ask again next time
+  }
+}
+
 void Promoter::Copy(ChunkClaim& claim, int home) {
   thread_local AlignedBuffer aligned;
   char* buf;

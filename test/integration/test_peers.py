@@ -78,9 +78,9 @@ class Job:
     def mnt(self, i):
         return os.path.join(self.dir, f"mnt{i}")
 
-    def start(self, i, ram="64M"):
+    def start(self, i, ram="64M", extra=()):
         os.makedirs(self.mnt(i), exist_ok=True)
-        opts = [f"ram={ram}", f"peers={self.peers_file}", f"peer_name={self.names[i]}",
+        opts = list(extra) + [f"ram={ram}", f"peers={self.peers_file}", f"peer_name={self.names[i]}",
                 f"peer_job={self.node_job.get(i, self.job)}", f"munge_socket={MUNGED.socket}",
                 f"peer_timeout={self.timeout}"]
         self.mounts[i] = harness.Mount(self.pfs.mnt, self.mnt(i), opts)
@@ -208,6 +208,25 @@ class PeersTest(unittest.TestCase):
             p = job.peers(0)
             self.assertGreaterEqual(p["source_fallbacks"], 1, "the transfer cut was read from the PFS")
             self.assertFalse(p["remote"][0]["up"])
+
+    def test_look_ahead_asks_the_home_when_there_is_no_room_for_a_copy(self):
+        # n0's tier holds 2 of the 24 files: look-ahead cannot copy the chunks
+        # n1 homes, so it asks n1 to promote them; n0 reads nothing yet.
+        with Job(2) as job:
+            job.start(0, ram=f"{2 * FILE_SIZE}", extra=["prefetch=order", "lookahead=24"])
+            job.start(1)
+            job.wait_up(0, 1)
+            job.wait_up(1, 1)
+            with open(os.path.join(job.mnt(0), ".tierfs", "order"), "a") as f:
+                f.write("".join(name + "\n" for name in sorted(job.data)))
+            harness.wait_for(lambda: job.peers(0)["asked_ahead"] >= 4,
+                             what="n0 asking n1 to promote ahead")
+            harness.wait_for(lambda: job.mounts[1].stats()["promotions"]["done"] >= 4,
+                             what="n1 promoting what n0 will read")
+            self.assertEqual(job.mounts[1].stats()["requests"]["read"], 0, "nobody read on n1")
+            self.assertEqual(job.peers(0)["asked_ahead_failed"], 0)
+            job.read_all(0)
+            self.assertEqual(job.pfs_bytes(), job.total(), "each byte read from the PFS once")
 
     def test_a_daemon_of_another_job_is_refused(self):
         with Job(2, node_job={1: "another-job"}) as job:

@@ -96,14 +96,33 @@ int JobPeers::Home(ChunkKey key) const {
   return home < 0 ? -1 : link_of_[static_cast<size_t>(home)];
 }
 
-ssize_t JobPeers::Fetch(int link, ChunkKey key, uint64_t off, size_t n, char* dest) {
+ChunkRef JobPeers::Ref(ChunkKey key, const std::string& path, uint64_t off, size_t n) const {
   const Node& node = ns_->node(key.node);
-  const std::string path = ns_->Path(key.node);
   ChunkRef ref{path, node.size, node.mtime_ns, chunk_size_, key.chunk};
   if (off != 0 || n != ref.chunk_length()) {
     ref.range_off = off;
     ref.range_len = n;
   }
+  return ref;
+}
+
+bool JobPeers::AskAhead(int link, ChunkKey key) {
+  if (!started_.load(std::memory_order_acquire) || link < 0) return false;
+  const std::string path = ns_->Path(key.node);
+  ChunkRef ref = Ref(key, path, 0, 1);
+  if (ref.chunk_length() == 0) return false;  // an empty file: nothing to promote
+  char byte;
+  ssize_t r = client_->Fetch(static_cast<size_t>(link), ref, &byte,
+                             std::chrono::steady_clock::now() + config_.timeout);
+  asked_ahead_.fetch_add(1, std::memory_order_relaxed);
+  if (r == 1) return true;
+  asked_ahead_failed_.fetch_add(1, std::memory_order_relaxed);
+  return false;
+}
+
+ssize_t JobPeers::Fetch(int link, ChunkKey key, uint64_t off, size_t n, char* dest) {
+  const std::string path = ns_->Path(key.node);
+  const ChunkRef ref = Ref(key, path, off, n);
   ssize_t r = -EHOSTDOWN;
   if (started_.load(std::memory_order_acquire) && link >= 0) {
     r = client_->Fetch(static_cast<size_t>(link), ref, dest,
@@ -132,6 +151,8 @@ void JobPeers::VisitCounters(CounterVisitor& v) const {
   // Every byte fetched from a peer is a byte this node did not read from SOURCE.
   v.Counter("source_bytes_saved", fetched_bytes_.load(std::memory_order_relaxed));
   v.Counter("source_fallbacks", fallbacks_.load(std::memory_order_relaxed));
+  v.Counter("asked_ahead", asked_ahead_.load(std::memory_order_relaxed));
+  v.Counter("asked_ahead_failed", asked_ahead_failed_.load(std::memory_order_relaxed));
   if (server_) {
     v.Counter("served_chunks", server_->counters().served_chunks);
     v.Counter("served_bytes", server_->counters().served_bytes);

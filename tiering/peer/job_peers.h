@@ -69,6 +69,10 @@ class JobPeers {
   // `link` into `dest`. n, or -errno (the caller reads SOURCE: counted as a
   // fallback). Blocks until the peer answers or the timeout.
   ssize_t Fetch(int link, ChunkKey key, uint64_t off, size_t n, char* dest);
+  // Asks peer `link` for the first byte of chunk `key`, so that it promotes
+  // the chunk now (look-ahead for a chunk this node has no room to copy).
+  // True if it answered. Not a fallback when it fails: nothing waits on it.
+  bool AskAhead(int link, ChunkKey key);
 
   uint64_t fallbacks() const { return fallbacks_.load(std::memory_order_relaxed); }
   uint64_t fetched_bytes() const { return fetched_bytes_.load(std::memory_order_relaxed); }
@@ -86,7 +90,11 @@ class JobPeers {
   std::unique_ptr<PeerServer> server_;
   std::unique_ptr<PeerClient> client_;  // set once Start succeeded
   std::atomic<bool> started_{false};
+  // The chunk as the asker's snapshot names it: [off, off+n) of it.
+  ChunkRef Ref(ChunkKey key, const std::string& path, uint64_t off, size_t n) const;
+
   std::atomic<uint64_t> fetched_chunks_{0}, fetched_bytes_{0}, fallbacks_{0};
+  std::atomic<uint64_t> asked_ahead_{0}, asked_ahead_failed_{0};
 };
 
 }  // namespace tierfs
