@@ -213,8 +213,10 @@ void Prefetcher::FeedStage() {
   while (executor_->queued(Executor::Lane::kBackground) < target) {
     NodeId id;
     if (!stage_.Next(&id)) return;
-    // No room: skipped; smaller files may still fit.
-    Promote(id, Executor::Lane::kBackground, /*home_share=*/true);
+    // No room: skipped; smaller files may still fit. With peers, stage-in
+    // stages this node's home share (the job's nodes stage the rest); a
+    // file named in .tierfs/stage is staged whole (copies from the homes).
+    Promote(id, Executor::Lane::kBackground, mode_.load() == PrefetchMode::kStageIn);
   }
 }
 

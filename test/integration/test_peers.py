@@ -8,6 +8,7 @@ mount is bit-exact; a home stopped or killed mid-transfer costs the reader a
 bounded wait and a PFS read, never a hang or a wrong byte; a daemon of
 another job is refused; a node that starts late joins."""
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -45,9 +46,20 @@ def tearDownModule():
 
 
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port that was free a moment ago, below the ephemeral range: UCX's
+    TCP transport listens on ephemeral ports of its own, and one of those
+    (another daemon's) must not take a port a later daemon will listen on."""
+    low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+    rng = random.Random()
+    for _ in range(100):
+        port = rng.randrange(max(1024, low - 20000), low)
+        with socket.socket() as s:
+            try:
+                s.bind(("0.0.0.0", port))
+                return port
+            except OSError:
+                continue
+    raise AssertionError("no free port below the ephemeral range")
 
 
 class Job:
@@ -90,8 +102,13 @@ class Job:
         return self.mounts[i].stats()["peers"]
 
     def wait_up(self, i, count, timeout=15):
-        harness.wait_for(lambda: self.peers(i)["up"] >= count, timeout=timeout,
-                         what=f"{count} peers up on {self.names[i]}")
+        try:
+            harness.wait_for(lambda: self.peers(i)["up"] >= count, timeout=timeout,
+                             what=f"{count} peers up on {self.names[i]}")
+        except AssertionError as e:
+            logs = "".join(f"\n--- {self.names[j]}:\n{m.output()[-2000:]}"
+                           for j, m in enumerate(self.mounts) if m is not None)
+            raise AssertionError(f"{e}; {self.names[i]}'s peers: {self.peers(i)['remote']}{logs}")
 
     def read_all(self, i, names=None):
         """Reads files through node i; asserts each is SOURCE's bytes."""
