@@ -11,10 +11,12 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -125,18 +127,32 @@ inline bool PeersCanRun() {
   return MungedRunning();
 }
 
-// A TCP port that was free a moment ago (for a node that starts late).
+// A TCP port that was free a moment ago (for a node that starts late),
+// below the ephemeral range: UCX's TCP transport listens on ephemeral ports
+// of its own, and one of those must not take the port a late node wants.
 inline uint16_t FreePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  REQUIRE(fd >= 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-  socklen_t len = sizeof a;
-  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
-  ::close(fd);
-  return ntohs(a.sin_port);
+  unsigned low = 32768;
+  if (std::FILE* f = std::fopen("/proc/sys/net/ipv4/ip_local_port_range", "r")) {
+    if (std::fscanf(f, "%u", &low) != 1) low = 32768;
+    std::fclose(f);
+  }
+  const unsigned first = low > 21024 ? low - 20000 : 1024;
+  std::random_device seed;
+  std::mt19937 rng(seed());
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    auto port = static_cast<uint16_t>(first + rng() % (low - first));
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    REQUIRE(fd >= 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_ANY);
+    a.sin_port = htons(port);
+    bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    ::close(fd);
+    if (ok) return port;
+  }
+  FAIL("no free port below the ephemeral range");
+  return 0;
 }
 
 inline PeerIdentity Identity(const std::string& name, const std::string& job = kJob) {
