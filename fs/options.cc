@@ -1,21 +1,19 @@
 #include "fs/options.h"
 
-#include <fmt/format.h>
-
-#include <algorithm>
-#include <charconv>
-#include <cmath>
-#include <functional>
-#include <optional>
-
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <charconv>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <optional>
 
 #include "tiering/peer/peer_list.h"
 #include "tiering/peer/wire.h"
@@ -354,8 +352,8 @@ void ApplyOption(MountConfig& config, const std::string& opt) {
 std::string ReadPeerFile(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) {
-    throw OptionError(fmt::format("option 'peers': cannot open '{}': {}", path,
-                                  std::strerror(errno)));
+    throw OptionError(
+        fmt::format("option 'peers': cannot open '{}': {}", path, std::strerror(errno)));
   }
   struct stat st;
   std::string text;
@@ -382,8 +380,7 @@ std::string ReadPeerFile(const std::string& path) {
 void ResolvePeers(MountConfig& config) {
   JobPeersConfig& p = config.tiering.peers;
   if (config.peers.empty()) {
-    if (!config.peer_name.empty() || !p.job.empty() || !p.munge_socket.empty() ||
-        config.peer_set) {
+    if (!config.peer_name.empty() || !p.job.empty() || !p.munge_socket.empty() || config.peer_set) {
       throw OptionError(
           "peer_name=, peer_port=, peer_listen=, peer_job=, munge_socket= and peer_timeout= "
           "need peers=");

@@ -21,11 +21,13 @@ bool Promoter::Request(ChunkKey key, Executor::Lane lane, From from) {
   if (store_->state(key) != Catalog::kOnSource) return false;
   const int home = peers_ != nullptr && from == From::kHome ? peers_->Home(key) : -1;
   auto claim = std::make_shared<ChunkClaim>();
-  if (store_->Claim(key, claim.get(), /*may_evict=*/home < 0) != ChunkStore::ClaimResult::kClaimed) {
+  if (store_->Claim(key, claim.get(), /*may_evict=*/home < 0) !=
+      ChunkStore::ClaimResult::kClaimed) {
     return false;
   }
   // A job dropped unrun (lane full, shutdown) destroys the claim, undoing it.
-  if (!executor_->Submit(lane, Executor::Job{[this, claim, home] { Copy(*claim, home); }, nullptr})) {
+  if (!executor_->Submit(lane,
+                         Executor::Job{[this, claim, home] { Copy(*claim, home); }, nullptr})) {
     rejected_.fetch_add(1, std::memory_order_relaxed);
     return false;
   }

@@ -31,8 +31,7 @@ class Promoter {
 
   // Everything must outlive the promoter; the executor must be shut down
   // before the store is destroyed. `peers` may be null (no peers).
-  Promoter(ChunkStore* store, SourceReader* source, Executor* executor,
-           JobPeers* peers = nullptr);
+  Promoter(ChunkStore* store, SourceReader* source, Executor* executor, JobPeers* peers = nullptr);
 
   // Where a promotion may get the bytes: from the chunk's home if another
   // node homes it, or from SOURCE only (a peer asked this node: it is the
@@ -73,7 +72,7 @@ class Promoter {
   // Guards asked_ and asked_order_. A leaf lock (taken under Prefetcher::mu_).
   mutable std::mutex asked_mu_;
   std::unordered_set<ChunkKey, ChunkKeyHash> asked_;
-  std::deque<ChunkKey> asked_order_;  // oldest first, at most kMaxAsked
+  std::deque<ChunkKey> asked_order_;    // oldest first, at most kMaxAsked
   std::atomic<uint64_t> requested_{0};  // chunks put in flight
   std::atomic<uint64_t> rejected_{0};   // the executor's lane was full
 };

@@ -47,7 +47,8 @@ ssize_t ReadPath::ReadRange(NodeId id, uint64_t off, size_t size, char* scratch,
   const uint64_t chunk_size = store_->catalog().chunk_size();
   ChunkKey key{id, static_cast<uint32_t>(off / chunk_size)};
   uint64_t in_chunk = off % chunk_size;
-  if (in_chunk + size <= chunk_size) return ReadChunk(key, in_chunk, size, scratch, out, hit, local);
+  if (in_chunk + size <= chunk_size)
+    return ReadChunk(key, in_chunk, size, scratch, out, hit, local);
   // The request straddles chunks: assemble the pieces in scratch.
   size_t done = 0;
   while (done < size) {

@@ -216,7 +216,7 @@ int ChunkStore::Commit(ChunkClaim& claim) {
   const ChunkKey key = claim.key_;
   const int tier = claim.tier_;
   claim.store_ = nullptr;  // published: nothing left to undo
-  if (claim.copy_) {  // listed before it is resident: no eviction can miss it
+  if (claim.copy_) {       // listed before it is resident: no eviction can miss it
     std::lock_guard lock(copies_mu_);
     copies_.insert(key);
   }

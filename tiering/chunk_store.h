@@ -71,12 +71,12 @@ class ChunkClaim {
 };
 
 struct StoreCounters {
-  std::atomic<uint64_t> no_room{0};  // claims refused: fits in no tier
-  std::atomic<uint64_t> done{0};     // chunks published
-  std::atomic<uint64_t> failed{0};   // claims undone by Fail
-  std::atomic<uint64_t> bytes{0};    // bytes published
-  std::atomic<uint64_t> evicted{0};  // chunks evicted to make room
-  std::atomic<uint64_t> dropped{0};  // resident chunks found unreadable in their tier
+  std::atomic<uint64_t> no_room{0};         // claims refused: fits in no tier
+  std::atomic<uint64_t> done{0};            // chunks published
+  std::atomic<uint64_t> failed{0};          // claims undone by Fail
+  std::atomic<uint64_t> bytes{0};           // bytes published
+  std::atomic<uint64_t> evicted{0};         // chunks evicted to make room
+  std::atomic<uint64_t> dropped{0};         // resident chunks found unreadable in their tier
   std::atomic<uint64_t> copies_evicted{0};  // peers' chunks evicted for this node's own
 };
 

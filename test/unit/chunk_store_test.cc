@@ -267,8 +267,10 @@ TEST_CASE("Copies of peers' chunks take free room only and go first for own chun
     CHECK(s.Hit(4));
     // No copy left: the own chunk gets only what the policy gives.
     int placed = s.Promote(5);
-    if (std::string(policy) == "first-fit") CHECK(placed == -1);
-    else CHECK(placed == 0);  // lru evicts an own chunk
+    if (std::string(policy) == "first-fit")
+      CHECK(placed == -1);
+    else
+      CHECK(placed == 0);  // lru evicts an own chunk
     CHECK(s->counters().copies_evicted == 2);
   }
 }

@@ -11,13 +11,14 @@ using Catch::Matchers::Contains;
 TEST_CASE("peer list: a file with names, hosts, ports and comments", "[peer]") {
   std::vector<PeerEntry> peers;
   std::string error;
-  REQUIRE(ParsePeerFile("# the job's nodes\n"
-                        "node01\n"
-                        "  node02 10.0.0.2   # by address\n"
-                        "node03 :7801\n"
-                        "node04\tn4.cluster:7802\r\n"
-                        "\n",
-                        7740, &peers, &error));
+  REQUIRE(
+      ParsePeerFile("# the job's nodes\n"
+                    "node01\n"
+                    "  node02 10.0.0.2   # by address\n"
+                    "node03 :7801\n"
+                    "node04\tn4.cluster:7802\r\n"
+                    "\n",
+                    7740, &peers, &error));
   REQUIRE(peers.size() == 4);
   CHECK(peers[0] == PeerEntry{"node01", "node01", 7740});
   CHECK(peers[1] == PeerEntry{"node02", "10.0.0.2", 7740});

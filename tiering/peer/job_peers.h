@@ -38,8 +38,8 @@ struct JobPeersConfig {
   std::vector<PeerEntry> peers;  // the whole job, this node included
   std::string self;              // this node's name in `peers`
   std::string listen = "0.0.0.0";
-  std::string job;           // the job's identity, the same on every node
-  std::string munge_socket;  // "" = libmunge's default
+  std::string job;                          // the job's identity, the same on every node
+  std::string munge_socket;                 // "" = libmunge's default
   std::chrono::milliseconds timeout{5000};  // a fetch's deadline
   uint64_t chunk_size = 8 << 20;
   unsigned server_threads = 16;  // provider calls at once

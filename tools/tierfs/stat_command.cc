@@ -37,9 +37,9 @@ void PrintPeers(const JsonValue& s) {
       }
     }
   }
-  Line("peers", fmt::format("'{}' of {} nodes, {} up{}", p->String("self", "?"),
-                            Grouped(p->Uint("size")), Grouped(p->Uint("up")),
-                            down.empty() ? "" : fmt::format(" (down: {})", down)));
+  Line("peers",
+       fmt::format("'{}' of {} nodes, {} up{}", p->String("self", "?"), Grouped(p->Uint("size")),
+                   Grouped(p->Uint("up")), down.empty() ? "" : fmt::format(" (down: {})", down)));
   Line("", fmt::format("fetched {} in {} requests (SOURCE reads saved), served {} in {}, "
                        "{} fell back to SOURCE",
                        HumanBytes(p->Uint("fetched_bytes")), Grouped(p->Uint("fetched_chunks")),
