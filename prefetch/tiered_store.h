@@ -69,8 +69,6 @@ class TieredStore {
   // Stops serving peers and promotions: queued ones are dropped, running
   // ones cancelled.
   void Shutdown();
-  // Null without peers.
-  JobPeers* peers() { return peers_.get(); }
   // The "tiers", "reads", "promotions", "prefetch" and "peers" figures.
   void VisitCounters(CounterVisitor& v) const;
 

@@ -74,8 +74,6 @@ class JobPeers {
   // True if it answered. Not a fallback when it fails: nothing waits on it.
   bool AskAhead(int link, ChunkKey key);
 
-  uint64_t fallbacks() const { return fallbacks_.load(std::memory_order_relaxed); }
-  uint64_t fetched_bytes() const { return fetched_bytes_.load(std::memory_order_relaxed); }
   // The "peers" group: totals, then the client's and the server's figures.
   void VisitCounters(CounterVisitor& v) const;
 
