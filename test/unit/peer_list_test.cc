@@ -64,7 +64,11 @@ TEST_CASE("peer list: bad lines are refused with the line number", "[peer]") {
 
 TEST_CASE("peer list: at most kMaxPeers", "[peer]") {
   std::string text;
-  for (size_t i = 0; i <= kMaxPeers; ++i) text += "n" + std::to_string(i) + "\n";
+  for (size_t i = 0; i <= kMaxPeers; ++i) {
+    text += 'n';
+    text += std::to_string(i);
+    text += '\n';
+  }
   std::vector<PeerEntry> peers;
   std::string error;
   CHECK_FALSE(ParsePeerFile(text, 7740, &peers, &error));
