@@ -73,23 +73,79 @@ void Prefetcher::SetMode(PrefetchMode mode) {
   wake_.notify_all();
 }
 
-void Prefetcher::OnRead(NodeId id, uint64_t off, bool hit) {
-  if (off != 0 || mode_.load(std::memory_order_relaxed) != PrefetchMode::kOrder) return;
+void Prefetcher::OnRead(NodeId id, uint64_t off, uint64_t len, bool hit) {
+  if (mode_.load(std::memory_order_relaxed) != PrefetchMode::kOrder) return;
+  const auto now = std::chrono::steady_clock::now();
+  const uint64_t end = off + len;
+  const uint32_t chunks = catalog_ ? catalog_->chunks(id) : 1;
+  if (off != 0) {  // a later piece: how far its reader is
+    if (reading_size_.load(std::memory_order_relaxed) == 0) return;
+    const auto chunk = static_cast<uint32_t>((end - 1) / catalog_->chunk_size());
+    bool moved = false;
+    {
+      std::lock_guard lock(mu_);
+      auto it = reading_.find(id);
+      if (it == reading_.end()) return;
+      it->second.last = now;
+      if (chunk > it->second.chunk) {
+        it->second.chunk = chunk;
+        moved = true;
+      }
+    }
+    // The chunks it passed are read: their transient copies may go.
+    if (moved && policy_) policy_->NextUseChanged(id);
+    return;
+  }
   bool consumed;
+  std::vector<NodeId> changed;
   {
     std::lock_guard lock(mu_);
-    consumed = planner_.Consume(id, hit);
+    uint64_t occurrence = 0;
+    consumed = planner_.Consume(id, hit, now, &occurrence);
+    if (consumed && chunks > 1) {
+      if (reading_.size() >= kMaxReading && !reading_.count(id)) ExpireReading(now, &changed);
+      if (reading_.size() < kMaxReading || reading_.count(id)) {
+        reading_[id] =
+            Reading{static_cast<uint32_t>((end - 1) / catalog_->chunk_size()), occurrence, now};
+      }
+    } else if (consumed) {
+      reading_.erase(id);  // a new read of it, whole
+    }
+    reading_size_.store(reading_.size(), std::memory_order_relaxed);
   }
   if (consumed) {
-    if (policy_) policy_->NextUseChanged(id);
+    changed.push_back(id);
+    NotifyChanged(changed);
     wake_.notify_all();
   }
 }
 
-NextUses Prefetcher::NextUse(NodeId id) const {
+void Prefetcher::ExpireReading(std::chrono::steady_clock::time_point now,
+                               std::vector<NodeId>* changed) {
+  for (auto it = reading_.begin(); it != reading_.end();) {
+    if (now - it->second.last >= kReadingIdle) {
+      changed->push_back(it->first);
+      it = reading_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  reading_size_.store(reading_.size(), std::memory_order_relaxed);
+}
+
+NextUses Prefetcher::NextUse(ChunkKey key) const {
   if (mode_.load(std::memory_order_relaxed) != PrefetchMode::kOrder) return NextUses{};
   std::lock_guard lock(mu_);
-  return planner_.NextUse(id);
+  NextUses u = planner_.NextUse(key.node);
+  // The chunk before the reader's counts too: the kernel's read-ahead may
+  // still be fetching its last pieces.
+  auto it = reading_.find(key.node);
+  if (it != reading_.end() && key.chunk + 1 >= it->second.chunk) {
+    u.after = u.next;
+    u.next = 0;
+    u.next_id = it->second.occurrence;
+  }
+  return u;
 }
 
 void Prefetcher::NotifyChanged(std::vector<NodeId>& changed) {
@@ -248,7 +304,10 @@ bool Prefetcher::Round(std::chrono::steady_clock::time_point* last_tune) {
     order_parser_.FlushTails(std::chrono::milliseconds(500), &late);
     HintParser::Result late_stage;
     stage_parser_.FlushTails(std::chrono::milliseconds(500), &late_stage);
+    std::vector<NodeId> quiet;  // files whose reader stopped mid-way
+    if (!reading_.empty()) ExpireReading(std::chrono::steady_clock::now(), &quiet);
     lock.unlock();
+    NotifyChanged(quiet);
     stage_.Add(late_stage);
     for (auto& [writer, r] : late) AppendOrder(writer, r);
   }

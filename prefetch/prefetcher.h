@@ -23,6 +23,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "prefetch/executor.h"
@@ -66,7 +67,7 @@ class Prefetcher final : public ReadObserver, public NextUseOracle {
   void Start();     // the planner thread; after the daemon forks
   void Shutdown();  // stops it
 
-  void OnRead(NodeId id, uint64_t off, bool hit) override;
+  void OnRead(NodeId id, uint64_t off, uint64_t len, bool hit) override;
 
   // Control files. Each returns the bytes accepted or -errno.
   ssize_t WriteOrder(uint64_t writer, uint64_t off, std::string_view data);
@@ -74,9 +75,10 @@ class Prefetcher final : public ReadObserver, public NextUseOracle {
   ssize_t WriteStage(uint64_t writer, uint64_t off, std::string_view data);
   ssize_t WriteMode(std::string_view data);
   std::string ModeText() const;
-  // When a file is next needed, and after that (OrderPlan::kNever outside
-  // order mode).
-  NextUses NextUse(NodeId id) const override;
+  // When a chunk is next needed, and after that (OrderPlan::kNever outside
+  // order mode). A file's occurrence is consumed by its read at offset 0;
+  // while that read goes on, the chunks it has not reached are needed now.
+  NextUses NextUse(ChunkKey key) const override;
 
   // The "prefetch" group's figures: mode, order, stage, autotune.
   void VisitCounters(CounterVisitor& v) const;
@@ -98,6 +100,8 @@ class Prefetcher final : public ReadObserver, public NextUseOracle {
   void AppendOrder(uint64_t writer, const HintParser::Result& result);
   // Tells the policy; REQUIRES: mu_ not held.
   void NotifyChanged(std::vector<NodeId>& changed);
+  // Forgets files whose reader went quiet (into *changed). REQUIRES: mu_.
+  void ExpireReading(std::chrono::steady_clock::time_point now, std::vector<NodeId>* changed);
 
   const PrefetchConfig config_;
   const Namespace* const ns_;
@@ -115,8 +119,24 @@ class Prefetcher final : public ReadObserver, public NextUseOracle {
   StreamPlanner planner_;
   HintParser order_parser_, stage_parser_;
   uint64_t order_valid_ = 0, order_rejected_ = 0;
-  PromotionTuner tuner_;  // not under mu_: it has its own lock
-  StagePlanner stage_;    // likewise
+  // Files of more than one chunk being read: their occurrence was consumed
+  // at offset 0, but the chunks from `chunk` on are still to be read. Without
+  // this they would count as never needed again and be the first victims
+  // while their reader is still on its way to them. Bounded (kMaxReading);
+  // an entry goes when its reader has been quiet for kReadingIdle (a read
+  // at the end does not end it: read-ahead may still be fetching earlier
+  // pieces).
+  struct Reading {
+    uint32_t chunk;       // the chunk the reader is in
+    uint64_t occurrence;  // the occurrence being read (NextUses::next_id)
+    std::chrono::steady_clock::time_point last;
+  };
+  static constexpr size_t kMaxReading = 4096;
+  static constexpr auto kReadingIdle = std::chrono::seconds(1);
+  std::unordered_map<NodeId, Reading> reading_;
+  std::atomic<size_t> reading_size_{0};  // reads at offset > 0 skip mu_ when 0
+  PromotionTuner tuner_;                 // not under mu_: it has its own lock
+  StagePlanner stage_;                   // likewise
 
   std::condition_variable wake_;
   bool stop_ = false;

@@ -28,7 +28,7 @@ ssize_t ReadPath::Read(NodeId id, uint64_t off, size_t size, char* scratch, Tier
   // read must not lose its data to that (the reply holds what it needs).
   if (n > 0) {
     if (ReadObserver* observer = observer_.load(std::memory_order_relaxed)) {
-      observer->OnRead(id, off, hit);
+      observer->OnRead(id, off, static_cast<uint64_t>(n), hit);
     }
   }
   return n;
@@ -108,11 +108,16 @@ ssize_t ReadPath::ReadChunk(ChunkKey key, uint64_t off, size_t n, char* scratch,
     // On SOURCE only: promote it (first access, Monarch) and wait for that.
     if (requested || promoter_ == nullptr) return ReadUncached(key, off, n, scratch, out, local);
     requested = true;
+    if (off != 0 && WasBypassed(key)) {
+      counters_.bypass_kept.fetch_add(1, std::memory_order_relaxed);
+      return ReadUncached(key, off, n, scratch, out, local);
+    }
     const auto from = local ? Promoter::From::kSource : Promoter::From::kHome;
     if (!promoter_->Request(key, Executor::Lane::kForeground, from)) {
       // Another reader may have put it in flight since our look: wait for
       // that rather than read SOURCE a second time.
       if (store_->state(key) == Catalog::kOnSource) {  // no room, or queue full
+        NoteBypassed(key);
         return ReadUncached(key, off, n, scratch, out, local);
       }
       continue;
@@ -137,6 +142,20 @@ ssize_t ReadPath::ReadUncached(ChunkKey key, uint64_t off, size_t n, char* scrat
     }
   }
   return ReadSource(key, off, n, scratch, out);
+}
+
+namespace {
+uint64_t BypassSlotValue(ChunkKey key) {
+  return (static_cast<uint64_t>(key.node) + 1) << 32 | key.chunk;
+}
+}  // namespace
+
+bool ReadPath::WasBypassed(ChunkKey key) const {
+  return bypassed_[key.node % kBypassSlots].load(std::memory_order_relaxed) == BypassSlotValue(key);
+}
+
+void ReadPath::NoteBypassed(ChunkKey key) {
+  bypassed_[key.node % kBypassSlots].store(BypassSlotValue(key), std::memory_order_relaxed);
 }
 
 void ReadPath::PromoteRestOf(ChunkKey key) {
@@ -174,6 +193,7 @@ void ReadPath::VisitCounters(CounterVisitor& v) const {
   v.Counter("tier_errors", load(counters_.tier_errors));
   v.Counter("from_peers", load(counters_.peer_reads));
   v.Counter("peer_bytes", load(counters_.peer_bytes));
+  v.Counter("bypass_kept", load(counters_.bypass_kept));
 }
 
 }  // namespace tierfs

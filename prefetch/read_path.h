@@ -9,6 +9,7 @@
 // (forwarded); SOURCE only if the home fails.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -30,6 +31,7 @@ struct ReadCounters {
   std::atomic<uint64_t> tier_errors{0};    // tier reads that failed (served from SOURCE)
   std::atomic<uint64_t> peer_reads{0};     // pieces fetched from a peer, not kept
   std::atomic<uint64_t> peer_bytes{0};
+  std::atomic<uint64_t> bypass_kept{0};  // misses left on SOURCE: read from there already
 };
 
 // Hears of every read (the order planner tracks the reader's position).
@@ -37,8 +39,9 @@ class ReadObserver {
  public:
   virtual ~ReadObserver() = default;
   // Called on the read path: must be cheap and never block on I/O.
-  // `hit`: every byte came from a tier without waiting for a promotion.
-  virtual void OnRead(NodeId id, uint64_t off, bool hit) = 0;
+  // `len` bytes were read at `off`; `hit`: every byte came from a tier
+  // without waiting for a promotion.
+  virtual void OnRead(NodeId id, uint64_t off, uint64_t len, bool hit) = 0;
 };
 
 class ReadPath {
@@ -78,6 +81,12 @@ class ReadPath {
                        bool local);
   ssize_t ReadSource(ChunkKey key, uint64_t off, size_t n, char* scratch, TierRead* out);
   void PromoteRestOf(ChunkKey key);
+  // The chunk of a file last read from SOURCE for want of room, in a small
+  // direct-mapped table: a reader part-way through a chunk it reads from
+  // SOURCE goes on doing so even when room frees up, for promoting it then
+  // would read from SOURCE again the pieces it has already read.
+  bool WasBypassed(ChunkKey key) const;
+  void NoteBypassed(ChunkKey key);
 
   const Namespace* const ns_;
   SourceReader* const source_;
@@ -87,6 +96,8 @@ class ReadPath {
   JobPeers* const peers_;
   ReadCounters counters_;
   std::atomic<ReadObserver*> observer_{nullptr};
+  static constexpr size_t kBypassSlots = 1024;
+  std::array<std::atomic<uint64_t>, kBypassSlots> bypassed_{};  // node+1 << 32 | chunk
 };
 
 }  // namespace tierfs

@@ -16,6 +16,11 @@ uint64_t Lead(uint64_t pos, uint64_t cursor) {
   return pos > cursor ? pos - cursor : 0;
 }
 
+// Names an occurrence across streams: its stream's serial and its position.
+uint64_t OccurrenceId(uint64_t serial, uint64_t pos) {
+  return (serial << 40) | (pos & ((1ull << 40) - 1));
+}
+
 }  // namespace
 
 StreamPlanner::StreamPlanner(size_t nodes, size_t max_entries)
@@ -110,7 +115,7 @@ std::vector<NodeId> StreamPlanner::Clear() {
   return changed;
 }
 
-bool StreamPlanner::Consume(NodeId id, bool hit, Clock::time_point now) {
+bool StreamPlanner::Consume(NodeId id, bool hit, Clock::time_point now, uint64_t* occurrence) {
   Stream* best = nullptr;
   uint64_t best_lead = kNever;
   for (const auto& [name, s] : streams_) {
@@ -121,6 +126,7 @@ bool StreamPlanner::Consume(NodeId id, bool hit, Clock::time_point now) {
     }
   }
   if (!best) return false;
+  if (occurrence) *occurrence = OccurrenceId(best->serial, best->plan.NextUse(id));
   best->plan.Consume(id);
   consumed_total_++;
   (hit ? best->hits : best->misses)++;
@@ -138,7 +144,7 @@ NextUses StreamPlanner::NextUse(NodeId id) const {
     if (lead < u.next) {
       second = u.next;
       u.next = lead;
-      u.next_id = (s->serial << 40) | (pos & ((1ull << 40) - 1));
+      u.next_id = OccurrenceId(s->serial, pos);
       first = s.get();
     } else if (lead < second) {
       second = lead;

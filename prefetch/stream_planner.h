@@ -54,8 +54,10 @@ class StreamPlanner {
   std::vector<NodeId> Clear();
 
   // A read at offset 0 of `id`; `hit`: served from a tier without waiting.
-  // Consumes the occurrence with the smallest lead; false if none.
-  bool Consume(NodeId id, bool hit, Clock::time_point now = Clock::now());
+  // Consumes the occurrence with the smallest lead; false if none. Sets
+  // *occurrence (if given) to the consumed one's id (NextUses::next_id).
+  bool Consume(NodeId id, bool hit, Clock::time_point now = Clock::now(),
+               uint64_t* occurrence = nullptr);
   NextUses NextUse(NodeId id) const;
 
   using ReadyFn = std::function<bool(NodeId)>;

@@ -8,8 +8,10 @@
 //    still be held *transient* (so that read is served from the tier),
 //    evicting the farthest chunk that has no declared use left, while fewer
 //    than the transient limit (the look-ahead window) are held and they take
-//    at most 1/8 of the tier; once read it is the first to go. Else it is
-//    not promoted and is read from SOURCE.
+//    at most 1/8 of the tier; once read it is the first to go, unless a use
+//    has been declared for it since (the next epoch's order): then it is
+//    kept like any resident. Else it is not promoted and is read from
+//    SOURCE.
 // Steady-state SOURCE traffic is then what cannot be resident plus at most
 // the transient window.
 #include <deque>
@@ -44,14 +46,17 @@ class Belady final : public BeladyPolicy {
     while (!t.recycle.empty()) {
       ChunkKey k = t.recycle.front();
       t.recycle.pop_front();
-      if (t.transient.erase(k)) {
+      // Entries of chunks since kept, evicted or held again are stale.
+      auto tr = t.transient.find(k);
+      if (tr != t.transient.end() && tr->second.read) {
+        t.transient.erase(tr);
         t.transient_bytes -= catalog_->length(k.node, k.chunk);
         *victim = k;
         *hold = Hold::kKept;  // as far as is known yet; a later pick may say otherwise
         return true;
       }
     }
-    const NextUses uses = NextUseOf(c.key.node);
+    const NextUses uses = NextUseOf(c.key);
     if (PopFarthest(t, uses.after, victim)) {
       *hold = Hold::kKept;
       return true;
@@ -72,7 +77,7 @@ class Belady final : public BeladyPolicy {
 
   void Admitted(ChunkKey key, int tier, Hold hold) override {
     const bool transient = hold == Hold::kTransient;
-    const uint64_t for_use = transient ? NextUseOf(key.node).next_id : 0;
+    const uint64_t for_use = transient ? NextUseOf(key).next_id : 0;
     std::lock_guard lock(mu_);
     placing_[key] = Placing{transient, for_use};
     if (transient) {
@@ -90,12 +95,11 @@ class Belady final : public BeladyPolicy {
     if (transient) {
       // A reader waiting for the chunk wakes at the catalog's Publish, before
       // this call, and may have consumed the use it was promoted for already.
-      bool read = NextUseOf(key.node).next_id != for_use;
-      t.transient[key] = read;
-      if (read) t.recycle.push_back(key);
+      t.transient[key] = Transient{false, for_use};
+      Settle(t, key);
     } else {
       t.resident.insert(key);
-      Track(t, {NextUseOf(key.node).next, key});
+      Track(t, {NextUseOf(key).next, key});
     }
   }
 
@@ -127,25 +131,14 @@ class Belady final : public BeladyPolicy {
 
   void NextUseChanged(NodeId node) override {
     std::lock_guard lock(mu_);
-    bool fetched = false;
-    uint64_t use = 0;
     for (uint32_t c = 0; c < catalog_->chunks(node); ++c) {
       ChunkKey key{node, c};
       for (auto& t : per_tier_) {
-        auto tr = t.transient.find(key);
-        if (tr != t.transient.end()) {
-          if (!tr->second) {  // its one read is done: first to go
-            tr->second = true;
-            t.recycle.push_back(key);
-          }
-          continue;
+        if (t.transient.count(key)) {
+          Settle(t, key);
+        } else if (t.resident.count(key)) {
+          Track(t, {NextUseOf(key).next, key});
         }
-        if (!t.resident.count(key)) continue;
-        if (!fetched) {
-          use = NextUseOf(node).next;
-          fetched = true;
-        }
-        Track(t, {use, key});
       }
     }
   }
@@ -156,11 +149,15 @@ class Belady final : public BeladyPolicy {
     ChunkKey key;
     bool operator<(const Entry& o) const { return next_use < o.next_use; }
   };
+  struct Transient {
+    bool read;         // its use is past: first to go
+    uint64_t for_use;  // the use it was promoted for (NextUses::next_id)
+  };
   struct TierState {
     std::unordered_set<ChunkKey, ChunkKeyHash> resident;  // kept for their later uses
     std::priority_queue<Entry> heap;  // max next use on top; stale entries skipped
-    std::unordered_map<ChunkKey, bool, ChunkKeyHash> transient;  // -> already read
-    std::deque<ChunkKey> recycle;                                // transient chunks already read
+    std::unordered_map<ChunkKey, Transient, ChunkKeyHash> transient;
+    std::deque<ChunkKey> recycle;  // transient chunks already read
     uint64_t transient_bytes = 0;  // transient chunks held or being placed
   };
   struct Placing {
@@ -168,9 +165,30 @@ class Belady final : public BeladyPolicy {
     uint64_t for_use;  // transient: the use it is promoted for
   };
 
-  NextUses NextUseOf(NodeId id) const {
+  NextUses NextUseOf(ChunkKey key) const {
     const NextUseOracle* oracle = oracle_.load(std::memory_order_acquire);
-    return oracle ? oracle->NextUse(id) : NextUses{};
+    return oracle ? oracle->NextUse(key) : NextUses{};
+  }
+
+  // REQUIRES: mu_ held; `key` is held transient. Once the use it was
+  // promoted for is past, it is the first to go; but if a use has been
+  // declared for it since (the next epoch's order came), it is kept like any
+  // resident: dropping it now would cost a SOURCE read in that epoch, and
+  // with one epoch declared at a time the transient room would otherwise
+  // bleed the kept set a little every epoch.
+  void Settle(TierState& t, ChunkKey key) {
+    auto it = t.transient.find(key);
+    const NextUses uses = NextUseOf(key);
+    if (uses.next_id == it->second.for_use) return;  // its read is still to come
+    if (uses.next != NextUses::kNever) {
+      t.transient.erase(it);
+      t.transient_bytes -= catalog_->length(key.node, key.chunk);
+      t.resident.insert(key);
+      Track(t, {uses.next, key});
+    } else if (!it->second.read) {
+      it->second.read = true;
+      t.recycle.push_back(key);
+    }
   }
 
   // REQUIRES: mu_ held. Queues a resident chunk's next use. Each read of a
@@ -183,7 +201,7 @@ class Belady final : public BeladyPolicy {
     if (t.heap.size() <= 2 * t.resident.size() + 64) return;
     std::vector<Entry> live;
     live.reserve(t.resident.size());
-    for (ChunkKey k : t.resident) live.push_back({NextUseOf(k.node).next, k});
+    for (ChunkKey k : t.resident) live.push_back({NextUseOf(k).next, k});
     t.heap = std::priority_queue<Entry>(std::less<Entry>(), std::move(live));
   }
 
@@ -196,7 +214,7 @@ class Belady final : public BeladyPolicy {
         t.heap.pop();  // evicted already
         continue;
       }
-      uint64_t now = NextUseOf(top.key.node).next;
+      uint64_t now = NextUseOf(top.key).next;
       // Next uses count down as readers advance, all of a stream's alike, so
       // an entry is requeued only when its use moved later or came more than
       // twice as near: each entry is requeued O(log) times, not at every read.

@@ -7,11 +7,11 @@
 #include <cstdint>
 #include <limits>
 
-#include "tiering/namespace.h"
+#include "tiering/tier.h"
 
 namespace tierfs {
 
-// When a file is needed, in reads still to come before it (comparable
+// When a chunk is needed, in reads still to come before it (comparable
 // across declared orders); kNever when there is no such use.
 struct NextUses {
   static constexpr uint64_t kNever = std::numeric_limits<uint64_t>::max();
@@ -27,7 +27,9 @@ class NextUseOracle {
   virtual ~NextUseOracle() = default;
   // Thread-safe. May take the planner's lock: callers may hold only locks
   // that come before it in the lock order (docs/ARCHITECTURE.md).
-  virtual NextUses NextUse(NodeId id) const = 0;
+  // A file's chunks share its declared uses, except while the file is being
+  // read: its chunks the reader has not reached yet are needed now.
+  virtual NextUses NextUse(ChunkKey key) const = 0;
 };
 
 }  // namespace tierfs

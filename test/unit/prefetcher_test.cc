@@ -19,12 +19,14 @@ namespace {
 using testing::TempTree;
 constexpr uint64_t kNever = OrderPlan::kNever;
 
-// SOURCE: f0..f5 of 10 KB and a directory d with d/g0, d/g1; a TieredStore
-// over it (64 KiB chunks, `ram` bytes of RAM tier) mounted at /mnt.
+// SOURCE: f0..f5 of 10 KB and a directory d with d/g0, d/g1 (and with `big`,
+// a file "big" of 5 chunks); a TieredStore over it (64 KiB chunks, `ram`
+// bytes of RAM tier) mounted at /mnt.
 class Store {
  public:
-  explicit Store(uint64_t ram, PrefetchMode mode = PrefetchMode::kOnAccess) {
+  explicit Store(uint64_t ram, PrefetchMode mode = PrefetchMode::kOnAccess, bool big = false) {
     for (int i = 0; i < 6; ++i) tree_.Write(fmt::format("f{}", i), std::string(10000, 'f'));
+    if (big) tree_.Write("big", std::string(4 * kChunk + 100, 'b'));
     tree_.Mkdir("d");
     tree_.Write("d/g0", "g0");
     tree_.Write("d/g1", "g1");
@@ -35,7 +37,7 @@ class Store {
     reader_ = std::make_unique<SourceReader>(backend_.get(), ns_.get(), 16);
     TieringConfig config;
     config.ram = ram;
-    config.chunk_size = 64 << 10;
+    config.chunk_size = kChunk;
     config.promote_threads = 2;
     config.prefetch.mode = mode;
     config.prefetch.mountpoint = "/mnt";
@@ -45,6 +47,7 @@ class Store {
     REQUIRE(store_ != nullptr);
   }
 
+  static constexpr uint64_t kChunk = 64 << 10;
   Prefetcher& prefetcher() { return store_->prefetcher(); }
   TieredStore& store() { return *store_; }
   NodeId Id(const std::string& rel) const { return *ns_->Resolve(rel); }
@@ -85,21 +88,21 @@ TEST_CASE("Prefetcher WriteOrder declares files and refuses only all-invalid wri
   CHECK(s.Stat("order", "declared") == 4);
   CHECK(s.Stat("order", "valid_lines") == 4);
   CHECK(s.Stat("order", "rejected_lines") == 4);
-  CHECK(p.NextUse(s.Id("f0")).next == 0);
-  CHECK(p.NextUse(s.Id("f0")).after == kNever);
-  CHECK(p.NextUse(s.Id("f3")).next == 3);
-  CHECK(p.NextUse(s.Id("f5")).next == kNever);
+  CHECK(p.NextUse({s.Id("f0"), 0}).next == 0);
+  CHECK(p.NextUse({s.Id("f0"), 0}).after == kNever);
+  CHECK(p.NextUse({s.Id("f3"), 0}).next == 3);
+  CHECK(p.NextUse({s.Id("f5"), 0}).next == kNever);
   CHECK(p.WriteOrder(1, 38, "f0\n") == 3);  // a second epoch, same writer
-  CHECK(p.NextUse(s.Id("f0")).after == 4);
-  CHECK(p.WriteOrder(2, 0, "f0\n") == 3);   // another process: its own stream
-  CHECK(p.NextUse(s.Id("f0")).after == 0);  // its first read is f0
+  CHECK(p.NextUse({s.Id("f0"), 0}).after == 4);
+  CHECK(p.WriteOrder(2, 0, "f0\n") == 3);        // another process: its own stream
+  CHECK(p.NextUse({s.Id("f0"), 0}).after == 0);  // its first read is f0
   CHECK(s.Stat("order", "active_streams") == 2);
 
   p.ClearOrder();
   CHECK(s.Stat("order", "declared") == 0);
-  CHECK(p.NextUse(s.Id("f0")).next == kNever);
+  CHECK(p.NextUse({s.Id("f0"), 0}).next == kNever);
   CHECK(p.WriteOrder(1, 0, "f5\n") == 3);
-  CHECK(p.NextUse(s.Id("f5")).next == 0);
+  CHECK(p.NextUse({s.Id("f5"), 0}).next == 0);
 }
 
 TEST_CASE("Prefetcher OnRead consumes the order only at offset 0 and in order mode",
@@ -107,24 +110,24 @@ TEST_CASE("Prefetcher OnRead consumes the order only at offset 0 and in order mo
   Store s(1 << 20, PrefetchMode::kOrder);
   Prefetcher& p = s.prefetcher();
   REQUIRE(p.WriteOrder(1, 0, "f0\nf1\nf0\n") == 9);
-  p.OnRead(s.Id("f0"), 4096, false);  // a later piece of the same read
+  p.OnRead(s.Id("f0"), 4096, 1, false);  // a later piece of the same read
   CHECK(s.Stat("order", "consumed") == 0);
-  p.OnRead(s.Id("f1"), 0, false);
+  p.OnRead(s.Id("f1"), 0, 1, false);
   CHECK(s.Stat("order", "consumed") == 1);
   CHECK(s.Stat("order", "position") == 2);
-  CHECK(p.NextUse(s.Id("f0")).next == 0);  // a straggler
-  p.OnRead(s.Id("f0"), 0, false);
+  CHECK(p.NextUse({s.Id("f0"), 0}).next == 0);  // a straggler
+  p.OnRead(s.Id("f0"), 0, 1, false);
   // Next uses are leads: f0's next occurrence (position 2) is the stream's
   // next read.
-  CHECK(p.NextUse(s.Id("f0")).next == 0);
+  CHECK(p.NextUse({s.Id("f0"), 0}).next == 0);
   CHECK(s.Stat("order", "position") == 2);
-  p.OnRead(s.Id("f5"), 0, false);  // undeclared
+  p.OnRead(s.Id("f5"), 0, 1, false);  // undeclared
   CHECK(s.Stat("order", "consumed") == 2);
 
   REQUIRE(p.WriteMode("on-access\n") > 0);
-  p.OnRead(s.Id("f0"), 0, false);
+  p.OnRead(s.Id("f0"), 0, 1, false);
   CHECK(s.Stat("order", "consumed") == 2);
-  CHECK(p.NextUse(s.Id("f0")).next == kNever);  // no order outside order mode
+  CHECK(p.NextUse({s.Id("f0"), 0}).next == kNever);  // no order outside order mode
 }
 
 TEST_CASE("Prefetcher WriteMode switches modes and needs a tier to promote", "[prefetcher]") {
@@ -188,6 +191,31 @@ TEST_CASE("Prefetcher in order mode promotes declared files ahead of the reader"
   CHECK(s.Stat("promotions", "files_resident") == 3);
   CHECK(s.Stat("stage", "requested_files") == 0);
   CHECK(s.Stat("order", "lookahead") == 64);
+}
+
+TEST_CASE("Prefetcher: the chunks of a file being read stay needed until its reader passes them",
+          "[prefetcher]") {
+  // A file's declared use is consumed by its read at offset 0. Its later
+  // chunks counted as never needed again from then on: with one epoch
+  // declared at a time they were the first victims while their reader was
+  // on its way to them (shards-2x read 11% of its dataset twice in epoch 1).
+  Store s(1 << 20, PrefetchMode::kOrder, /*big=*/true);
+  s.store().Start();
+  Prefetcher& p = s.prefetcher();
+  const NodeId big = s.Id("big");
+  REQUIRE(p.WriteOrder(1, 0, "big\nf0\n") == 7);
+  CHECK(p.NextUse({big, 4}).next == 0);
+  p.OnRead(big, 0, 4096, false);  // consumed; no later use is declared
+  for (uint32_t c = 0; c < 5; ++c) CHECK(p.NextUse({big, c}).next == 0);
+  CHECK(p.NextUse({big, 4}).after == kNever);
+  CHECK(p.NextUse({s.Id("f0"), 0}).next == 0);    // the stream's next read
+  p.OnRead(big, 3 * Store::kChunk, 4096, false);  // the reader is in chunk 3
+  CHECK(p.NextUse({big, 0}).next == kNever);      // passed
+  CHECK(p.NextUse({big, 1}).next == kNever);
+  CHECK(p.NextUse({big, 2}).next == 0);  // read-ahead may still be fetching it
+  CHECK(p.NextUse({big, 4}).next == 0);
+  // A reader that went quiet: after a second, the order alone speaks.
+  CHECK(testing::Eventually([&] { return p.NextUse({big, 4}).next == kNever; }));
 }
 
 }  // namespace
