@@ -177,8 +177,12 @@ void SimFs::Read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_fi
     return (void)fuse_reply_buf(req, part.data(), part.size());
   }
   const auto* file = reinterpret_cast<const FileHandle*>(fi->fh);
-  auto buf = std::make_shared<std::vector<char>>(size);
-  const ssize_t n = pread(file->fd, buf->data(), size, off);
+  // Not zeroed: pread fills what is replied. Zeroing (and faulting in) a
+  // fresh buffer per read cost pfs-sim 60% of its CPU, and with 2 cores it
+  // could not serve its own model's rate (small-fits: 2.3 s against a
+  // 0.77 s floor for any number of readers).
+  std::shared_ptr<char[]> buf(new char[size]);
+  const ssize_t n = pread(file->fd, buf.get(), size, off);
   if (n < 0) {
     OpCounters::Bump(counters_.source_errors);
     return (void)fuse_reply_err(req, errno);
@@ -202,7 +206,7 @@ void SimFs::Read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_fi
   }
   OpCounters::Bump(counters_.read_bytes, static_cast<uint64_t>(n));
   const int64_t done = data_pool_.Book(NowNs(), static_cast<uint64_t>(n), stall_ns);
-  scheduler_->At(done, [req, buf, n] { fuse_reply_buf(req, buf->data(), static_cast<size_t>(n)); });
+  scheduler_->At(done, [req, buf, n] { fuse_reply_buf(req, buf.get(), static_cast<size_t>(n)); });
 }
 
 void SimFs::Release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
