@@ -38,6 +38,7 @@ unsigned HillClimber::Step(double rate) {
     have_base_ = true;
     base_ = value_;
     base_rate_ = rate;
+    if (slow_start_) step_ = std::max(1u, value_);  // the first probe doubles
     return value_ = Probe();
   }
   // value_ is one step away from base_. Keep going if the step helped, or if
@@ -53,9 +54,16 @@ unsigned HillClimber::Step(double rate) {
     base_rate_ = rate;
     // A step that paid earns a longer stride; one down that only cost
     // nothing walks on one at a time (a plateau's knee is not skipped).
-    step_ = better ? std::min(step_ * 2, hi_ - lo_ + 1) : 1;
+    if (!better) {
+      step_ = 1;
+    } else if (slow_start_ && !down) {
+      step_ = std::max(1u, base_);  // doubles the knob again
+    } else {
+      step_ = std::min(step_ * 2, hi_ - lo_ + 1);
+    }
     return value_ = Probe();
   }
+  slow_start_ = false;
   step_ = 1;
   // Worse, or up and within noise: go back, turn around, settle before
   // probing again.
@@ -75,6 +83,7 @@ unsigned HillClimber::BackOff() {
   settling_ = 0;
   dir_ = -1;
   step_ = 1;
+  slow_start_ = false;
   return value_;
 }
 

@@ -1,8 +1,9 @@
 // Auto-tuning (PRISMA tuned up-only from buffer occupancy; this goes both
 // ways, from measured rates):
 // - HillClimber moves one integer knob (parallel SOURCE reads) towards the
-//   highest measured rate, in steps that double while they keep paying (so
-//   from a cold start it reaches a knee at 32 from 8 in a few seconds) and
+//   highest measured rate. From a cold start it doubles the knob while that
+//   pays (slow start: 8 -> 16 -> 32 in two periods); after the first step
+//   that did not pay, in steps that double while they keep paying and
 //   fall back to one after a step that did not, and down while that costs no
 //   more than noise (fewest reads for the best rate); backs off when a step
 //   made it worse, settles there for a while, then probes again.
@@ -36,8 +37,9 @@ class HillClimber {
   const unsigned settle_steps_;
   unsigned value_;
   int dir_ = +1;
-  unsigned step_ = 1;     // the next probe's distance
-  double peak_rate_ = 0;  // the best accepted rate, decaying 0.2% a step
+  unsigned step_ = 1;       // the next probe's distance
+  bool slow_start_ = true;  // doubling the knob until a step does not pay
+  double peak_rate_ = 0;    // the best accepted rate, decaying 0.2% a step
   bool have_base_ = false;
   unsigned base_ = 0;  // the value the last accepted rate was measured at
   double base_rate_ = 0;

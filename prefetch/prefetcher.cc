@@ -316,7 +316,7 @@ bool Prefetcher::Round(std::chrono::steady_clock::time_point* last_tune) {
   FeedStage();
   auto now = std::chrono::steady_clock::now();
   double dt = std::chrono::duration<double>(now - *last_tune).count();
-  if (dt >= 1.0) {
+  if (dt >= PromotionTuner::kPeriod) {
     *last_tune = now;
     uint64_t lead;
     {

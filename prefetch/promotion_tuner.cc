@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "tiering/log.h"
 
@@ -79,12 +80,21 @@ unsigned PromotionTuner::Tune(double seconds, uint64_t lead, bool order_mode) {
       }
     }
     if (tune_window_ && order_mode) {
+      window_seconds_ += seconds;
+      window_misses_ += new_misses;
+    } else {
+      window_seconds_ = 0;
+      window_misses_ = 0;
+    }
+    if (window_seconds_ >= 1.0) {
+      window_seconds_ = 0;
+      const uint64_t missed = std::exchange(window_misses_, 0);
       unsigned before = window_;
-      window_ = window_tuner_.Step(new_misses, lead);
+      window_ = window_tuner_.Step(missed, lead);
       if (window_ != before) {
         decisions_++;
         last_decision_ = fmt::format("look-ahead {} -> {} files ({} misses, lead {})", before,
-                                     window_, new_misses, lead);
+                                     window_, missed, lead);
         TIERFS_LOG(kInfo, "autotune: {}", last_decision_);
       }
     }

@@ -1,14 +1,15 @@
-// PromotionTuner: once a period (a second), measures the promotion stack and
+// PromotionTuner: once a period (kPeriod), measures the promotion stack and
 // moves its two knobs (PRISMA tuned up only, from buffer occupancy; this
 // goes both ways, from measured rates):
 // - parallel SOURCE reads, the executor's active limit: a HillClimber on
-//   the bytes promoted per second, while promotions are queued; its steps
-//   double while they pay, so a cold start finds the PFS's knee in seconds.
+//   the bytes promoted per second, while promotions are queued, every
+//   period; it doubles the knob from a cold start while that pays, so a
+//   cold epoch of two seconds runs most of its promotions at the PFS's knee.
 //   When SOURCE's mean read latency climbs past 2.5x the best seen without
 //   the rate rising, it backs off by a quarter: a shared PFS under load is
 //   not hammered for nothing.
 // - the look-ahead window (files ahead of the readers), a LookaheadTuner on
-//   the reads that missed and the readers' smallest lead.
+//   the reads that missed and the readers' smallest lead, once a second.
 // Thread-safe.
 #pragma once
 
@@ -28,6 +29,7 @@ class PromotionTuner {
  public:
   static constexpr unsigned kStartParallel = 8;
   static constexpr unsigned kMinWindow = 8, kMaxWindow = 8192, kStartWindow = 64;
+  static constexpr double kPeriod = 0.25;  // seconds between Tune calls
 
   // All pointers outlive the tuner. `tune_parallelism` false: the executor
   // runs all its threads. `lookahead` 0: the window is tuned.
@@ -55,6 +57,8 @@ class PromotionTuner {
   uint64_t decisions_ = 0, backoffs_ = 0;
   std::string last_decision_;
   uint64_t last_bytes_ = 0, last_misses_ = 0, last_reads_ = 0, last_us_ = 0;
+  double window_seconds_ = 0;  // since the window's last step
+  uint64_t window_misses_ = 0;
   double best_latency_us_ = 0, latency_us_ = 0;
 };
 

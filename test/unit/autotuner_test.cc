@@ -92,8 +92,8 @@ TEST_CASE("HillClimber stays within its bounds", "[autotune]") {
 
 TEST_CASE("HillClimber moves back after a step that made it worse", "[autotune]") {
   HillClimber climber(1, 16, 8, 0.05, 5);
-  CHECK(climber.Step(800) == 9);  // first probe goes up
-  CHECK(climber.Step(700) == 8);  // worse: back, and settle
+  CHECK(climber.Step(800) == 16);  // first probe doubles (slow start)
+  CHECK(climber.Step(700) == 8);   // worse: back, and settle
   for (int i = 0; i < 4; ++i) CHECK(climber.Step(800) == 8);
   CHECK(climber.Step(800) == 7);  // then probe the other way
   CHECK(climber.Step(700) == 8);  // worse again: back
@@ -133,14 +133,15 @@ namespace {
 
 TEST_CASE("HillClimber finds a far knee within a few steps of a cold start", "[autotune]") {
   // 32 threads, starting at 8, the PFS rewarding up to 28 parallel reads:
-  // one-at-a-time steps took 20 s to get there; doubling steps take 5.
+  // one-at-a-time steps took 20 s to get there, doubling steps 5 (periods
+  // of a second, longer than a 2,000-file cold epoch); slow start takes 2.
   HillClimber climber(1, 32, 8);
   int steps = 0;
   while (climber.value() < 23 && steps < 10) {
     climber.Step(Plateau(climber.value(), 28));
     steps++;
   }
-  CHECK(steps <= 5);
+  CHECK(steps <= 2);
   // ...and still settles at the knee, give or take what the 5% tolerance
   // cannot tell apart (one step is 3.6% here).
   for (int i = 0; i < 60; ++i) {
@@ -161,6 +162,24 @@ TEST_CASE("HillClimber BackOff steps down a quarter and probes from there", "[au
   CHECK(climber.BackOff() >= 1);
   HillClimber low(1, 32, 1);
   CHECK(low.BackOff() == 1);  // never below the floor
+}
+
+TEST_CASE("HillClimber's slow start ends at the first step that does not pay", "[autotune]") {
+  // The PFS rewards up to 12 parallel reads: 8 -> 16 pays, 16 -> 32 does not;
+  // from there it walks in single steps (no more doubling) to the knee.
+  HillClimber climber(1, 64, 8, 0.05, 5);
+  CHECK(climber.Step(Plateau(8, 12)) == 16);
+  CHECK(climber.Step(Plateau(16, 12)) == 32);
+  CHECK(climber.Step(Plateau(32, 12)) == 16);  // no gain: back, settle
+  std::vector<unsigned> seen;
+  for (int i = 0; i < 40; ++i) seen.push_back(climber.Step(Plateau(climber.value(), 12)));
+  for (size_t i = 1; i < seen.size(); ++i) {
+    INFO("step " << i);
+    CHECK(seen[i] + 1 >= seen[i - 1]);  // never a jump up of more than one
+    CHECK(seen[i] <= seen[i - 1] + 1);
+  }
+  CHECK(seen.back() >= 11);
+  CHECK(seen.back() <= 13);
 }
 
 }  // namespace
