@@ -42,6 +42,10 @@ class Contender:
         """The daemon's own counters after the run (JSON text), if it has any."""
         return None
 
+    def daemon_pid(self):
+        """The pid of the contender's daemon, if it has one."""
+        return None
+
 
 class Direct(Contender):
     """The loader reads the PFS mount itself."""
@@ -88,7 +92,10 @@ class MountContender(Contender):
 
     def rss_mb(self):
         # Looked up now: a daemonizing parent may still be exiting at mount time.
-        return mounts.rss_mb(mounts.daemon_pid(self.mnt))
+        return mounts.rss_mb(self.daemon_pid())
+
+    def daemon_pid(self):
+        return mounts.daemon_pid(self.mnt)
 
     def cleanup(self):
         if hasattr(self, "mnt"):

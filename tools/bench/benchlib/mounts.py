@@ -73,6 +73,32 @@ def daemon_pid(mountpoint):
     return None
 
 
+def process_pid(program, mountpoint):
+    """Pid of a live `program` (basename of argv[0]) whose command line names
+    `mountpoint`, or None (pfs-sim's mountpoint is also tierfs's SOURCE)."""
+    real = os.path.realpath(mountpoint).encode()
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                args = f.read().split(b"\0")
+        except OSError:
+            continue
+        if (os.path.basename(args[0]) == program.encode()
+                and (real in args or mountpoint.encode() in args) and rss_mb(int(pid)) is not None):
+            return int(pid)
+    return None
+
+
+def cpu_seconds(pid):
+    """User + system CPU seconds of `pid`, all its threads, or None."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, TypeError, ValueError, IndexError):
+        return None
+
+
 def rss_mb(pid):
     """Resident set size of `pid` in MB (10^6 B), or None."""
     try:

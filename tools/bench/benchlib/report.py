@@ -7,8 +7,9 @@ import json
 from . import bound as bounds
 
 
-def summarize(scenario, contender, setup_s, setup_pfs, rows, rss_mb, note):
-    """One summary dict from a contender's loader rows."""
+def summarize(scenario, contender, setup_s, setup_pfs, rows, rss_mb, note, cpu=None):
+    """One summary dict from a contender's loader rows; `cpu`: CPU seconds
+    of "pfs" (pfs-sim), "daemon" and "loader" over the loader's run."""
     epochs = [r for r in rows if r.get("phase") == "epoch"]
     listing = [r for r in rows if r.get("phase") == "list"]
     def pfs(key):
@@ -30,7 +31,7 @@ def summarize(scenario, contender, setup_s, setup_pfs, rows, rss_mb, note):
         "last_pfs_mb": epochs[-1].get("pfs_read_bytes", 0) / 1e6 if epochs else 0.0,
         "last_pfs_meta_ops": epochs[-1].get("pfs_meta_ops", 0) if epochs else 0,
         "hinted": [r["hinted"] for r in epochs if "hinted" in r],
-        "rss_mb": rss_mb, "note": note,
+        "rss_mb": rss_mb, "note": note, "cpu": cpu or {},
         "ranks": [_rank_epoch(r) for r in epochs if "rank_wall_s" in r],
     }
 
@@ -71,7 +72,7 @@ def markdown(summaries):
     max_epochs = max((len(s.get("epoch_s", [])) for s in summaries), default=0)
     head = (["scenario", "contender", "setup s"] + [f"epoch {i + 1} s" for i in range(max_epochs)]
             + ["total s", "total / direct", "last epoch / native", "last MB/s", "p99 ms",
-               "PFS meta ops", "PFS MB read", "RSS MB"])
+               "PFS meta ops", "PFS MB read", "RSS MB", "CPU s: PFS / daemon / loader"])
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     by_scenario = {}
     for s in summaries:
@@ -92,7 +93,9 @@ def markdown(summaries):
             cells = ([scenario, s["contender"], _fmt(s["setup_s"])] + [_fmt(e) for e in epochs]
                      + [_fmt(s["total_s"]), _fmt(vs_direct), _fmt(vs_native, 1),
                         _fmt(s["last_mb_per_s"], 1), _fmt(s["p99_ms"], 1),
-                        str(s["pfs_meta_ops"]), _fmt(s["pfs_read_mb"], 1), _fmt(s["rss_mb"], 0)])
+                        str(s["pfs_meta_ops"]), _fmt(s["pfs_read_mb"], 1), _fmt(s["rss_mb"], 0),
+                        " / ".join(_fmt(s.get("cpu", {}).get(k), 1)
+                                   for k in ("pfs", "daemon", "loader"))])
             if s["errors"]:
                 cells[1] += f" ({s['errors']} errors)"
             lines.append("| " + " | ".join(cells) + " |")
