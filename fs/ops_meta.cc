@@ -85,7 +85,7 @@ void Readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus) 
   for (size_t i = static_cast<size_t>(std::max<off_t>(off, 0));
        EntryAt(ctx, ino, i, &view, &entry_ino); ++i) {
     if (ino == FUSE_ROOT_ID && view == ControlDir::kName) continue;  // the control dir shadows it
-    if (view.size() > NAME_MAX) continue;  // no Linux file system has one
+    if (view.size() > NAME_MAX) continue;                            // no Linux file system has one
     std::memcpy(name, view.data(), view.size());
     name[view.size()] = '\0';
     fuse_entry_param e{};
