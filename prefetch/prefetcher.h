@@ -115,7 +115,7 @@ class Prefetcher final : public ReadObserver, public NextUseOracle {
 
   // Lock order: BeladyPolicy's mutex, then mu_. Never call the policy
   // or the promoter with mu_ held.
-  mutable std::mutex mu_;  // guards planner_ and the parsers
+  mutable std::mutex mu_;  // guards planner_, the parsers and reading_
   StreamPlanner planner_;
   HintParser order_parser_, stage_parser_;
   uint64_t order_valid_ = 0, order_rejected_ = 0;
