@@ -76,11 +76,15 @@ void Prefetcher::SetMode(PrefetchMode mode) {
 void Prefetcher::OnRead(NodeId id, uint64_t off, uint64_t len, bool hit) {
   if (mode_.load(std::memory_order_relaxed) != PrefetchMode::kOrder) return;
   const auto now = std::chrono::steady_clock::now();
-  const uint64_t end = off + len;
-  const uint32_t chunks = catalog_ ? catalog_->chunks(id) : 1;
+  // Files of one chunk are never in reading_ (nor without tiers).
+  if (catalog_ == nullptr || catalog_->chunks(id) < 2) {
+    if (off == 0) Consume(id, hit, now);
+    return;
+  }
+  // The chunk holding the read's last byte: the one its reader is in.
+  const auto chunk = static_cast<uint32_t>((off + len - 1) / catalog_->chunk_size());
   if (off != 0) {  // a later piece: how far its reader is
     if (reading_size_.load(std::memory_order_relaxed) == 0) return;
-    const auto chunk = static_cast<uint32_t>((end - 1) / catalog_->chunk_size());
     bool moved = false;
     {
       std::lock_guard lock(mu_);
@@ -96,22 +100,24 @@ void Prefetcher::OnRead(NodeId id, uint64_t off, uint64_t len, bool hit) {
     if (moved && policy_) policy_->NextUseChanged(id);
     return;
   }
+  Consume(id, hit, now, chunk);
+}
+
+void Prefetcher::Consume(NodeId id, bool hit, std::chrono::steady_clock::time_point now,
+                         std::optional<uint32_t> chunk) {
   bool consumed;
   std::vector<NodeId> changed;
   {
     std::lock_guard lock(mu_);
     uint64_t occurrence = 0;
     consumed = planner_.Consume(id, hit, now, &occurrence);
-    if (consumed && chunks > 1) {
+    if (consumed && chunk) {
       if (reading_.size() >= kMaxReading && !reading_.count(id)) ExpireReading(now, &changed);
       if (reading_.size() < kMaxReading || reading_.count(id)) {
-        reading_[id] =
-            Reading{static_cast<uint32_t>((end - 1) / catalog_->chunk_size()), occurrence, now};
+        reading_[id] = Reading{*chunk, occurrence, now};
       }
-    } else if (consumed) {
-      reading_.erase(id);  // a new read of it, whole
+      reading_size_.store(reading_.size(), std::memory_order_relaxed);
     }
-    reading_size_.store(reading_.size(), std::memory_order_relaxed);
   }
   if (consumed) {
     changed.push_back(id);

@@ -20,6 +20,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -100,6 +101,10 @@ class Prefetcher final : public ReadObserver, public NextUseOracle {
   void AppendOrder(uint64_t writer, const HintParser::Result& result);
   // Tells the policy; REQUIRES: mu_ not held.
   void NotifyChanged(std::vector<NodeId>& changed);
+  // A read at offset 0: consumes `id`'s declared use; with `chunk` (a file
+  // of several chunks), records it as being read, its reader in `chunk`.
+  void Consume(NodeId id, bool hit, std::chrono::steady_clock::time_point now,
+               std::optional<uint32_t> chunk = std::nullopt);
   // Forgets files whose reader went quiet (into *changed). REQUIRES: mu_.
   void ExpireReading(std::chrono::steady_clock::time_point now, std::vector<NodeId>* changed);
 

@@ -55,9 +55,11 @@ def pfs_sim_stats(mountpoint):
         return json.load(f)
 
 
-def daemon_pid(mountpoint):
-    """Pid of the process whose command line names `mountpoint`, or None."""
-    real = os.path.realpath(mountpoint)
+def daemon_pid(mountpoint, program=None):
+    """Pid of a live process whose command line names `mountpoint` (newest
+    first), or None; with `program`, only one whose argv[0] has that
+    basename (pfs-sim's mountpoint is also tierfs's SOURCE)."""
+    names = {os.path.realpath(mountpoint).encode(), mountpoint.encode()}
     for pid in sorted(os.listdir("/proc"), key=lambda p: -int(p) if p.isdigit() else 0):
         if not pid.isdigit():
             continue
@@ -66,25 +68,9 @@ def daemon_pid(mountpoint):
                 args = f.read().split(b"\0")
         except OSError:
             continue
-        if real.encode() in args or mountpoint.encode() in args:
-            found = int(pid)
-            if rss_mb(found) is not None:  # alive, not a zombie
-                return found
-    return None
-
-
-def process_pid(program, mountpoint):
-    """Pid of a live `program` (basename of argv[0]) whose command line names
-    `mountpoint`, or None (pfs-sim's mountpoint is also tierfs's SOURCE)."""
-    real = os.path.realpath(mountpoint).encode()
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                args = f.read().split(b"\0")
-        except OSError:
+        if program is not None and os.path.basename(args[0]) != program.encode():
             continue
-        if (os.path.basename(args[0]) == program.encode()
-                and (real in args or mountpoint.encode() in args) and rss_mb(int(pid)) is not None):
+        if names.intersection(args) and rss_mb(int(pid)) is not None:  # alive, not a zombie
             return int(pid)
     return None
 
