@@ -95,8 +95,7 @@ class Belady final : public BeladyPolicy {
     if (transient) {
       // A reader waiting for the chunk wakes at the catalog's Publish, before
       // this call, and may have consumed the use it was promoted for already.
-      t.transient[key] = Transient{false, for_use};
-      Settle(t, key);
+      Settle(t, t.transient.insert_or_assign(key, Transient{false, for_use}).first);
     } else {
       t.resident.insert(key);
       Track(t, {NextUseOf(key).next, key});
@@ -134,8 +133,8 @@ class Belady final : public BeladyPolicy {
     for (uint32_t c = 0; c < catalog_->chunks(node); ++c) {
       ChunkKey key{node, c};
       for (auto& t : per_tier_) {
-        if (t.transient.count(key)) {
-          Settle(t, key);
+        if (auto tr = t.transient.find(key); tr != t.transient.end()) {
+          Settle(t, tr);
         } else if (t.resident.count(key)) {
           Track(t, {NextUseOf(key).next, key});
         }
@@ -153,10 +152,11 @@ class Belady final : public BeladyPolicy {
     bool read;         // its use is past: first to go
     uint64_t for_use;  // the use it was promoted for (NextUses::next_id)
   };
+  using TransientMap = std::unordered_map<ChunkKey, Transient, ChunkKeyHash>;
   struct TierState {
     std::unordered_set<ChunkKey, ChunkKeyHash> resident;  // kept for their later uses
     std::priority_queue<Entry> heap;  // max next use on top; stale entries skipped
-    std::unordered_map<ChunkKey, Transient, ChunkKeyHash> transient;
+    TransientMap transient;
     std::deque<ChunkKey> recycle;  // transient chunks already read
     uint64_t transient_bytes = 0;  // transient chunks held or being placed
   };
@@ -170,14 +170,14 @@ class Belady final : public BeladyPolicy {
     return oracle ? oracle->NextUse(key) : NextUses{};
   }
 
-  // REQUIRES: mu_ held; `key` is held transient. Once the use it was
+  // REQUIRES: mu_ held; `it` is a transient chunk. Once the use it was
   // promoted for is past, it is the first to go; but if a use has been
   // declared for it since (the next epoch's order came), it is kept like any
   // resident: dropping it now would cost a SOURCE read in that epoch, and
   // with one epoch declared at a time the transient room would otherwise
   // bleed the kept set a little every epoch.
-  void Settle(TierState& t, ChunkKey key) {
-    auto it = t.transient.find(key);
+  void Settle(TierState& t, TransientMap::iterator it) {
+    const ChunkKey key = it->first;
     const NextUses uses = NextUseOf(key);
     if (uses.next_id == it->second.for_use) return;  // its read is still to come
     if (uses.next != NextUses::kNever) {
