@@ -14,6 +14,7 @@
 #include <memory>
 
 #include "fs/control.h"
+#include "fs/parallel_dirops.h"
 #include "prefetch/tiered_store.h"
 #include "tiering/counting_backend.h"
 #include "tiering/latency_histogram.h"
@@ -65,6 +66,8 @@ class FsContext {
   // REQUIRES: before the session starts.
   void set_check_access(bool on) { check_access_ = on; }
   bool check_access() const { return check_access_; }
+  // The INIT exchange, for NegotiateParallelDirops<FsContext>.
+  InitReplyPatch& init_patch() { return init_patch_; }
   // Whether the process behind `req` may access node `id` with `mask`
   // (R_OK, W_OK, X_OK) and search every directory above it.
   bool MayAccess(fuse_req_t req, NodeId id, int mask) const;
@@ -92,6 +95,7 @@ class FsContext {
   ControlDir control_;
   ReaddirMode readdir_mode_ = ReaddirMode::kPlus;
   bool check_access_ = false;
+  InitReplyPatch init_patch_;
 };
 
 // The handler table. Userdata passed to fuse_session_new must be an FsContext*.

@@ -201,6 +201,12 @@ int RunMount(const MountConfig& config) {
     return fail(fmt::format("cannot mount on '{}' (is /dev/fuse usable and fusermount3 installed?)",
                             mountpoint));
   }
+  if (int err = NegotiateParallelDirops<FsContext>(se); err != 0) {
+    fuse_session_unmount(se);
+    fuse_remove_signal_handlers(se);
+    fuse_session_destroy(se);
+    return fail(fmt::format("cannot set up the FUSE session's I/O: {}", std::strerror(-err)));
+  }
   TIERFS_LOG(kInfo, "mounted {} on {}", source, mountpoint);
   ShutdownGuard guard(se, config.shutdown_timeout);
   if (!config.foreground) {

@@ -55,6 +55,8 @@ void FsContext::VisitCounters(CounterVisitor& v) const {
   v.Text("version", TIERFS_VERSION);
   v.Gauge("uptime_seconds",
           std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count());
+  // Whether the kernel runs the LOOKUPs of one directory in parallel.
+  v.Flag("parallel_dirops", init_patch_.negotiated());
   v.BeginGroup("namespace");
   ns_->VisitCounters(v);
   v.EndGroup();

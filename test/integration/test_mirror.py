@@ -5,6 +5,7 @@ import hashlib
 import mmap
 import os
 import subprocess
+import threading
 import unittest
 
 import harness
@@ -159,6 +160,31 @@ class MirrorTest(unittest.TestCase):
                                          f"{name} off={off} size={size}")
             finally:
                 os.close(fd)
+
+    def test_parallel_lookups_and_listings_in_one_directory(self):
+        # The kernel runs the LOOKUPs and READDIRs of one directory in
+        # parallel (FUSE_PARALLEL_DIROPS, added to libfuse 3.14's INIT reply by
+        # fs/parallel_dirops.cc): 16 threads stat and list big_dir at once.
+        self.assertIs(self.mount.stats()["parallel_dirops"], True)
+        errors = []
+
+        def worker(k):
+            try:
+                for i in range(k, 100_000, 397 * 16):
+                    name = f"f{i:06d}"
+                    if os.stat(self.m("big_dir", name)).st_size != len(b"%d" % i):
+                        errors.append(f"{name}: wrong size")
+                if k % 4 == 0 and len(os.listdir(self.m("big_dir"))) != 100_000:
+                    errors.append(f"thread {k}: short listing")
+            except OSError as e:
+                errors.append(f"thread {k}: {e}")
+
+        threads = [threading.Thread(target=worker, args=(k,)) for k in range(16)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(errors, [])
 
     def test_control_dir_hidden_but_readable(self):
         self.assertNotIn(".tierfs", os.listdir(self.mnt))

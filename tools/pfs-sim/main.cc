@@ -105,6 +105,14 @@ int main(int argc, char* argv[]) {
   if (se != nullptr) {
     if (fuse_set_signal_handlers(se) == 0) {
       if (fuse_session_mount(se, opts.mountpoint) == 0) {
+        // A PFS client looks up the names of one directory in parallel.
+        if (int err = tierfs::NegotiateParallelDirops<pfssim::SimFs>(se); err != 0) {
+          fmt::print(stderr, "pfs-sim: cannot set up the session's I/O: {}\n", std::strerror(-err));
+          fuse_session_unmount(se);
+          fuse_remove_signal_handlers(se);
+          fuse_session_destroy(se);
+          return 1;
+        }
         fuse_daemonize(opts.foreground);
         fs.Start();
         fuse_loop_config* loop = fuse_loop_cfg_create();

@@ -9,6 +9,14 @@ uint64_t Load(const std::atomic<uint64_t>& c) { return c.load(std::memory_order_
 
 }  // namespace
 
+void OpCounters::LookupBegins() {
+  const uint64_t now = lookups_in_flight.fetch_add(1, std::memory_order_relaxed) + 1;
+  uint64_t max = lookups_in_flight_max.load(std::memory_order_relaxed);
+  while (now > max &&
+         !lookups_in_flight_max.compare_exchange_weak(max, now, std::memory_order_relaxed)) {
+  }
+}
+
 uint64_t OpCounters::MetaOps() const {
   return Load(lookups) + Load(getattrs) + Load(opens) + Load(opendirs) + Load(readdirs) +
          Load(statfs);
@@ -17,12 +25,13 @@ uint64_t OpCounters::MetaOps() const {
 std::string OpCounters::ToJson() const {
   return fmt::format(
       "{{\"meta_ops\": {}, \"lookups\": {}, \"getattrs\": {}, \"opens\": {}, \"opendirs\": {}, "
-      "\"readdirs\": {}, \"statfs\": {}, \"releases\": {}, \"forgets\": {}, \"reads\": {}, "
+      "\"readdirs\": {}, \"statfs\": {}, \"lookups_in_flight_max\": {}, \"releases\": {}, "
+      "\"forgets\": {}, \"reads\": {}, "
       "\"eof_reads\": {}, "
       "\"read_bytes\": {}, \"read_errors\": {}, \"stalls\": {}, \"source_errors\": {}}}",
       MetaOps(), Load(lookups), Load(getattrs), Load(opens), Load(opendirs), Load(readdirs),
-      Load(statfs), Load(releases), Load(forgets), Load(reads), Load(eof_reads), Load(read_bytes),
-      Load(read_errors), Load(stalls), Load(source_errors));
+      Load(statfs), Load(lookups_in_flight_max), Load(releases), Load(forgets), Load(reads),
+      Load(eof_reads), Load(read_bytes), Load(read_errors), Load(stalls), Load(source_errors));
 }
 
 }  // namespace pfssim

@@ -17,6 +17,11 @@ struct OpCounters {
   std::atomic<uint64_t> opendirs{0};
   std::atomic<uint64_t> readdirs{0};
   std::atomic<uint64_t> statfs{0};
+  // LOOKUPs between request and reply now, and the most ever at once: the
+  // kernel runs one directory's lookups one at a time unless the session
+  // negotiated FUSE_PARALLEL_DIROPS.
+  std::atomic<uint64_t> lookups_in_flight{0};
+  std::atomic<uint64_t> lookups_in_flight_max{0};
   // Free operations (no latency), counted for completeness.
   std::atomic<uint64_t> releases{0};
   std::atomic<uint64_t> forgets{0};
@@ -31,6 +36,10 @@ struct OpCounters {
   static void Bump(std::atomic<uint64_t>& counter, uint64_t by = 1) {
     counter.fetch_add(by, std::memory_order_relaxed);
   }
+
+  // A LOOKUP starts (raises the maximum) and ends.
+  void LookupBegins();
+  void LookupEnds() { lookups_in_flight.fetch_sub(1, std::memory_order_relaxed); }
 
   // Sum of the metadata operations above.
   uint64_t MetaOps() const;

@@ -115,16 +115,23 @@ void SimFs::Lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
   std::string dir;
   if (!PathOf(parent, dir)) return (void)fuse_reply_err(req, ENOENT);
   OpCounters::Bump(counters_.lookups);
+  counters_.LookupBegins();
   const std::string path = Join(dir, name);
   if (lstat(SourcePath(path).c_str(), &e.attr) != 0) {
     const int err = errno;
-    return AfterMeta([req, err] { fuse_reply_err(req, err); });
+    return AfterMeta([this, req, err] {
+      counters_.LookupEnds();
+      fuse_reply_err(req, err);
+    });
   }
   e.ino = InoOf(path);
   e.attr.st_ino = e.ino;
   e.entry_timeout = params_.entry_timeout;
   e.attr_timeout = params_.attr_timeout;
-  AfterMeta([req, e] { fuse_reply_entry(req, &e); });
+  AfterMeta([this, req, e] {
+    counters_.LookupEnds();
+    fuse_reply_entry(req, &e);
+  });
 }
 
 void SimFs::Getattr(fuse_req_t req, fuse_ino_t ino) {

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "fault_plan.h"
+#include "fs/parallel_dirops.h"
 #include "op_counters.h"
 #include "reply_scheduler.h"
 #include "service_model.h"
@@ -39,6 +40,9 @@ class SimFs {
   void Start();
   // Sends every pending reply. Call after the session loop, before destroy.
   void Stop();
+
+  // The INIT exchange, for tierfs::NegotiateParallelDirops<SimFs>.
+  tierfs::InitReplyPatch& init_patch() { return init_patch_; }
 
   // The JSON served by .pfs-sim/stats.
   std::string StatsJson() const;
@@ -79,6 +83,7 @@ class SimFs {
   ServicePool data_pool_;
   OpCounters counters_;
   std::unique_ptr<ReplyScheduler> scheduler_;
+  tierfs::InitReplyPatch init_patch_;
 
   mutable std::mutex inodes_mu_;    // guards paths_ and inos_; a leaf lock
   std::vector<std::string> paths_;  // index = inode number

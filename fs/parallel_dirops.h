@@ -1,0 +1,64 @@
+// FUSE_PARALLEL_DIROPS for libfuse versions that never send it.
+//
+// Without FUSE_PARALLEL_DIROPS in the INIT reply the kernel holds a
+// directory's lock across every LOOKUP and READDIR in it: the lookups of one
+// directory run one at a time, however many threads ask. libfuse before 3.17
+// (upstream commit c9905341, "Pass FUSE_PARALLEL_DIROPS to kernel") puts the
+// capability in conn->want but never in the reply, so a file system built
+// against Debian's 3.14 cannot have it. InitReplyPatch adds the flag to the
+// INIT reply on its way to the kernel, through libfuse's custom session I/O,
+// when the kernel offered it. Every other message passes untouched.
+#pragma once
+
+// REQUIRES: FUSE_USE_VERSION defined by the includer, as for libfuse itself.
+#include <fuse3/fuse_lowlevel.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace tierfs {
+
+// The state of one session's INIT exchange. Thread-safe: FUSE workers call
+// OnRequest and Writev concurrently.
+class InitReplyPatch {
+ public:
+  // Sees each request read from /dev/fuse (`len` bytes at `buf`).
+  void OnRequest(const void* buf, size_t len);
+  // Sends a reply as writev(2) would, with FUSE_PARALLEL_DIROPS added to a
+  // successful INIT reply when the kernel offered it.
+  ssize_t Writev(int fd, const struct iovec* iov, int count);
+  // Whether the INIT reply carried FUSE_PARALLEL_DIROPS.
+  bool negotiated() const { return negotiated_.load(std::memory_order_acquire); }
+
+ private:
+  static constexpr uint64_t kNone = 0;  // no INIT seen (the kernel never uses unique 0 for INIT)
+  std::atomic<bool> replied_{false};    // the INIT reply went out: nothing more to watch
+  std::atomic<uint64_t> init_unique_{kNone};
+  std::atomic<bool> offered_{false};  // the kernel's INIT flags had FUSE_PARALLEL_DIROPS
+  std::atomic<bool> negotiated_{false};
+};
+
+// Routes the session's I/O through `Fs::init_patch()`. `se` must be mounted
+// (fuse_session_mount) and its userdata an `Fs*`. Returns 0 or -errno.
+template <class Fs>
+int NegotiateParallelDirops(fuse_session* se) {
+  static const fuse_custom_io io = {
+      .writev = [](int fd, struct iovec* iov, int count, void* userdata) -> ssize_t {
+        return static_cast<Fs*>(userdata)->init_patch().Writev(fd, iov, count);
+      },
+      .read = [](int fd, void* buf, size_t len, void* userdata) -> ssize_t {
+        const ssize_t n = ::read(fd, buf, len);
+        if (n > 0) static_cast<Fs*>(userdata)->init_patch().OnRequest(buf, static_cast<size_t>(n));
+        return n;
+      },
+      .splice_receive = nullptr,
+      .splice_send = nullptr,
+  };
+  return fuse_session_custom_io(se, &io, fuse_session_fd(se));
+}
+
+}  // namespace tierfs
