@@ -25,8 +25,13 @@ TEST_CASE("bad options are rejected with the key named", "[pfs-sim][params]") {
   CHECK_THAT(SetParam(p, "fail_rate", "1.5"), Catch::Contains("fail_rate"));
   CHECK_THAT(SetParam(p, "max_request", "2M"), Catch::Contains("max_request"));
   CHECK_THAT(SetParam(p, "bogus", "1"), Catch::Contains("unknown"));
+  CHECK_THAT(SetParam(p, "threads", "257"), Catch::Contains("threads"));
   p.parallel = 0;
   CHECK_FALSE(pfssim::Validate(p).empty());
+  p.parallel = 1;
+  CHECK(pfssim::Validate(p).empty());
+  CHECK(SetParam(p, "threads", "0").empty());
+  CHECK_THAT(pfssim::Validate(p), Catch::Contains("threads"));
 }
 
 TEST_CASE("parameters print as JSON with every key", "[pfs-sim][params]") {
@@ -34,7 +39,7 @@ TEST_CASE("parameters print as JSON with every key", "[pfs-sim][params]") {
   p.fail_files = {"we\"ird"};
   const std::string json = pfssim::ParamsToJson(p);
   for (const char* key : {"meta_ms", "read_ms", "stream_mbps", "total_mbps", "parallel",
-                          "fail_rate", "stall_ms", "seed"}) {
+                          "fail_rate", "stall_ms", "seed", "threads"}) {
     CHECK_THAT(json, Catch::Contains(std::string("\"") + key + "\""));
   }
   CHECK_THAT(json, Catch::Contains("we\\\"ird"));

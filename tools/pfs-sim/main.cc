@@ -116,7 +116,8 @@ int main(int argc, char* argv[]) {
         fuse_daemonize(opts.foreground);
         fs.Start();
         fuse_loop_config* loop = fuse_loop_cfg_create();
-        fuse_loop_cfg_set_max_threads(loop, 32);
+        fuse_loop_cfg_set_max_threads(loop, cl.params.threads);
+        fuse_loop_cfg_set_clone_fd(loop, 1);
         status = fuse_session_loop_mt(se, loop) == 0 ? 0 : 1;
         fuse_loop_cfg_destroy(loop);
         fs.Stop();

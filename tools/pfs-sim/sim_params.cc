@@ -82,6 +82,7 @@ const std::vector<ParamSpec>& Specs() {
       {"stall_rate", "fraction of reads that stall (0..1)", Number(&SimParams::stall_rate, 1)},
       {"stall_ms", "extra delay of a stalled read (ms)", Number(&SimParams::stall_ms, 1e6)},
       {"seed", "seed of the fault hashes", Number(&SimParams::seed, 9e15)},
+      {"threads", "FUSE worker threads of pfs-sim (1..256)", Number(&SimParams::threads, 256)},
   };
   return specs;
 }
@@ -108,6 +109,7 @@ bool IsParamKey(const std::string& key) {
 std::string Validate(const SimParams& p) {
   if (p.parallel < 1) return "parallel must be at least 1";
   if (p.meta_parallel < 1) return "meta_parallel must be at least 1";
+  if (p.threads < 1) return "threads must be at least 1";
   if (p.stream_mbps <= 0) return "stream_mbps must be positive";
   if (p.total_mbps <= 0) return "total_mbps must be positive";
   return "";
@@ -123,9 +125,10 @@ std::string ParamsToJson(const SimParams& p) {
       "{{\"meta_ms\": {}, \"meta_parallel\": {}, \"read_ms\": {}, \"stream_mbps\": {}, "
       "\"total_mbps\": {}, \"parallel\": {}, \"max_request\": {}, \"entry_timeout\": {}, "
       "\"attr_timeout\": {}, \"fail_rate\": {}, \"fail_files\": [{}], \"stall_rate\": {}, "
-      "\"stall_ms\": {}, \"seed\": {}}}",
+      "\"stall_ms\": {}, \"seed\": {}, \"threads\": {}}}",
       p.meta_ms, p.meta_parallel, p.read_ms, p.stream_mbps, p.total_mbps, p.parallel, p.max_request,
-      p.entry_timeout, p.attr_timeout, p.fail_rate, files, p.stall_rate, p.stall_ms, p.seed);
+      p.entry_timeout, p.attr_timeout, p.fail_rate, files, p.stall_rate, p.stall_ms, p.seed,
+      p.threads);
 }
 
 std::string ParamsHelp() {
