@@ -56,9 +56,11 @@ const std::vector<OwnOption>& OwnOptions() {
        [](MountConfig& c, const std::string& v, const std::string& o) {
          c.threads = ParseUnsigned(v, o, 1, 1024);
        }},
-      {"scan_threads", "N", "metadata requests in flight during the mount scan (default 64)",
+      {"scan_threads", "auto|N",
+       "metadata requests in flight during the mount scan (1-1024; default auto: tuned while "
+       "scanning towards the most operations per second)",
        [](MountConfig& c, const std::string& v, const std::string& o) {
-         c.scan_threads = ParseUnsigned(v, o, 1, 1024);
+         c.scan_threads = v == "auto" ? 0 : ParseUnsigned(v, o, 1, 1024);
        }},
       {"index", "FILE|auto",
        "mount from a saved namespace index (built by `tierfs index` or by a previous mount); "

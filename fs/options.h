@@ -30,9 +30,9 @@ struct MountConfig {
   bool debug = false;  // libfuse's request trace (implies foreground)
 
   // tierfs's own options.
-  unsigned threads = 64;       // max FUSE worker threads
-  unsigned scan_threads = 64;  // metadata requests in flight during the scan
-  std::string index;           // saved namespace index: a file, "auto" or "" (none)
+  unsigned threads = 64;      // max FUSE worker threads
+  unsigned scan_threads = 0;  // metadata requests in flight during the scan; 0: auto (tuned)
+  std::string index;          // saved namespace index: a file, "auto" or "" (none)
   IndexCheck index_check = IndexCheck::kDirs;
   unsigned index_wait = 600;      // seconds to wait for another node building the index
   std::string readdir = "plus";   // plus, plain or auto (ReaddirMode in fs/filesystem.h)

@@ -121,8 +121,15 @@ class Namespace {
 std::string CheckLayout(std::span<const Node> nodes, std::string_view arena,
                         const NamespaceTotals& totals);
 
+// scan_threads=auto: the scan's width (metadata requests in flight) starts at
+// kScanTuneStart and is tuned while scanning, within [kScanTuneMin,
+// kScanTuneMax], towards the most operations per second (tiering/hill_climber.h).
+inline constexpr unsigned kScanTuneMin = 4, kScanTuneStart = 64, kScanTuneMax = 512;
+
 struct ScanOptions {
-  unsigned threads = 64;  // metadata requests in flight; a PFS is latency-bound
+  // Metadata requests in flight (a PFS is latency-bound); 0: tuned while
+  // scanning (see kScanTuneStart).
+  unsigned threads = 0;
   // A snapshot of the same SOURCE taken earlier (a saved index): directories
   // whose mtime and ctime did not change are taken from it instead of being
   // listed, so the scan costs one stat per such directory.
@@ -138,6 +145,9 @@ struct ScanOptions {
   // Bytes of names and symlink targets a snapshot may hold: arena offsets
   // are 32 bits. Lower only in tests.
   uint64_t max_arena_bytes = UINT32_MAX;
+  // With threads == 0: the width to start from, seconds between tuning steps.
+  unsigned tune_start = kScanTuneStart;
+  double tune_period_s = 0.25;
 };
 
 // What a scan asked of SOURCE. Updated by the scan's threads.
@@ -146,6 +156,10 @@ struct ScanReport {
   std::atomic<uint64_t> dirs_listed{0};  // listed on SOURCE
   std::atomic<uint64_t> dirs_reused{0};  // taken from ScanOptions::previous
   std::atomic<uint64_t> entries{0};      // entries kept so far
+  // The pool's width now and at most (requests in flight), and how many
+  // tuning steps set it (0: a fixed width).
+  std::atomic<unsigned> width{0}, peak_width{0};
+  std::atomic<uint64_t> tune_steps{0};
   uint64_t meta_ops() const { return stats + lists + readlinks; }
 };
 

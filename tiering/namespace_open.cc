@@ -115,6 +115,9 @@ std::vector<NodeId> ChangedDirectories(Backend* backend, const Namespace& ns, un
     }
   };
   std::vector<std::thread> pool;
+  // scan_threads=auto: a stat per directory is over too soon to tune (1,001
+  // for ImageNet); as many in flight as the scan's tuning found at full scale.
+  if (threads == 0) threads = kValidateThreads;
   unsigned n = std::max(1u, std::min<unsigned>(threads, static_cast<unsigned>(dirs.size())));
   for (unsigned t = 0; t < n; ++t) pool.emplace_back(work);
   for (auto& t : pool) t.join();
@@ -148,6 +151,13 @@ std::unique_ptr<Namespace> OpenNamespace(Backend* backend, const SourceIdentity&
   ScanReport local;
   ScanReport& scan = live ? *live : local;
   auto finish = [&](std::unique_ptr<Namespace> ns, std::string how) {
+    report->scan_width = scan.width;
+    report->scan_peak_width = scan.peak_width;
+    if (report->scan_width > 0) {
+      how += scan.tune_steps > 0 ? fmt::format(" ({} requests in flight, tuned; at most {})",
+                                               report->scan_width, report->scan_peak_width)
+                                 : fmt::format(" ({} requests in flight)", report->scan_width);
+    }
     report->how = std::move(how);
     report->meta_ops = scan.meta_ops();
     report->seconds = Since(start);

@@ -28,6 +28,8 @@ enum class IndexCheck { kFull, kDirs, kNone };
 // The margin below an index's creation time inside which directory changes
 // are treated as possibly racy (coarse file system timestamps).
 inline constexpr int64_t kRacyMarginNs = 2'000'000'000;
+// Stats in flight when validating an index with scan_threads=auto.
+inline constexpr unsigned kValidateThreads = 128;
 
 // "full", "dirs", "none".
 bool ParseIndexCheck(const std::string& text, IndexCheck* out);
@@ -35,9 +37,9 @@ bool ParseIndexCheck(const std::string& text, IndexCheck* out);
 struct OpenOptions {
   std::string index;  // index file; "" = no index (scan only)
   IndexCheck check = IndexCheck::kDirs;
-  unsigned scan_threads = 64;
-  unsigned wait_s = 600;  // longest wait for another node's build
-  bool write = true;      // write the index when it was (re)built
+  unsigned scan_threads = 0;  // 0: tuned while scanning (ScanOptions::threads)
+  unsigned wait_s = 600;      // longest wait for another node's build
+  bool write = true;          // write the index when it was (re)built
   int64_t racy_margin_ns = kRacyMarginNs;
 };
 
@@ -50,6 +52,8 @@ struct OpenReport {
   bool written = false;            // the index file was (re)written
   uint64_t dirs_checked = 0, dirs_changed = 0;
   uint64_t meta_ops = 0;  // metadata operations sent to SOURCE
+  // The scan's width at its end and at most (0: nothing was listed).
+  unsigned scan_width = 0, scan_peak_width = 0;
   double seconds = 0;
 };
 
@@ -62,7 +66,8 @@ std::unique_ptr<Namespace> OpenNamespace(Backend* backend, const SourceIdentity&
 
 // The directories of `ns` whose mtime or ctime differ on SOURCE now, or that
 // are gone or no longer directories, or that changed at or after
-// `racy_after_ns` (see ScanOptions): one stat each, `threads` in parallel.
+// `racy_after_ns` (see ScanOptions): one stat each, `threads` in parallel
+// (0: kValidateThreads).
 // *stats counts the stats sent.
 std::vector<NodeId> ChangedDirectories(Backend* backend, const Namespace& ns, unsigned threads,
                                        int64_t racy_after_ns, uint64_t* stats);

@@ -1,18 +1,23 @@
 // The parallel namespace scan: a pool of threads lists SOURCE's directories
 // (on a PFS each listing and stat is a metadata round trip, so parallelism is
 // what makes the scan fast), then one thread lays the result out breadth-first.
+// The pool's width (jobs run at once = metadata requests in flight) is fixed,
+// or tuned while scanning: a HillClimber on the metadata operations per
+// second, every kScanTunePeriod while jobs are waiting.
 // With a previous snapshot, a directory whose mtime and ctime are unchanged is
 // not listed again: its entries are taken from the snapshot.
 #include <fmt/format.h>
 #include <malloc.h>
 
 #include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
 #include <mutex>
 #include <thread>
 
+#include "tiering/hill_climber.h"
 #include "tiering/log.h"
 #include "tiering/namespace.h"
 
@@ -23,6 +28,10 @@ constexpr NodeId kNoNode = UINT32_MAX;
 // Entries of one directory stat()ed by one thread at a time: large
 // directories (ImageNet's hold ~1,300 files) are spread over the pool.
 constexpr size_t kStatChunk = 64;
+// A wider scan must gain this much to be kept: more requests in flight that
+// only hide the client's own gaps (a few percent) are not worth a shared
+// metadata server's queue.
+constexpr double kScanTuneTolerance = 0.10;
 
 // One scanned directory, compact: its kept entries as Nodes (sorted by name;
 // name_off into `names`; a symlink's target at first_child into `targets`; a
@@ -58,11 +67,14 @@ class ParallelScanner {
  public:
   ParallelScanner(Backend* backend, const ScanOptions& options, ScanReport* report)
       : backend_(backend),
-        threads_(std::max(1u, options.threads)),
+        tuned_(options.threads == 0),
+        climber_(kScanTuneMin, kScanTuneMax, options.tune_start, kScanTuneTolerance),
         previous_(options.previous),
         changed_(options.changed),
         racy_after_ns_(options.racy_after_ns),
-        report_(report) {}
+        period_(options.tune_period_s),
+        report_(report),
+        width_(tuned_ ? climber_.value() : options.threads) {}
 
   // Scans the tree below the root, whose attributes are *root_node (from a
   // fresh stat); returns -errno if the root cannot be listed.
@@ -71,7 +83,13 @@ class ParallelScanner {
         ScanOne({root, "", previous_ ? kRootNode : kNoNode, root_node, true, nullptr, 0, 0}, false);
     if (err < 0) return err;
     std::vector<std::thread> pool;
-    for (unsigned i = 0; i < threads_; ++i) pool.emplace_back([this] { Work(); });
+    auto grow = [&](unsigned width) {
+      while (pool.size() < width) pool.emplace_back([this] { Work(); });
+    };
+    report_->width = width_;
+    report_->peak_width = width_;
+    grow(width_);
+    if (tuned_) Tune(grow);
     for (auto& t : pool) t.join();
     return 0;
   }
@@ -89,27 +107,75 @@ class ParallelScanner {
     size_t begin = 0, end = 0;
   };
 
+  bool Done() const { return queue_.empty() && active_ == 0; }  // REQUIRES: mu_ held
+
+  // Every period while the scan runs: the operations per second at the
+  // current width step the climber, which sets the next width (threads are
+  // added as it grows; beyond it they wait). A period in which the queue ran
+  // dry says nothing about the width (the tree, not the PFS, limited it).
+  template <typename Grow>
+  void Tune(Grow& grow) {
+    const auto period = std::chrono::duration<double>(period_);
+    uint64_t last_ops = report_->meta_ops();
+    auto last = std::chrono::steady_clock::now();
+    std::unique_lock lock(mu_);
+    while (!tune_cv_.wait_for(lock, period, [this] { return Done(); })) {
+      auto now = std::chrono::steady_clock::now();
+      uint64_t ops = report_->meta_ops();
+      double rate =
+          static_cast<double>(ops - last_ops) / std::chrono::duration<double>(now - last).count();
+      last_ops = ops;
+      last = now;
+      if (starved_) {
+        starved_ = false;
+        continue;
+      }
+      const unsigned was = width_;
+      const unsigned next = width_ = climber_.Step(rate);
+      report_->width = next;
+      report_->peak_width = std::max<unsigned>(report_->peak_width, next);
+      report_->tune_steps++;
+      lock.unlock();
+      TIERFS_LOG(kDebug, "scan: {:.0f} metadata operations/s at width {}, next {}", rate, was,
+                 next);
+      grow(next);
+      cv_.notify_all();
+      lock.lock();
+    }
+  }
+
   void Work() {
     while (true) {
       Job job;
       {
         std::unique_lock lock(mu_);
-        cv_.wait(lock, [this] { return !queue_.empty() || active_ == 0; });
-        if (queue_.empty()) return;  // nothing queued and nobody can add more
+        // At most width_ jobs at once; a thread beyond it waits.
+        cv_.wait(lock, [this] { return Done() || (!queue_.empty() && active_ < width_); });
+        if (Done()) return;  // nothing queued and nobody can add more
         job = std::move(queue_.front());
         queue_.pop_front();
         ++active_;
+        if (queue_.empty()) starved_ = true;
       }
       if (job.listing) {
         StatChunk(job);
       } else if (ScanOne(job, true) < 0) {
         job.dir->skipped++;
       }
+      bool done;
       {
         std::lock_guard lock(mu_);
         --active_;
+        done = Done();
       }
-      cv_.notify_all();
+      // One waiter may take the freed place (not all: the threads parked
+      // beyond the width would wake for nothing at every job).
+      if (done) {
+        cv_.notify_all();
+        tune_cv_.notify_all();
+      } else {
+        cv_.notify_one();
+      }
     }
   }
 
@@ -144,6 +210,7 @@ class ParallelScanner {
     ScanDir* dir = job.dir;
     std::vector<Job> jobs;
     ScanDir* done = dir;  // complete when this returns (not when its stats are queued)
+    size_t chunks_queued = 0;
     if (Unchanged(job)) {
       report_->dirs_reused++;
       auto [begin, end] = previous_->Children(job.old);
@@ -181,20 +248,24 @@ class ParallelScanner {
       } else {
         // A large directory: its entries are stat()ed by every scan thread,
         // kStatChunk at a time; the last chunk done finishes the directory.
+        // The chunks go to the queue's front: the directories listed
+        // before them wait, so few listings are held at once and the pool
+        // does the same mix of work all along (what the tuner measures).
         listing->chunks_left = chunks;
         listing->job = std::move(job);
         done = nullptr;
         std::lock_guard lock(mu_);
-        for (size_t b = 0; b < n; b += kStatChunk) {
+        for (size_t c = chunks; c-- > 0;) {
           Job chunk;
           chunk.listing = listing;
-          chunk.begin = b;
-          chunk.end = std::min(n, b + kStatChunk);
-          queue_.push_back(std::move(chunk));
+          chunk.begin = c * kStatChunk;
+          chunk.end = std::min(n, chunk.begin + kStatChunk);
+          queue_.push_front(std::move(chunk));
         }
+        chunks_queued = chunks;
       }
     }
-    Queue(done, &jobs);
+    Queue(done, &jobs, chunks_queued);
     return 0;
   }
 
@@ -257,7 +328,9 @@ class ParallelScanner {
     l.st = {};
   }
 
-  void Queue(ScanDir* dir, std::vector<Job>* jobs) {
+  // Queues `jobs` and wakes a worker for each of them and for `queued`
+  // jobs the caller has queued itself. REQUIRES: mu_ not held.
+  void Queue(ScanDir* dir, std::vector<Job>* jobs, size_t queued = 0) {
     if (dir != nullptr) {
       report_->entries += dir->nodes.size();
       dir->names.shrink_to_fit();
@@ -267,7 +340,7 @@ class ParallelScanner {
       std::lock_guard lock(mu_);
       for (auto& j : *jobs) queue_.push_back(std::move(j));
     }
-    cv_.notify_all();
+    for (size_t i = jobs->size() + queued; i-- > 0;) cv_.notify_one();
   }
 
   static std::string Child(const std::string& path, std::string_view name) {
@@ -306,15 +379,20 @@ class ParallelScanner {
   }
 
   Backend* const backend_;
-  const unsigned threads_;
+  const bool tuned_;
+  HillClimber climber_;  // used by Tune's thread only
   const Namespace* const previous_;
   const std::vector<bool>* const changed_;
   const int64_t racy_after_ns_;
+  const double period_;
   ScanReport* const report_;
-  std::mutex mu_;  // guards queue_ and active_; a leaf lock
-  std::condition_variable cv_;
+  std::mutex mu_;                    // guards queue_, active_, width_ and starved_; a leaf lock
+  std::condition_variable cv_;       // workers: a job was queued or a place freed
+  std::condition_variable tune_cv_;  // Tune: the scan is done
   std::deque<Job> queue_;
-  unsigned active_ = 0;  // jobs being scanned now
+  unsigned active_ = 0;   // jobs being scanned now
+  unsigned width_;        // the most jobs scanned at once
+  bool starved_ = false;  // the queue ran dry since the last tuning step
 };
 
 // The scanned tree laid out breadth-first into one node array and one arena.

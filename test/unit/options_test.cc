@@ -33,7 +33,7 @@ TEST_CASE("ParseCommandLine takes SOURCE and MOUNTPOINT with defaults", "[option
   CHECK_FALSE(c.foreground);
   CHECK_FALSE(c.debug);
   CHECK(c.threads == 64);
-  CHECK(c.scan_threads == 64);
+  CHECK(c.scan_threads == 0);  // auto: tuned while scanning
   CHECK(c.index.empty());
   CHECK(c.index_check == IndexCheck::kDirs);
   CHECK(c.index_wait == 600);
@@ -123,7 +123,7 @@ TEST_CASE("ParseCommandLine reads -f, -d, --help and --version", "[options]") {
 TEST_CASE("ParseCommandLine names an unknown option and lists the valid ones", "[options]") {
   std::string e = ErrorOf({"s", "m", "-o", "threads=2,bogus=1"});
   CHECK_THAT(e, StartsWith("unknown option 'bogus=1'"));
-  CHECK_THAT(e, Contains("tierfs options: threads=N, scan_threads=N"));
+  CHECK_THAT(e, Contains("tierfs options: threads=N, scan_threads=auto|N"));
   CHECK_THAT(e, Contains("log_level=LEVEL"));
   CHECK_THAT(e, Contains("FUSE mount options: allow_other"));
   CHECK_THAT(e, Contains("fsname=V"));
@@ -165,6 +165,9 @@ TEST_CASE("ParseCommandLine rejects out-of-range and malformed numbers", "[optio
                              "entry_timeout=1e9,attr_timeout=0.25"});
   CHECK(edges.threads == 1024);
   CHECK(edges.scan_threads == 1);
+  CHECK(Parse({"s", "m", "-o", "scan_threads=4,scan_threads=auto"}).scan_threads == 0);
+  CHECK_THAT(ErrorOf({"s", "m", "-o", "scan_threads=Auto"}),
+             Contains("is not a whole number from"));
   CHECK(edges.max_open_files == 16);
   CHECK(edges.read_ahead_kb == 1048576);
   CHECK(edges.entry_timeout == 1e9);

@@ -24,7 +24,7 @@ namespace tierfs::cli {
 namespace {
 
 constexpr const char* kSynopsis =
-    "SOURCE FILE [--check full|dirs] [--threads N] [--wait SECONDS] [--quiet]";
+    "SOURCE FILE [--check full|dirs] [--threads auto|N] [--wait SECONDS] [--quiet]";
 
 int Usage(const std::string& message) {
   std::fprintf(stderr, "tierfs index: %s\nusage: tierfs index %s\n", message.c_str(), kSynopsis);
@@ -109,8 +109,10 @@ int RunIndexCommand(const std::vector<std::string>& args) {
       }
     } else if (a == "--threads") {
       const std::string* v = value();
-      if (!v || !ParseNumber(*v, 1, 1024, &options.scan_threads)) {
-        return Usage("--threads takes a number from 1 to 1024");
+      if (v && *v == "auto") {
+        options.scan_threads = 0;
+      } else if (!v || !ParseNumber(*v, 1, 1024, &options.scan_threads)) {
+        return Usage("--threads takes auto or a number from 1 to 1024");
       }
     } else if (a == "--wait") {
       const std::string* v = value();
@@ -171,7 +173,7 @@ int RunIndexCommand(const std::vector<std::string>& args) {
         "%s: %s\n  %llu files (%llu bytes), %llu directories, %llu symlinks, %llu skipped\n"
         "  %.2f s, %llu metadata operations on SOURCE (%llu stat, %llu list, %llu readlink): "
         "%.0f operations/s, %.0f entries/s\n"
-        "  directories listed %llu, taken from the index %llu; scan_threads %u\n",
+        "  directories listed %llu, taken from the index %llu; scan_threads %s\n",
         source.c_str(), report.how.c_str(), static_cast<unsigned long long>(ns->file_count()),
         static_cast<unsigned long long>(ns->total_file_bytes()),
         static_cast<unsigned long long>(ns->dir_count()),
@@ -183,7 +185,8 @@ int RunIndexCommand(const std::vector<std::string>& args) {
         static_cast<unsigned long long>(scan.readlinks.load()),
         static_cast<double>(report.meta_ops) / s, static_cast<double>(ns->size()) / s,
         static_cast<unsigned long long>(scan.dirs_listed.load()),
-        static_cast<unsigned long long>(scan.dirs_reused.load()), options.scan_threads);
+        static_cast<unsigned long long>(scan.dirs_reused.load()),
+        options.scan_threads == 0 ? "auto" : std::to_string(options.scan_threads).c_str());
     struct stat ist;
     if (::stat(options.index.c_str(), &ist) == 0) {
       std::printf("  index %s: %llu bytes (%.1f per node)%s\n", options.index.c_str(),
