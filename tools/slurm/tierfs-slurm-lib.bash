@@ -35,6 +35,7 @@ load_config() {
   # shellcheck disable=SC2034  # read by tierfs-prolog
   JOB_OPTIONS="prefetch lookahead policy promote_threads chunk_size ram log_level"
   INDEX_DIR=
+  INDEX_BESIDE_DATASET=yes
   TIER_PERCENT=90
   TIER_MIN_MB=1024
   RAM_PERCENT=25
