@@ -53,7 +53,8 @@ void CheckEscaped(const std::string& opt) {
 
 void CheckRanges(const MountConfig& c) {
   auto in = [](uint64_t v, uint64_t lo, uint64_t hi) { return v >= lo && v <= hi; };
-  if (!in(c.threads, 1, 1024) || !in(c.scan_threads, 1, 1024)) Fail("threads out of range");
+  // scan_threads 0 is auto (tuned while scanning).
+  if (!in(c.threads, 1, 1024) || !in(c.scan_threads, 0, 1024)) Fail("threads out of range");
   if (c.max_open_files != 0 && !in(c.max_open_files, 16, 1u << 30)) Fail("max_open_files");
   if (!std::isfinite(c.entry_timeout) || c.entry_timeout < 0 || !std::isfinite(c.attr_timeout) ||
       c.attr_timeout < 0) {
