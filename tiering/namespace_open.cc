@@ -154,9 +154,9 @@ std::unique_ptr<Namespace> OpenNamespace(Backend* backend, const SourceIdentity&
     report->scan_width = scan.width;
     report->scan_peak_width = scan.peak_width;
     if (report->scan_width > 0) {
-      how += scan.tune_steps > 0 ? fmt::format(" ({} requests in flight, tuned; at most {})",
+      how += scan.tune_steps > 0 ? fmt::format(", {} requests in flight (tuned; at most {})",
                                                report->scan_width, report->scan_peak_width)
-                                 : fmt::format(" ({} requests in flight)", report->scan_width);
+                                 : fmt::format(", {} requests in flight", report->scan_width);
     }
     report->how = std::move(how);
     report->meta_ops = scan.meta_ops();

@@ -2,6 +2,7 @@
 their errors for what is not a tierfs mount or a bad command line."""
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -42,6 +43,19 @@ class SubcommandTest(unittest.TestCase):
             self.assertIn("promotions  10 done", text)
             self.assertIn("10 of 40 files fully resident", text)
             self.assertIn("prefetch    mode on-access", text)
+            # A tier's hits include the pieces read from its copy while it was
+            # being written (reads.early): the share of reads counts them too
+            # (it showed 111.1% when it did not).
+            r = s["reads"]
+            hits = sum(t["hits"] for t in s["tiers"])
+            pieces = r["from_tiers"] + r["early"] + r["from_source"] + r["from_peers"]
+            self.assertEqual(hits, r["from_tiers"] + r["early"], r)
+            shown = re.search(r"hits (\d+) \(([0-9.]+)% of reads\)", text)
+            self.assertIsNotNone(shown, text)
+            self.assertEqual(int(shown.group(1)), hits)
+            self.assertAlmostEqual(float(shown.group(2)), 100 * hits / pieces, delta=0.05)
+            self.assertIn(f"reads       {hits} served from tiers (", text)
+            self.assertIn(f"; {r['early']} while being promoted)", text)
 
     def test_stat_json_is_the_raw_stats(self):
         with harness.Mount(self.src, self.mnt) as m:

@@ -47,13 +47,21 @@ void PrintPeers(const JsonValue& s) {
                        Grouped(p->Uint("source_fallbacks"))));
 }
 
+// Pieces of reads served, wherever from: a tier's hits include the pieces
+// read from its copy while that was being written ("early"), which
+// "from_tiers" does not count.
+uint64_t ReadPieces(const JsonValue& stats) {
+  return stats.Uint("reads.from_tiers") + stats.Uint("reads.early") +
+         stats.Uint("reads.from_source") + stats.Uint("reads.from_peers");
+}
+
 void PrintTiers(const JsonValue& stats) {
   const JsonValue* tiers = stats.Member("tiers");
   if (!tiers || !tiers->is_array() || tiers->items().empty()) {
     Line("tiers", "none (every read goes to SOURCE; mount with -o ram=SIZE or tier=PATH:SIZE)");
     return;
   }
-  uint64_t pieces = stats.Uint("reads.from_tiers") + stats.Uint("reads.from_source");
+  uint64_t pieces = ReadPieces(stats);
   const char* label = "tiers";
   for (const JsonValue& t : tiers->items()) {
     uint64_t budget = t.Uint("budget"), limit = t.Uint("limit", budget), used = t.Uint("used");
@@ -127,14 +135,17 @@ int RunStat(const MountControl& mount, bool json) {
                                 Grouped(s.Uint("namespace.directories")),
                                 HumanBytes(s.Uint("namespace.file_bytes"))));
   PrintTiers(s);
-  uint64_t from_tiers = s.Uint("reads.from_tiers"), from_source = s.Uint("reads.from_source");
   if (s.Member("reads")) {
+    const uint64_t early = s.Uint("reads.early");
+    const uint64_t from_tiers = s.Uint("reads.from_tiers") + early;
+    const uint64_t from_peers = s.Uint("reads.from_peers");
     Line("reads",
-         fmt::format(
-             "{} served from tiers ({}), {} directly from SOURCE ({}), {} waited for a promotion",
-             Grouped(from_tiers), Percent(from_tiers, from_tiers + from_source),
-             Grouped(from_source), HumanBytes(s.Uint("reads.source_bytes")),
-             Grouped(s.Uint("reads.waits"))));
+         fmt::format("{} served from tiers ({}; {} while being promoted), {} directly from SOURCE "
+                     "({}), {} waited for a promotion{}",
+                     Grouped(from_tiers), Percent(from_tiers, ReadPieces(s)), Grouped(early),
+                     Grouped(s.Uint("reads.from_source")), HumanBytes(s.Uint("reads.source_bytes")),
+                     Grouped(s.Uint("reads.waits")),
+                     from_peers == 0 ? "" : fmt::format(", {} from peers", Grouped(from_peers))));
   }
   Line("SOURCE", fmt::format("{} read in {} reads, {} opens, {} metadata ops, {} errors",
                              HumanBytes(s.Uint("source.read_bytes")),
