@@ -84,7 +84,8 @@ const TempTree& Classes() {
   static TempTree* tree = [] {
     auto* t = new TempTree;
     for (int d = 0; d < 16; ++d) {
-      std::string dir = "c" + std::to_string(d);
+      std::string dir =
+          std::string("c").append(std::to_string(d));  // not "lit" + string: GCC PR 105651
       t->Mkdir(dir);
       for (int f = 0; f < 250; ++f) t->Write(dir + "/f" + std::to_string(f), "x");
     }
