@@ -151,12 +151,10 @@ std::unique_ptr<Namespace> OpenNamespace(Backend* backend, const SourceIdentity&
   ScanReport local;
   ScanReport& scan = live ? *live : local;
   auto finish = [&](std::unique_ptr<Namespace> ns, std::string how) {
-    report->scan_width = scan.width;
-    report->scan_peak_width = scan.peak_width;
-    if (report->scan_width > 0) {
-      how += scan.tune_steps > 0 ? fmt::format(", {} requests in flight (tuned; at most {})",
-                                               report->scan_width, report->scan_peak_width)
-                                 : fmt::format(", {} requests in flight", report->scan_width);
+    if (const unsigned width = scan.width; width > 0) {
+      how += scan.tune_steps > 0 ? fmt::format(", {} requests in flight (tuned; at most {})", width,
+                                               scan.peak_width.load())
+                                 : fmt::format(", {} requests in flight", width);
     }
     report->how = std::move(how);
     report->meta_ops = scan.meta_ops();

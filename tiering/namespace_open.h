@@ -52,8 +52,6 @@ struct OpenReport {
   bool written = false;            // the index file was (re)written
   uint64_t dirs_checked = 0, dirs_changed = 0;
   uint64_t meta_ops = 0;  // metadata operations sent to SOURCE
-  // The scan's width at its end and at most (0: nothing was listed).
-  unsigned scan_width = 0, scan_peak_width = 0;
   double seconds = 0;
 };
 

@@ -3,7 +3,7 @@
 // what makes the scan fast), then one thread lays the result out breadth-first.
 // The pool's width (jobs run at once = metadata requests in flight) is fixed,
 // or tuned while scanning: a HillClimber on the metadata operations per
-// second, every kScanTunePeriod while jobs are waiting.
+// second, every ScanOptions::tune_period_s while jobs are waiting.
 // With a previous snapshot, a directory whose mtime and ctime are unchanged is
 // not listed again: its entries are taken from the snapshot.
 #include <fmt/format.h>
