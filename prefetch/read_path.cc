@@ -16,9 +16,10 @@ ReadPath::ReadPath(const Namespace* ns, SourceReader* source, ChunkStore* store,
       wait_limit_(wait_limit),
       peers_(peers) {}
 
-ssize_t ReadPath::ReadLocal(NodeId id, uint64_t off, size_t size, char* scratch, TierRead* out) {
+ssize_t ReadPath::ReadLocal(NodeId id, uint64_t off, size_t size, char* scratch, TierRead* out,
+                            InFlight::Deadline deadline) {
   bool hit = true;
-  return ReadRange(id, off, size, scratch, out, &hit, /*local=*/true);
+  return ReadRange(id, off, size, scratch, out, &hit, /*local=*/true, deadline);
 }
 
 ssize_t ReadPath::Read(NodeId id, uint64_t off, size_t size, char* scratch, TierRead* out) {
@@ -35,7 +36,7 @@ ssize_t ReadPath::Read(NodeId id, uint64_t off, size_t size, char* scratch, Tier
 }
 
 ssize_t ReadPath::ReadRange(NodeId id, uint64_t off, size_t size, char* scratch, TierRead* out,
-                            bool* hit, bool local) {
+                            bool* hit, bool local, InFlight::Deadline asker) {
   const uint64_t file_size = ns_->node(id).size;
   *out = {};
   if (off >= file_size || size == 0) return 0;
@@ -48,13 +49,13 @@ ssize_t ReadPath::ReadRange(NodeId id, uint64_t off, size_t size, char* scratch,
   ChunkKey key{id, static_cast<uint32_t>(off / chunk_size)};
   uint64_t in_chunk = off % chunk_size;
   if (in_chunk + size <= chunk_size)
-    return ReadChunk(key, in_chunk, size, scratch, out, hit, local);
+    return ReadChunk(key, in_chunk, size, scratch, out, hit, local, asker);
   // The request straddles chunks: assemble the pieces in scratch.
   size_t done = 0;
   while (done < size) {
     size_t n = static_cast<size_t>(std::min<uint64_t>(size - done, chunk_size - in_chunk));
     TierRead piece;
-    ssize_t r = ReadChunk(key, in_chunk, n, scratch + done, &piece, hit, local);
+    ssize_t r = ReadChunk(key, in_chunk, n, scratch + done, &piece, hit, local, asker);
     if (r < 0) return r;
     if (piece.data != scratch + done) std::memcpy(scratch + done, piece.data, piece.size);
     done += static_cast<size_t>(r);
@@ -68,7 +69,7 @@ ssize_t ReadPath::ReadRange(NodeId id, uint64_t off, size_t size, char* scratch,
 }
 
 ssize_t ReadPath::ReadChunk(ChunkKey key, uint64_t off, size_t n, char* scratch, TierRead* out,
-                            bool* hit, bool local) {
+                            bool* hit, bool local, InFlight::Deadline asker) {
   bool requested = false;  // at most one promotion attempt per read
   InFlight::Deadline deadline{};
   for (int attempt = 0; attempt < 3; ++attempt) {
@@ -93,7 +94,7 @@ ssize_t ReadPath::ReadChunk(ChunkKey key, uint64_t off, size_t n, char* scratch,
       // only for the bytes this read needs, and not forever.
       counters_.waits.fetch_add(1, std::memory_order_relaxed);
       if (deadline == InFlight::Deadline{})
-        deadline = std::chrono::steady_clock::now() + wait_limit_;
+        deadline = std::min(asker, std::chrono::steady_clock::now() + wait_limit_);
       int err = store_->ReadInFlight(key, off, n, deadline, out);
       if (err == 0) {
         counters_.early_reads.fetch_add(1, std::memory_order_relaxed);
@@ -101,6 +102,8 @@ ssize_t ReadPath::ReadChunk(ChunkKey key, uint64_t off, size_t n, char* scratch,
       }
       if (err == -ETIMEDOUT) {
         counters_.wait_timeouts.fetch_add(1, std::memory_order_relaxed);
+        // A peer that asked has given up by now: no SOURCE read for nobody.
+        if (std::chrono::steady_clock::now() >= asker) return -ETIMEDOUT;
         break;  // the promotion is stuck (a slow OST, a full pool): read SOURCE
       }
       continue;

@@ -60,7 +60,9 @@ class ReadPath {
   ssize_t Read(NodeId id, uint64_t off, size_t size, char* scratch, TierRead* out);
   // The same from this node's tiers and SOURCE only, never from a peer, and
   // not seen by the observer: how a peer that asked this node is answered.
-  ssize_t ReadLocal(NodeId id, uint64_t off, size_t size, char* scratch, TierRead* out);
+  // A wait for a promotion ends at `deadline` (the asker's) with -ETIMEDOUT.
+  ssize_t ReadLocal(NodeId id, uint64_t off, size_t size, char* scratch, TierRead* out,
+                    InFlight::Deadline deadline = InFlight::Deadline::max());
 
   const ReadCounters& counters() const { return counters_; }
   // The "reads" group's figures.
@@ -71,10 +73,10 @@ class ReadPath {
   // *hit becomes false when a piece was not served from a tier at once.
   // `local`: no peer is asked.
   ssize_t ReadRange(NodeId id, uint64_t off, size_t size, char* scratch, TierRead* out, bool* hit,
-                    bool local);
+                    bool local, InFlight::Deadline asker = InFlight::Deadline::max());
   // Reads [off, off+n) of one chunk (off relative to the chunk).
   ssize_t ReadChunk(ChunkKey key, uint64_t off, size_t n, char* scratch, TierRead* out, bool* hit,
-                    bool local);
+                    bool local, InFlight::Deadline asker);
   // A chunk that stays on SOURCE here: from its home if another node homes
   // it, else (or if the home fails) from SOURCE.
   ssize_t ReadUncached(ChunkKey key, uint64_t off, size_t n, char* scratch, TierRead* out,

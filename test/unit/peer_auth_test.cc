@@ -21,7 +21,7 @@ PeerIdentity Id(const std::string& name, const std::string& job = "job-7") {
 
 // A hello from `from` to `to`, made by `auth`.
 std::string Hello(const PeerAuth& auth, const std::string& to, PeerNonce nonce = RandomNonce()) {
-  PeerClaim c{PeerClaim::kHello, nonce, {}, auth.self().job, auth.self().name, to};
+  PeerClaim c{PeerClaim::kHello, nonce, {}, {}, auth.self().job, auth.self().name, to};
   std::string cred, error;
   INFO(error);
   REQUIRE(auth.Make(c, &cred, &error) == 0);
@@ -69,7 +69,7 @@ TEST_CASE("peer auth: MUNGE credentials prove user, job and addressee", "[peer]"
       WARN("skipped: needs root to make a credential as another user");
       return;
     }
-    PeerClaim forged{PeerClaim::kHello, RandomNonce(), {}, "job-7", "a", "b"};
+    PeerClaim forged{PeerClaim::kHello, RandomNonce(), {}, {}, "job-7", "a", "b"};
     std::string cred = testing::CredentialAs(65534, forged);
     CHECK(b.Check(cred, PeerClaim::kHello, &claim, &detail) == AuthVerdict::kWrongUser);
     CHECK_THAT(detail, Catch::Contains("65534"));

@@ -1,9 +1,11 @@
 // PeerClient when peers fail: a stalled server times out within the
 // deadline and is marked down, then up when it answers again; a server
-// that stops mid-transfer leaves no byte written after Fetch returns; a
-// server that answers garbage or cannot prove itself is cut off; a node
-// that starts late becomes usable.
+// that stops mid-transfer leaves no byte written after Fetch returns, which
+// returns at its deadline; a server that answers garbage, forged or
+// replayed bytes, or cannot prove itself is cut off; a node that starts
+// late becomes usable.
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cstring>
 #include <future>
 
@@ -17,38 +19,18 @@ using namespace testing;
 using Clock = std::chrono::steady_clock;
 
 constexpr uint64_t kChunk = 8 << 20;  // the default chunk: a rendezvous transfer
-const ChunkRef kRef{"f", 3 * kChunk, 1000, kChunk, 1};
+const ChunkRef kRef = Ref("f", 3 * kChunk, 1, kChunk);
 
 std::chrono::milliseconds Since(Clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t);
 }
 
-// A raw server posing as node "b": answers client "a"'s hello with a claim
-// `tweak` may spoil. Returns once the hello is answered.
-void AnswerHello(RawPeer& raw, void (*tweak)(PeerClaim*) = nullptr) {
-  REQUIRE(Within(5s, [&] { return !raw.received().empty(); }));
-  RawPeer::Received hello = raw.received().front();
-  REQUIRE(hello.m.type == MsgType::kHello);
-  PeerAuth b(Identity("b"), MungeDaemon::Get()->socket());
-  PeerClaim claim;
-  std::string detail, cred, error;
-  REQUIRE(b.Check(hello.body, PeerClaim::kHello, &claim, &detail) == AuthVerdict::kOk);
-  PeerClaim answer{PeerClaim::kAnswer, RandomNonce(), claim.nonce, kJob, "b", "a"};
-  if (tweak != nullptr) tweak(&answer);
-  PeerAuth maker(Identity("b", answer.job), MungeDaemon::Get()->socket());
-  REQUIRE(maker.Make(answer, &cred, &error) == 0);
-  WireHeader h;
-  size_t n = EncodeHelloAnswer(hello.m.request_id, WireError::kOk, &h);
-  raw.Send(h, n, cred);
-}
-
-// A raw server posing as "b", and node "a", a client of it only, whose
-// hello it has answered.
+// A raw server posing as node "b" behind a real door, and node "a", a
+// client of it only, connected.
 struct FakeServer {
-  explicit FakeServer(void (*tweak)(PeerClaim*) = nullptr)
-      : port(raw.Listen()), unused(kChunk), a("a", &unused, kChunk) {
+  FakeServer() : port(raw.Serve("b")), unused(kChunk), a("a", &unused, kChunk) {
     a.StartClient({{"b", "127.0.0.1", port}});
-    AnswerHello(raw, tweak);
+    REQUIRE(Within(5s, [&] { return a.client().up(0); }));
   }
   RawPeer raw;
   uint16_t port;
@@ -56,13 +38,72 @@ struct FakeServer {
   TestNode a;
 };
 
-// The request id of the latest request `raw` received.
+// The request id of request number `count` the raw server received.
 uint64_t AwaitRequest(RawPeer& raw, size_t count) {
   REQUIRE(Within(5s, [&] { return raw.received().size() >= count; }));
   RawPeer::Received r = raw.received()[count - 1];
   REQUIRE(r.m.type == MsgType::kRequest);
   return r.m.request_id;
 }
+
+// A server's door played by hand on a port of its own: greets, checks the
+// client's hello as "b" would, and answers with a claim `tweak` spoils.
+class FakeDoor {
+ public:
+  explicit FakeDoor(void (*tweak)(PeerClaim*)) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    REQUIRE(::listen(fd_, 4) == 0);
+    socklen_t len = sizeof a;
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    thread_ = std::thread([this, tweak] { Serve(tweak); });
+  }
+  ~FakeDoor() {
+    ::shutdown(fd_, SHUT_RDWR);
+    thread_.join();
+    ::close(fd_);
+  }
+  uint16_t port() const { return port_; }
+  std::atomic<int> answered{0};
+
+ private:
+  void Serve(void (*tweak)(PeerClaim*)) {
+    int c = ::accept(fd_, nullptr, nullptr);
+    if (c < 0) return;
+    PeerNonce greeting = RandomNonce();
+    std::string g = Framed(EncodeGreeting(greeting));
+    ::send(c, g.data(), g.size(), MSG_NOSIGNAL);
+    FrameReader reader;
+    std::string_view cred;
+    while (reader.Feed(c) == FrameReader::kMore) std::this_thread::sleep_for(1ms);
+    PeerAuth b(Identity("b"), MungeDaemon::Get()->socket());
+    PeerClaim hello;
+    std::string detail, out, error;
+    if (DecodeHelloFrame(reader.frame(), &cred) &&
+        b.Check(cred, PeerClaim::kHello, &hello, &detail) == AuthVerdict::kOk) {
+      PeerKeyPair keys;
+      NewPeerKeyPair(&keys);
+      PeerClaim answer{PeerClaim::kAnswer, RandomNonce(), hello.nonce, keys.pub, kJob, "b", "a"};
+      tweak(&answer);
+      PeerAuth maker(Identity("b", answer.job), MungeDaemon::Get()->socket());
+      if (maker.Make(answer, &out, &error) == 0) {
+        std::string f = Framed(EncodeAnswerFrame(0, out));
+        ::send(c, f.data(), f.size(), MSG_NOSIGNAL);
+        answered++;
+      }
+    }
+    char byte;
+    ::recv(c, &byte, 1, 0);  // until the client gives up
+    ::close(c);
+  }
+  int fd_ = -1;
+  uint16_t port_ = 0;
+  std::thread thread_;
+};
 
 TEST_CASE("peer client: a stalled server times out, goes down, comes back", "[peer]") {
   if (!PeersCanRun()) return;
@@ -72,7 +113,10 @@ TEST_CASE("peer client: a stalled server times out, goes down, comes back", "[pe
   b.StartServer();
   TestNode a("a", &provider, kChunk);
   PeerClientOptions options;
-  options.retry_min = 50ms;
+  // Long enough to look at it while it is down: b's door still answers
+  // handshakes while its provider stalls.
+  options.retry_min = 1500ms;
+  options.retry_max = 1500ms;
   a.StartClient({b.address()}, options);
   REQUIRE(Within(5s, [&] { return a.client().up(0); }));
   std::vector<char> buf(kChunk);
@@ -103,23 +147,25 @@ TEST_CASE("peer client: a server stopping mid-transfer writes nothing after Fetc
   FakeServer fake;
   RawPeer& raw = fake.raw;
   PeerClient& a = fake.a.client();
-  REQUIRE(Within(5s, [&] { return a.up(0); }));
 
   std::vector<char> buf(kChunk, 0x55);
   auto start = Clock::now();
   auto fetch =
       std::async(std::launch::async, [&] { return a.Fetch(0, kRef, buf.data(), start + 500ms); });
-  uint64_t id = AwaitRequest(raw, 2);
+  uint64_t id = AwaitRequest(raw, 1);
+  raw.Accept();
   WireHeader h;
-  size_t n = EncodeData(id, kChunk, &h);
-  raw.SendThenPause(h, n, std::string(kChunk, 'x'), UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_RNDV,
-                    2500ms);
+  size_t n = EncodeData(raw.Next(id), kChunk, &h);
+  std::string body(kChunk, 'x');
+  REQUIRE(SealWire(raw.session().keys.send, &h, n, body.data(), body.size(), body.data()));
+  raw.SendThenPause(h, n, body, UCP_AM_SEND_FLAG_RNDV, 2500ms);
   CHECK(fetch.get() == -ETIMEDOUT);
-  CHECK(Since(start) < 500ms + 500ms);
+  CHECK(Since(start) < 500ms + 200ms);  // at its deadline, not when the transfer ends
   std::vector<char> after = buf;
   std::this_thread::sleep_for(3s);  // the raw server resumes meanwhile
   CHECK(std::memcmp(after.data(), buf.data(), kChunk) == 0);
-  CHECK_FALSE(a.up(0));
+  CHECK(std::count(buf.begin(), buf.end(), 0x55) == static_cast<ptrdiff_t>(kChunk));
+  CHECK(a.counters(0).downs == 1);  // (it may be up again: the raw server's door lets it in)
 }
 
 TEST_CASE("peer client: answers that break the protocol cut the server off", "[peer]") {
@@ -127,17 +173,74 @@ TEST_CASE("peer client: answers that break the protocol cut the server off", "[p
   FakeServer fake;
   RawPeer& raw = fake.raw;
   PeerClient& a = fake.a.client();
-  REQUIRE(Within(5s, [&] { return a.up(0); }));
   std::vector<char> buf(kChunk);
   auto fetch = std::async(std::launch::async,
                           [&] { return a.Fetch(0, kRef, buf.data(), Clock::now() + 5s); });
-  uint64_t id = AwaitRequest(raw, 2);
+  uint64_t id = AwaitRequest(raw, 1);
+  raw.Accept();
   WireHeader h;
-  size_t n = EncodeData(id, 100, &h);  // not the chunk's length
-  raw.Send(h, n, std::string(100, 'x'));
+  size_t n = EncodeData(raw.Next(id), 100, &h);  // not the chunk's length
+  raw.SendSealed(h, n, std::string(100, 'x'));
   CHECK(fetch.get() == -EPROTO);
   CHECK(a.counters(0).garbage == 1);
   CHECK_FALSE(a.up(0));
+}
+
+TEST_CASE("peer client: a forged or replayed answer never reaches the reader", "[peer]") {
+  if (!PeersCanRun()) return;
+  FakeServer fake;
+  RawPeer& raw = fake.raw;
+  PeerClient& a = fake.a.client();
+  std::vector<char> buf(kChunk, 0x55);
+  auto fetch = [&] {
+    return std::async(std::launch::async,
+                      [&] { return a.Fetch(0, kRef, buf.data(), Clock::now() + 5s); });
+  };
+  std::string chunk(kChunk, '\0');
+  FillPattern("f", kChunk, chunk.data(), kChunk);
+
+  SECTION("bytes altered on the way") {
+    auto f = fetch();
+    uint64_t id = AwaitRequest(raw, 1);
+    raw.Accept();
+    WireHeader h;
+    size_t n = EncodeData(raw.Next(id), kChunk, &h);
+    std::string body = chunk;
+    REQUIRE(SealWire(raw.session().keys.send, &h, n, body.data(), body.size(), body.data()));
+    body[kChunk / 2] ^= 0x04;
+    raw.Send(h, n, body, UCP_AM_SEND_FLAG_RNDV);
+    CHECK(f.get() == -EBADMSG);
+    CHECK(a.counters(0).forged == 1);
+    CHECK(Within(5s, [&] { return !a.up(0); }));
+  }
+  SECTION("an answer sealed under another key") {
+    auto f = fetch();
+    uint64_t id = AwaitRequest(raw, 1);
+    raw.Accept();
+    WireHeader h;
+    size_t n = EncodeData(raw.Next(id), kChunk, &h);
+    PeerKey wrong{};
+    raw.SendSealed(h, n, chunk, &wrong);
+    CHECK(f.get() == -EBADMSG);
+    CHECK(a.counters(0).forged == 1);
+  }
+  SECTION("a sequence number played twice") {
+    auto f = fetch();
+    uint64_t id = AwaitRequest(raw, 1);
+    raw.Accept();
+    WireHeader h;
+    size_t n = EncodeData(WireIds{id, raw.session().session, 7}, kChunk, &h);
+    raw.SendSealed(h, n, chunk);
+    REQUIRE(f.get() == static_cast<ssize_t>(kChunk));
+    CHECK(std::memcmp(buf.data(), chunk.data(), kChunk) == 0);
+    auto again = fetch();
+    id = AwaitRequest(raw, 2);
+    n = EncodeError(WireIds{id, raw.session().session, 7}, WireError::kStale, &h);
+    raw.SendSealed(h, n, "");
+    CHECK(again.get() == -EPROTO);
+    CHECK(a.counters(0).replayed == 1);
+    CHECK_FALSE(a.up(0));
+  }
 }
 
 TEST_CASE("peer client: a server that cannot prove itself is not used", "[peer]") {
@@ -149,11 +252,14 @@ TEST_CASE("peer client: a server that cannot prove itself is not used", "[peer]"
       [](PeerClaim* c) { c->to = "z"; },              // to another node
   };
   for (auto tweak : tweaks) {
-    FakeServer fake(tweak);
-    PeerClient& a = fake.a.client();
-    CHECK(Within(5s, [&] { return a.counters(0).refused == 1; }));
-    CHECK_FALSE(a.up(0));
-    CHECK(a.counters(0).ups == 0);
+    FakeDoor door(tweak);
+    PatternProvider unused(kChunk);
+    TestNode a("a", &unused, kChunk);
+    a.StartClient({{"b", "127.0.0.1", door.port()}});
+    CHECK(Within(5s, [&] { return a.client().counters(0).refused >= 1; }));
+    CHECK(door.answered == 1);
+    CHECK_FALSE(a.client().up(0));
+    CHECK(a.client().counters(0).ups == 0);
   }
 }
 

@@ -18,7 +18,6 @@ namespace {
 using namespace testing;
 
 constexpr uint64_t kChunk = 1 << 20;
-constexpr int64_t kMtime = 1000;
 
 // The files every node's snapshot has: sizes that end mid-chunk, and small ones.
 const std::vector<std::pair<std::string, uint64_t>>& Files() {
@@ -62,7 +61,7 @@ struct Cluster {
 };
 
 ChunkRef Ref(std::string_view path, uint64_t size, uint32_t chunk) {
-  return ChunkRef{path, size, kMtime, kChunk, chunk};
+  return testing::Ref(path, size, chunk, kChunk);
 }
 
 PeerClient::Deadline In(std::chrono::milliseconds d) {
@@ -120,7 +119,7 @@ TEST_CASE("peers: two nodes exchange every chunk bit-exact", "[peer]") {
     const PeerServerCounters& s = cluster.nodes[i]->server().counters();
     CHECK(Within(2s, [&] { return s.served_chunks == chunks; }));
     CHECK(s.served_bytes == bytes);
-    CHECK(cluster.nodes[i]->server().counters().hellos == 1);
+    CHECK(cluster.nodes[i]->server().counters().connections == 1);
     CHECK(cluster.providers[i]->calls == static_cast<int>(chunks));
   }
 }
@@ -183,6 +182,14 @@ TEST_CASE("peers: answers for a file another snapshot describes are errors", "[p
   ChunkRef changed = ref;
   changed.mtime_ns = kMtime + 1;
   CHECK(c.Fetch(0, changed, buf.data(), In(5s)) == -ESTALE);
+  // Rewritten in place with the same size and mtime (cp -p, rsync -a): the
+  // ctime moved, and another inode if the copy replaced the file.
+  ChunkRef rewritten = ref;
+  rewritten.ctime_ns = kCtime + 1;
+  CHECK(c.Fetch(0, rewritten, buf.data(), In(5s)) == -ESTALE);
+  ChunkRef replaced = ref;
+  replaced.ino = kIno + 1;
+  CHECK(c.Fetch(0, replaced, buf.data(), In(5s)) == -ESTALE);
   ChunkRef grown = Ref(path, size + kChunk, 5);
   CHECK(c.Fetch(0, grown, buf.data(), In(5s)) == -ESTALE);
   ChunkRef other_chunking = ref;
@@ -190,10 +197,10 @@ TEST_CASE("peers: answers for a file another snapshot describes are errors", "[p
   CHECK(c.Fetch(0, other_chunking, buf.data(), In(5s)) == -EINVAL);
   ChunkRef outside = Ref(path, size, 6);  // not a valid reference: never sent
   CHECK(c.Fetch(0, outside, buf.data(), In(5s)) == -EINVAL);
-  CHECK(c.counters(0).errors == 4);
+  CHECK(c.counters(0).errors == 6);
   CHECK(c.up(0));  // errors are answers: the peer stays up
   CHECK(c.Fetch(0, ref, buf.data(), In(5s)) == static_cast<ssize_t>(kChunk));
-  CHECK(cluster.nodes[1]->server().counters().errors == 4);
+  CHECK(cluster.nodes[1]->server().counters().errors == 6);
 }
 
 TEST_CASE("peers: in-flight requests are bounded per peer and in the server", "[peer]") {
@@ -258,7 +265,7 @@ TEST_CASE("peers: the counters reach stats JSON and Prometheus", "[peer]") {
   CHECK(doc->Uint("peers.up") == 1);
   CHECK(doc->Uint("peers.server.served_chunks") == 1);
   CHECK(doc->Uint("peers.server.served_bytes") == 12345);
-  CHECK(doc->Uint("peers.server.hellos") == 1);
+  CHECK(doc->Uint("peers.server.authenticated") == 1);
   const JsonValue* remote = doc->Find("peers.remote");
   REQUIRE((remote != nullptr && remote->is_array() && remote->items().size() == 1));
   CHECK(remote->items()[0].String("name") == "node1");

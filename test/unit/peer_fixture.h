@@ -35,7 +35,7 @@ inline constexpr char kJob[] = "job-42";
 // says otherwise.
 inline UcxWorker::Options TestUcx() {
   const char* tls = std::getenv("TIERFS_TEST_UCX_TLS");
-  return UcxWorker::Options{tls != nullptr ? tls : "tcp", "", std::chrono::milliseconds(20)};
+  return UcxWorker::Options{tls != nullptr ? tls : "tcp", "", "", std::chrono::milliseconds(20)};
 }
 
 // Byte `off` of the file at `path`: what every provider serves for it.
@@ -54,14 +54,25 @@ inline bool IsPattern(std::string_view path, uint64_t off, const char* src, size
   return true;
 }
 
+inline constexpr int64_t kMtime = 1000, kCtime = 2000;
+inline constexpr uint64_t kIno = 77;
+
+// A reference to chunk `chunk` of `path` as PatternProvider::Add describes
+// it by default.
+inline ChunkRef Ref(std::string_view path, uint64_t size, uint32_t chunk, uint64_t chunk_size) {
+  return ChunkRef{path, size, kMtime, kCtime, kIno, chunk_size, chunk};
+}
+
 // Serves pattern bytes for the files it was given, written into the
 // server's scratch buffer or (held) into memory it keeps alive with a hold;
-// Stall() makes every call wait until Release() (at most 10 s).
+// Stall() makes every call wait until Release() (at most 10 s, or the
+// asker's deadline).
 class PatternProvider : public ChunkProvider {
  public:
   explicit PatternProvider(uint64_t chunk_size) : chunk_size_(chunk_size) {}
-  void Add(const std::string& path, uint64_t size, int64_t mtime_ns = 1000) {
-    files_[path] = {size, mtime_ns};
+  void Add(const std::string& path, uint64_t size, int64_t mtime_ns = kMtime,
+           int64_t ctime_ns = kCtime, uint64_t ino = kIno) {
+    files_[path] = {size, mtime_ns, ctime_ns, ino};
   }
   void Stall() {
     std::lock_guard lock(mu_);
@@ -74,15 +85,22 @@ class PatternProvider : public ChunkProvider {
     }
     cv_.notify_all();
   }
-  int ReadChunk(const ChunkRef& ref, ChunkBytes* out) override {
+  int ReadChunk(const ChunkRef& ref, Deadline deadline, ChunkBytes* out) override {
     calls++;
     {
       std::unique_lock lock(mu_);
-      cv_.wait_for(lock, 10s, [&] { return !stalled_; });
+      if (!cv_.wait_until(lock, std::min(deadline, std::chrono::steady_clock::now() + 10s),
+                          [&] { return !stalled_; })) {
+        return -ETIMEDOUT;
+      }
     }
     auto it = files_.find(std::string(ref.path));
     if (it == files_.end()) return -ENOENT;
-    if (it->second.size != ref.file_size || it->second.mtime_ns != ref.mtime_ns) return -ESTALE;
+    const File& f = it->second;
+    if (f.size != ref.file_size || f.mtime_ns != ref.mtime_ns || f.ctime_ns != ref.ctime_ns ||
+        f.ino != ref.ino) {
+      return -ESTALE;
+    }
     if (ref.chunk_size != chunk_size_) return -EINVAL;
     if (!held) {
       FillPattern(ref.path, ref.file_offset(), out->scratch, ref.length());
@@ -101,7 +119,8 @@ class PatternProvider : public ChunkProvider {
  private:
   struct File {
     uint64_t size;
-    int64_t mtime_ns;
+    int64_t mtime_ns, ctime_ns;
+    uint64_t ino;
   };
   const uint64_t chunk_size_;
   std::map<std::string, File> files_;  // set up before serving
@@ -174,7 +193,7 @@ class TestNode {
   void StartServer() {
     std::string error;
     INFO(error);
-    REQUIRE(server_->Start(&error) > 0);
+    REQUIRE(server_->Start(&error) >= 0);
   }
   void StartClient(std::vector<PeerAddress> peers, PeerClientOptions options = {}) {
     options.peers = std::move(peers);
@@ -184,6 +203,7 @@ class TestNode {
     client_->Start();
   }
   PeerAddress address() const { return {auth_.self().name, "127.0.0.1", server_->port()}; }
+  uint16_t port() const { return server_->port(); }
   PeerServer& server() { return *server_; }
   PeerClient& client() { return *client_; }
   PeerAuth& auth() { return auth_; }

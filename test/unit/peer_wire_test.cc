@@ -1,5 +1,5 @@
-// The peer wire messages and the MUNGE claim payload: round trips, and
-// strict decoding of everything else.
+// The peer wire messages and the MUNGE claim payload: round trips, strict
+// decoding of everything else, and the seal every message carries.
 #include <catch2/catch.hpp>
 #include <cerrno>
 #include <cstring>
@@ -14,49 +14,80 @@ namespace {
 constexpr uint64_t kMiB = 1 << 20;
 
 ChunkRef Ref(std::string_view path, uint64_t size, uint32_t chunk) {
-  return ChunkRef{path, size, 1234567890123, 8 * kMiB, chunk};
+  return ChunkRef{path, size, 1234567890123, 1234567890999, 4242, 8 * kMiB, chunk};
 }
+
+WireIds Ids(uint64_t request_id) { return WireIds{request_id, 0x5E55, 9}; }
 
 TEST_CASE("peer wire: every message decodes to what was encoded", "[peer]") {
   WireHeader h;
   PeerMessage m;
-  size_t n = EncodeRequest(77, Ref("a/b.jpg", 20 * kMiB, 2), &h);
+  size_t n = EncodeRequest(Ids(77), Ref("a/b.jpg", 20 * kMiB, 2), 4500, &h);
   REQUIRE(DecodeHeader(h.data(), n, 7, &m) == WireStatus::kOk);
   CHECK(m.type == MsgType::kRequest);
   CHECK(m.request_id == 77);
+  CHECK(m.session == 0x5E55);
+  CHECK(m.seq == 9);
+  CHECK(m.timeout_ms == 4500);
   CHECK(m.chunk.file_size == 20 * kMiB);
   CHECK(m.chunk.mtime_ns == 1234567890123);
+  CHECK(m.chunk.ctime_ns == 1234567890999);
+  CHECK(m.chunk.ino == 4242);
   CHECK(m.chunk.chunk_size == 8 * kMiB);
   CHECK(m.chunk.chunk == 2);
 
-  n = EncodeData(5, 4 * kMiB, &h);
+  n = EncodeData(Ids(5), 4 * kMiB, &h);
   REQUIRE(DecodeHeader(h.data(), n, 4 * kMiB, &m) == WireStatus::kOk);
   CHECK((m.type == MsgType::kData && m.length == 4 * kMiB && m.request_id == 5));
 
-  n = EncodeError(6, WireError::kStale, &h);
+  n = EncodeError(Ids(6), WireError::kStale, &h);
   REQUIRE(DecodeHeader(h.data(), n, 0, &m) == WireStatus::kOk);
   CHECK((m.type == MsgType::kError && m.error == WireError::kStale));
   CHECK(WireErrorToErrno(m.error) == -ESTALE);
+}
 
-  n = EncodeHello(0, &h);
-  REQUIRE(DecodeHeader(h.data(), n, 300, &m) == WireStatus::kOk);
-  CHECK(m.type == MsgType::kHello);
-  n = EncodeHelloAnswer(0, WireError::kOk, &h);
-  REQUIRE(DecodeHeader(h.data(), n, 300, &m) == WireStatus::kOk);
-  n = EncodeHelloAnswer(0, WireError::kDenied, &h);
-  REQUIRE(DecodeHeader(h.data(), n, 0, &m) == WireStatus::kOk);
-  CHECK(m.error == WireError::kDenied);
+TEST_CASE("peer wire: a sealed message opens only as it was sealed", "[peer]") {
+  PeerKey key{}, other{};
+  key[0] = 1;
+  other[0] = 2;
+  WireHeader h;
+  const std::string body = "train/n01440764/img_1.JPEG";
+  size_t n = EncodeRequest(Ids(3), Ref("x", 10, 0), 100, &h);
+  std::string sealed(body.size(), '\0');
+  REQUIRE(SealWire(key, &h, n, body.data(), body.size(), sealed.data()));
+  CHECK(sealed != body);  // encrypted
+  std::string opened(body.size(), '\0');
+  REQUIRE(OpenWire(key, h.data(), n, 9, sealed.data(), sealed.size(), opened.data()));
+  CHECK(opened == body);
+  CHECK_FALSE(OpenWire(other, h.data(), n, 9, sealed.data(), sealed.size(), opened.data()));
+  CHECK_FALSE(OpenWire(key, h.data(), n, 10, sealed.data(), sealed.size(), opened.data()));
+  for (size_t i : {size_t{0}, size_t{20}, size_t{40}, n - 1}) {  // header, tag
+    WireHeader bad = h;
+    bad[i] ^= 0x10;
+    INFO(i);
+    CHECK_FALSE(OpenWire(key, bad.data(), n, 9, sealed.data(), sealed.size(), opened.data()));
+  }
+  std::string flipped = sealed;
+  flipped[3] ^= 1;
+  CHECK_FALSE(OpenWire(key, h.data(), n, 9, flipped.data(), flipped.size(), opened.data()));
+  CHECK_FALSE(OpenWire(key, h.data(), n, 9, sealed.data(), sealed.size() - 1, opened.data()));
+  // A body-less error answer is authenticated all the same.
+  n = EncodeError(Ids(4), WireError::kBusy, &h);
+  REQUIRE(SealWire(key, &h, n, nullptr, 0, nullptr));
+  CHECK(OpenWire(key, h.data(), n, 9, nullptr, 0, nullptr));
+  h[32] = static_cast<uint8_t>(WireError::kStale);
+  CHECK_FALSE(OpenWire(key, h.data(), n, 9, nullptr, 0, nullptr));
 }
 
 TEST_CASE("peer wire: malformed headers are refused", "[peer]") {
   WireHeader h;
   PeerMessage m;
-  size_t n = EncodeError(6, WireError::kBusy, &h);
+  size_t n = EncodeError(Ids(6), WireError::kBusy, &h);
   WireHeader bad = h;
   bad[0] ^= 1;
   CHECK(DecodeHeader(bad.data(), n, 0, &m) == WireStatus::kBadMagic);
   bad = h;
-  bad[4] = 2;  // a future version
+  bad[4] = 3;  // a future version
   CHECK(DecodeHeader(bad.data(), n, 0, &m) == WireStatus::kBadVersion);
   bad = h;
   bad[5] = 9;
@@ -65,10 +96,10 @@ TEST_CASE("peer wire: malformed headers are refused", "[peer]") {
   bad[6] = 1;  // reserved
   CHECK(DecodeHeader(bad.data(), n, 0, &m) == WireStatus::kBadHeader);
   bad = h;
-  bad[16] = 99;  // an unknown error code
+  bad[32] = 99;  // an unknown error code
   CHECK(DecodeHeader(bad.data(), n, 0, &m) == WireStatus::kBadHeader);
   bad = h;
-  bad[16] = 0;  // kError carrying kOk
+  bad[32] = 0;  // kError carrying kOk
   CHECK(DecodeHeader(bad.data(), n, 0, &m) == WireStatus::kBadHeader);
   // Sizes: short, long, none.
   CHECK(DecodeHeader(h.data(), n - 1, 0, &m) == WireStatus::kBadHeader);
@@ -80,20 +111,15 @@ TEST_CASE("peer wire: malformed headers are refused", "[peer]") {
 TEST_CASE("peer wire: body lengths are bounded per type", "[peer]") {
   WireHeader h;
   PeerMessage m;
-  size_t n = EncodeError(1, WireError::kIo, &h);
+  size_t n = EncodeError(Ids(1), WireError::kIo, &h);
   CHECK(DecodeHeader(h.data(), n, 1, &m) == WireStatus::kBadBody);
-  n = EncodeHello(1, &h);
-  CHECK(DecodeHeader(h.data(), n, 0, &m) == WireStatus::kBadBody);
-  CHECK(DecodeHeader(h.data(), n, kMaxCredential + 1, &m) == WireStatus::kBadBody);
-  n = EncodeRequest(1, Ref("x", 10, 0), &h);
+  n = EncodeRequest(Ids(1), Ref("x", 10, 0), 1, &h);
   CHECK(DecodeHeader(h.data(), n, 0, &m) == WireStatus::kBadBody);
   CHECK(DecodeHeader(h.data(), n, kMaxPeerPath + 1, &m) == WireStatus::kBadBody);
-  n = EncodeData(1, 100, &h);
+  n = EncodeData(Ids(1), 100, &h);
   CHECK(DecodeHeader(h.data(), n, 99, &m) == WireStatus::kBadBody);
-  n = EncodeData(1, kMaxWireChunk + 1, &h);
+  n = EncodeData(Ids(1), kMaxWireChunk + 1, &h);
   CHECK(DecodeHeader(h.data(), n, kMaxWireChunk + 1, &m) == WireStatus::kBadBody);
-  n = EncodeHelloAnswer(1, WireError::kDenied, &h);
-  CHECK(DecodeHeader(h.data(), n, 10, &m) == WireStatus::kBadBody);
 }
 
 TEST_CASE("peer wire: paths and chunk references", "[peer]") {
@@ -149,7 +175,7 @@ TEST_CASE("peer wire: a request's range round-trips", "[peer]") {
   r.range_off = 12345;
   r.range_len = 678;
   WireHeader h;
-  size_t n = EncodeRequest(9, r, &h);
+  size_t n = EncodeRequest(Ids(9), r, 1, &h);
   CHECK(n == kMaxHeader);
   PeerMessage m;
   REQUIRE(DecodeHeader(h.data(), n, 3, &m) == WireStatus::kOk);
@@ -159,18 +185,20 @@ TEST_CASE("peer wire: a request's range round-trips", "[peer]") {
 }
 
 TEST_CASE("peer claim: round trip and strict decoding", "[peer]") {
-  PeerClaim c{PeerClaim::kAnswer, RandomNonce(), RandomNonce(), "job-1", "node-a", "node-b"};
+  PeerKey key{};
+  key[31] = 7;
+  PeerClaim c{PeerClaim::kAnswer, RandomNonce(), RandomNonce(), key, "job-1", "node-a", "node-b"};
   std::string e = EncodeClaim(c);
   PeerClaim d;
   REQUIRE(DecodeClaim(e, &d));
-  CHECK((d.role == c.role && d.nonce == c.nonce && d.echo == c.echo));
+  CHECK((d.role == c.role && d.nonce == c.nonce && d.echo == c.echo && d.key == key));
   CHECK((d.job == "job-1" && d.from == "node-a" && d.to == "node-b"));
   CHECK(RandomNonce() != RandomNonce());
 
   CHECK_FALSE(DecodeClaim(e.substr(0, e.size() - 1), &d));  // truncated
   CHECK_FALSE(DecodeClaim(e + "x", &d));                    // trailing bytes
   std::string bad = e;
-  bad[4] = 2;  // version
+  bad[4] = 1;  // the version without a key
   CHECK_FALSE(DecodeClaim(bad, &d));
   bad = e;
   bad[5] = 3;  // role

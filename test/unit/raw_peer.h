@@ -1,9 +1,13 @@
-// RawPeer: a UCX endpoint that sends whatever messages a test wants, and
-// records what it receives: a forger, a garbage sender, or a server that
-// answers a request and then stops making progress mid-transfer.
+// RawPeer: a UCX worker of the test's own that sends whatever messages a
+// test wants and records what it receives. As a client it runs the real
+// handshake with any identity (then it can send sealed, forged or replayed
+// requests); as a server it stands behind a real PeerDoor and answers a
+// real client with whatever it likes: a forger, a garbage sender, or a
+// server that stops making progress mid-transfer.
 #pragma once
 
 #include <netinet/in.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -14,6 +18,8 @@
 #include <vector>
 
 #include "peer_fixture.h"
+#include "tiering/peer/peer_door.h"
+#include "tiering/peer/peer_handshake.h"
 #include "tiering/peer/ucx_worker.h"
 #include "tiering/peer/wire.h"
 
@@ -24,8 +30,10 @@ class RawPeer {
   struct Received {
     WireStatus status;
     PeerMessage m;
+    std::string header;
     std::string body;  // empty for a rendezvous body (dropped)
     bool rndv = false;
+    ucp_ep_h reply = nullptr;
   };
 
   RawPeer() : ucx_(TestUcx()) {
@@ -34,15 +42,17 @@ class RawPeer {
       Received r;
       r.rndv = p->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV;
       r.status = DecodeHeader(h, hn, n, &r.m);
+      r.header.assign(static_cast<const char*>(h), hn);
+      if (p->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) r.reply = p->reply_ep;
       if (!r.rndv && n > 0) r.body.assign(static_cast<const char*>(d), n);
       std::lock_guard lock(mu_);
       received_.push_back(std::move(r));
       return UcxWorker::Discard(p);
     });
     ucx_.SetEndpointErrorHandler([this](ucp_ep_h ep, ucs_status_t) {
-      ucx_.Close(ep);
       std::lock_guard lock(mu_);
       if (ep == ep_) {
+        ucx_.Close(ep);
         ep_ = nullptr;
         closed_ = true;
       }
@@ -50,49 +60,75 @@ class RawPeer {
     ucx_.Start(nullptr);
   }
   ~RawPeer() {
+    if (door_) door_->Stop();
     ucx_.Stop(
         [this] {
-          if (ep_ != nullptr) ucx_.Close(ep_);
+          if (ep_ != nullptr && !reply_ep_) ucx_.Close(ep_);
         },
         std::chrono::milliseconds(1000));
   }
 
-  void Connect(uint16_t port) {
-    OnThread([&] {
-      sockaddr_in a{};
-      a.sin_family = AF_INET;
-      a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-      a.sin_port = htons(port);
-      std::string error;
-      ucp_ep_h ep = ucx_.Connect(reinterpret_cast<sockaddr*>(&a), sizeof a, &error);
-      std::lock_guard lock(mu_);
-      ep_ = ep;
-    });
-    REQUIRE(ep() != nullptr);
+  // --- As a client ---
+  // The handshake with the door on `port` as `auth`, addressed to `server`;
+  // on success an endpoint to the server's worker.
+  HandshakeResult Handshake(const PeerAuth& auth, uint16_t port, const std::string& server = "b") {
+    std::string error;
+    auto deadline = std::chrono::steady_clock::now() + 5s;
+    int fd = ConnectTcp("127.0.0.1", port, deadline, &error);
+    INFO(error);
+    REQUIRE(fd >= 0);
+    HandshakeResult r = RunClientHandshake(fd, auth, server, deadline, &session_, &error);
+    ::close(fd);
+    if (r == HandshakeResult::kOk) ConnectTo(session_.worker_address);
+    return r;
   }
-  // Accepts connections on a free port; the latest is the one Send uses.
-  uint16_t Listen() {
-    int port = -1;
-    OnThread([&] {
-      std::string error;
-      port = ucx_.Listen(
-          "127.0.0.1", 0,
-          [this](ucp_conn_request_h r) {
-            std::string error;
-            ucp_ep_h ep = ucx_.Accept(r, &error);
-            std::lock_guard lock(mu_);
-            ep_ = ep;
-          },
-          &error);
-    });
+  const ClientSession& session() const { return session_; }
+  // Encodes ids for the next message of this session.
+  WireIds Next(uint64_t request_id) { return WireIds{request_id, session_.session, next_seq_++}; }
+  // Seals with this side's send key, then sends.
+  void SendSealed(WireHeader h, size_t n, std::string body, const PeerKey* key = nullptr) {
+    REQUIRE(SealWire(key != nullptr ? *key : session_.keys.send, &h, n, body.data(), body.size(),
+                     body.data()));
+    Send(h, n, std::move(body));
+  }
+
+  // --- As a server, posing as `name` ---
+  // Listens with a real door; returns its port.
+  uint16_t Serve(const std::string& name) {
+    auth_ = std::make_unique<PeerAuth>(Identity(name), MungeDaemon::Get()->socket());
+    PeerDoorOptions o;
+    door_ = std::make_unique<PeerDoor>(auth_.get(), o, ucx_.Address());
+    std::string error;
+    INFO(error);
+    int port = door_->Start(&error);
     REQUIRE(port > 0);
     return static_cast<uint16_t>(port);
   }
+  // Takes the session the first received message names: later Sends go to
+  // its reply endpoint.
+  void Accept() {
+    REQUIRE(Within(5s, [&] { return !received().empty(); }));
+    Received first = received().front();
+    REQUIRE(first.status == WireStatus::kOk);
+    AcceptedSession s;
+    std::string body = first.body;
+    REQUIRE(door_->Take(
+        first.m.session,
+        [&](const SessionKeys& keys) {
+          return OpenWire(keys.recv, first.header.data(), first.header.size(), first.m.seq,
+                          body.data(), body.size(), body.data());
+        },
+        &s));
+    session_.keys = s.keys;
+    session_.session = s.id;
+    std::lock_guard lock(mu_);
+    ep_ = first.reply;
+    reply_ep_ = true;
+  }
 
-  // Sends header bytes and a body; the reply flag unless `reply` is false.
-  void Send(const WireHeader& h, size_t n, std::string body, bool reply = true,
-            uint32_t flags = 0) {
-    SendThenPause(h, n, std::move(body), flags | (reply ? UCP_AM_SEND_FLAG_REPLY : 0), 0ms);
+  // Sends header bytes and a body as they are (as a client, with a reply endpoint).
+  void Send(const WireHeader& h, size_t n, std::string body, uint32_t flags = 0) {
+    SendThenPause(h, n, std::move(body), flags, 0ms);
   }
   // Sends, then blocks the progress thread for `pause` at once: a large
   // body's transfer starts and stalls.
@@ -106,7 +142,8 @@ class RawPeer {
     }
     auto send = [this, h, n, kept, flags, pause] {
       if (ep() != nullptr) {
-        ucx_.Send(ep(), kPeerAmId, h, n, kept->data(), kept->size(), flags, [](ucs_status_t) {});
+        uint32_t f = flags | (reply_ep_ ? 0 : UCP_AM_SEND_FLAG_REPLY);
+        ucx_.Send(ep(), kPeerAmId, h, n, kept->data(), kept->size(), f, [](ucs_status_t) {});
       }
       std::this_thread::sleep_for(pause);
     };
@@ -115,6 +152,17 @@ class RawPeer {
     else
       REQUIRE(ucx_.Post(send));
   }
+  // Sends to the worker at `address` from now on.
+  void ConnectTo(const std::string& address) {
+    OnThread([&] {
+      std::string error;
+      ucp_ep_h ep = ucx_.Connect(address, &error);
+      std::lock_guard lock(mu_);
+      ep_ = ep;
+    });
+    REQUIRE(ep() != nullptr);
+  }
+  std::string address() const { return ucx_.Address(); }
   std::vector<Received> received() {
     std::lock_guard lock(mu_);
     return received_;
@@ -146,8 +194,13 @@ class RawPeer {
   }
 
   UcxWorker ucx_;
+  ClientSession session_;  // as a client; as a server, keys and id from the door
+  uint64_t next_seq_ = 2;
+  std::unique_ptr<PeerAuth> auth_;
+  std::unique_ptr<PeerDoor> door_;
   std::mutex mu_;  // guards the rest
   ucp_ep_h ep_ = nullptr;
+  std::atomic<bool> reply_ep_{false};  // ep_ is a client's reply endpoint: UCX's to close
   bool closed_ = false;
   std::vector<Received> received_;
   std::list<std::string> bodies_;  // alive until the sends are done

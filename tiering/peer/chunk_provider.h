@@ -4,6 +4,7 @@
 // so a job reads each chunk from SOURCE once.
 #pragma once
 
+#include <chrono>
 #include <memory>
 
 #include "tiering/peer/wire.h"
@@ -19,13 +20,15 @@ struct ChunkBytes {
 class ChunkProvider {
  public:
   virtual ~ChunkProvider() = default;
+  using Deadline = std::chrono::steady_clock::time_point;
   // Points out->data at the ref.length() bytes of the chunk `ref` names,
   // after checking that this node's snapshot describes the file as `ref`
-  // does. 0, or -ENOENT (no such file), -ESTALE (its size or mtime differ),
-  // -EINVAL (another chunk size), -EIO. Called on the server's threads,
-  // several at once; it may block (a promotion) but must give up in bounded
-  // time: every call holds one of the server's threads.
-  virtual int ReadChunk(const ChunkRef& ref, ChunkBytes* out) = 0;
+  // does (size, mtime, ctime, inode number). 0, or -ENOENT (no such file),
+  // -ESTALE (its identity differs), -EINVAL (another chunk size), -EIO,
+  // -ETIMEDOUT (not read by `deadline`, the asker's). Called on the
+  // server's threads, several at once; it may block (a promotion) but
+  // gives up at `deadline`: every call holds one of the server's threads.
+  virtual int ReadChunk(const ChunkRef& ref, Deadline deadline, ChunkBytes* out) = 0;
 };
 
 }  // namespace tierfs

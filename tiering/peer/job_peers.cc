@@ -1,9 +1,19 @@
 #include "tiering/peer/job_peers.h"
 
+#include <arpa/inet.h>
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 
 #include "tiering/log.h"
 #include "tiering/peer/peer_auth.h"
@@ -19,6 +29,78 @@ std::vector<std::string> Names(const std::vector<PeerEntry>& peers) {
   return names;
 }
 
+// A listening TCP socket handed over by the process that started the
+// daemon, in systemd's convention (LISTEN_PID is this process, LISTEN_FDS=1,
+// the socket is fd 3): a privileged parent binds the job's port so that no
+// user can take it first. Taken once, before the daemon forks.
+int TakeInheritedListenFd() {
+  const char* pid = std::getenv("LISTEN_PID");
+  const char* fds = std::getenv("LISTEN_FDS");
+  if (pid == nullptr || fds == nullptr || std::to_string(::getpid()) != pid ||
+      std::string_view(fds) != "1") {
+    return -1;
+  }
+  ::unsetenv("LISTEN_PID");
+  ::unsetenv("LISTEN_FDS");
+  ::unsetenv("LISTEN_FDNAMES");
+  constexpr int kFd = 3;
+  int accepting = 0, type = 0;
+  socklen_t len = sizeof accepting;
+  sockaddr_storage addr{};
+  socklen_t alen = sizeof addr;
+  if (::getsockopt(kFd, SOL_SOCKET, SO_ACCEPTCONN, &accepting, &len) != 0 || !accepting ||
+      ::getsockopt(kFd, SOL_SOCKET, SO_TYPE, &type, &(len = sizeof type)) != 0 ||
+      type != SOCK_STREAM || ::getsockname(kFd, reinterpret_cast<sockaddr*>(&addr), &alen) != 0 ||
+      addr.ss_family != AF_INET) {
+    TIERFS_LOG(kWarning, "LISTEN_FDS: fd 3 is not a listening IPv4 TCP socket; ignored");
+    return -1;
+  }
+  ::fcntl(kFd, F_SETFD, FD_CLOEXEC);
+  return kFd;
+}
+
+// The IPv4 address `host` names, or "" with *error.
+std::string ResolveIpv4(const std::string& host, std::string* error) {
+  struct addrinfo hints {};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  struct addrinfo* res = nullptr;
+  int e = ::getaddrinfo(host.c_str(), nullptr, &hints, &res);
+  if (e != 0 || res == nullptr) {
+    *error = fmt::format("cannot resolve this node's peer address '{}': {}", host, gai_strerror(e));
+    return "";
+  }
+  char text[INET_ADDRSTRLEN] = {};
+  ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(res->ai_addr)->sin_addr, text, sizeof text);
+  ::freeaddrinfo(res);
+  return text;
+}
+
+// The network interface that holds IPv4 address `address`, so that UCX's
+// own TCP listeners stay on it; "" if none does (0.0.0.0), or if the node
+// has RDMA devices, which restricting UCX to one interface would hide.
+std::string InterfaceOf(const std::string& address) {
+  std::error_code ec;
+  if (std::filesystem::exists("/sys/class/infiniband", ec) &&
+      !std::filesystem::is_empty("/sys/class/infiniband", ec)) {
+    return "";
+  }
+  in_addr want{};
+  if (::inet_pton(AF_INET, address.c_str(), &want) != 1 || want.s_addr == INADDR_ANY) return "";
+  struct ifaddrs* list = nullptr;
+  if (::getifaddrs(&list) != 0) return "";
+  std::string name;
+  for (struct ifaddrs* i = list; i != nullptr; i = i->ifa_next) {
+    if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET) continue;
+    if (reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr.s_addr == want.s_addr) {
+      name = i->ifa_name;
+      break;
+    }
+  }
+  ::freeifaddrs(list);
+  return name;
+}
+
 }  // namespace
 
 JobPeers::JobPeers(JobPeersConfig config, const Namespace* ns)
@@ -31,6 +113,7 @@ JobPeers::JobPeers(JobPeersConfig config, const Namespace* ns)
   for (size_t i = 0; i < rendezvous_.size(); ++i) {
     link_of_.push_back(static_cast<int>(i) == self_index_ ? -1 : link++);
   }
+  inherited_fd_ = TakeInheritedListenFd();
 }
 
 JobPeers::~JobPeers() { Stop(); }
@@ -46,13 +129,25 @@ int JobPeers::Start(ChunkProvider* provider, std::string* error) {
         PeerIdentity{config_.job, config_.self, ::geteuid(), ::getegid()}, config_.munge_socket);
     PeerServerOptions so;
     so.listen_host = config_.listen;
+    if (so.listen_host.empty()) so.listen_host = ResolveIpv4(me.host, error);
+    if (so.listen_host.empty()) return -1;
     so.port = me.port;
+    so.inherited_fd = inherited_fd_;
+    inherited_fd_ = -1;  // the server owns it now
+    // UCX's TCP transport listens too (for the endpoints made after the
+    // handshake): on this interface only, unless the site says otherwise.
+    std::string device = std::getenv("UCX_NET_DEVICES") != nullptr ? "" : InterfaceOf(so.listen_host);
+    so.ucx.net_devices = device;
     so.chunk_size = chunk_size_;
     so.threads = config_.server_threads;
     // Each peer asks at most PeerClientOptions::max_in_flight (8) at once;
     // beyond this the answer is kBusy and the asker reads SOURCE.
     so.max_in_flight = 256;
     so.max_per_connection = 16;
+    // Bytes being read or sent for peers: 256 MiB, or two chunks if more; a
+    // peer may hold a quarter of it, or one chunk.
+    so.max_bytes_in_flight = std::max<uint64_t>(uint64_t{256} << 20, 2 * chunk_size_);
+    so.max_bytes_per_connection = std::max(so.max_bytes_in_flight / 4, chunk_size_);
     so.ucx.tls = config_.ucx_tls;
     server_ = std::make_unique<PeerServer>(auth_.get(), provider, so);
     if (server_->Start(error) < 0) {
@@ -68,6 +163,7 @@ int JobPeers::Start(ChunkProvider* provider, std::string* error) {
     }
     co.connect_timeout = config_.timeout;
     co.ucx.tls = config_.ucx_tls;
+    co.ucx.net_devices = device;
     client_ = std::make_unique<PeerClient>(auth_.get(), co);
     client_->Start();
   } catch (const std::exception& e) {
@@ -98,7 +194,7 @@ int JobPeers::Home(ChunkKey key) const {
 
 ChunkRef JobPeers::Ref(ChunkKey key, const std::string& path, uint64_t off, size_t n) const {
   const Node& node = ns_->node(key.node);
-  ChunkRef ref{path, node.size, node.mtime_ns, chunk_size_, key.chunk};
+  ChunkRef ref{path, node.size, node.mtime_ns, node.ctime_ns, node.ino, chunk_size_, key.chunk};
   if (off != 0 || n != ref.chunk_length()) {
     ref.range_off = off;
     ref.range_len = n;

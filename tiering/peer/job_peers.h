@@ -37,7 +37,7 @@ class PeerServer;
 struct JobPeersConfig {
   std::vector<PeerEntry> peers;  // the whole job, this node included
   std::string self;              // this node's name in `peers`
-  std::string listen = "0.0.0.0";
+  std::string listen;            // "" = this node's address from `peers`
   std::string job;                          // the job's identity, the same on every node
   std::string munge_socket;                 // "" = libmunge's default
   std::chrono::milliseconds timeout{5000};  // a fetch's deadline
@@ -55,6 +55,8 @@ class JobPeers {
   // Starts listening (serving chunks from `provider`, which must outlive
   // Stop) and connecting to the others. 0, or -1 with *error: then this
   // node asks nobody and serves nobody (its chunks are read from SOURCE).
+  // A port someone else holds is not an error: the server retries it (the
+  // "server" counters say so) and the client starts at once.
   int Start(ChunkProvider* provider, std::string* error);
   // Stops serving and asking; waits for the provider calls running. Idempotent.
   void Stop();
@@ -88,6 +90,7 @@ class JobPeers {
   std::unique_ptr<PeerServer> server_;
   std::unique_ptr<PeerClient> client_;  // set once Start succeeded
   std::atomic<bool> started_{false};
+  int inherited_fd_ = -1;  // a listening socket handed over at start (LISTEN_FDS)
   // The chunk as the asker's snapshot names it: [off, off+n) of it.
   ChunkRef Ref(ChunkKey key, const std::string& path, uint64_t off, size_t n) const;
 

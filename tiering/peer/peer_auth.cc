@@ -14,7 +14,7 @@ namespace tierfs {
 namespace {
 
 constexpr uint32_t kClaimMagic = 0x41534654;  // "TFSA" in little-endian order
-constexpr uint8_t kClaimVersion = 1;
+constexpr uint8_t kClaimVersion = 2;
 
 void PutLe(std::string* out, uint64_t v, int bytes) {
   for (int i = 0; i < bytes; ++i) out->push_back(static_cast<char>(v >> (8 * i)));
@@ -31,10 +31,11 @@ class ClaimReader {
     data_.remove_prefix(bytes);
     return true;
   }
-  bool Nonce(PeerNonce* n) {
-    if (data_.size() < n->size()) return false;
-    std::memcpy(n->data(), data_.data(), n->size());
-    data_.remove_prefix(n->size());
+  template <size_t N>
+  bool Bytes(std::array<uint8_t, N>* n) {
+    if (data_.size() < N) return false;
+    std::memcpy(n->data(), data_.data(), N);
+    data_.remove_prefix(N);
     return true;
   }
   // A u16 length (1..kMaxClaimField) and that many bytes, no NUL.
@@ -118,6 +119,7 @@ std::string EncodeClaim(const PeerClaim& c) {
   PutLe(&out, 0, 2);
   out.append(reinterpret_cast<const char*>(c.nonce.data()), c.nonce.size());
   out.append(reinterpret_cast<const char*>(c.echo.data()), c.echo.size());
+  out.append(reinterpret_cast<const char*>(c.key.data()), c.key.size());
   for (const std::string* s : {&c.job, &c.from, &c.to}) {
     PutLe(&out, s->size(), 2);
     out += *s;
@@ -131,7 +133,7 @@ bool DecodeClaim(std::string_view data, PeerClaim* out) {
   PeerClaim c;
   if (!r.Le(4, &magic) || magic != kClaimMagic || !r.Le(1, &version) || version != kClaimVersion ||
       !r.Le(1, &role) || (role != PeerClaim::kHello && role != PeerClaim::kAnswer) ||
-      !r.Le(2, &reserved) || reserved != 0 || !r.Nonce(&c.nonce) || !r.Nonce(&c.echo) ||
+      !r.Le(2, &reserved) || reserved != 0 || !r.Bytes(&c.nonce) || !r.Bytes(&c.echo) || !r.Bytes(&c.key) ||
       !r.Field(&c.job) || !r.Field(&c.from) || !r.Field(&c.to) || !r.done()) {
     return false;
   }

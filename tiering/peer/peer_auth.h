@@ -26,6 +26,8 @@
 #include <string>
 #include <string_view>
 
+#include "tiering/peer/peer_crypto.h"
+
 namespace tierfs {
 
 using PeerNonce = std::array<uint8_t, 16>;
@@ -43,7 +45,8 @@ struct PeerClaim {
   enum Role : uint8_t { kHello = 1, kAnswer = 2 };
   Role role = kHello;
   PeerNonce nonce{};  // fresh per credential
-  PeerNonce echo{};   // kAnswer: the hello's nonce; kHello: zero
+  PeerNonce echo{};   // kHello: the server's greeting nonce; kAnswer: the hello's nonce
+  PeerKey key{};      // the sender's X25519 public key for this connection
   std::string job, from, to;
 };
 

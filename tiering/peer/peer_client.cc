@@ -1,5 +1,6 @@
 #include "tiering/peer/peer_client.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -14,7 +15,7 @@ using Clock = std::chrono::steady_clock;
 }  // namespace
 
 PeerClient::PeerClient(PeerAuth* auth, PeerClientOptions options)
-    : auth_(auth), options_(std::move(options)), ucx_(options_.ucx), pool_(1, 4 * 1024) {
+    : auth_(auth), options_(std::move(options)), ucx_(options_.ucx), pool_(4, 4 * 1024) {
   for (size_t i = 0; i < options_.peers.size(); ++i) {
     auto l = std::make_unique<Link>();
     l->index = i;
@@ -80,8 +81,10 @@ ssize_t PeerClient::Fetch(size_t peer, const ChunkRef& ref, char* dest, Deadline
   p->path.assign(ref.path);
   p->ref = ref;
   p->ref.path = p->path;
-  p->dest = dest;
+  auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - start).count();
+  p->timeout_ms = static_cast<uint32_t>(std::clamp<int64_t>(left, 1, UINT32_MAX));
   ssize_t r = Wait(l, p, deadline);
+  if (r >= 0) r = Open(l, p, dest);
   {
     std::lock_guard lock(l.slot_mu);
     --l.in_flight;
@@ -107,21 +110,35 @@ ssize_t PeerClient::Wait(Link& l, const std::shared_ptr<Pending>& p, Deadline de
   lock.unlock();
   l.counters.timeouts++;
   // The peer did not answer in time: down, at once, so no other caller
-  // waits for it. Closing its endpoint also ends a receive into dest, which
-  // must finish before we return; the progress thread completes the
-  // request either way (or Stop does, if it is stopping).
+  // waits for it. A transfer still running ends in p->sealed, which p
+  // keeps alive: nothing is written to the caller's memory.
   ucx_.Post([this, p] {
     Link& l = *links_[p->peer];
     if (p->generation == l.generation && l.state.load() == kUp) Down(l, "no answer in time");
     if (p->phase != Pending::kReceiving) Complete(l, p, -ETIMEDOUT);
   });
-  lock.lock();
-  for (int waited = 0; !p->cv.wait_for(lock, std::chrono::seconds(1),
-                                       [&] { return p->phase == Pending::kDone; });) {
-    TIERFS_LOG(kError, "peer client: a request to {} still not ended {} s after its deadline",
-               l.address.name, ++waited);
-  }
   return -ETIMEDOUT;
+}
+
+// On the caller's thread: the answer's tag checked and its bytes decrypted
+// into `dest`, then its sequence number recorded. A failure cuts the peer off.
+ssize_t PeerClient::Open(Link& l, const std::shared_ptr<Pending>& p, char* dest) {
+  const uint64_t length = p->ref.length();
+  bool opened = OpenWire(p->crypto->keys.recv, p->header.data(), p->header_size, p->seq,
+                         p->sealed.get(), length, dest);
+  bool fresh = opened && p->crypto->Accept(p->seq);
+  p->sealed.reset();
+  if (fresh) return static_cast<ssize_t>(length);
+  (opened ? l.counters.replayed : l.counters.forged)++;
+  TIERFS_LOG(kWarning, "peer client: an answer from {} {}: cut off", l.address.name,
+             opened ? "replays an earlier one" : "does not authenticate");
+  uint64_t generation = p->generation;
+  size_t peer = p->peer;
+  ucx_.Post([this, peer, generation] {
+    Link& l = *links_[peer];
+    if (generation == l.generation && l.state.load() == kUp) Down(l, "a forged or replayed answer");
+  });
+  return -EBADMSG;
 }
 
 void PeerClient::Complete(Link& l, const std::shared_ptr<Pending>& p, ssize_t result) {
@@ -142,63 +159,68 @@ void PeerClient::Send(const std::shared_ptr<Pending>& p) {
     return;
   }
   p->generation = l.generation;
-  l.pending[p->id] = p;
+  p->crypto = l.crypto;
   WireHeader h;
-  size_t n = EncodeRequest(p->id, p->ref, &h);
-  ucx_.Send(l.ep, kPeerAmId, h, n, p->path.data(), p->path.size(), UCP_AM_SEND_FLAG_REPLY,
-            [this, p](ucs_status_t s) {
-              if (s != UCS_OK) Complete(*links_[p->peer], p, -ECONNRESET);
-            });
+  size_t n = EncodeRequest(WireIds{p->id, l.crypto->session, l.crypto->next_seq++}, p->ref,
+                           p->timeout_ms, &h);
+  // Sealed in place: the path is the request's own copy, not needed in clear again.
+  if (!SealWire(l.crypto->keys.send, &h, n, p->path.data(), p->path.size(), p->path.data())) {
+    Complete(l, p, -EIO);
+    return;
+  }
+  l.pending[p->id] = p;
+  ucx_.Send(l.ep, kPeerAmId, h, n, p->path.data(), p->path.size(), UCP_AM_SEND_FLAG_REPLY, [this, p](ucs_status_t s) {
+    if (s != UCS_OK) Complete(*links_[p->peer], p, -ECONNRESET);
+  });
 }
 
 ucs_status_t PeerClient::OnMessage(const void* header, size_t header_size, void* data, size_t size,
                                    const ucp_am_recv_param_t* param) {
-  auto it = (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) ? by_ep_.find(param->reply_ep)
-                                                                 : by_ep_.end();
-  if (it == by_ep_.end()) {
+  PeerMessage m;
+  WireStatus st = DecodeHeader(header, header_size, size, &m);
+  auto it = st == WireStatus::kOk ? by_session_.find(m.session) : by_session_.end();
+  if (it == by_session_.end()) {  // garbage, or no connection of ours: nobody to cut off
     stray_++;
     return UcxWorker::Discard(param);
   }
   Link& l = *it->second;
-  PeerMessage m;
-  WireStatus st = DecodeHeader(header, header_size, size, &m);
   bool rndv = param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV;
-  const char* garbage = st != WireStatus::kOk ? WireStatusName(st) : nullptr;
+  const char* garbage = nullptr;
   std::shared_ptr<Pending> broken;
-  if (garbage == nullptr && m.type == MsgType::kHelloAnswer) {
-    if (l.state.load() != kConnecting || l.checking || rndv) {
-      garbage = "an unexpected hello answer";
-    } else if (m.error != WireError::kOk) {
-      l.counters.refused++;
-      Down(l, "the peer refused our hello");
-    } else {
-      OnAnswer(l, std::string_view(static_cast<const char*>(data), size));
-    }
-    if (garbage == nullptr) return UCS_OK;
-  }
-  if (garbage == nullptr && (m.type == MsgType::kData || m.type == MsgType::kError)) {
-    if (l.state.load() != kUp) return UcxWorker::Discard(param);  // a connection being dropped
+  if (m.type == MsgType::kData || m.type == MsgType::kError) {
     auto pit = l.pending.find(m.request_id);
     std::shared_ptr<Pending> p = pit == l.pending.end() ? nullptr : pit->second;
     if (p == nullptr || p->phase == Pending::kReceiving) {
       garbage = "an answer to no request";
     } else if (m.type == MsgType::kError) {
-      if (m.error == WireError::kBusy)
-        l.counters.busy++;
-      else
-        l.counters.errors++;
-      if (m.error == WireError::kDenied) {  // down first: the caller then sees it down
+      if (rndv || !OpenWire(l.crypto->keys.recv, header, header_size, m.seq, nullptr, 0, nullptr)) {
+        l.counters.forged++;
+        broken = p;
         l.pending.erase(p->id);
-        Down(l, "the peer says we are not authenticated");
+        garbage = "an error answer that does not authenticate";
+      } else if (!l.crypto->Accept(m.seq)) {
+        l.counters.replayed++;
+        broken = p;
+        l.pending.erase(p->id);
+        garbage = "a replayed error answer";
+      } else {
+        if (m.error == WireError::kBusy)
+          l.counters.busy++;
+        else
+          l.counters.errors++;
+        if (m.error == WireError::kDenied) {  // down first: the caller then sees it down
+          l.pending.erase(p->id);
+          Down(l, "the peer says we are not authenticated");
+        }
+        Complete(l, p, WireErrorToErrno(m.error));
+        return UCS_OK;
       }
-      Complete(l, p, WireErrorToErrno(m.error));
-      return UCS_OK;
     } else if (m.length != p->ref.length()) {
       broken = p;  // answered -EPROTO once the peer is down
       l.pending.erase(p->id);
       garbage = "an answer of the wrong length";
     } else {
-      return OnData(l, p, data, param);
+      return OnData(l, p, header, header_size, m.seq, data, param);
     }
   }
   if (garbage == nullptr) garbage = "a message a server does not send";
@@ -209,7 +231,8 @@ ucs_status_t PeerClient::OnMessage(const void* header, size_t header_size, void*
   return UcxWorker::Discard(param);
 }
 
-ucs_status_t PeerClient::OnData(Link& l, const std::shared_ptr<Pending>& p, void* data,
+ucs_status_t PeerClient::OnData(Link& l, const std::shared_ptr<Pending>& p, const void* header,
+                                size_t header_size, uint64_t seq, void* data,
                                 const ucp_am_recv_param_t* param) {
   uint64_t length = p->ref.length();
   std::unique_lock lock(p->mu);
@@ -218,8 +241,12 @@ ucs_status_t PeerClient::OnData(Link& l, const std::shared_ptr<Pending>& p, void
     Complete(l, p, -ETIMEDOUT);
     return UcxWorker::Discard(param);
   }
+  std::memcpy(p->header.data(), header, header_size);
+  p->header_size = header_size;
+  p->seq = seq;
+  p->sealed.reset(new char[length == 0 ? 1 : length]);
   if (!(param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {  // the bytes are here
-    if (length > 0) std::memcpy(p->dest, data, length);
+    if (length > 0) std::memcpy(p->sealed.get(), data, length);
     lock.unlock();
     l.backoff = options_.retry_min;
     Complete(l, p, static_cast<ssize_t>(length));
@@ -227,7 +254,7 @@ ucs_status_t PeerClient::OnData(Link& l, const std::shared_ptr<Pending>& p, void
   }
   p->phase = Pending::kReceiving;
   lock.unlock();
-  return ucx_.ReceiveBody(data, p->dest, length, [this, p, length](ucs_status_t s) {
+  return ucx_.ReceiveBody(data, p->sealed.get(), length, [this, p, length](ucs_status_t s) {
     Link& l = *links_[p->peer];
     if (s == UCS_OK) l.backoff = options_.retry_min;  // it answers: retry soon if it fails later
     Complete(l, p, s == UCS_OK ? static_cast<ssize_t>(length) : -ECONNRESET);
@@ -257,6 +284,8 @@ void PeerClient::VisitCounters(CounterVisitor& v) const {
     v.Counter("connect_failures", c.connect_failures);
     v.Counter("refused", c.refused);
     v.Counter("garbage", c.garbage);
+    v.Counter("forged", c.forged);
+    v.Counter("replayed", c.replayed);
     v.Counter("errors", c.errors);
     v.Counter("busy", c.busy);
     v.Counter("skipped", c.skipped);

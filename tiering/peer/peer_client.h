@@ -1,24 +1,26 @@
 // PeerClient: asks the job's other nodes for chunks.
 //
-// One connection per peer, opened by the progress thread and authenticated
-// both ways (PeerAuth) before the peer counts as up. A peer that is not up
-// is never waited for: Fetch answers -EHOSTDOWN at once and the caller
-// reads SOURCE. Liveness:
-//   down --(retry_at)--> connecting --(answer checked)--> up
+// One connection per peer, opened on a pool thread by the TCP handshake
+// (peer_handshake.h: the server speaks first, both sides prove who they
+// are with MUNGE, keys are derived for this connection) and then carried
+// by UCX to the worker address the server gave. A peer that is not up is
+// never waited for: Fetch answers -EHOSTDOWN at once and the caller reads
+// SOURCE. Liveness:
+//   down --(retry_at)--> connecting --(handshake done)--> up
 //     ^                       |                           |
 //     +-- refused, no answer by connect_timeout, ---------+-- a Fetch not answered by its
-//         connection lost (backoff doubles,                   deadline, garbage, connection
-//         retry_min .. retry_max)                             lost
+//         connection lost (backoff doubles,                   deadline, garbage, a message
+//         retry_min .. retry_max)                             that does not authenticate
 // so a peer that stalls is bypassed, and one that joins late (its daemon
 // started after ours) becomes up at its first retry after it listens.
 //
 // Fetch is called by many threads at once. At most `max_in_flight`
 // requests per peer are outstanding; a caller beyond waits for a slot
-// until its deadline. The answer's bytes land straight in the caller's
-// buffer (a UCX rendezvous receive); a caller whose deadline passes while
-// they are arriving waits until the progress thread has cut the
-// connection, which ends the receive, so no byte is written after Fetch
-// returns.
+// until its deadline. The answer's sealed bytes land in a buffer of the
+// request's own; the caller opens them (checks the tag, decrypts) into its
+// destination, so no byte reaches it unverified, and a caller whose
+// deadline passes returns at once: a late transfer ends in that buffer.
+#pragma once
 #pragma once
 
 #include <sys/types.h>
@@ -50,7 +52,7 @@ struct PeerAddress {
 
 struct PeerClientOptions {
   std::vector<PeerAddress> peers;                   // the other nodes of the job
-  std::chrono::milliseconds connect_timeout{3000};  // until the hello is answered
+  std::chrono::milliseconds connect_timeout{3000};  // the whole handshake
   std::chrono::milliseconds retry_min{100}, retry_max{5000};
   size_t max_in_flight = 8;  // requests outstanding per peer
   UcxWorker::Options ucx;
@@ -63,6 +65,8 @@ struct PeerLinkCounters {
   std::atomic<uint64_t> connect_failures{0};  // attempts that did not end up
   std::atomic<uint64_t> refused{0};           // authentication failed either way
   std::atomic<uint64_t> garbage{0};           // undecodable or unexpected answers: cut off
+  std::atomic<uint64_t> forged{0};            // answers that do not authenticate: cut off
+  std::atomic<uint64_t> replayed{0};          // ... that do, with a sequence number seen before
   std::atomic<uint64_t> errors{0};            // error answers (kStale, kNotFound, kIo, ...)
   std::atomic<uint64_t> busy{0};              // kBusy answers, and no slot by the deadline
   std::atomic<uint64_t> skipped{0};           // Fetch while the peer was not up
@@ -93,8 +97,9 @@ class PeerClient {
   // -ETIMEDOUT (no answer by `deadline`: the peer is now down), -EBUSY (no
   // slot by the deadline, or the peer is busy), -ENOENT/-ESTALE/-EINVAL/-EIO
   // (the peer's answer), -EPROTO (the peer broke the protocol: cut off),
-  // -ECONNRESET (connection lost), -ESHUTDOWN, -EINVAL (a bad ref). On
-  // error `dest` holds no promise. Thread-safe.
+  // -EBADMSG (the answer does not authenticate: cut off), -ECONNRESET
+  // (connection lost), -ESHUTDOWN, -EINVAL (a bad ref). Returns by
+  // `deadline`. On error `dest` holds no promise. Thread-safe.
   ssize_t Fetch(size_t peer, const ChunkRef& ref, char* dest, Deadline deadline);
 
   // Latency of the fetches that returned the bytes, all peers.
@@ -110,18 +115,19 @@ class PeerClient {
   // Progress thread.
   ucs_status_t OnMessage(const void* header, size_t header_size, void* data, size_t size,
                          const ucp_am_recv_param_t* param);
-  // A kData answer for `p`: copied, or received straight into its dest.
-  ucs_status_t OnData(Link& l, const std::shared_ptr<Pending>& p, void* data,
+  // A kData answer for `p`: copied, or received, into p->sealed.
+  ucs_status_t OnData(Link& l, const std::shared_ptr<Pending>& p, const void* header,
+                      size_t header_size, uint64_t seq, void* data,
                       const ucp_am_recv_param_t* param);
   void Send(const std::shared_ptr<Pending>& p);
   void Complete(Link& l, const std::shared_ptr<Pending>& p, ssize_t result);
   // The connection's lifecycle (peer_client_link.cc).
   void Tick();
   void Connect(Link& l);
-  void OnAnswer(Link& l, std::string_view cred);
   void Down(Link& l, const std::string& why);
 
   ssize_t Wait(Link& l, const std::shared_ptr<Pending>& p, Deadline deadline);
+  ssize_t Open(Link& l, const std::shared_ptr<Pending>& p, char* dest);
 
   PeerAuth* const auth_;
   const PeerClientOptions options_;
@@ -132,6 +138,7 @@ class PeerClient {
   std::atomic<uint64_t> stray_{0};
   LatencyHistogram latency_;
   std::unordered_map<ucp_ep_h, Link*> by_ep_;        // progress thread only
+  std::unordered_map<uint64_t, Link*> by_session_;   // progress thread only
   std::chrono::steady_clock::time_point next_tick_;  // progress thread only
   std::atomic<bool> stopped_{false};
 };

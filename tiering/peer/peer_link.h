@@ -10,8 +10,23 @@
 #include <unordered_map>
 
 #include "tiering/peer/peer_client.h"
+#include "tiering/peer/peer_crypto.h"
 
 namespace tierfs {
+
+// The keys of one connection to a peer, kept by the Fetches sent on it.
+struct LinkCrypto {
+  SessionKeys keys;
+  uint64_t session = 0;
+  uint64_t next_seq = 2;  // progress thread only; 1 was the handshake's
+  std::mutex mu;          // guards window. A leaf lock.
+  ReplayWindow window;
+  // True if `seq` was not seen before (then it is recorded).
+  bool Accept(uint64_t seq) {
+    std::lock_guard lock(mu);
+    return window.Accept(seq);
+  }
+};
 
 // One Fetch: shared by its caller and the progress thread.
 struct PeerClient::Pending {
@@ -19,16 +34,21 @@ struct PeerClient::Pending {
   size_t peer = 0;
   std::string path;  // the request's body; ref.path views it
   ChunkRef ref;
-  char* dest = nullptr;
-  uint64_t generation = 0;  // of the connection it was sent on (progress thread)
+  uint32_t timeout_ms = 1;
+  uint64_t generation = 0;                 // of the connection it was sent on (progress thread)
+  std::shared_ptr<LinkCrypto> crypto;      // ... and its keys (progress thread)
+  std::unique_ptr<char[]> sealed;          // the answer's bytes as they came
+  WireHeader header{};                     // the kData answer's header
+  size_t header_size = 0;
+  uint64_t seq = 0;
 
   std::mutex mu;  // guards the rest. A leaf lock.
   std::condition_variable cv;
   // Changed only on the progress thread (or by Stop after it ended), which
   // may therefore read it without the lock.
   enum Phase { kWaiting, kReceiving, kDone } phase = kWaiting;
-  bool abandoned = false;  // the caller gave up: nothing may be written to dest
-  ssize_t result = 0;
+  bool abandoned = false;  // the caller gave up
+  ssize_t result = 0;      // kDone: the length (sealed holds it), or -errno
 };
 
 struct PeerClient::Link {
@@ -43,10 +63,9 @@ struct PeerClient::Link {
 
   // Progress thread only.
   ucp_ep_h ep = nullptr;
+  std::shared_ptr<LinkCrypto> crypto;  // up: the connection's keys
   uint64_t generation = 0;  // one per connection attempt; stale callbacks compare it
-  PeerNonce nonce{};
-  bool checking = false;                           // the answer's credential is being checked
-  std::chrono::steady_clock::time_point deadline;  // connecting: the answer is due
+  std::chrono::steady_clock::time_point deadline;  // connecting: the handshake is due
   std::chrono::steady_clock::time_point retry_at;
   std::chrono::milliseconds backoff{0};
   std::unordered_map<uint64_t, std::shared_ptr<Pending>> pending;  // sent, by request id

@@ -1,18 +1,27 @@
 // PeerServer: answers the chunk requests of the job's other nodes.
 //
-// A connection must open with a hello whose MUNGE credential passes
-// PeerAuth::Check (same uid and gid, same job, addressed to this node)
-// within `hello_timeout`; the server answers with a credential of its own.
-// Until then a request is refused (kDenied) and the connection closed;
-// a message that does not decode (WireStatus), a second hello, a message
-// without a reply endpoint or a body where none belongs is garbage: the
-// connection is cut off. Every refusal is counted.
+// Connections come in through a PeerDoor (peer_door.h): a peer is
+// authenticated on a plain TCP socket before this node spends anything on
+// it, and leaves a session (its keys). The client connects to this
+// server's UCX worker; the first sealed message naming the session takes
+// it, and its reply endpoint carries the answers. (An endpoint of the
+// server's own back to the client's worker would make two opposite
+// connections between the same workers, which UCX 1.13's TCP transport
+// does not survive.) Every message
+// must open under the session's key with a sequence number not seen
+// before; one that does not (forged, altered, replayed) is counted and
+// cuts the session off. A message naming no session is counted and dropped.
 //
-// Requests of an authenticated peer go to a TaskPool of `threads` threads
-// that call the ChunkProvider; the answer (kData or kError) goes back on the
-// progress thread. Bounded: at most `max_in_flight` requests in the server
-// (queued, being read or being sent) and `max_per_connection` per peer;
-// beyond, the answer is kBusy (the asking node reads SOURCE instead).
+// Requests go to a TaskPool of `threads` threads that call the
+// ChunkProvider; the answer (kData or kError), sealed on that thread, goes
+// back on the progress thread. Bounded: at most `max_in_flight` requests
+// and `max_bytes_in_flight` bytes in the server (queued, being read or
+// being sent), `max_per_connection` and `max_bytes_per_connection` per
+// peer; beyond, the answer is kBusy (the asking node reads SOURCE). A
+// buffer is the size of the range asked, allocated when its read starts.
+// The asker's deadline travels with the request: a request whose deadline
+// has passed is not read, and the provider gives up at it.
+#pragma once
 #pragma once
 
 #include <atomic>
@@ -29,20 +38,26 @@
 #include "tiering/latency_histogram.h"
 #include "tiering/peer/chunk_provider.h"
 #include "tiering/peer/peer_auth.h"
+#include "tiering/peer/peer_door.h"
 #include "tiering/peer/task_pool.h"
 #include "tiering/peer/ucx_worker.h"
 
 namespace tierfs {
 
 struct PeerServerOptions {
-  std::string listen_host = "0.0.0.0";
+  std::string listen_host = "127.0.0.1";
   uint16_t port = 0;              // 0: any free port (tests); the daemon sets the job's port
+  int inherited_fd = -1;          // a listening socket handed to the daemon (LISTEN_FDS)
   uint64_t chunk_size = 8 << 20;  // this node's; requests for another size get kBadRequest
   unsigned threads = 4;           // provider calls at once
   size_t max_in_flight = 32;      // requests queued, being read or sent; beyond: kBusy
   size_t max_per_connection = 16;
-  size_t max_connections = 1024;
-  std::chrono::milliseconds hello_timeout{5000};
+  uint64_t max_bytes_in_flight = 256 << 20;  // the bytes of those requests
+  uint64_t max_bytes_per_connection = 64 << 20;
+  size_t max_connections = 1024;  // authenticated sessions
+  std::chrono::milliseconds hello_timeout{2000};  // the whole handshake
+  size_t max_handshakes = 64;                     // connections in their handshake
+  size_t max_handshakes_per_address = 8;
   // A data answer the peer has not taken by then cuts the connection off,
   // so a stalled peer cannot hold the server's slots.
   std::chrono::milliseconds send_timeout{30000};
@@ -50,22 +65,21 @@ struct PeerServerOptions {
 };
 
 struct PeerServerCounters {
-  std::atomic<uint64_t> connections{0};           // accepted
+  std::atomic<uint64_t> connections{0};           // sessions taken up
   std::atomic<uint64_t> rejected_connections{0};  // over max_connections
   std::atomic<uint64_t> open{0};                  // gauge
-  std::atomic<uint64_t> hellos{0};                // authenticated
-  std::atomic<uint64_t> unauthenticated{0};       // requests before a hello: refused
-  std::atomic<uint64_t> hello_timeouts{0};
+  std::atomic<uint64_t> forged{0};       // messages that do not open under their session's key
+  std::atomic<uint64_t> replayed{0};     // ... that open, with a sequence number seen before
   std::atomic<uint64_t> send_timeouts{0};
-  std::atomic<uint64_t> garbage{0};      // undecodable or misplaced messages: cut off
+  std::atomic<uint64_t> garbage{0};      // undecodable or misplaced messages
   std::atomic<uint64_t> bad_version{0};  // ... of which another wire version
-  std::atomic<uint64_t> stray{0};        // messages from no known connection: dropped
+  std::atomic<uint64_t> stray{0};        // messages naming no session: dropped
   std::atomic<uint64_t> requests{0};
   std::atomic<uint64_t> served_chunks{0}, served_bytes{0};
-  std::atomic<uint64_t> busy{0};    // answered kBusy
-  std::atomic<uint64_t> errors{0};  // answered another error (provider or bad chunk size)
-  // Hellos refused, by AuthVerdict (kOk unused).
-  std::atomic<uint64_t> refused[8]{};
+  std::atomic<uint64_t> busy{0};     // answered kBusy
+  std::atomic<uint64_t> expired{0};  // the asker's deadline passed before the read
+  std::atomic<uint64_t> errors{0};   // answered another error (provider or bad chunk size)
+  std::atomic<uint64_t> bytes_in_flight{0}, peak_bytes_in_flight{0};  // gauges
   LatencyHistogram serve_latency;  // request arrival to answer sent
 };
 
@@ -76,15 +90,18 @@ class PeerServer {
   PeerServer(PeerAuth* auth, ChunkProvider* provider, PeerServerOptions options);
   ~PeerServer();  // Stop()
 
-  // Listens and starts serving. The port bound, or -1 with *error.
+  // Listens (or keeps trying, if the port is taken: listening() tells) and
+  // starts serving. The port bound, 0 while not bound, or -1 with *error.
   int Start(std::string* error);
   // Closes every connection and waits for the provider calls running. Idempotent.
   void Stop();
 
-  uint16_t port() const { return port_; }
+  uint16_t port() const { return door_->port(); }
+  bool listening() const { return door_->listening(); }
   const PeerServerCounters& counters() const { return counters_; }
-  uint64_t refused(AuthVerdict v) const { return counters_.refused[static_cast<int>(v)].load(); }
-  // The "server" group: the counters above, and bytes served per peer.
+  const PeerDoorCounters& door() const { return door_->counters(); }
+  uint64_t refused(AuthVerdict v) const { return door().refused[static_cast<int>(v)].load(); }
+  // The "server" group: the counters above, the door's, and bytes served per peer.
   void VisitCounters(CounterVisitor& v) const;
 
  private:
@@ -92,18 +109,19 @@ class PeerServer {
   struct Job;
   ucs_status_t OnMessage(const void* header, size_t header_size, void* data, size_t size,
                          const ucp_am_recv_param_t* param);
-  void OnConnRequest(ucp_conn_request_h request);
-  void OnHello(Connection& c, uint64_t request_id, std::string_view cred);
+  // The session a message names, taken from the door if new; null (counted) if
+  // the message does not open under its key. *path: the opened body.
+  Connection* Open(const PeerMessage& m, ucp_ep_h reply, const void* header, size_t header_size,
+                   std::string_view body, std::string* path);
   void OnRequest(Connection& c, const PeerMessage& m, std::string_view path);
-  // Sends a job's bytes or error to connection `conn`, if it is still there.
-  void Answer(uint64_t conn, std::shared_ptr<Job> job);
+  void Run(const std::shared_ptr<Job>& job);
+  // Sends a job's bytes or error to session `session`, if it is still there.
+  void Answer(uint64_t session, std::shared_ptr<Job> job);
   void SendError(Connection& c, uint64_t request_id, WireError error);
-  // Answers `error` (as a kHelloAnswer or kError), then closes.
-  void Refuse(Connection& c, uint64_t request_id, WireError error, MsgType type);
-  // Garbage: counted, logged, closed.
+  // Garbage or forgery: counted, logged, closed.
   void CutOff(Connection& c, const char* why);
-  void Drop(uint64_t id);
-  // Hello and send deadlines, every 10 ms at most.
+  void Drop(uint64_t session);
+  // Send deadlines and idle sessions, every 10 ms at most.
   void Tick();
   void CountServed(const std::string& peer, uint64_t bytes);
 
@@ -112,16 +130,12 @@ class PeerServer {
   const PeerServerOptions options_;
   UcxWorker ucx_;
   TaskPool pool_;
-  uint16_t port_ = 0;
+  std::unique_ptr<PeerDoor> door_;
   PeerServerCounters counters_;
 
   // Progress thread only.
-  std::unordered_map<ucp_ep_h, std::unique_ptr<Connection>> by_ep_;
-  std::unordered_map<uint64_t, Connection*> by_id_;
-  uint64_t next_id_ = 1;
+  std::unordered_map<uint64_t, std::unique_ptr<Connection>> by_session_;
   size_t in_flight_ = 0;  // requests queued, being read or sent
-  static constexpr size_t kMaxChecking = 8;
-  size_t checking_ = 0;  // hellos being checked
   std::chrono::steady_clock::time_point next_tick_;
 
   struct Served {
@@ -129,12 +143,6 @@ class PeerServer {
   };
   mutable std::mutex served_mu_;          // guards served_. A leaf lock.
   std::map<std::string, Served> served_;  // by authenticated peer name, at most max_connections
-
-  // Spare chunk buffers, so a read does not fault in fresh pages each time.
-  std::mutex spare_mu_;  // guards spare_. A leaf lock.
-  std::vector<std::unique_ptr<char[]>> spare_;
-  std::unique_ptr<char[]> TakeBuffer();
-  void GiveBuffer(std::unique_ptr<char[]> b);
 };
 
 }  // namespace tierfs

@@ -37,18 +37,15 @@ void Check(ucs_status_t s, const char* what) {
 }  // namespace
 
 UcxWorker::UcxWorker(const Options& options) : options_(options) {
-  // A daemon restarted on its port must not fail on its last run's
-  // connections in TIME_WAIT: UCX's listener sets SO_REUSEADDR only when
-  // told, and only through the environment (a UCT setting ucp_config_modify
-  // refuses). What the site set wins. Done before threads matter: the
-  // daemon builds its peers at start.
-  ::setenv("UCX_TCP_CM_REUSEADDR", "y", 0);
   ucp_config_t* config = nullptr;
   Check(ucp_config_read(nullptr, nullptr, &config), "ucp_config_read");
   ucs_status_t s = UCS_OK;
   if (!options_.tls.empty()) s = ucp_config_modify(config, "TLS", options_.tls.c_str());
   if (s == UCS_OK && !options_.tcp_port_range.empty()) {
     s = ucp_config_modify(config, "TCP_PORT_RANGE", options_.tcp_port_range.c_str());
+  }
+  if (s == UCS_OK && !options_.net_devices.empty()) {
+    s = ucp_config_modify(config, "NET_DEVICES", options_.net_devices.c_str());
   }
   if (s != UCS_OK) {
     ucp_config_release(config);
@@ -79,6 +76,15 @@ UcxWorker::UcxWorker(const Options& options) : options_(options) {
     ucp_cleanup(context_);
     throw std::runtime_error("UCX worker: no event fd or active message headers too small");
   }
+  ucp_address_t* address = nullptr;
+  size_t address_length = 0;
+  if (ucp_worker_get_address(worker_, &address, &address_length) != UCS_OK) {
+    ucp_worker_destroy(worker_);
+    ucp_cleanup(context_);
+    throw std::runtime_error("UCX worker: no address");
+  }
+  address_.assign(reinterpret_cast<const char*>(address), address_length);
+  ucp_worker_release_address(worker_, address);
   epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
   wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   struct epoll_event ev {};
@@ -98,7 +104,6 @@ UcxWorker::UcxWorker(const Options& options) : options_(options) {
 
 UcxWorker::~UcxWorker() {
   Stop([] {}, std::chrono::milliseconds(1000));
-  if (listener_ != nullptr) ucp_listener_destroy(listener_);
   ucp_worker_destroy(worker_);
   ucp_cleanup(context_);
   ::close(epoll_fd_);
@@ -191,52 +196,10 @@ void UcxWorker::Loop() {
   }
 }
 
-int UcxWorker::Listen(const std::string& host, uint16_t port,
-                      std::function<void(ucp_conn_request_h)> on_request, std::string* error) {
-  struct sockaddr_in addr {};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  if (::inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1) {
-    *error = fmt::format("listen address \"{}\" is not an IPv4 address", host);
-    return -1;
-  }
-  on_request_ = std::move(on_request);
-  ucp_listener_params_t p{};
-  p.field_mask = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR | UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
-  p.sockaddr.addr = reinterpret_cast<const struct sockaddr*>(&addr);
-  p.sockaddr.addrlen = sizeof addr;
-  p.conn_handler.cb = &UcxWorker::OnConnRequest;
-  p.conn_handler.arg = this;
-  ucs_status_t s = ucp_listener_create(worker_, &p, &listener_);
-  if (s != UCS_OK) {
-    *error = fmt::format("listen on {}:{}: {}", host, port, ucs_status_string(s));
-    listener_ = nullptr;
-    return -1;
-  }
-  ucp_listener_attr_t attr{};
-  attr.field_mask = UCP_LISTENER_ATTR_FIELD_SOCKADDR;
-  if (ucp_listener_query(listener_, &attr) != UCS_OK || attr.sockaddr.ss_family != AF_INET) {
-    *error = "ucp_listener_query failed";
-    return -1;
-  }
-  return ntohs(reinterpret_cast<const struct sockaddr_in*>(&attr.sockaddr)->sin_port);
-}
-
-void UcxWorker::Reject(ucp_conn_request_h request) { ucp_listener_reject(listener_, request); }
-
-ucp_ep_h UcxWorker::Accept(ucp_conn_request_h request, std::string* error) {
+ucp_ep_h UcxWorker::Connect(const std::string& address, std::string* error) {
   ucp_ep_params_t p{};
-  p.field_mask = UCP_EP_PARAM_FIELD_CONN_REQUEST;
-  p.conn_request = request;
-  return CreateEndpoint(&p, error);
-}
-
-ucp_ep_h UcxWorker::Connect(const struct sockaddr* addr, socklen_t len, std::string* error) {
-  ucp_ep_params_t p{};
-  p.field_mask = UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_SOCK_ADDR;
-  p.flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER;
-  p.sockaddr.addr = addr;
-  p.sockaddr.addrlen = len;
+  p.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+  p.address = reinterpret_cast<const ucp_address_t*>(address.data());
   return CreateEndpoint(&p, error);
 }
 
@@ -317,14 +280,6 @@ ucs_status_t UcxWorker::OnAm(void* arg, const void* header, size_t header_size, 
 void UcxWorker::OnEndpointError(void* arg, ucp_ep_h ep, ucs_status_t status) {
   auto* self = static_cast<UcxWorker*>(arg);
   if (self->on_error_) self->on_error_(ep, status);
-}
-
-void UcxWorker::OnConnRequest(ucp_conn_request_h request, void* arg) {
-  auto* self = static_cast<UcxWorker*>(arg);
-  if (self->on_request_)
-    self->on_request_(request);
-  else
-    self->Reject(request);
 }
 
 void UcxWorker::OnSendDone(void* request, ucs_status_t status, void* user) {

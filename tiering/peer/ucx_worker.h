@@ -41,6 +41,7 @@ class UcxWorker {
   struct Options {
     std::string tls;             // UCX_TLS ("" = UCX's default, or the environment's)
     std::string tcp_port_range;  // UCX_TCP_PORT_RANGE, the TCP transport's ports ("" = any)
+    std::string net_devices;     // UCX_NET_DEVICES ("" = UCX's default, or the environment's)
     std::chrono::milliseconds tick{20};
   };
   // Runs on the progress thread. The return value is the handler's answer
@@ -70,14 +71,12 @@ class UcxWorker {
 
   // --- Progress thread only (or before Start) ---
   ucp_worker_h worker() const { return worker_; }
-  // Listens on `host`:`port` (0: any free port). The bound port, or -1 with *error.
-  int Listen(const std::string& host, uint16_t port,
-             std::function<void(ucp_conn_request_h)> on_request, std::string* error);
-  void Reject(ucp_conn_request_h request);
-  // An endpoint from a connection request, or to `addr`; nullptr (with
+  // This worker's address, for a peer to connect to (the handshake carries
+  // it): a copy of UCX's packed address.
+  std::string Address() const { return address_; }
+  // An endpoint to the worker whose address is `address`; nullptr (with
   // *error) if UCX refused at once. Errors later go to the error handler.
-  ucp_ep_h Accept(ucp_conn_request_h request, std::string* error);
-  ucp_ep_h Connect(const struct sockaddr* addr, socklen_t len, std::string* error);
+  ucp_ep_h Connect(const std::string& address, std::string* error);
   // Force-closes `ep` (its sends and receives complete with an error) at
   // the start of the next round, outside any UCX callback: a handler may
   // call it for the endpoint whose message it is handling.
@@ -105,7 +104,6 @@ class UcxWorker {
   static ucs_status_t OnAm(void* arg, const void* header, size_t header_size, void* data,
                            size_t size, const ucp_am_recv_param_t* param);
   static void OnEndpointError(void* arg, ucp_ep_h ep, ucs_status_t status);
-  static void OnConnRequest(ucp_conn_request_h request, void* arg);
   static void OnSendDone(void* request, ucs_status_t status, void* user);
   static void OnReceiveDone(void* request, ucs_status_t status, size_t length, void* user);
   // Completes an operation UCX returned: now (null or an error), or later
@@ -117,14 +115,13 @@ class UcxWorker {
   const Options options_;
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
-  ucp_listener_h listener_ = nullptr;
+  std::string address_;
   int epoll_fd_ = -1;
   int wake_fd_ = -1;  // eventfd: Post's doorbell
 
   struct Handler;
   std::vector<std::unique_ptr<Handler>> handlers_;
   std::function<void(ucp_ep_h, ucs_status_t)> on_error_;
-  std::function<void(ucp_conn_request_h)> on_request_;
   std::function<void()> tick_;
   size_t pending_ops_ = 0;  // sends, receives and closes not completed; progress thread only
   std::vector<ucp_ep_h> to_close_;  // progress thread only

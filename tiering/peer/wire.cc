@@ -1,14 +1,16 @@
 #include "tiering/peer/wire.h"
 
 #include <cerrno>
+#include <cstring>
+#include <string_view>
 #include <utility>
 
 namespace tierfs {
 namespace {
 
-constexpr size_t kCommon = 16;
-constexpr size_t kWithError = kCommon + 8;
-constexpr size_t kRequestSize = kCommon + 48;
+constexpr size_t kCommon = 32;
+constexpr size_t kWithError = kCommon + 8 + kWireTag;
+constexpr size_t kRequestSize = kCommon + 64 + kWireTag;
 static_assert(kRequestSize == kMaxHeader);
 
 // Little-endian field writer and reader over a header buffer.
@@ -19,7 +21,11 @@ class Writer {
   Writer& U16(uint16_t v) { return Le(v, 2); }
   Writer& U32(uint32_t v) { return Le(v, 4); }
   Writer& U64(uint64_t v) { return Le(v, 8); }
-  size_t size() const { return n_; }
+  // The tag's place, zero until SealWire; the header's size.
+  size_t Tag() {
+    for (size_t i = 0; i < kWireTag; ++i) p_[n_++] = 0;
+    return n_;
+  }
 
  private:
   Writer& Le(uint64_t v, int bytes) {
@@ -45,17 +51,15 @@ class Reader {
   size_t n_ = 0;
 };
 
-Writer Common(MsgType type, uint64_t request_id, WireHeader* h) {
+Writer Common(MsgType type, const WireIds& ids, WireHeader* h) {
   Writer w(h);
-  w.U32(kWireMagic).U8(kWireVersion).U8(static_cast<uint8_t>(type)).U16(0).U64(request_id);
+  w.U32(kWireMagic).U8(kWireVersion).U8(static_cast<uint8_t>(type)).U16(0).U64(ids.request_id);
+  w.U64(ids.session).U64(ids.seq);
   return w;
 }
 
 size_t HeaderSize(MsgType type) {
   switch (type) {
-    case MsgType::kHello:
-      return kCommon;
-    case MsgType::kHelloAnswer:
     case MsgType::kData:
     case MsgType::kError:
       return kWithError;
@@ -75,10 +79,6 @@ constexpr std::pair<WireError, int> kErrnos[] = {
 
 bool BodyFits(const PeerMessage& m, uint64_t body) {
   switch (m.type) {
-    case MsgType::kHello:
-      return body >= 1 && body <= kMaxCredential;
-    case MsgType::kHelloAnswer:
-      return m.error == WireError::kOk ? body >= 1 && body <= kMaxCredential : body == 0;
     case MsgType::kRequest:
       return body >= 1 && body <= kMaxPeerPath;
     case MsgType::kData:
@@ -155,35 +155,47 @@ const char* WireStatusName(WireStatus s) {
   return "?";
 }
 
-size_t EncodeHello(uint64_t request_id, WireHeader* h) {
-  return Common(MsgType::kHello, request_id, h).size();
-}
-
-size_t EncodeHelloAnswer(uint64_t request_id, WireError error, WireHeader* h) {
-  return Common(MsgType::kHelloAnswer, request_id, h)
-      .U32(static_cast<uint32_t>(error))
-      .U32(0)
-      .size();
-}
-
-size_t EncodeRequest(uint64_t request_id, const ChunkRef& ref, WireHeader* h) {
-  return Common(MsgType::kRequest, request_id, h)
+size_t EncodeRequest(const WireIds& ids, const ChunkRef& ref, uint32_t timeout_ms, WireHeader* h) {
+  return Common(MsgType::kRequest, ids, h)
       .U64(ref.file_size)
       .U64(static_cast<uint64_t>(ref.mtime_ns))
+      .U64(static_cast<uint64_t>(ref.ctime_ns))
+      .U64(ref.ino)
       .U64(ref.chunk_size)
       .U32(ref.chunk)
-      .U32(0)
+      .U32(timeout_ms)
       .U64(ref.range_off)
       .U64(ref.range_len)
-      .size();
+      .Tag();
 }
 
-size_t EncodeData(uint64_t request_id, uint64_t length, WireHeader* h) {
-  return Common(MsgType::kData, request_id, h).U64(length).size();
+size_t EncodeData(const WireIds& ids, uint64_t length, WireHeader* h) {
+  return Common(MsgType::kData, ids, h).U64(length).Tag();
 }
 
-size_t EncodeError(uint64_t request_id, WireError error, WireHeader* h) {
-  return Common(MsgType::kError, request_id, h).U32(static_cast<uint32_t>(error)).U32(0).size();
+size_t EncodeError(const WireIds& ids, WireError error, WireHeader* h) {
+  return Common(MsgType::kError, ids, h).U32(static_cast<uint32_t>(error)).U32(0).Tag();
+}
+
+bool SealWire(const PeerKey& key, WireHeader* h, size_t header_size, const void* body, size_t size,
+              void* out) {
+  if (header_size < kCommon + kWireTag || header_size > h->size()) return false;
+  Reader r(h->data() + 24);
+  uint64_t seq = r.Le(8);
+  std::string_view aad(reinterpret_cast<const char*>(h->data()), header_size - kWireTag);
+  PeerTag tag;
+  if (!SealMessage(key, seq, aad, body, size, out, &tag)) return false;
+  std::memcpy(h->data() + header_size - kWireTag, tag.data(), kWireTag);
+  return true;
+}
+
+bool OpenWire(const PeerKey& key, const void* header, size_t header_size, uint64_t seq,
+              const void* body, size_t size, void* out) {
+  if (header_size < kCommon + kWireTag) return false;
+  const char* p = static_cast<const char*>(header);
+  PeerTag tag;
+  std::memcpy(tag.data(), p + header_size - kWireTag, kWireTag);
+  return OpenMessage(key, seq, std::string_view(p, header_size - kWireTag), body, size, out, tag);
 }
 
 WireStatus DecodeHeader(const void* header, size_t size, uint64_t body_size, PeerMessage* out) {
@@ -192,28 +204,29 @@ WireStatus DecodeHeader(const void* header, size_t size, uint64_t body_size, Pee
   if (r.Le(4) != kWireMagic) return WireStatus::kBadMagic;
   if (r.Le(1) != kWireVersion) return WireStatus::kBadVersion;
   uint64_t type = r.Le(1);
-  if (type < 1 || type > 5) return WireStatus::kBadType;
+  if (type < 3 || type > 5) return WireStatus::kBadType;
   PeerMessage m;
   m.type = static_cast<MsgType>(type);
   if (r.Le(2) != 0 || size != HeaderSize(m.type)) return WireStatus::kBadHeader;
   m.request_id = r.Le(8);
+  m.session = r.Le(8);
+  m.seq = r.Le(8);
   switch (m.type) {
-    case MsgType::kHello:
-      break;
-    case MsgType::kHelloAnswer:
     case MsgType::kError: {
       auto code = static_cast<int32_t>(static_cast<uint32_t>(r.Le(4)));
       if (code < 0 || code > kMaxWireError || r.Le(4) != 0) return WireStatus::kBadHeader;
       m.error = static_cast<WireError>(code);
-      if (m.type == MsgType::kError && m.error == WireError::kOk) return WireStatus::kBadHeader;
+      if (m.error == WireError::kOk) return WireStatus::kBadHeader;
       break;
     }
     case MsgType::kRequest:
       m.chunk.file_size = r.Le(8);
       m.chunk.mtime_ns = static_cast<int64_t>(r.Le(8));
+      m.chunk.ctime_ns = static_cast<int64_t>(r.Le(8));
+      m.chunk.ino = r.Le(8);
       m.chunk.chunk_size = r.Le(8);
       m.chunk.chunk = static_cast<uint32_t>(r.Le(4));
-      if (r.Le(4) != 0) return WireStatus::kBadHeader;
+      m.timeout_ms = static_cast<uint32_t>(r.Le(4));
       m.chunk.range_off = r.Le(8);
       m.chunk.range_len = r.Le(8);
       break;

@@ -1,25 +1,33 @@
-// The wire messages between the peers of a job (issue 13). Each message is
-// one UCX active message: a fixed little-endian header (the AM header, at
-// most kMaxHeader bytes) and a body (the AM data): a credential, a path or a
-// chunk's bytes. Decoding is strict: magic, version, type, every reserved
-// field zero, the header's exact size for its type, every length bounded. A
-// message that fails is garbage and its sender is cut off.
+// The wire messages between the peers of a job, once a connection is
+// authenticated (peer_handshake.h). Each message is one UCX active
+// message: a fixed little-endian header (the AM header, at most kMaxHeader
+// bytes) and a body (the AM data): a path or a chunk's bytes. Every message
+// is sealed (AES-256-GCM, peer_crypto.h) under its direction's key: the
+// header up to the tag is authenticated, the body encrypted; the tag is the
+// header's last 16 bytes. Decoding is strict: magic, version, type, every
+// reserved field zero, the header's exact size for its type, every length
+// bounded. A message that fails is garbage and its sender is cut off.
 //
-//   common (16 B)  magic u32 "TFSP" | version u8 | type u8 | reserved u16 | request_id u64
-//   kHello         common                                    body: MUNGE credential
-//   kHelloAnswer   common | error i32 | reserved u32         body: credential (error kOk) or empty
-//   kRequest       common | file_size u64 | mtime_ns i64 |   body: path relative to SOURCE
-//                  chunk_size u64 | chunk u32 | reserved u32 |
-//                  range_off u64 | range_len u64 (0: the whole chunk)
-//   kData          common | length u64                       body: exactly `length` bytes
-//   kError         common | error i32 | reserved u32         body: empty
+//   common (32 B)  magic u32 "TFSP" | version u8 | type u8 | reserved u16 |
+//                  request_id u64 | session u64 | seq u64
+//   kRequest       common | file_size u64 | mtime_ns i64 | ctime_ns i64 |   body: path relative
+//                  ino u64 | chunk_size u64 | chunk u32 | timeout_ms u32 |  to SOURCE
+//                  range_off u64 | range_len u64 (0: the whole chunk) | tag
+//   kData          common | length u64 | tag                                body: `length` bytes
+//   kError         common | error i32 | reserved u32 | tag                  body: empty
+//
+// `session` names the connection (the id the server gave it in the
+// handshake), so the receiver knows which key opens the message; `seq` is
+// the message's number in its direction (the GCM nonce; each is accepted
+// once). `timeout_ms` is how long the asker still waits: the home does no
+// work for it after that.
 //
 // A chunk is named by its path relative to SOURCE, not by a node id: ids
-// agree between two nodes only if their snapshots are identical, and two
-// files of equal size and mtime (fixed-size shards written in one second)
-// would pass a size/mtime check under a shifted id. The path costs a lookup
-// on the serving node; size, mtime and chunk size make a node whose snapshot
-// or configuration differs answer kStale or kBadRequest, never other bytes.
+// agree between two nodes only if their snapshots are identical. The path
+// costs a lookup on the serving node; size, mtime, ctime and inode number
+// (the identity the local read path checks) and chunk size make a node whose
+// snapshot or configuration differs answer kStale or kBadRequest, never
+// other bytes.
 #pragma once
 
 #include <array>
@@ -27,18 +35,21 @@
 #include <cstdint>
 #include <string_view>
 
+#include "tiering/peer/peer_crypto.h"
+
 namespace tierfs {
 
 inline constexpr unsigned kPeerAmId = 7;            // the UCX active message id of every message
 inline constexpr uint32_t kWireMagic = 0x50534654;  // "TFSP" in little-endian order
-inline constexpr uint8_t kWireVersion = 1;
-inline constexpr size_t kMaxHeader = 64;  // the largest header (kRequest)
+inline constexpr uint8_t kWireVersion = 2;
+inline constexpr size_t kMaxHeader = 112;  // the largest header (kRequest)
+inline constexpr size_t kWireTag = 16;     // the GCM tag at the end of every header
 inline constexpr size_t kMaxPeerPath = 4095;
 inline constexpr size_t kMaxCredential = 4096;
 inline constexpr uint64_t kMinWireChunk = 4096;
 inline constexpr uint64_t kMaxWireChunk = uint64_t{1} << 30;
 
-enum class MsgType : uint8_t { kHello = 1, kHelloAnswer = 2, kRequest = 3, kData = 4, kError = 5 };
+enum class MsgType : uint8_t { kRequest = 3, kData = 4, kError = 5 };
 
 // What a peer answers when it cannot send the bytes: wire numbers of our
 // own, not the host's errno (mapped at the API by WireErrorToErrno).
@@ -66,6 +77,8 @@ struct ChunkRef {
   std::string_view path;  // relative to SOURCE, no "." or ".." components
   uint64_t file_size = 0;
   int64_t mtime_ns = 0;
+  int64_t ctime_ns = 0;
+  uint64_t ino = 0;  // SOURCE's inode number
   uint64_t chunk_size = 0;
   uint32_t chunk = 0;
   uint64_t range_off = 0;  // within the chunk
@@ -92,9 +105,12 @@ bool ValidChunkRef(const ChunkRef& ref);
 struct PeerMessage {
   MsgType type = MsgType::kError;
   uint64_t request_id = 0;
-  WireError error = WireError::kOk;  // kHelloAnswer, kError
+  uint64_t session = 0;
+  uint64_t seq = 0;
+  WireError error = WireError::kOk;  // kError
   uint64_t length = 0;               // kData
   ChunkRef chunk;                    // kRequest (chunk.path is the body: set by the caller)
+  uint32_t timeout_ms = 0;           // kRequest
 };
 
 enum class WireStatus {
@@ -109,16 +125,27 @@ const char* WireStatusName(WireStatus s);
 
 using WireHeader = std::array<uint8_t, kMaxHeader>;
 
-// Encoders: fill *h and return the header's size.
-size_t EncodeHello(uint64_t request_id, WireHeader* h);
-size_t EncodeHelloAnswer(uint64_t request_id, WireError error, WireHeader* h);
-size_t EncodeRequest(uint64_t request_id, const ChunkRef& ref, WireHeader* h);
-size_t EncodeData(uint64_t request_id, uint64_t length, WireHeader* h);
-size_t EncodeError(uint64_t request_id, WireError error, WireHeader* h);
+// Encoders: fill *h (the tag zero, for SealWire) and return the header's size.
+struct WireIds {
+  uint64_t request_id = 0;
+  uint64_t session = 0;
+  uint64_t seq = 0;
+};
+size_t EncodeRequest(const WireIds& ids, const ChunkRef& ref, uint32_t timeout_ms, WireHeader* h);
+size_t EncodeData(const WireIds& ids, uint64_t length, WireHeader* h);
+size_t EncodeError(const WireIds& ids, WireError error, WireHeader* h);
 
 // Decodes a header and checks `body_size` against its type's bounds (a
 // kRequest's path is checked by the caller, with ValidChunkRef, once it has
-// the body). Any status but kOk is garbage.
+// the body). Any status but kOk is garbage. The tag is not checked here.
 WireStatus DecodeHeader(const void* header, size_t size, uint64_t body_size, PeerMessage* out);
+
+// Seals an encoded message under `key` at the header's seq: encrypts
+// `size` bytes of `body` into `out` (may be `body`) and writes the tag.
+bool SealWire(const PeerKey& key, WireHeader* h, size_t header_size, const void* body, size_t size,
+              void* out);
+// Opens one: false if the tag does not authenticate the header and body.
+bool OpenWire(const PeerKey& key, const void* header, size_t header_size, uint64_t seq,
+              const void* body, size_t size, void* out);
 
 }  // namespace tierfs

@@ -1,0 +1,457 @@
+#include "tiering/peer/peer_door.h"
+
+#include <arpa/inet.h>
+#include <fmt/format.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fcntl.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "tiering/log.h"
+#include "tiering/peer/peer_handshake.h"
+#include "tiering/peer/wire.h"
+
+namespace tierfs {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The first ten events of a kind are logged, then every thousandth.
+bool Worth(uint64_t n) { return n <= 10 || n % 1000 == 0; }
+
+uint64_t RandomSessionId() {
+  for (;;) {
+    PeerNonce n = RandomNonce();
+    uint64_t id = 0;
+    std::memcpy(&id, n.data(), sizeof id);
+    if (id != 0) return id;
+  }
+}
+
+}  // namespace
+
+struct PeerDoor::Conn {
+  int fd = -1;
+  uint64_t id = 0;
+  uint32_t address = 0;
+  Clock::time_point deadline;
+  enum State { kAwaitHello, kChecking, kAwaitBind } state = kAwaitHello;
+  FrameReader reader;
+  PeerNonce nonce{};
+  std::string peer;  // kAwaitBind: the authenticated name
+  SessionKeys keys;  // kAwaitBind
+};
+
+// A hello's check, done on the pool, for the door thread.
+struct PeerDoor::Checked {
+  int fd = -1;
+  uint64_t conn = 0;
+  AuthVerdict verdict = AuthVerdict::kInvalid;
+  std::string detail;
+  std::string answer;  // the Answer frame's credential
+  std::string peer;
+  SessionKeys keys;
+};
+
+PeerDoor::PeerDoor(const PeerAuth* auth, PeerDoorOptions options, std::string worker_address)
+    : auth_(auth),
+      options_(std::move(options)),
+      worker_address_(std::move(worker_address)),
+      checks_(2, 16) {}
+
+PeerDoor::~PeerDoor() { Stop(); }
+
+std::string PeerDoor::listen_error() const {
+  std::lock_guard lock(mu_);
+  return listen_error_;
+}
+
+// 0 when listening, 1 for a failure worth retrying (the port is taken), -1 otherwise.
+int PeerDoor::Bind(std::string* error) {
+  int fd = options_.inherited_fd;
+  if (fd < 0) {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(options_.port);
+    if (::inet_pton(AF_INET, options_.host.c_str(), &a.sin_addr) != 1) {
+      *error = fmt::format("listen address \"{}\" is not an IPv4 address", options_.host);
+      return -1;
+    }
+    fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int one = 1;
+    if (fd < 0 || ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+        ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd, 256) != 0) {
+      int err = errno;
+      if (fd >= 0) ::close(fd);
+      *error = fmt::format("cannot listen on {}:{}: {}", options_.host, options_.port,
+                           std::strerror(err));
+      return err == EADDRINUSE ? 1 : -1;
+    }
+  } else if (::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK) != 0) {
+    *error = fmt::format("inherited listening socket: {}", std::strerror(errno));
+    return -1;
+  }
+  sockaddr_in bound{};
+  socklen_t len = sizeof bound;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len) != 0 ||
+      bound.sin_family != AF_INET) {
+    *error = "the listening socket is not an IPv4 TCP socket";
+    ::close(fd);
+    return -1;
+  }
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.fd = fd;
+  ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev);
+  listen_fd_ = fd;
+  port_ = ntohs(bound.sin_port);
+  listening_ = true;
+  std::lock_guard lock(mu_);
+  listen_error_.clear();
+  return 0;
+}
+
+int PeerDoor::Start(std::string* error) {
+  epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
+  wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (epoll_fd_ < 0 || wake_fd_ < 0) {
+    *error = fmt::format("peer door: {}", std::strerror(errno));
+    return -1;
+  }
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.fd = wake_fd_;
+  ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev);
+  int r = Bind(error);
+  if (r < 0) return -1;
+  if (r > 0) {
+    counters_.listen_failures++;
+    backoff_ = options_.retry_min;
+    retry_at_ = Clock::now() + backoff_;
+    std::lock_guard lock(mu_);
+    listen_error_ = *error;
+  }
+  thread_ = std::thread([this] { Loop(); });
+  return port_.load();
+}
+
+void PeerDoor::Stop() {
+  if (thread_.joinable()) {
+    quit_ = true;
+    uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof one);
+    thread_.join();
+  }
+  checks_.Shutdown();
+  for (auto& [fd, c] : conns_) ::close(fd);
+  conns_.clear();
+  if (listen_fd_ >= 0) ::close(listen_fd_);
+  listen_fd_ = -1;
+  listening_ = false;
+  if (epoll_fd_ >= 0) ::close(epoll_fd_);
+  if (wake_fd_ >= 0) ::close(wake_fd_);
+  epoll_fd_ = wake_fd_ = -1;
+}
+
+void PeerDoor::Loop() {
+  epoll_event events[64];
+  while (!quit_.load()) {
+    int n = ::epoll_wait(epoll_fd_, events, 64, 50);
+    for (int i = 0; i < n; ++i) {
+      int fd = events[i].data.fd;
+      if (fd == wake_fd_) {
+        uint64_t count;
+        [[maybe_unused]] ssize_t r = ::read(wake_fd_, &count, sizeof count);
+      } else if (fd == listen_fd_) {
+        AcceptAll();
+      } else if (auto it = conns_.find(fd); it != conns_.end()) {
+        OnReadable(*it->second);
+      }
+    }
+    std::vector<std::unique_ptr<Checked>> done;
+    {
+      std::lock_guard lock(mu_);
+      done.swap(checked_);
+    }
+    for (auto& r : done) OnChecked(*r);
+    Expire();
+    if (!listening_.load() && Clock::now() >= retry_at_) {
+      std::string error;
+      int r = Bind(&error);
+      if (r == 0) {
+        TIERFS_LOG(kInfo, "peer service: now listening on {}:{}", options_.host, port_.load());
+      } else {
+        counters_.listen_failures++;
+        if (Worth(counters_.listen_failures.load())) {
+          TIERFS_LOG(kWarning, "peer service: {}; retrying in {} ms", error, backoff_.count());
+        }
+        retry_at_ = Clock::now() + backoff_;
+        backoff_ = std::min(backoff_ * 2, options_.retry_max);
+        std::lock_guard lock(mu_);
+        listen_error_ = error;
+      }
+    }
+  }
+}
+
+void PeerDoor::AcceptAll() {
+  for (;;) {
+    sockaddr_in from{};
+    socklen_t len = sizeof from;
+    int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&from), &len,
+                       SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      return;  // EAGAIN, or out of descriptors: the backlog waits
+    }
+    counters_.connections++;
+    Admit(fd, from.sin_family == AF_INET ? ntohl(from.sin_addr.s_addr) : 0);
+  }
+}
+
+void PeerDoor::Admit(int fd, uint32_t address) {
+  // Make room: the oldest connection of this address, or of all.
+  auto evict_oldest = [this](bool same_address, uint32_t addr) {
+    for (auto& [fd, id] : order_) {
+      auto c = conns_.find(fd);
+      if (c == conns_.end() || c->second->id != id) continue;
+      if (same_address && c->second->address != addr) continue;
+      counters_.evicted++;
+      Close(fd);
+      return;
+    }
+  };
+  if (per_address_[address] >= options_.max_per_address) evict_oldest(true, address);
+  if (conns_.size() >= options_.max_pending) evict_oldest(false, 0);
+  // Drop closed fds from the front of the age list (it stays about conns_'s size).
+  auto gone = [this](const std::pair<int, uint64_t>& e) {
+    auto c = conns_.find(e.first);
+    return c == conns_.end() || c->second->id != e.second;
+  };
+  while (!order_.empty() && gone(order_.front())) order_.pop_front();
+
+  auto c = std::make_unique<Conn>();
+  static std::atomic<uint64_t> next_id{1};
+  c->fd = fd;
+  c->id = next_id++;
+  c->address = address;
+  c->deadline = Clock::now() + options_.handshake_timeout;
+  c->nonce = RandomNonce();
+  int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  std::string greeting = Framed(EncodeGreeting(c->nonce));
+  // A fresh socket's buffer takes these few bytes at once.
+  if (::send(fd, greeting.data(), greeting.size(), MSG_NOSIGNAL | MSG_DONTWAIT) !=
+      static_cast<ssize_t>(greeting.size())) {
+    ::close(fd);
+    return;
+  }
+  epoll_event ev{};
+  ev.events = EPOLLIN | EPOLLRDHUP;
+  ev.data.fd = fd;
+  ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev);
+  per_address_[address]++;
+  order_.emplace_back(fd, c->id);
+  conns_[fd] = std::move(c);
+}
+
+void PeerDoor::Close(int fd) {
+  auto it = conns_.find(fd);
+  if (it == conns_.end()) return;
+  uint32_t address = it->second->address;
+  if (--per_address_[address] == 0) per_address_.erase(address);
+  ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
+  ::close(fd);
+  conns_.erase(it);
+}
+
+void PeerDoor::OnReadable(Conn& c) {
+  if (c.state == Conn::kChecking) {  // nothing may come now: only EOF is read
+    char b;
+    ssize_t r = ::recv(c.fd, &b, 1, MSG_DONTWAIT | MSG_PEEK);
+    if (r == 0 || (r < 0 && errno != EAGAIN)) Close(c.fd);
+    else if (r > 0) {
+      counters_.garbage++;
+      Close(c.fd);
+    }
+    return;
+  }
+  FrameReader::Result r = c.reader.Feed(c.fd);
+  if (r == FrameReader::kMore) return;
+  if (r != FrameReader::kDone) {
+    if (r == FrameReader::kBad) counters_.garbage++;
+    Close(c.fd);
+    return;
+  }
+  if (c.state == Conn::kAwaitHello) {
+    std::string_view cred;
+    if (!DecodeHelloFrame(c.reader.frame(), &cred)) {
+      counters_.garbage++;
+      Close(c.fd);
+      return;
+    }
+    auto job = std::make_shared<Checked>();
+    job->fd = c.fd;
+    job->conn = c.id;
+    std::string hello(cred);
+    PeerNonce nonce = c.nonce;
+    c.state = Conn::kChecking;
+    bool queued = checks_.Submit([this, job, hello = std::move(hello), nonce] {
+      PeerClaim claim;
+      job->verdict = auth_->Check(hello, PeerClaim::kHello, &claim, &job->detail);
+      if (job->verdict == AuthVerdict::kOk && claim.echo != nonce) {
+        job->verdict = AuthVerdict::kWrongPeer;  // made for another listener's greeting
+        job->detail = "the hello answers another greeting (captured and replayed?)";
+      }
+      PeerKeyPair mine;
+      if (job->verdict == AuthVerdict::kOk) {
+        const PeerIdentity& self = auth_->self();
+        PeerClaim answer{PeerClaim::kAnswer, RandomNonce(), claim.nonce, {},
+                         self.job,           self.name,     claim.from};
+        if (!NewPeerKeyPair(&mine)) {
+          job->verdict = AuthVerdict::kUnavailable;
+          job->detail = "cannot make a key pair";
+        } else {
+          answer.key = mine.pub;
+          std::string transcript = HandshakeTranscript(nonce, claim.nonce, claim.key, mine.pub, self.job,
+                                           claim.from, self.name);
+          if (!DeriveSessionKeys(mine.priv, claim.key, transcript, /*client=*/false,
+                                 &job->keys)) {
+            job->verdict = AuthVerdict::kInvalid;
+            job->detail = "the hello's key is invalid";
+          } else if (auth_->Make(answer, &job->answer, &job->detail) != 0) {
+            job->verdict = AuthVerdict::kUnavailable;
+          }
+        }
+        job->peer = claim.from;
+      }
+      {
+        std::lock_guard lock(mu_);
+        checked_.push_back(std::make_unique<Checked>(std::move(*job)));
+      }
+      uint64_t one = 1;
+      [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof one);
+    });
+    if (!queued) {
+      counters_.busy++;
+      Close(c.fd);
+    }
+    return;
+  }
+  // kAwaitBind: the client's key confirmation.
+  AcceptedSession s;
+  if (!DecodeBindFrame(c.reader.frame(), c.keys.recv)) {
+    counters_.garbage++;
+    Close(c.fd);
+    return;
+  }
+  s.id = RandomSessionId();
+  s.peer = c.peer;
+  s.keys = c.keys;
+  std::string answer = EncodeBindAnswerFrame(c.keys.send, s.id, worker_address_);
+  {
+    std::lock_guard lock(mu_);
+    if (sessions_.size() >= options_.max_sessions || answer.empty()) {
+      counters_.busy++;
+      Close(c.fd);
+      return;
+    }
+    sessions_[s.id] = Waiting{std::move(s), Clock::now() + options_.session_ttl};
+  }
+  std::string framed = Framed(answer);
+  [[maybe_unused]] ssize_t n =
+      ::send(c.fd, framed.data(), framed.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  counters_.authenticated++;
+  Close(c.fd);
+}
+
+void PeerDoor::OnChecked(Checked& r) {
+  auto it = conns_.find(r.fd);
+  if (it == conns_.end() || it->second->id != r.conn) return;  // evicted or timed out meanwhile
+  Conn& c = *it->second;
+  std::string frame;
+  if (r.verdict != AuthVerdict::kOk) {
+    uint64_t n = ++counters_.refused[static_cast<int>(r.verdict)];
+    if (Worth(n)) {
+      TIERFS_LOG(kWarning, "peer service: hello refused ({}): {}", AuthVerdictName(r.verdict),
+                 r.detail);
+    }
+    frame = Framed(EncodeAnswerFrame(static_cast<int32_t>(WireError::kDenied), {}));
+    [[maybe_unused]] ssize_t n2 =
+        ::send(c.fd, frame.data(), frame.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    Close(c.fd);
+    return;
+  }
+  frame = Framed(EncodeAnswerFrame(0, r.answer));
+  if (::send(c.fd, frame.data(), frame.size(), MSG_NOSIGNAL | MSG_DONTWAIT) !=
+      static_cast<ssize_t>(frame.size())) {
+    Close(c.fd);
+    return;
+  }
+  c.state = Conn::kAwaitBind;
+  c.peer = std::move(r.peer);
+  c.keys = r.keys;
+  c.reader.Reset();
+}
+
+void PeerDoor::Expire() {
+  auto now = Clock::now();
+  std::vector<int> late;
+  for (auto& [fd, c] : conns_) {
+    if (now > c->deadline) late.push_back(fd);
+  }
+  for (int fd : late) {
+    counters_.timeouts++;
+    Close(fd);
+  }
+  std::lock_guard lock(mu_);
+  for (auto it = sessions_.begin(); it != sessions_.end();) {
+    if (now > it->second.expires) {
+      counters_.expired_sessions++;
+      it = sessions_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+bool PeerDoor::Take(uint64_t id, const std::function<bool(const SessionKeys&)>& verify,
+                    AcceptedSession* out) {
+  std::lock_guard lock(mu_);
+  auto it = sessions_.find(id);
+  if (it == sessions_.end() || !verify(it->second.session.keys)) return false;
+  *out = std::move(it->second.session);
+  sessions_.erase(it);
+  return true;
+}
+
+void PeerDoor::VisitCounters(CounterVisitor& v) const {
+  const PeerDoorCounters& c = counters_;
+  v.Flag("listening", listening_.load());
+  v.Text("listen_error", listen_error());
+  v.Counter("listen_failures", c.listen_failures);
+  v.Counter("connections", c.connections);
+  v.Counter("evicted", c.evicted);
+  v.Counter("handshake_timeouts", c.timeouts);
+  v.Counter("handshake_garbage", c.garbage);
+  v.Counter("handshake_busy", c.busy);
+  v.Counter("authenticated", c.authenticated);
+  v.Counter("expired_sessions", c.expired_sessions);
+  v.BeginGroup("refused");
+  for (AuthVerdict r : {AuthVerdict::kInvalid, AuthVerdict::kExpired, AuthVerdict::kReplayed,
+                        AuthVerdict::kWrongUser, AuthVerdict::kWrongJob, AuthVerdict::kWrongPeer,
+                        AuthVerdict::kUnavailable}) {
+    v.Counter(AuthVerdictKey(r), c.refused[static_cast<int>(r)]);
+  }
+  v.EndGroup();
+}
+
+}  // namespace tierfs

@@ -1,0 +1,138 @@
+// PeerDoor: the TCP listener on the peer port, where every connection from
+// another node is authenticated (peer_handshake.h) before it costs this
+// node anything but a socket and a few hundred bytes.
+//
+// One thread, epoll, non-blocking sockets. Bounded: at most `max_pending`
+// connections in their handshake and `max_per_address` from one address;
+// a connection beyond either limit evicts the oldest one of its address
+// (or, globally, the oldest of all), so idle connections cannot keep a
+// real peer out, and each has `handshake_timeout` to finish. MUNGE checks
+// run on two threads of its own, a few at a time. A connection that
+// authenticates gets the server's UCX worker address and leaves an
+// AcceptedSession (the peer's name and the keys) for the server to Take
+// when the peer's first sealed message arrives; then the socket is closed; sessions not taken in
+// `session_ttl` are dropped.
+//
+// The listening socket is bound to one address (never 0.0.0.0 unless told)
+// or inherited from a privileged parent (LISTEN_FDS). A port someone else
+// holds is retried with backoff, up to 30 s between tries.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "tiering/counter_visitor.h"
+#include "tiering/peer/peer_auth.h"
+#include "tiering/peer/peer_crypto.h"
+#include "tiering/peer/task_pool.h"
+
+namespace tierfs {
+
+struct PeerDoorOptions {
+  std::string host = "127.0.0.1";  // the address to listen on
+  uint16_t port = 0;               // 0: any free port (tests)
+  int inherited_fd = -1;           // a listening socket to use instead of binding
+  size_t max_pending = 64;
+  size_t max_per_address = 8;
+  std::chrono::milliseconds handshake_timeout{2000};
+  size_t max_sessions = 256;  // authenticated, not yet taken
+  std::chrono::milliseconds session_ttl{10000};
+  std::chrono::milliseconds retry_min{200}, retry_max{30000};  // binding a taken port
+};
+
+struct AcceptedSession {
+  uint64_t id = 0;
+  std::string peer;  // the authenticated name
+  SessionKeys keys;  // as the server sees them
+};
+
+struct PeerDoorCounters {
+  std::atomic<uint64_t> connections{0};  // accepted sockets
+  std::atomic<uint64_t> evicted{0};      // closed unfinished to make room
+  std::atomic<uint64_t> timeouts{0};     // no handshake by the deadline
+  std::atomic<uint64_t> garbage{0};      // frames that do not decode or authenticate
+  std::atomic<uint64_t> busy{0};         // hellos not checked: too many at once
+  std::atomic<uint64_t> authenticated{0};
+  std::atomic<uint64_t> expired_sessions{0};  // authenticated, never used
+  std::atomic<uint64_t> listen_failures{0};   // binds that failed (the port taken)
+  std::atomic<uint64_t> refused[8]{};         // hellos refused, by AuthVerdict
+};
+
+class PeerDoor {
+ public:
+  // `auth` must outlive the door. `worker_address`: the server's UCX worker.
+  PeerDoor(const PeerAuth* auth, PeerDoorOptions options, std::string worker_address);
+  ~PeerDoor();  // Stop()
+
+  // Binds and listens now if it can, and starts the thread, which keeps
+  // trying with backoff if it could not. The port, 0 if not yet bound, or
+  // -1 with *error for an error no retry can fix (a bad address).
+  int Start(std::string* error);
+  void Stop();
+
+  bool listening() const { return listening_.load(); }
+  uint16_t port() const { return port_.load(); }
+  // The last reason the port could not be bound ("" once listening).
+  std::string listen_error() const;
+
+  // Takes session `id` if it is waiting and `verify` accepts its keys (the
+  // first message's tag). Thread-safe; `verify` runs under a leaf lock.
+  bool Take(uint64_t id, const std::function<bool(const SessionKeys&)>& verify,
+            AcceptedSession* out);
+
+  const PeerDoorCounters& counters() const { return counters_; }
+  void VisitCounters(CounterVisitor& v) const;
+
+ private:
+  struct Conn;
+  struct Checked;
+  int Bind(std::string* error);
+  void Loop();
+  void AcceptAll();
+  void Admit(int fd, uint32_t address);
+  void OnReadable(Conn& c);
+  void OnChecked(Checked& r);
+  void Close(int fd);
+  void Expire();
+
+  const PeerAuth* const auth_;
+  const PeerDoorOptions options_;
+  const std::string worker_address_;
+  PeerDoorCounters counters_;
+  std::atomic<bool> listening_{false};
+  std::atomic<uint16_t> port_{0};
+  std::atomic<bool> quit_{false};
+  int listen_fd_ = -1;
+  int epoll_fd_ = -1;
+  int wake_fd_ = -1;
+  std::thread thread_;
+  TaskPool checks_;
+
+  // Door thread only.
+  std::unordered_map<int, std::unique_ptr<Conn>> conns_;  // by fd
+  std::deque<std::pair<int, uint64_t>> order_;  // (fd, conn id) by age; may hold closed ones
+  std::map<uint32_t, size_t> per_address_;
+  std::chrono::steady_clock::time_point retry_at_;
+  std::chrono::milliseconds backoff_{0};
+
+  mutable std::mutex mu_;  // guards checked_, sessions_ and listen_error_. A leaf lock.
+  std::vector<std::unique_ptr<Checked>> checked_;  // MUNGE results for the thread
+  struct Waiting {
+    AcceptedSession session;
+    std::chrono::steady_clock::time_point expires;
+  };
+  std::unordered_map<uint64_t, Waiting> sessions_;
+  std::string listen_error_;
+};
+
+}  // namespace tierfs
