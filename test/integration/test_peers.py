@@ -6,9 +6,13 @@ Checked: a chunk read on one node and homed on another is served by its home
 and read from the PFS once across the job; content through every node's
 mount is bit-exact; a home stopped or killed mid-transfer costs the reader a
 bounded wait and a PFS read, never a hang or a wrong byte; a daemon of
-another job is refused; a node that starts late joins."""
+another job is refused; a node that starts late joins; a file rewritten with
+its size and mtime kept is never served as a mix of versions across nodes;
+a flood of idle connections on a node's port keeps no node out."""
 import os
+import pathlib
 import random
+import resource
 import signal
 import socket
 import subprocess
@@ -49,7 +53,7 @@ def free_port():
     """A port that was free a moment ago, below the ephemeral range: UCX's
     TCP transport listens on ephemeral ports of its own, and one of those
     (another daemon's) must not take a port a later daemon will listen on."""
-    low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+    low = int(pathlib.Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
     rng = random.Random()
     for _ in range(100):
         port = rng.randrange(max(1024, low - 20000), low)
@@ -169,7 +173,7 @@ class PeersTest(unittest.TestCase):
                 self.assertEqual(job.mounts[i].stats()["reads"]["source_bytes"], 0)
             p = job.peers(1)
             self.assertEqual(p["self"], "n1")
-            self.assertGreaterEqual(p["server"]["hellos"], 2)
+            self.assertGreaterEqual(p["server"]["authenticated"], 2)
             # `tierfs stat` sums it up for people.
             out = subprocess.run([harness.tierfs_bin(), "stat", job.mnt(1)], capture_output=True,
                                  text=True, timeout=30, check=True).stdout
@@ -282,6 +286,74 @@ class PeersTest(unittest.TestCase):
             job.read_all(0)
             job.read_all(1)
             self.assertEqual(job.pfs_bytes(), before, "steady: nothing more from the PFS")
+
+    def test_a_rewrite_that_keeps_size_and_mtime_is_stale_across_peers(self):
+        # cp -p or rsync -a over a file both nodes have read: the restarted
+        # node's snapshot has the new ctime, its peer's the old one and the
+        # old bytes in its tier. Asked for a chunk, the peer answers stale
+        # and the node reads SOURCE: the new file whole, never old chunks
+        # among new ones.
+        MiB = 1024 * KiB
+        with Job(2) as job:
+            name = "big.bin"
+            path = os.path.join(job.src, name)
+            job.data[name] = os.urandom(4 * MiB)
+            pathlib.Path(path).write_bytes(job.data[name])
+            opts = ["chunk_size=1M"]
+            job.start(0, extra=opts)
+            job.start(1, extra=opts)
+            job.wait_up(0, 1)
+            job.wait_up(1, 1)
+            job.read_all(0)
+            job.read_all(1)
+            self.assertGreater(job.peers(1)["fetched_chunks"], 0)
+            st = os.stat(path)
+            new = os.urandom(4 * MiB)
+            with open(path, "r+b") as f:
+                f.write(new)
+            os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+            job.mounts[1].close()
+            job.mounts[1].log.close()
+            job.start(1, extra=opts)
+            job.wait_up(1, 1)
+            got = pathlib.Path(job.mnt(1), name).read_bytes()
+            self.assertEqual(len(got), len(new))
+            mixed = [i for i in range(4) if got[i * MiB:(i + 1) * MiB] != new[i * MiB:(i + 1) * MiB]]
+            self.assertEqual(mixed, [], "MiB chunks of the old version served after the rewrite")
+            self.assertGreaterEqual(job.peers(0)["server"]["errors"], 1, "n0 answered stale")
+
+    def test_idle_connections_on_the_port_keep_no_node_out(self):
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if hard < 4096:
+            self.skipTest("RLIMIT_NOFILE's hard limit is below 4096")
+        resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 4096), hard))
+        idle = []
+        try:
+            with Job(2) as job:
+                job.start(0)
+                harness.wait_for(lambda: job.peers(0)["server"]["listening"], what="n0 listening")
+                # Another user on the node opens 1,100 connections and says nothing.
+                for _ in range(1100):
+                    s = socket.create_connection(("127.0.0.1", job.ports[0]), timeout=5)
+                    idle.append(s)
+                job.start(1)
+                job.wait_up(1, 1, timeout=10)
+                job.wait_up(0, 1, timeout=10)
+                job.read_all(1)
+                server = job.peers(0)["server"]
+                self.assertGreaterEqual(server["connections"], 1100)
+                self.assertGreaterEqual(server["evicted"], 1000)
+                log = job.mounts[0].output()
+                self.assertLess(len(log), 64 * KiB, "the flood fills the log")
+                for s in idle:
+                    s.close()
+                idle = []
+                self.assertEqual(job.mounts[0].close(), 0, "n0 unmounts cleanly")
+                self.assertEqual(job.mounts[1].close(), 0)
+        finally:
+            for s in idle:
+                s.close()
+            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
 
 if __name__ == "__main__":
