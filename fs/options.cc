@@ -201,7 +201,9 @@ const std::vector<OwnOption>& OwnOptions() {
          c.peer_port = ParseUnsigned(v, o, 1, 65535);
          c.peer_set = true;
        }},
-      {"peer_listen", "ADDRESS", "the IPv4 address the peer service listens on (default 0.0.0.0)",
+      {"peer_listen", "ADDRESS",
+       "the IPv4 address the peer service listens on (default: this node's address in the peer "
+       "list)",
        [](MountConfig& c, const std::string& v, const std::string& o) {
          in_addr a{};
          if (::inet_pton(AF_INET, v.c_str(), &a) != 1) {

@@ -77,3 +77,49 @@ put("namespace_index", "small", tree(0, small, b"a"))
 put("namespace_index", "totals", tree(1, small, b"a", totals=(4, 3, 3, 1, 0)))
 put("namespace_index", "unsorted", tree(2, [
     (b"", DIR, 0, 1, 2, 0), (b"b", REG, 0, 0, 0, 0), (b"a", REG, 0, 0, 0, 0)]))
+
+
+# peer_wire and peer_handshake: wire messages (version 2: session, sequence
+# number and a 16-byte tag in every header), claims and handshake frames.
+def wire(kind, request_id, rest):
+    return struct.pack("<IBBHQQQ", 0x50534654, 2, kind, 0, request_id, 0x5E55, 9) + rest + bytes(16)
+
+
+def request(size, chunk, off=0, length=0):
+    return wire(3, 7, struct.pack("<QqqQQIIQQ", size, 1000, 2000, 77, 1 << 20, chunk, 5000, off,
+                                  length))
+
+
+def message(header, body):
+    return bytes([len(header)]) + header + body
+
+
+def claim(role):
+    fields = b"".join(struct.pack("<H", len(s)) + s for s in (b"job-1", b"n0", b"n1"))
+    return struct.pack("<IBBH", 0x41534654, 2, role, 0) + bytes(range(16)) + bytes(16) + \
+        bytes(32) + fields
+
+
+def frame(magic, payload):
+    body = struct.pack("<IB", magic, 2) + bytes(3) + payload
+    return struct.pack("<I", len(body)) + body
+
+
+put("peer_wire", "request", b"\0" + message(request(3 << 20, 1), b"d0/f000.bin"))
+put("peer_wire", "request_whole", b"\0" + message(request(5 << 20, 4, 4096, 1000), b"a/b"))
+put("peer_wire", "data", b"\0" + message(wire(4, 7, struct.pack("<Q", 5)), b"hello"))
+put("peer_wire", "error", b"\0" + message(wire(5, 7, struct.pack("<iI", 2, 0)), b""))
+put("peer_wire", "claim", b"\1" + claim(1))
+put("peer_wire", "claim_answer", b"\1" + claim(2))
+for old in ("hello", "hello_answer"):
+    path = os.path.join(HERE, "corpus", "peer_wire", old)
+    if os.path.exists(path):
+        os.remove(path)
+put("peer_handshake", "frames",
+    b"\0" + frame(0x47534654, bytes(16)) + frame(0x48534654, b"MUNGE:abc:") +
+    frame(0x52534654, struct.pack("<i", 0) + b"MUNGE:def:") + frame(0x52534654, struct.pack("<i", 6)))
+put("peer_handshake", "sealed_request", b"\1\3" + message(request(3 << 20, 1), b"d0/f000.bin"))
+put("peer_handshake", "sealed_error", b"\1\x21" + message(wire(5, 7, struct.pack("<iI", 4, 0)), b""))
+put("peer_handshake", "window", b"\2" + b"".join(struct.pack("<Q", s) for s in
+                                                 (1, 2, 5, 3, 3, 1100, 70, 76, 1100, 0)))
+put("peer_handshake", "bind_answer", b"\3\x10" + b"a UCX worker address" * 4)

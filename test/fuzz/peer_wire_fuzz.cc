@@ -3,7 +3,7 @@
 //   first byte % 3 == 0: a message: the next byte is the header's size, then
 //       the header, then the body (DecodeHeader; for a request, the path and
 //       ValidChunkRef, as PeerServer does);
-//   == 1: a hello's claim (DecodeClaim, the payload of a MUNGE credential);
+//   == 1: a handshake claim (DecodeClaim, the payload of a MUNGE credential);
 //   == 2: a peer list file (ParsePeerFile).
 // It aborts on any breach of:
 //   - a decoded header re-encodes to the very bytes it came from;
@@ -39,24 +39,21 @@ void Message(std::string_view in) {
   if (DecodeHeader(header.data(), header.size(), body.size(), &m) != WireStatus::kOk) return;
   WireHeader again{};
   size_t n = 0;
+  const WireIds ids{m.request_id, m.session, m.seq};
   switch (m.type) {
-    case MsgType::kHello:
-      n = EncodeHello(m.request_id, &again);
-      break;
-    case MsgType::kHelloAnswer:
-      n = EncodeHelloAnswer(m.request_id, m.error, &again);
-      break;
     case MsgType::kRequest:
-      n = EncodeRequest(m.request_id, m.chunk, &again);
+      n = EncodeRequest(ids, m.chunk, m.timeout_ms, &again);
       break;
     case MsgType::kData:
-      n = EncodeData(m.request_id, m.length, &again);
+      n = EncodeData(ids, m.length, &again);
       break;
     case MsgType::kError:
-      n = EncodeError(m.request_id, m.error, &again);
+      n = EncodeError(ids, m.error, &again);
       break;
   }
-  if (n != header.size() || std::memcmp(again.data(), header.data(), n) != 0) {
+  // The tag is not decoded: compare everything before it.
+  if (n != header.size() || n < kWireTag ||
+      std::memcmp(again.data(), header.data(), n - kWireTag) != 0) {
     Fail("a decoded header does not re-encode to its bytes");
   }
   if (m.type != MsgType::kRequest) return;
