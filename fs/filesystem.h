@@ -14,6 +14,7 @@
 #include <memory>
 
 #include "fs/control.h"
+#include "fs/source_permissions.h"
 #include "fs/parallel_dirops.h"
 #include "prefetch/tiered_store.h"
 #include "tiering/counting_backend.h"
@@ -66,6 +67,11 @@ class FsContext {
   // REQUIRES: before the session starts.
   void set_check_access(bool on) { check_access_ = on; }
   bool check_access() const { return check_access_; }
+  // With `p`, every open and opendir is answered (no zero-message open)
+  // after SOURCE, asked as the caller, allows it (fs/source_permissions.h).
+  // REQUIRES: before the session starts; `p` outlives it.
+  void set_source_permissions(SourcePermissions* p) { source_permissions_ = p; }
+  SourcePermissions* source_permissions() const { return source_permissions_; }
   // The INIT exchange, for NegotiateParallelDirops<FsContext>.
   InitReplyPatch& init_patch() { return init_patch_; }
   // Whether the process behind `req` may access node `id` with `mask`
@@ -95,6 +101,7 @@ class FsContext {
   ControlDir control_;
   ReaddirMode readdir_mode_ = ReaddirMode::kPlus;
   bool check_access_ = false;
+  SourcePermissions* source_permissions_ = nullptr;
   InitReplyPatch init_patch_;
 };
 

@@ -16,15 +16,31 @@ namespace tierfs {
 // RELEASE (and OPENDIR/RELEASEDIR) for the rest of the mount, and keep each
 // file's page cache across opens (FOPEN_KEEP_CACHE is the no-open default).
 // With check_access (a mount made by mount.fuse3 -o drop_privileges), every
-// open asks the daemon, which checks the caller's permissions.
+// open asks the daemon, which checks the caller's permissions; with source
+// permissions (a root daemon with allow_other), every open is also asked of
+// SOURCE as the caller.
 void OpOpen(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
-  if (!Ctx(req).check_access()) return (void)fuse_reply_err(req, ENOSYS);  // not an error
+  FsContext& c = Ctx(req);
+  if (!c.check_access() && c.source_permissions() == nullptr) {
+    return (void)fuse_reply_err(req, ENOSYS);  // not an error
+  }
   Guarded(req, "open", [&] {
     FsContext& ctx = Ctx(req);
     if (ctx.IsNode(ino)) {
       const bool read_only = (fi->flags & O_ACCMODE) == O_RDONLY;
       if (!read_only) return ReplyError(req, EROFS);  // the mirror is read-only
-      if (!ctx.MayAccess(req, FsContext::NodeOf(ino), R_OK)) return ReplyError(req, EACCES);
+      const NodeId id = FsContext::NodeOf(ino);
+      if (ctx.check_access() && !ctx.MayAccess(req, id, R_OK)) return ReplyError(req, EACCES);
+      if (SourcePermissions* perms = ctx.source_permissions()) {
+        const fuse_ctx* caller = fuse_req_ctx(req);
+        if (caller->uid != 0) {
+          AccessCaller who{caller->uid, caller->gid, {}};
+          gid_t groups[256];
+          int n = fuse_req_getgroups(req, 256, groups);
+          if (n > 0) who.groups.assign(groups, groups + std::min(n, 256));
+          if (int err = perms->Check(who, id, R_OK); err != 0) return ReplyError(req, -err);
+        }
+      }
     }
     fi->keep_cache = 1;
     fuse_reply_open(req, fi);

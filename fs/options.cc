@@ -95,6 +95,37 @@ const std::vector<OwnOption>& OwnOptions() {
          }
          c.readdir = v;
        }},
+      {"permissions", "MODE",
+       "who decides whether a caller may open a file: source (SOURCE, asked as the caller: "
+       "ACLs included; the default for a root daemon with allow_other) or snapshot (the "
+       "mode bits scanned at mount)",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         if (v != "source" && v != "snapshot") {
+           throw OptionError(fmt::format("option '{}': '{}' is not one of source, snapshot", o, v));
+         }
+         c.permissions = v;
+       }},
+      {"perm_ttl", "SECONDS",
+       "with permissions=source, how long SOURCE's answer for a caller and file is kept "
+       "(default 0: until .tierfs/revalidate is written or the mount ends)",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         double s = ParseSeconds(v, o);
+         if (s < 0 || s > 86400 * 365) {
+           throw OptionError(fmt::format("option '{}': {} is not between 0 and a year", o, v));
+         }
+         c.perm_ttl = s;
+       }},
+      {"control_owner", "UID[:GID]",
+       "who may write the control files (.tierfs/order, stage, ...) besides root (default: "
+       "the daemon's user); the Slurm prolog gives the job's user",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         size_t colon = v.find(':');
+         c.control_uid = ParseUnsigned(v.substr(0, colon), o, 0, 0xFFFFFFFE);
+         c.control_gid = colon == std::string::npos
+                             ? -1
+                             : static_cast<int64_t>(ParseUnsigned(v.substr(colon + 1), o, 0,
+                                                                  0xFFFFFFFE));
+       }},
       {"max_open_files", "N", "SOURCE files kept open (default: half of RLIMIT_NOFILE)",
        [](MountConfig& c, const std::string& v, const std::string& o) {
          c.max_open_files = ParseUnsigned(v, o, 16, 1u << 30);

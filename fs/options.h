@@ -44,6 +44,14 @@ struct MountConfig {
   LogLevel log_level = kInfo;
   std::string metrics;             // [HOST:]PORT of the Prometheus endpoint; "" = off
   unsigned shutdown_timeout = 30;  // seconds to finish promotions at unmount
+  // Who decides a caller's open: "source" (SOURCE, asked as the caller),
+  // "snapshot" (the kernel, on the snapshot's mode bits), "" = source for a
+  // root daemon with allow_other, else snapshot.
+  std::string permissions;
+  double perm_ttl = 0;  // seconds an answer of SOURCE is kept; 0 = until revalidated
+  // The control files' owner (who may steer the mount besides root);
+  // -1 = the daemon's user.
+  int64_t control_uid = -1, control_gid = -1;
 
   // Tiers and promotion (ram=, tier=, policy=, ...), and the peers.
   TieringConfig tiering;

@@ -1,6 +1,7 @@
 #include "fs/session.h"
 
 #include <fmt/format.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -168,9 +169,32 @@ int RunMount(const MountConfig& config) {
   std::unique_ptr<TieredStore> store =
       TieredStore::Open(tiering, ns.get(), &reader, source_st.st_dev, &tier_error);
   if (!store) return fail(tier_error);
+  const uid_t control_uid =
+      config.control_uid >= 0 ? static_cast<uid_t>(config.control_uid) : ::getuid();
+  const gid_t control_gid =
+      config.control_gid >= 0 ? static_cast<gid_t>(config.control_gid) : ::getgid();
   FsContext ctx(ns.get(), &reader, store.get(), &backend.counters(),
-                FsTimeouts{config.entry_timeout, config.attr_timeout}, ::getuid(), ::getgid());
+                FsTimeouts{config.entry_timeout, config.attr_timeout}, control_uid, control_gid);
   ctx.set_check_access(fd_mount);
+  // A root daemon serving other users decides opens as SOURCE would for each.
+  std::unique_ptr<SourcePermissions> permissions;
+  const bool allow_other = std::find(config.fuse_options.begin(), config.fuse_options.end(),
+                                     "allow_other") != config.fuse_options.end();
+  const bool by_source = config.permissions == "source" ||
+                         (config.permissions.empty() && ::geteuid() == 0 && allow_other);
+  if (by_source) {
+    if (::geteuid() != 0) {
+      TIERFS_LOG(kWarning, "permissions=source needs a root daemon: the snapshot's mode bits "
+                           "decide opens");
+    } else {
+      permissions = std::make_unique<SourcePermissions>(
+          &backend, ns.get(),
+          std::chrono::milliseconds(static_cast<int64_t>(config.perm_ttl * 1000)));
+      ctx.set_source_permissions(permissions.get());
+      TIERFS_LOG(kInfo, "opens are decided by SOURCE as each caller (permissions=source{})",
+                 config.perm_ttl > 0 ? fmt::format(", perm_ttl={}", config.perm_ttl) : "");
+    }
+  }
   ctx.set_readdir_mode(config.readdir == "plain"  ? ReaddirMode::kPlain
                        : config.readdir == "auto" ? ReaddirMode::kAuto
                                                   : ReaddirMode::kPlus);
@@ -214,6 +238,13 @@ int RunMount(const MountConfig& config) {
     // later), so forking is safe.
     Log::UseSyslog("tierfs");
     fuse_daemonize(0);
+  }
+  // Not dumpable: no core file of the RAM tier's bytes (other users'
+  // files, a root daemon's), and a daemon run as the job's user cannot be
+  // ptrace()d or have its memory read through /proc by that user's other
+  // processes (its /proc entries become root's).
+  if (::prctl(PR_SET_DUMPABLE, 0) != 0) {
+    TIERFS_LOG(kWarning, "prctl(PR_SET_DUMPABLE, 0): {}", std::strerror(errno));
   }
 
   store->Start();  // threads only now: they would not survive the fork

@@ -33,6 +33,13 @@ std::vector<ControlFile> FsContext::ControlFiles() {
        nullptr},
       {"prefetch", [p] { return p->ModeText(); },
        [p](uint64_t, uint64_t, std::string_view d) { return p->WriteMode(d); }, nullptr},
+      // Any write forgets SOURCE's permission answers (permissions=source).
+      {"revalidate", [] { return std::string(); },
+       [this](uint64_t, uint64_t, std::string_view d) {
+         if (source_permissions_ != nullptr) source_permissions_->Revalidate();
+         return static_cast<ssize_t>(d.size());
+       },
+       nullptr},
   };
 }
 
@@ -64,6 +71,7 @@ void FsContext::VisitCounters(CounterVisitor& v) const {
   source_->VisitCounters(v);
   v.Counter("failed_reads", reader_->failed_reads());
   v.EndGroup();
+  if (source_permissions_ != nullptr) source_permissions_->VisitCounters(v);
   v.BeginGroup("requests");
   requests_.VisitCounters(v);
   v.EndGroup();

@@ -46,6 +46,13 @@ class SourceDir {
 
 // Paths are relative to SOURCE's root; "" names the root itself.
 // Thread-safe: every method may be called concurrently.
+// A caller's identity as the kernel gave it to the daemon, for access_as.
+struct AccessCaller {
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::vector<gid_t> groups;  // supplementary
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -60,6 +67,12 @@ class Backend {
   // demand. The default lists through list() and serves lstat from that
   // listing, so a wrapper that only overrides list() is honoured.
   virtual int open_dir(const std::string& rel, std::unique_ptr<SourceDir>* out);
+  // Whether SOURCE lets `who` do `mask` (R_OK, X_OK, ...) on `rel`, as
+  // SOURCE's file system decides it for that caller: mode bits, POSIX or
+  // NFSv4 ACLs, and search permission on every directory from the root
+  // down. 0, -EACCES, another -errno, or -ENOSYS where the backend cannot
+  // ask as another user (the default; a daemon that is not root).
+  virtual int access_as(const std::string& rel, const AccessCaller& who, int mask);
 };
 
 // A backend over a local (or PFS-mounted) directory. Returns nullptr and sets
@@ -80,6 +93,9 @@ class BackendWrapper : public Backend {
   int statfs(struct statvfs* out) override { return target_->statfs(out); }
   int open(const std::string& rel, std::unique_ptr<SourceFile>* out) override {
     return target_->open(rel, out);
+  }
+  int access_as(const std::string& rel, const AccessCaller& who, int mask) override {
+    return target_->access_as(rel, who, mask);
   }
 
  protected:

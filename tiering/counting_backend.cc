@@ -1,5 +1,7 @@
 #include "tiering/counting_backend.h"
 
+#include <cerrno>
+
 namespace tierfs {
 namespace {
 
@@ -42,6 +44,14 @@ class CountingDir final : public SourceDir {
 };
 
 }  // namespace
+
+int CountingBackend::access_as(const std::string& rel, const AccessCaller& who, int mask) {
+  int r = target()->access_as(rel, who, mask);
+  if (r == -ENOSYS) return r;  // not asked
+  counters_.access.fetch_add(1, std::memory_order_relaxed);
+  if (r < 0 && r != -EACCES) counters_.errors.fetch_add(1, std::memory_order_relaxed);
+  return r;
+}
 
 int CountingBackend::open_dir(const std::string& rel, std::unique_ptr<SourceDir>* out) {
   std::unique_ptr<SourceDir> dir;
@@ -87,6 +97,7 @@ void SourceCounters::VisitCounters(CounterVisitor& v) const {
   v.Counter("readlinks", load(readlinks));
   v.Counter("statfs", load(statfs));
   v.Counter("opens", load(opens));
+  v.Counter("access", load(access));
   v.Counter("reads", load(reads));
   v.Counter("read_bytes", load(read_bytes));
   v.Counter("errors", load(errors));

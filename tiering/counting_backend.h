@@ -17,12 +17,13 @@ struct SourceCounters {
   std::atomic<uint64_t> readlinks{0};  // readlink()
   std::atomic<uint64_t> statfs{0};     // statfs()
   std::atomic<uint64_t> opens{0};      // open()
+  std::atomic<uint64_t> access{0};     // access_as(): a caller's permission asked of SOURCE
   std::atomic<uint64_t> reads{0};      // SourceFile::pread() calls
   std::atomic<uint64_t> read_bytes{0};
   std::atomic<uint64_t> errors{0};  // any call that returned -errno
 
   // Metadata operations: everything but opens and reads.
-  uint64_t meta_ops() const { return stats + lists + readlinks + statfs; }
+  uint64_t meta_ops() const { return stats + lists + readlinks + statfs + access; }
   void VisitCounters(CounterVisitor& v) const;
 };
 
@@ -39,6 +40,7 @@ class CountingBackend final : public BackendWrapper {
   int open(const std::string& rel, std::unique_ptr<SourceFile>* out) override;
   // Forwards to the target's open_dir: one list, then one stat per lstat.
   int open_dir(const std::string& rel, std::unique_ptr<SourceDir>* out) override;
+  int access_as(const std::string& rel, const AccessCaller& who, int mask) override;
 
  private:
   int Count(std::atomic<uint64_t>& op, int result);

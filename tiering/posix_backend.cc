@@ -1,5 +1,7 @@
 #include <dirent.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <sys/fsuid.h>
 #include <linux/openat2.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
@@ -9,7 +11,9 @@
 #include <atomic>
 #include <cerrno>
 #include <climits>
+#include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "tiering/backend.h"
 #include "tiering/posix_calls.h"
@@ -201,7 +205,58 @@ class PosixBackend final : public Backend {
     return 0;
   }
 
+  // The path is walked and the file checked with this thread's file-system
+  // ids set to the caller's (setfsuid, setfsgid, and the setgroups system
+  // call, which unlike glibc's wrapper changes one thread only), so that
+  // SOURCE's file system decides as it would for the caller: every
+  // directory's search permission below the root, then faccessat2 with
+  // AT_EACCESS on the file itself (mode bits, ACLs of any kind). Only a
+  // root daemon can; the ids are restored before returning.
+  int access_as(const std::string& rel, const AccessCaller& who, int mask) override {
+    if (::geteuid() != 0) return -ENOSYS;
+    ThreadIds as(who);
+    if (!as.ok()) return -EPERM;
+    int fd = OpenBeneath(root_fd_, rel, O_PATH);
+    if (fd < 0) return fd == -ELOOP ? -EACCES : fd;
+    long r = ::syscall(SYS_faccessat2, fd, "", mask, AT_EMPTY_PATH | AT_EACCESS);
+    int err = r == 0 ? 0 : PosixError();
+    ::close(fd);
+    return err;
+  }
+
  private:
+  // This thread's file-system ids switched to a caller's for its lifetime.
+  class ThreadIds {
+   public:
+    explicit ThreadIds(const AccessCaller& who) {
+      int n = ::getgroups(0, nullptr);
+      saved_groups_.resize(n > 0 ? static_cast<size_t>(n) : 0);
+      if (n > 0 && ::getgroups(n, saved_groups_.data()) != n) return;
+      if (::syscall(SYS_setgroups, who.groups.size(), who.groups.data()) != 0) return;
+      groups_set_ = true;
+      saved_gid_ = static_cast<gid_t>(::setfsgid(who.gid));
+      saved_uid_ = static_cast<uid_t>(::setfsuid(who.uid));
+      ok_ = static_cast<uid_t>(::setfsuid(who.uid)) == who.uid &&
+            static_cast<gid_t>(::setfsgid(who.gid)) == who.gid;
+    }
+    ~ThreadIds() {
+      if (!groups_set_) return;
+      ::setfsuid(saved_uid_);
+      ::setfsgid(saved_gid_);
+      if (::syscall(SYS_setgroups, saved_groups_.size(), saved_groups_.data()) != 0) {
+        std::abort();  // this thread would go on with a caller's groups: nothing safe to do
+      }
+    }
+    bool ok() const { return ok_; }
+
+   private:
+    std::vector<gid_t> saved_groups_;
+    uid_t saved_uid_ = 0;
+    gid_t saved_gid_ = 0;
+    bool groups_set_ = false, ok_ = false;
+  };
+
+
   // Runs `op(dir, leaf)` on rel's parent, opened beneath the root with no
   // symlink on the way (the leaf itself is the op's to follow or not).
   template <typename Op>
@@ -219,6 +274,8 @@ class PosixBackend final : public Backend {
 };
 
 }  // namespace
+
+int Backend::access_as(const std::string&, const AccessCaller&, int) { return -ENOSYS; }
 
 int Backend::open_dir(const std::string& rel, std::unique_ptr<SourceDir>* out) {
   std::vector<DirEntry> entries;

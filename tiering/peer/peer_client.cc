@@ -12,10 +12,17 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// How long a timed-out Fetch waits for its peer to be marked down.
+constexpr std::chrono::milliseconds kSettle(200);
+
 }  // namespace
 
 PeerClient::PeerClient(PeerAuth* auth, PeerClientOptions options)
-    : auth_(auth), options_(std::move(options)), ucx_(options_.ucx), pool_(4, 4 * 1024) {
+    : auth_(auth),
+      options_(std::move(options)),
+      ucx_(options_.ucx),
+      pool_(4, 4 * 1024),
+      buffers_(std::make_shared<BufferPool>(size_t{64} << 20)) {
   for (size_t i = 0; i < options_.peers.size(); ++i) {
     auto l = std::make_unique<Link>();
     l->index = i;
@@ -81,6 +88,7 @@ ssize_t PeerClient::Fetch(size_t peer, const ChunkRef& ref, char* dest, Deadline
   p->path.assign(ref.path);
   p->ref = ref;
   p->ref.path = p->path;
+  p->pool = buffers_;
   auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - start).count();
   p->timeout_ms = static_cast<uint32_t>(std::clamp<int64_t>(left, 1, UINT32_MAX));
   ssize_t r = Wait(l, p, deadline);
@@ -111,23 +119,32 @@ ssize_t PeerClient::Wait(Link& l, const std::shared_ptr<Pending>& p, Deadline de
   l.counters.timeouts++;
   // The peer did not answer in time: down, at once, so no other caller
   // waits for it. A transfer still running ends in p->sealed, which p
-  // keeps alive: nothing is written to the caller's memory.
+  // keeps alive: nothing is written to the caller's memory. The caller
+  // waits a moment (one progress round; at most kSettle) for the peer to
+  // be marked down, so that it is down when Fetch returns.
   ucx_.Post([this, p] {
     Link& l = *links_[p->peer];
     if (p->generation == l.generation && l.state.load() == kUp) Down(l, "no answer in time");
     if (p->phase != Pending::kReceiving) Complete(l, p, -ETIMEDOUT);
+    {
+      std::lock_guard lock(p->mu);
+      p->settled = true;
+    }
+    p->cv.notify_all();
   });
+  lock.lock();
+  p->cv.wait_for(lock, kSettle, [&] { return p->settled; });
   return -ETIMEDOUT;
 }
 
-// On the caller's thread: the answer's tag checked and its bytes decrypted
-// into `dest`, then its sequence number recorded. A failure cuts the peer off.
+// On the caller's thread: the answer's tag checked, then its bytes copied
+// into `dest` and its sequence number recorded. A failure cuts the peer off.
 ssize_t PeerClient::Open(Link& l, const std::shared_ptr<Pending>& p, char* dest) {
   const uint64_t length = p->ref.length();
   bool opened = OpenWire(p->crypto->keys.recv, p->header.data(), p->header_size, p->seq,
                          p->sealed.get(), length, dest);
   bool fresh = opened && p->crypto->Accept(p->seq);
-  p->sealed.reset();
+  buffers_->Give(std::move(p->sealed));
   if (fresh) return static_cast<ssize_t>(length);
   (opened ? l.counters.replayed : l.counters.forged)++;
   TIERFS_LOG(kWarning, "peer client: an answer from {} {}: cut off", l.address.name,
@@ -163,8 +180,7 @@ void PeerClient::Send(const std::shared_ptr<Pending>& p) {
   WireHeader h;
   size_t n = EncodeRequest(WireIds{p->id, l.crypto->session, l.crypto->next_seq++}, p->ref,
                            p->timeout_ms, &h);
-  // Sealed in place: the path is the request's own copy, not needed in clear again.
-  if (!SealWire(l.crypto->keys.send, &h, n, p->path.data(), p->path.size(), p->path.data())) {
+  if (!SealWire(l.crypto->keys.send, &h, n, p->path.data(), p->path.size(), nullptr)) {
     Complete(l, p, -EIO);
     return;
   }
@@ -244,7 +260,7 @@ ucs_status_t PeerClient::OnData(Link& l, const std::shared_ptr<Pending>& p, cons
   std::memcpy(p->header.data(), header, header_size);
   p->header_size = header_size;
   p->seq = seq;
-  p->sealed.reset(new char[length == 0 ? 1 : length]);
+  p->sealed = p->pool->Take(length == 0 ? 1 : length);
   if (!(param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {  // the bytes are here
     if (length > 0) std::memcpy(p->sealed.get(), data, length);
     lock.unlock();

@@ -37,6 +37,7 @@
 
 #include "tiering/counter_visitor.h"
 #include "tiering/latency_histogram.h"
+#include "tiering/peer/buffer_pool.h"
 #include "tiering/peer/peer_auth.h"
 #include "tiering/peer/task_pool.h"
 #include "tiering/peer/ucx_worker.h"
@@ -99,7 +100,9 @@ class PeerClient {
   // (the peer's answer), -EPROTO (the peer broke the protocol: cut off),
   // -EBADMSG (the answer does not authenticate: cut off), -ECONNRESET
   // (connection lost), -ESHUTDOWN, -EINVAL (a bad ref). Returns by
-  // `deadline`. On error `dest` holds no promise. Thread-safe.
+  // `deadline`, or a progress round later (200 ms at most) after a timeout,
+  // once the peer is marked down. On error `dest` holds no promise.
+  // Thread-safe.
   ssize_t Fetch(size_t peer, const ChunkRef& ref, char* dest, Deadline deadline);
 
   // Latency of the fetches that returned the bytes, all peers.
@@ -134,6 +137,7 @@ class PeerClient {
   std::vector<std::unique_ptr<Link>> links_;
   UcxWorker ucx_;
   TaskPool pool_;
+  std::shared_ptr<BufferPool> buffers_;  // answers' buffers, kept for reuse
   std::atomic<uint64_t> next_request_{1};
   std::atomic<uint64_t> stray_{0};
   LatencyHistogram latency_;

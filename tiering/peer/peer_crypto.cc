@@ -1,5 +1,6 @@
 #include "tiering/peer/peer_crypto.h"
 
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/kdf.h>
 
@@ -134,6 +135,27 @@ bool OpenMessage(const PeerKey& key, uint64_t seq, std::string_view aad, const v
                  size_t size, void* out, const PeerTag& tag) {
   PeerTag t = tag;
   return Crypt(false, key, seq, aad, in, size, out, &t);
+}
+
+bool MacMessage(const PeerKey& key, uint64_t seq, std::string_view aad, const void* body,
+                size_t size, PeerTag* tag) {
+  EVP_CIPHER_CTX* ctx = ThreadCipher();
+  if (ctx == nullptr) return false;
+  auto iv = Iv(seq);
+  int last = 0;
+  uint8_t end[16];
+  return EVP_EncryptInit_ex(ctx, EVP_aes_256_gcm(), nullptr, key.data(), iv.data()) == 1 &&
+         Update(ctx, true, reinterpret_cast<const uint8_t*>(aad.data()), aad.size(), nullptr) &&
+         Update(ctx, true, static_cast<const uint8_t*>(body), size, nullptr) &&
+         EVP_EncryptFinal_ex(ctx, end, &last) == 1 &&
+         EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, 16, tag->data()) == 1;
+}
+
+bool CheckMessageMac(const PeerKey& key, uint64_t seq, std::string_view aad, const void* body,
+                     size_t size, const PeerTag& tag) {
+  PeerTag want;
+  return MacMessage(key, seq, aad, body, size, &want) &&
+         CRYPTO_memcmp(want.data(), tag.data(), tag.size()) == 0;
 }
 
 bool ReplayWindow::Accept(uint64_t seq) {

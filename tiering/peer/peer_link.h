@@ -9,6 +9,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "tiering/peer/buffer_pool.h"
 #include "tiering/peer/peer_client.h"
 #include "tiering/peer/peer_crypto.h"
 
@@ -37,7 +38,11 @@ struct PeerClient::Pending {
   uint32_t timeout_ms = 1;
   uint64_t generation = 0;                 // of the connection it was sent on (progress thread)
   std::shared_ptr<LinkCrypto> crypto;      // ... and its keys (progress thread)
-  std::unique_ptr<char[]> sealed;          // the answer's bytes as they came
+  BufferPool::Buffer sealed;               // the answer's bytes as they came
+  std::shared_ptr<BufferPool> pool;        // where `sealed` goes back
+  ~Pending() {
+    if (pool) pool->Give(std::move(sealed));
+  }
   WireHeader header{};                     // the kData answer's header
   size_t header_size = 0;
   uint64_t seq = 0;
@@ -48,6 +53,7 @@ struct PeerClient::Pending {
   // may therefore read it without the lock.
   enum Phase { kWaiting, kReceiving, kDone } phase = kWaiting;
   bool abandoned = false;  // the caller gave up
+  bool settled = false;    // ... and the progress thread has dealt with it
   ssize_t result = 0;      // kDone: the length (sealed holds it), or -errno
 };
 

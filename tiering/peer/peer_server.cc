@@ -9,6 +9,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Answer buffers kept for reuse, in bytes.
+constexpr size_t kKeptBuffers = size_t{64} << 20;
+
 // A session nothing came from for this long is forgotten.
 constexpr std::chrono::minutes kIdle(10);
 
@@ -46,7 +49,9 @@ struct PeerServer::Job {
   std::string peer;
   Clock::time_point start, deadline;
   std::shared_ptr<SessionCrypto> crypto;
-  std::unique_ptr<char[]> buffer;  // the sealed bytes, ref.length() of them
+  BufferPool::Buffer buffer;  // scratch for the provider, ref.length() bytes
+  const char* data = nullptr;  // the answer's bytes: in buffer, or held by hold
+  std::shared_ptr<const void> hold;
   int result = 0;
   WireHeader header;  // a data answer's, sealed
   size_t header_size = 0;
@@ -57,7 +62,8 @@ PeerServer::PeerServer(PeerAuth* auth, ChunkProvider* provider, PeerServerOption
       provider_(provider),
       options_(std::move(options)),
       ucx_(options_.ucx),
-      pool_(options_.threads, options_.max_in_flight + 8) {
+      pool_(options_.threads, options_.max_in_flight + 8),
+      buffers_(kKeptBuffers) {
   PeerDoorOptions door;
   door.host = options_.listen_host;
   door.port = options_.port;
@@ -233,19 +239,24 @@ void PeerServer::Run(const std::shared_ptr<Job>& job) {
   if (Clock::now() >= job->deadline) {
     job->result = -ETIMEDOUT;  // the asker has given up: no work for it
   } else {
-    job->buffer.reset(new char[length == 0 ? 1 : length]);
+    job->buffer = buffers_.Take(length == 0 ? 1 : length);
     ChunkBytes bytes;
     bytes.scratch = job->buffer.get();
     job->result = provider_->ReadChunk(job->ref, job->deadline, &bytes);
     if (job->result == 0 && bytes.data == nullptr) job->result = -EIO;
     if (job->result == 0) {
+      // Sent from where the provider left the bytes (a RAM tier's own
+      // memory, held until sent): the tag costs one read of them, no copy.
       WireIds ids{job->request_id, job->session, job->crypto->next_seq++};
       job->header_size = EncodeData(ids, length, &job->header);
       if (!SealWire(job->crypto->keys.send, &job->header, job->header_size, bytes.data, length,
-                    job->buffer.get())) {
+                    nullptr)) {
         job->result = -EIO;
       }
+      job->data = bytes.data;
+      job->hold = std::move(bytes.hold);
     }
+    if (job->data != job->buffer.get()) buffers_.Give(std::move(job->buffer));  // not sent from it
   }
   ucx_.Post([this, job] { Answer(job->session, job); });
 }
@@ -268,7 +279,8 @@ void PeerServer::Answer(uint64_t session, std::shared_ptr<Job> job) {
       auto us = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - job->start);
       counters_.serve_latency.Record(static_cast<uint64_t>(us.count()));
     }
-    job->buffer.reset();
+    buffers_.Give(std::move(job->buffer));
+    job->hold.reset();
   };
   auto it = by_session_.find(session);
   if (it == by_session_.end()) {
@@ -288,7 +300,7 @@ void PeerServer::Answer(uint64_t session, std::shared_ptr<Job> job) {
     return;
   }
   c.sending[job->request_id] = Clock::now();
-  ucx_.Send(c.ep, kPeerAmId, job->header, job->header_size, job->buffer.get(), length, 0,
+  ucx_.Send(c.ep, kPeerAmId, job->header, job->header_size, job->data, length, 0,
             [finish](ucs_status_t s) { finish(s == UCS_OK); });
 }
 

@@ -36,6 +36,7 @@
 
 #include "tiering/counter_visitor.h"
 #include "tiering/latency_histogram.h"
+#include "tiering/peer/buffer_pool.h"
 #include "tiering/peer/chunk_provider.h"
 #include "tiering/peer/peer_auth.h"
 #include "tiering/peer/peer_door.h"
@@ -130,6 +131,7 @@ class PeerServer {
   const PeerServerOptions options_;
   UcxWorker ucx_;
   TaskPool pool_;
+  BufferPool buffers_;
   std::unique_ptr<PeerDoor> door_;
   PeerServerCounters counters_;
 

@@ -184,8 +184,9 @@ bool SealWire(const PeerKey& key, WireHeader* h, size_t header_size, const void*
   uint64_t seq = r.Le(8);
   std::string_view aad(reinterpret_cast<const char*>(h->data()), header_size - kWireTag);
   PeerTag tag;
-  if (!SealMessage(key, seq, aad, body, size, out, &tag)) return false;
+  if (!MacMessage(key, seq, aad, body, size, &tag)) return false;
   std::memcpy(h->data() + header_size - kWireTag, tag.data(), kWireTag);
+  if (out != nullptr && out != body && size > 0) std::memcpy(out, body, size);
   return true;
 }
 
@@ -195,7 +196,11 @@ bool OpenWire(const PeerKey& key, const void* header, size_t header_size, uint64
   const char* p = static_cast<const char*>(header);
   PeerTag tag;
   std::memcpy(tag.data(), p + header_size - kWireTag, kWireTag);
-  return OpenMessage(key, seq, std::string_view(p, header_size - kWireTag), body, size, out, tag);
+  if (!CheckMessageMac(key, seq, std::string_view(p, header_size - kWireTag), body, size, tag)) {
+    return false;
+  }
+  if (out != nullptr && out != body && size > 0) std::memcpy(out, body, size);
+  return true;
 }
 
 WireStatus DecodeHeader(const void* header, size_t size, uint64_t body_size, PeerMessage* out) {

@@ -7,6 +7,9 @@
 // header's last 16 bytes. Decoding is strict: magic, version, type, every
 // reserved field zero, the header's exact size for its type, every length
 // bounded. A message that fails is garbage and its sender is cut off.
+// Every message carries a GMAC tag (peer_crypto.h) under its direction's
+// key over the header up to the tag and the body; the body travels in
+// clear.
 //
 //   common (32 B)  magic u32 "TFSP" | version u8 | type u8 | reserved u16 |
 //                  request_id u64 | session u64 | seq u64
@@ -140,11 +143,13 @@ size_t EncodeError(const WireIds& ids, WireError error, WireHeader* h);
 // the body). Any status but kOk is garbage. The tag is not checked here.
 WireStatus DecodeHeader(const void* header, size_t size, uint64_t body_size, PeerMessage* out);
 
-// Seals an encoded message under `key` at the header's seq: encrypts
-// `size` bytes of `body` into `out` (may be `body`) and writes the tag.
+// Seals an encoded message under `key` at the header's seq: writes the
+// tag of the header and the `size` bytes of `body` into the header, and
+// copies the body to `out` unless it is null or `body` itself.
 bool SealWire(const PeerKey& key, WireHeader* h, size_t header_size, const void* body, size_t size,
               void* out);
-// Opens one: false if the tag does not authenticate the header and body.
+// Opens one: false if the tag does not authenticate the header and body;
+// else the body is copied to `out` (unless null or `body` itself).
 bool OpenWire(const PeerKey& key, const void* header, size_t header_size, uint64_t seq,
               const void* body, size_t size, void* out);
 

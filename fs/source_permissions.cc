@@ -1,0 +1,66 @@
+#include "fs/source_permissions.h"
+
+#include <cerrno>
+#include <functional>
+
+#include "tiering/log.h"
+
+namespace tierfs {
+
+SourcePermissions::SourcePermissions(Backend* backend, const Namespace* ns,
+                                     std::chrono::milliseconds ttl)
+    : backend_(backend), ns_(ns), ttl_(ttl) {}
+
+size_t SourcePermissions::KeyHash::operator()(const Key& k) const {
+  uint64_t h = (uint64_t{k.uid} << 32) ^ k.gid;
+  h = h * 0x9E3779B97F4A7C15ULL ^ (uint64_t{k.node} << 4) ^ static_cast<uint64_t>(k.mask);
+  return std::hash<uint64_t>()(h * 0xC2B2AE3D27D4EB4FULL);
+}
+
+int SourcePermissions::Check(const AccessCaller& who, NodeId id, int mask) {
+  checks_.fetch_add(1, std::memory_order_relaxed);
+  const Key key{who.uid, who.gid, id, mask};
+  const auto now = std::chrono::steady_clock::now();
+  {
+    std::lock_guard lock(mu_);
+    auto it = cache_.find(key);
+    if (it != cache_.end() && (ttl_.count() == 0 || now - it->second.at < ttl_)) {
+      if (it->second.result != 0) denied_.fetch_add(1, std::memory_order_relaxed);
+      return it->second.result;
+    }
+  }
+  asked_.fetch_add(1, std::memory_order_relaxed);
+  int r = backend_->access_as(ns_->Path(id), who, mask);
+  if (r == -ENOSYS) return 0;  // cannot ask as another user: the kernel's check stands
+  if (r != 0 && r != -EACCES && r != -EPERM) {
+    TIERFS_LOG(kWarning, "permission of uid {} on '{}' could not be asked of SOURCE: {}", who.uid,
+               ns_->Path(id), r);
+    r = -EACCES;  // unknown is no
+  }
+  if (r == -EPERM) r = -EACCES;
+  if (r != 0) denied_.fetch_add(1, std::memory_order_relaxed);
+  std::lock_guard lock(mu_);
+  if (cache_.size() >= kMaxEntries) cache_.clear();
+  cache_[key] = Answer{r, now};
+  return r;
+}
+
+void SourcePermissions::Revalidate() {
+  revalidations_.fetch_add(1, std::memory_order_relaxed);
+  std::lock_guard lock(mu_);
+  cache_.clear();
+}
+
+void SourcePermissions::VisitCounters(CounterVisitor& v) const {
+  auto load = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
+  v.BeginGroup("permissions");
+  v.Text("decided_by", "source");
+  v.Gauge("ttl_seconds", static_cast<double>(ttl_.count()) / 1000.0);
+  v.Counter("checks", load(checks_));
+  v.Counter("asked_source", load(asked_));
+  v.Counter("denied", load(denied_));
+  v.Counter("revalidations", load(revalidations_));
+  v.EndGroup();
+}
+
+}  // namespace tierfs

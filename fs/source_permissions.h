@@ -1,0 +1,67 @@
+// SourcePermissions: whether a caller may open a file of the mount, as
+// SOURCE decides it for that caller. A root daemon with allow_other serves
+// every user of the node; the kernel's check (default_permissions) sees only
+// the mode bits of the snapshot, not ACLs (POSIX or NFSv4) nor a chmod made
+// since the scan. So each open of a file or directory is also asked of
+// SOURCE, as the caller (Backend::access_as: the path walked and the file
+// checked with the caller's file-system ids), and the answer is kept per
+// caller and file: until Revalidate() (written to .tierfs/revalidate), or
+// for `ttl` if one is set. A chmod or ACL change on SOURCE thus takes effect
+// for a caller at the first open after its answer expires.
+//
+// Thread-safe; the cache is bounded (kMaxEntries, forgotten wholesale when
+// full: the next opens ask SOURCE again).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <unordered_map>
+
+#include "tiering/backend.h"
+#include "tiering/counter_visitor.h"
+#include "tiering/namespace.h"
+
+namespace tierfs {
+
+class SourcePermissions {
+ public:
+  static constexpr size_t kMaxEntries = 1 << 16;
+  // `ttl` 0: answers are kept until Revalidate.
+  SourcePermissions(Backend* backend, const Namespace* ns, std::chrono::milliseconds ttl);
+
+  // 0 if `who` may do `mask` on node `id`, else -EACCES (or SOURCE's
+  // -errno). Asks SOURCE unless a kept answer says.
+  int Check(const AccessCaller& who, NodeId id, int mask);
+  // Forgets every answer: the next open of each caller asks SOURCE.
+  void Revalidate();
+
+  // The "permissions" group: checks, asked of SOURCE, denied.
+  void VisitCounters(CounterVisitor& v) const;
+
+ private:
+  struct Key {
+    uid_t uid;
+    gid_t gid;
+    NodeId node;
+    int mask;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const;
+  };
+  struct Answer {
+    int result;
+    std::chrono::steady_clock::time_point at;
+  };
+
+  Backend* const backend_;
+  const Namespace* const ns_;
+  const std::chrono::milliseconds ttl_;
+  std::mutex mu_;  // guards cache_. A leaf lock: SOURCE is asked outside it.
+  std::unordered_map<Key, Answer, KeyHash> cache_;
+  std::atomic<uint64_t> checks_{0}, asked_{0}, denied_{0}, revalidations_{0};
+};
+
+}  // namespace tierfs
