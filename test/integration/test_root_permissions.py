@@ -1,0 +1,197 @@
+"""A root daemon with allow_other serves every user of the node as SOURCE
+would serve each (permissions=source, its default there), played with a
+second and a third user:
+- an ACL entry that refuses one user a file of mode 0644 refuses it through
+  the mount too, while the third user reads it;
+- a chmod 600 on SOURCE is honoured once the answers are revalidated
+  (.tierfs/revalidate), and within perm_ttl when that is set;
+- a directory's ACL refuses a listing as on SOURCE;
+- control_owner= lets the job's user steer the root daemon (write
+  .tierfs/order) and nobody else;
+- a daemon run as a user is not dumpable: that user's other processes cannot
+  read its memory (its /proc entries are root's).
+
+Skipped unless root with useradd, setpriv and setfacl."""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+import harness
+
+BOB = CAROL = None  # (uid, gid)
+
+# Run as a user: each argument "OP:PATH"; prints "ok" or the errno's name per line.
+PROBE = r"""
+import errno, os, sys
+for arg in sys.argv[1:]:
+    op, path = arg.split(":", 1)
+    try:
+        if op == "read":
+            with open(path, "rb") as f:
+                f.read()
+        elif op == "list":
+            os.listdir(path)
+        elif op == "order":
+            with open(path, "a") as f:
+                f.write("f0\n")
+        print("ok")
+    except OSError as e:
+        print(errno.errorcode.get(e.errno, str(e.errno)))
+"""
+
+
+def probe(user, *ops):
+    r = harness.as_user(user, sys.executable, "-c", PROBE, *[f"{op}:{p}" for op, p in ops])
+    if r.returncode != 0:
+        raise AssertionError(f"the probe failed: {r.stderr.decode(errors='replace')}")
+    return r.stdout.decode().split()
+
+
+def setUpModule():
+    global BOB, CAROL
+    if shutil.which("setfacl") is None:
+        return
+    BOB = harness.unprivileged_user()
+    CAROL = harness.unprivileged_user("tierfs-t-third")
+
+
+def tearDownModule():
+    harness.remove_made_users()
+
+
+class RootMount(unittest.TestCase):
+    def setUp(self):
+        if BOB is None or CAROL is None:
+            self.skipTest("needs root, useradd, setpriv and setfacl (Debian package acl)")
+        self.base = tempfile.mkdtemp(prefix="tierfs-perm-")
+        os.chmod(self.base, 0o755)
+        self.src = os.path.join(self.base, "src")
+        self.mnt = os.path.join(self.base, "mnt")
+        for d in (self.src, self.mnt):
+            os.mkdir(d, 0o755)
+        for name in ("f0", "f1", "dir/f2"):
+            path = os.path.join(self.src, name)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "wb") as f:
+                f.write(os.urandom(8192))
+            os.chmod(path, 0o644)
+        self.mounts = []
+
+    def tearDown(self):
+        for m in self.mounts:
+            m.close()
+        for mnt in sorted(harness.mounts_below(self.base), reverse=True):
+            harness.force_unmount(mnt)
+        shutil.rmtree(self.base, ignore_errors=True)
+
+    def mount(self, *options):
+        m = harness.Mount(self.src, self.mnt, ["allow_other", "ram=16M", *options])
+        self.mounts.append(m)
+        return m
+
+    def acl(self, *args):
+        subprocess.run(["setfacl", *args], check=True, timeout=10)
+
+    def test_an_acl_that_refuses_a_user_refuses_it_through_the_mount(self):
+        self.acl("-m", f"u:{BOB[0]}:---", os.path.join(self.src, "f0"))
+        src_f0, mnt_f0 = os.path.join(self.src, "f0"), os.path.join(self.mnt, "f0")
+        self.assertEqual(probe(BOB, ("read", src_f0)), ["EACCES"], "SOURCE refuses bob")
+        self.assertEqual(probe(CAROL, ("read", src_f0)), ["ok"])
+        m = self.mount()
+        with open(mnt_f0, "rb") as f:  # root reads it: now in the page cache and the tier
+            f.read()
+        self.assertEqual(probe(BOB, ("read", mnt_f0), ("read", os.path.join(self.mnt, "f1"))),
+                         ["EACCES", "ok"])
+        self.assertEqual(probe(CAROL, ("read", mnt_f0)), ["ok"])
+        perms = m.stats()["permissions"]
+        self.assertEqual(perms["decided_by"], "source")
+        self.assertGreaterEqual(perms["denied"], 1)
+        # A directory bob may not read is not listed for him either.
+        self.acl("-m", f"u:{BOB[0]}:--x", os.path.join(self.src, "dir"))
+        os.listdir(os.path.join(self.mnt, "dir"))
+        self.assertEqual(probe(BOB, ("list", os.path.join(self.src, "dir")),
+                               ("list", os.path.join(self.mnt, "dir"))), ["EACCES", "EACCES"])
+        self.assertEqual(probe(CAROL, ("list", os.path.join(self.mnt, "dir"))), ["ok"])
+
+    def test_a_chmod_is_honoured_after_revalidation(self):
+        m = self.mount()
+        mnt_f1 = os.path.join(self.mnt, "f1")
+        self.assertEqual(probe(BOB, ("read", mnt_f1)), ["ok"])
+        os.chmod(os.path.join(self.src, "f1"), 0o600)
+        # Kept until revalidated (the default): the answer bob had stands.
+        self.assertEqual(probe(BOB, ("read", mnt_f1)), ["ok"])
+        with open(os.path.join(self.mnt, ".tierfs", "revalidate"), "w") as f:
+            f.write("1\n")
+        self.assertEqual(probe(BOB, ("read", mnt_f1)), ["EACCES"])
+        self.assertEqual(m.stats()["permissions"]["revalidations"], 1)
+
+    def test_a_chmod_is_honoured_within_perm_ttl(self):
+        self.mount("perm_ttl=1")
+        mnt_f1 = os.path.join(self.mnt, "f1")
+        self.assertEqual(probe(BOB, ("read", mnt_f1)), ["ok"])
+        os.chmod(os.path.join(self.src, "f1"), 0o600)
+        time.sleep(1.5)
+        self.assertEqual(probe(BOB, ("read", mnt_f1)), ["EACCES"])
+        os.chmod(os.path.join(self.src, "f1"), 0o644)
+        time.sleep(1.5)
+        self.assertEqual(probe(BOB, ("read", mnt_f1)), ["ok"])
+
+    def test_the_job_user_steers_a_root_daemon_and_nobody_else(self):
+        self.mount(f"control_owner={BOB[0]}:{BOB[1]}")
+        order = os.path.join(self.mnt, ".tierfs", "order")
+        self.assertEqual(probe(BOB, ("order", order)), ["ok"])
+        self.assertEqual(probe(CAROL, ("order", order)), ["EACCES"])
+        self.assertEqual(harness.mount_stats(self.mnt)["prefetch"]["order"]["valid_lines"], 1)
+
+
+class UserDaemon(unittest.TestCase):
+    def setUp(self):
+        if BOB is None:
+            self.skipTest("needs root, useradd and setpriv")
+        self.base = tempfile.mkdtemp(prefix="tierfs-dump-")
+        os.chmod(self.base, 0o755)
+        self.src = os.path.join(self.base, "src")
+        self.mnt = os.path.join(self.base, "mnt")
+        os.mkdir(self.src, 0o755)
+        os.mkdir(self.mnt, 0o755)
+        os.chown(self.mnt, BOB[0], BOB[1])
+        harness.make_files(self.src, 2, 4096)
+
+    def tearDown(self):
+        harness.force_unmount(self.mnt)
+        shutil.rmtree(self.base, ignore_errors=True)
+
+    def test_a_daemon_run_as_a_user_is_not_dumpable(self):
+        # A user's daemon needs /dev/fuse (0666 on Debian; some containers
+        # make it root's only: opened up for this test, and restored).
+        mode = os.stat("/dev/fuse").st_mode & 0o777
+        if mode & 0o006 != 0o006:
+            os.chmod("/dev/fuse", 0o666)
+            self.addCleanup(os.chmod, "/dev/fuse", mode)
+        proc = subprocess.Popen(harness.user_command(BOB, harness.tierfs_bin(), self.src, self.mnt,
+                                                     "-f", "-o", "ram=8M"),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            harness.wait_for(lambda: harness.is_mounted(self.mnt) or proc.poll() is not None,
+                             what="bob's mount")
+            self.assertIsNone(proc.poll(), "bob's daemon exited")
+            # Non-dumpable: its /proc entries belong to root, so bob's other
+            # processes can neither ptrace it nor read its memory.
+            self.assertEqual(os.stat(f"/proc/{proc.pid}/mem").st_uid, 0)
+            r = harness.as_user(BOB, sys.executable, "-c",
+                                f"open('/proc/{proc.pid}/mem', 'rb')")
+            self.assertNotEqual(r.returncode, 0, "bob opened his daemon's memory")
+        finally:
+            harness.as_user(BOB, "fusermount3", "-u", self.mnt)
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+if __name__ == "__main__":
+    harness.main()
