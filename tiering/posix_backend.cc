@@ -211,11 +211,12 @@ class PosixBackend final : public Backend {
   // SOURCE's file system decides as it would for the caller: every
   // directory's search permission below the root, then faccessat2 with
   // AT_EACCESS on the file itself (mode bits, ACLs of any kind). Only a
-  // root daemon can; the ids are restored before returning.
+  // root daemon with CAP_SETUID and CAP_SETGID can (else -ENOSYS); the ids
+  // are restored before returning.
   int access_as(const std::string& rel, const AccessCaller& who, int mask) override {
     if (::geteuid() != 0) return -ENOSYS;
     ThreadIds as(who);
-    if (!as.ok()) return -EPERM;
+    if (!as.ok()) return -ENOSYS;  // root without CAP_SETUID/SETGID (drop_privileges)
     int fd = OpenBeneath(root_fd_, rel, O_PATH);
     if (fd < 0) return fd == -ELOOP ? -EACCES : fd;
     long r = ::syscall(SYS_faccessat2, fd, "", mask, AT_EMPTY_PATH | AT_EACCESS);

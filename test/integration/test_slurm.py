@@ -6,6 +6,7 @@ every directory into a temporary tree. Skipped unless root.
 """
 import errno
 import os
+import shutil
 import signal
 import sys
 
@@ -315,6 +316,38 @@ class SlurmScripts(SlurmFixture):
         self.assertEqual(r.returncode, 1, r.stderr)
         self.assertIn(f"refusing {self.scratch}", r.stderr)
         self.assertFalse(harness.is_mounted(self.mnt))
+        self.assert_nothing_left()
+
+    def test_a_root_daemon_job_cannot_mount_another_users_private_directory(self):
+        # RUN_AS_USER=no: the daemon runs as root with allow_other. The job's
+        # user names a dataset below root's 0700 directory: refused, as its
+        # user cannot reach it, though root could.
+        uid, gid = self.user_or_skip()
+        self.write_config(RUN_AS_USER="no")
+        private = os.path.join(self.root, "private")
+        os.mkdir(private, 0o700)
+        dataset = os.path.join(private, "dataset")
+        shutil.copytree(self.dataset, dataset)
+        r = self.prolog(TIERFS_DATASET=dataset, SLURM_JOB_USER=harness.OTHER_USER,
+                        SLURM_JOB_UID=str(uid), SLURM_JOB_GID=str(gid))
+        self.assertEqual(r.returncode, 0, r.stderr)  # the job is cancelled, the node is fine
+        self.assertIn(f"dataset '{dataset}' cannot be reached by uid {uid}", r.stderr)
+        with open(self.cancelled) as f:
+            self.assertEqual(f.read().split(), [JOB])
+        self.assert_nothing_left()
+        # The same job on a dataset its user can read is mounted by root, and
+        # the job's user steers it.
+        os.remove(self.cancelled) if os.path.exists(self.cancelled) else None
+        r = self.prolog(SLURM_JOB_USER=harness.OTHER_USER, SLURM_JOB_UID=str(uid),
+                        SLURM_JOB_GID=str(gid))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("uid 0", r.stderr)
+        self.assertIn(f"control_owner={uid}:{gid}", r.stderr)
+        order = os.path.join(self.mnt, ".tierfs", "order")
+        rel = next(iter(self.files))
+        r = harness.as_user((uid, gid), "sh", "-c", f"echo {rel} >> {order}")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(self.epilog().returncode, 0)
         self.assert_nothing_left()
 
     def test_a_job_of_an_ordinary_user_gets_a_tier_its_daemon_accepts(self):
