@@ -8,9 +8,11 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <thread>
 
 #include "tiering/log.h"
@@ -20,7 +22,14 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// INDEX.lock: held by the node that builds INDEX. Removed by the destructor.
+// A builder touches its lock every kLockBeat; a lock not touched for
+// kLockStale (its builder died, on any node), or dated in the future, is
+// not waited for.
+constexpr std::chrono::seconds kLockBeat(5);
+constexpr double kLockStale = 30;
+
+// INDEX.lock: held by the node that builds INDEX, touched every kLockBeat
+// while held. Removed by the destructor.
 class BuildLock {
  public:
   // Tries to create the lock; false if another builder holds it (or it
@@ -37,17 +46,32 @@ class BuildLock {
     ::gethostname(host, sizeof(host) - 1);
     std::string who = fmt::format("{} {}\n", host, ::getpid());
     (void)!::write(fd, who.data(), who.size());
-    ::close(fd);
     held_ = true;
+    beat_ = std::thread([this, fd] {
+      std::unique_lock lock(mu_);
+      while (!cv_.wait_for(lock, kLockBeat, [this] { return done_; })) ::futimens(fd, nullptr);
+      ::close(fd);
+    });
     return true;
   }
   ~BuildLock() {
-    if (held_) ::unlink(path_.c_str());
+    if (!held_) return;
+    {
+      std::lock_guard lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    beat_.join();
+    ::unlink(path_.c_str());
   }
 
  private:
   std::string path_;
   bool held_ = false;
+  std::thread beat_;
+  std::mutex mu_;  // guards done_. A leaf lock.
+  std::condition_variable cv_;
+  bool done_ = false;
 };
 
 // Whether `path` exists (without following a final symlink); its age in s.
@@ -56,6 +80,22 @@ bool Exists(const std::string& path, double* age_s) {
   if (::lstat(path.c_str(), &st) != 0) return false;
   *age_s = static_cast<double>(::time(nullptr) - st.st_mtime);
   return true;
+}
+
+// Why lock `path` is not one to wait for ("" if it is): another user's (a
+// name in a shared directory can be taken first by anyone), not a regular
+// file, dated in the future, or not touched for kLockStale.
+std::string UnworthyLock(const std::string& path) {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0) return "";
+  if (st.st_uid != ::geteuid()) {
+    return fmt::format("it belongs to uid {}, not to this daemon's user (planted?)", st.st_uid);
+  }
+  if (!S_ISREG(st.st_mode)) return "it is not a regular file";
+  double age = static_cast<double>(::time(nullptr) - st.st_mtime);
+  if (age < -60) return fmt::format("it is dated {:.0f} s in the future", -age);
+  if (age > kLockStale) return fmt::format("its builder stopped touching it {:.0f} s ago", age);
+  return "";
 }
 
 // Whether lock file `path` was left by a builder on this host that is gone
@@ -202,6 +242,15 @@ std::unique_ptr<Namespace> OpenNamespace(Backend* backend, const SourceIdentity&
                    options.wait_s);
         while (Exists(options.index + ".lock", &age) && age < options.wait_s &&
                Since(start) < options.wait_s) {
+          if (std::string why = UnworthyLock(options.index + ".lock"); !why.empty()) {
+            report->notes.push_back(
+                fmt::format("index '{}': its lock is not waited for: {}", options.index, why));
+            if (why.find("uid") == std::string::npos) {  // ours: break it and build here
+              ::unlink((options.index + ".lock").c_str());
+              lock.TryAcquire(options.index, &lock_error);
+            }
+            break;
+          }
           if (LockOfDeadProcess(options.index + ".lock")) {
             report->notes.push_back(fmt::format(
                 "index '{}': its builder on this host died; removing its lock", options.index));
@@ -211,7 +260,7 @@ std::unique_ptr<Namespace> OpenNamespace(Backend* backend, const SourceIdentity&
           }
           std::this_thread::sleep_for(std::chrono::milliseconds(100));
         }
-        if (Exists(options.index + ".lock", &age)) {
+        if (Exists(options.index + ".lock", &age) && UnworthyLock(options.index + ".lock").empty()) {
           report->notes.push_back(fmt::format(
               "index '{}' still locked after {:.0f} s (lock {:.0f} s old): scanning here",
               options.index, Since(start), age));

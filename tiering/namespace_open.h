@@ -10,8 +10,11 @@
 // Shared index (one file for a job's nodes, on a shared file system): the
 // node that must build it first creates INDEX.lock (O_EXCL); the others wait
 // for the lock to go (at most `wait_s`, then they scan themselves) and load
-// the index. A lock of a dead builder on this host is taken at once; one
-// older than `wait_s` is stale and removed.
+// the index. The builder touches its lock every 5 s. A lock of a dead
+// builder on this host, one not touched for 30 s (a builder that died on
+// another node) or dated in the future is broken and taken at once; one
+// that belongs to another user (planted in a shared directory) is not
+// waited for; one older than `wait_s` is stale and removed.
 #pragma once
 
 #include <cstdint>

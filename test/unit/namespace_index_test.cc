@@ -468,6 +468,33 @@ TEST_CASE("A build lock left by a dead process on this host is not waited for",
   CHECK(::access((f.index + ".lock").c_str(), F_OK) != 0);  // ours, taken and removed
 }
 
+TEST_CASE("A build lock another user planted is not waited for", "[namespace_index]") {
+  Fixture f;
+  REQUIRE(::close(::open((f.index + ".lock").c_str(), O_CREAT | O_WRONLY, 0600)) == 0);
+  if (::geteuid() != 0) {
+    WARN("skipped: needs root to give the lock to another user");
+    return;
+  }
+  REQUIRE(::chown((f.index + ".lock").c_str(), 65534, 65534) == 0);
+  OpenPastLock(f, 600, "belongs to uid 65534");
+  CHECK(::access((f.index + ".lock").c_str(), F_OK) == 0);  // not ours to remove
+}
+
+TEST_CASE("A build lock dated in the future or not touched for 30 s is broken at once",
+          "[namespace_index]") {
+  for (long shift : {3600L, -90L}) {
+    INFO("mtime shifted by " << shift << " s");
+    Fixture f;
+    std::ofstream(f.index + ".lock") << "another-node 4242\n";
+    timespec times[2] = {{::time(nullptr) + shift, 0}, {::time(nullptr) + shift, 0}};
+    REQUIRE(::utimensat(AT_FDCWD, (f.index + ".lock").c_str(), times, 0) == 0);
+    OpenPastLock(f, 600, shift > 0 ? "in the future" : "stopped touching it");
+    CHECK(::access((f.index + ".lock").c_str(), F_OK) != 0);  // broken, taken, removed
+    std::string error;
+    CHECK(LoadIndex(f.index, &f.id, &error) != nullptr);  // and the index built here
+  }
+}
+
 TEST_CASE("CheckPrivateDirectory refuses directories others can write", "[namespace_index]") {
   TempTree t;
   t.Mkdir("mine");
