@@ -41,7 +41,7 @@ ssize_t ReadPath::ReadRange(NodeId id, uint64_t off, size_t size, char* scratch,
   *out = {};
   if (off >= file_size || size == 0) return 0;
   size = static_cast<size_t>(std::min<uint64_t>(size, file_size - off));
-  if (store_ == nullptr) {
+  if (store_ == nullptr || !store_->catalog().tiered(id)) {  // no tiers, or too large for them
     *hit = false;
     return ReadSource(ChunkKey{id, 0}, off, size, scratch, out);
   }

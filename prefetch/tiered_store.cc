@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <sys/stat.h>
 
+#include <algorithm>
+
 #include "tiering/log.h"
 
 namespace tierfs {
@@ -55,7 +57,12 @@ std::unique_ptr<TieredStore> TieredStore::Open(const TieringConfig& config, cons
   }
   std::vector<std::unique_ptr<Tier>> tiers = OpenTiers(config, source_dev, error);
   if (tiers.empty()) return nullptr;
-  auto catalog = std::make_unique<Catalog>(*ns, config.chunk_size);
+  // A file larger than every tier cannot be held: it is read from SOURCE
+  // and gets no per-chunk state.
+  uint64_t largest = 0;
+  for (const auto& t : tiers) largest = std::max(largest, t->budget());
+  auto catalog = std::make_unique<Catalog>(*ns, config.chunk_size,
+                                           largest / config.chunk_size + 1);
   auto policy = NewEvictionPolicy(config.policy, static_cast<int>(tiers.size()), catalog.get());
   if (!policy) {
     *error = fmt::format("unknown policy '{}'", config.policy);

@@ -1,14 +1,23 @@
 #include "tiering/catalog.h"
 
+#include <algorithm>
+
 namespace tierfs {
 
-Catalog::Catalog(const Namespace& ns, uint64_t chunk_size)
+Catalog::Catalog(const Namespace& ns, uint64_t chunk_size, uint64_t max_file_chunks)
     : ns_(ns), chunk_size_(chunk_size), first_(ns.size() + 1), stripes_(new Stripe[kStripes]) {
+  max_file_chunks = std::min<uint64_t>(max_file_chunks, UINT32_MAX);
   uint64_t total = 0;
   for (NodeId id = 0; id < ns.size(); ++id) {
     first_[id] = total;
     const Node& n = ns.node(id);
-    if (S_ISREG(n.mode)) total += (n.size + chunk_size - 1) / chunk_size;
+    if (!S_ISREG(n.mode)) continue;
+    const uint64_t chunks = n.size / chunk_size + (n.size % chunk_size != 0);
+    if (chunks > max_file_chunks) {
+      ++untiered_files_;
+    } else {
+      total += chunks;
+    }
   }
   first_[ns.size()] = total;
   states_.reset(new std::atomic<uint8_t>[total]);

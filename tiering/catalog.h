@@ -28,12 +28,21 @@ class Catalog {
   static constexpr uint8_t kResidentBase = 2;  // resident in tier (state - kResidentBase)
   static constexpr int kMaxTiers = 250;
 
-  // Every regular file of `ns` is split into chunks of `chunk_size` bytes.
-  Catalog(const Namespace& ns, uint64_t chunk_size);
+  // Every regular file of `ns` is split into chunks of `chunk_size` bytes,
+  // but a file of more than `max_file_chunks` chunks (larger than any tier
+  // can hold) gets none: it is not tiered, costs no per-chunk state, and
+  // is read from SOURCE. The state is a byte per chunk of the tiered files,
+  // so a file claiming an EiB (sparse, or a FUSE SOURCE's word) costs
+  // nothing here.
+  Catalog(const Namespace& ns, uint64_t chunk_size, uint64_t max_file_chunks = UINT32_MAX);
 
   uint64_t chunk_size() const { return chunk_size_; }
   uint32_t chunks(NodeId id) const { return static_cast<uint32_t>(first_[id + 1] - first_[id]); }
   uint64_t total_chunks() const { return first_.back(); }
+  // Whether regular file `id` is tiered (has chunks, or is empty).
+  bool tiered(NodeId id) const { return chunks(id) > 0 || ns_.node(id).size == 0; }
+  // Regular files too large to tier.
+  uint64_t untiered_files() const { return untiered_files_; }
   // Bytes in chunk `c` of node `id`.
   uint64_t length(NodeId id, uint32_t c) const;
 
@@ -65,6 +74,7 @@ class Catalog {
 
   const Namespace& ns_;
   const uint64_t chunk_size_;
+  uint64_t untiered_files_ = 0;
   std::vector<uint64_t> first_;  // first_[id]: index of node id's first chunk; size ns.size()+1
   std::unique_ptr<std::atomic<uint8_t>[]> states_;
 

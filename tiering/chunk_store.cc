@@ -317,6 +317,8 @@ void ChunkStore::VisitTiers(CounterVisitor& v) const {
 
 void ChunkStore::VisitPromotions(CounterVisitor& v) const {
   auto load = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
+  // Files larger than any tier: read from SOURCE, never promoted.
+  v.Gauge("untiered_files", static_cast<double>(catalog_->untiered_files()));
   v.Counter("done", load(counters_.done));
   v.Counter("failed", load(counters_.failed));
   v.Counter("no_room", load(counters_.no_room));
