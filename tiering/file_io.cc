@@ -91,6 +91,14 @@ class PosixFileIo final : public FileIo {
     return Retrying([&] { return ::access(path.c_str(), mode); });
   }
 
+  int sync_dir(const std::string& dir) override {
+    int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return PosixError();
+    int err = Retrying([&] { return ::fsync(fd); });
+    ::close(fd);
+    return err;
+  }
+
   int list(const std::string& dir, std::vector<std::string>* names) override {
     DIR* d = ::opendir(dir.c_str());
     if (d == nullptr) return PosixError();

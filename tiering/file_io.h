@@ -66,6 +66,9 @@ class FileIo {
   virtual int stat(const std::string& path, struct stat* st) = 0;
   // access(2) with R_OK/W_OK/X_OK bits.
   virtual int access(const std::string& path, int mode) = 0;
+  // fsync(2) of directory `dir`: the names made, renamed or removed in it
+  // are durable once it returns.
+  virtual int sync_dir(const std::string& dir) = 0;
   // Creates `path` if missing and locks it exclusively without waiting
   // (flock): -EWOULDBLOCK when another process (or another FileLock) holds it.
   virtual int lock(const std::string& path, std::unique_ptr<FileLock>* out) = 0;
@@ -93,6 +96,7 @@ class FileIoWrapper : public FileIo {
   }
   int stat(const std::string& path, struct stat* st) override { return target_->stat(path, st); }
   int access(const std::string& path, int mode) override { return target_->access(path, mode); }
+  int sync_dir(const std::string& dir) override { return target_->sync_dir(dir); }
   int lock(const std::string& path, std::unique_ptr<FileLock>* out) override {
     return target_->lock(path, out);
   }

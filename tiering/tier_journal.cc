@@ -134,6 +134,12 @@ int TierJournal::WriteFresh(const std::string& source,
     io_->unlink(tmp);
     return err;
   }
+  // The new name durable too: a power cut must not bring the old journal back.
+  const size_t slash = path_.rfind('/');
+  if (int synced = io_->sync_dir(slash == std::string::npos ? "." : path_.substr(0, slash));
+      synced < 0) {
+    return synced;
+  }
   return io_->open(path_, O_WRONLY | O_APPEND, 0, appender);
 }
 
@@ -174,5 +180,11 @@ int TierJournal::AppendPublish(uint64_t seq, const ChunkOrigin& origin) {
 }
 
 int TierJournal::AppendRemove(uint64_t seq) { return AppendLine(fmt::format("R {}\n", seq)); }
+
+int TierJournal::Sync() {
+  std::shared_lock lock(file_mu_);
+  if (!file_) return -EBADF;
+  return file_->fdatasync();
+}
 
 }  // namespace tierfs

@@ -51,6 +51,8 @@ class TierJournal {
   // Thread-safe: appenders do not wait for each other.
   int AppendPublish(uint64_t seq, const ChunkOrigin& origin);
   int AppendRemove(uint64_t seq);
+  // Makes the records appended so far durable (fdatasync). 0 or -errno.
+  int Sync();
 
   const std::string& path() const { return path_; }
 
