@@ -132,6 +132,10 @@ int RunMount(const MountConfig& config) {
   std::shared_ptr<Backend> posix = NewPosixBackend(source, &err);
   if (!posix) return fail(fmt::format("SOURCE '{}': {}", source, std::strerror(-err)));
   CountingBackend backend(posix);
+  if (!posix->stable_inodes()) {
+    TIERFS_LOG(kInfo, "SOURCE is a FUSE file system: its inode numbers may change, so files are "
+                      "identified by size, mtime and ctime only");
+  }
 
   NotifyStatus(fmt::format("scanning {}", source));
   struct stat source_st {};

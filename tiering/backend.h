@@ -73,6 +73,11 @@ class Backend {
   // down. 0, -EACCES, another -errno, or -ENOSYS where the backend cannot
   // ask as another user (the default; a daemon that is not root).
   virtual int access_as(const std::string& rel, const AccessCaller& who, int mask);
+  // Whether SOURCE keeps a file's inode number for as long as the file
+  // lives. Not on FUSE file systems (sshfs, rclone, s3fs, gcsfuse: node ids
+  // renumbered when the kernel forgets an inode): there a file is known by
+  // its size, mtime and ctime only.
+  virtual bool stable_inodes() const { return true; }
 };
 
 // A backend over a local (or PFS-mounted) directory. Returns nullptr and sets
@@ -97,6 +102,7 @@ class BackendWrapper : public Backend {
   int access_as(const std::string& rel, const AccessCaller& who, int mask) override {
     return target_->access_as(rel, who, mask);
   }
+  bool stable_inodes() const override { return target_->stable_inodes(); }
 
  protected:
   Backend* target() const { return target_.get(); }

@@ -47,8 +47,10 @@ bool Kept(const struct stat& st) {
   return S_ISREG(st.st_mode) || S_ISDIR(st.st_mode) || S_ISLNK(st.st_mode);
 }
 
-// A node's attributes from lstat (tree fields left for the builder).
-Node NodeOf(const struct stat& st) {
+// A node's attributes from lstat (tree fields left for the builder). With
+// unstable inode numbers (Backend::stable_inodes) the inode is left 0:
+// unknown, never compared.
+Node NodeOf(const struct stat& st, bool stable_inodes) {
   Node n;
   n.size = static_cast<uint64_t>(st.st_size);
   n.blocks = static_cast<uint64_t>(st.st_blocks);
@@ -59,7 +61,7 @@ Node NodeOf(const struct stat& st) {
   n.uid = st.st_uid;
   n.gid = st.st_gid;
   n.nlink = static_cast<uint32_t>(st.st_nlink);
-  n.ino = static_cast<uint64_t>(st.st_ino);
+  n.ino = stable_inodes ? static_cast<uint64_t>(st.st_ino) : 0;
   return n;
 }
 
@@ -191,7 +193,8 @@ class ParallelScanner {
       struct stat st;
       report_->stats++;
       if (backend_->stat(job.path, &st) < 0 || !S_ISDIR(st.st_mode)) return false;
-      Node fresh = NodeOf(st);  // its attributes; the tree fields stay the parent's
+      // Its attributes; the tree fields stay the parent's.
+      Node fresh = NodeOf(st, backend_->stable_inodes());
       fresh.name_off = job.self->name_off;
       fresh.name_len = job.self->name_len;
       fresh.first_child = job.self->first_child;
@@ -312,7 +315,7 @@ class ParallelScanner {
         report_->readlinks++;
         if (backend_->readlink(Child(job.path, l.names[i]), &target) < 0) target.clear();
       }
-      AddEntry(dir, NodeOf(l.st[i]), l.names[i], target);
+      AddEntry(dir, NodeOf(l.st[i], backend_->stable_inodes()), l.names[i], target);
     }
     for (size_t i = 0; i < dir->nodes.size(); ++i) {
       if (!S_ISDIR(dir->nodes[i].mode)) continue;
@@ -485,7 +488,7 @@ std::unique_ptr<Namespace> ScanNamespace(Backend* backend, const ScanOptions& op
     *error = std::string("cannot scan SOURCE: ") + std::strerror(-err);
     return nullptr;
   }
-  Node root_node = NodeOf(root_st);
+  Node root_node = NodeOf(root_st, backend->stable_inodes());
   std::unique_ptr<Namespace> ns;
   {
     ScanDir root;

@@ -59,7 +59,7 @@ int OpenFileCache::CheckIdentity(NodeId id, SourceFile* file) {
   const char* what = nullptr;
   if (!S_ISREG(st.st_mode)) {
     what = "is no longer a regular file";
-  } else if (static_cast<uint64_t>(st.st_ino) != n.ino) {
+  } else if (n.ino != 0 && static_cast<uint64_t>(st.st_ino) != n.ino) {  // 0: not stable
     what = "was replaced (another inode)";
   } else if (static_cast<uint64_t>(st.st_size) != n.size) {
     what = "changed size";

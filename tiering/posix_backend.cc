@@ -3,6 +3,7 @@
 #include <grp.h>
 #include <sys/fsuid.h>
 #include <linux/openat2.h>
+#include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -121,7 +122,12 @@ class ListedDir final : public SourceDir {
 
 class PosixBackend final : public Backend {
  public:
-  explicit PosixBackend(int root_fd) : root_fd_(root_fd) {}
+  explicit PosixBackend(int root_fd) : root_fd_(root_fd) {
+    struct statfs fs {};
+    constexpr decltype(fs.f_type) kFuseSuperMagic = 0x65735546;
+    stable_inodes_ = !(::fstatfs(root_fd_, &fs) == 0 && fs.f_type == kFuseSuperMagic);
+  }
+  bool stable_inodes() const override { return stable_inodes_; }
   ~PosixBackend() override { ::close(root_fd_); }
 
   int stat(const std::string& rel, struct stat* st) override {
@@ -272,6 +278,7 @@ class PosixBackend final : public Backend {
   }
 
   const int root_fd_;  // opened once; all paths resolve below it
+  bool stable_inodes_ = true;
 };
 
 }  // namespace

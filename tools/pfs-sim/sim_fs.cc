@@ -83,6 +83,14 @@ fuse_ino_t SimFs::InoOf(const std::string& path) {
   return it->second;
 }
 
+void SimFs::Forget(fuse_ino_t ino) {
+  if (params_.renumber == 0) return;
+  std::lock_guard<std::mutex> lock(inodes_mu_);
+  if (ino == 0 || ino >= paths_.size() || ino == kControlDirIno || ino == kStatsIno) return;
+  auto it = inos_.find(paths_[ino]);
+  if (it != inos_.end() && it->second == ino) inos_.erase(it);  // the next lookup numbers it anew
+}
+
 void SimFs::AfterMeta(std::function<void()> reply) {
   scheduler_->At(meta_pool_.Book(NowNs(), 0), std::move(reply));
 }
@@ -307,8 +315,9 @@ const fuse_lowlevel_ops& SimFs::Ops() {
     o.lookup = [](fuse_req_t r, fuse_ino_t p, const char* n) {
       Guard(r, [&] { Self(r)->Lookup(r, p, n); });
     };
-    o.forget = [](fuse_req_t r, fuse_ino_t, uint64_t) {
+    o.forget = [](fuse_req_t r, fuse_ino_t i, uint64_t) {
       OpCounters::Bump(Self(r)->counters().forgets);
+      Self(r)->Forget(i);
       fuse_reply_none(r);
     };
     o.getattr = [](fuse_req_t r, fuse_ino_t i, fuse_file_info*) {

@@ -70,6 +70,8 @@ class SimFs {
   bool PathOf(fuse_ino_t ino, std::string& path) const;
   // The inode number for `path`, assigned on first sight. Never forgotten.
   fuse_ino_t InoOf(const std::string& path);
+  // The kernel forgot `ino`: with renumber=1 its path gets a new number.
+  void Forget(fuse_ino_t ino);
   std::string SourcePath(const std::string& path) const { return source_root_ + "/" + path; }
 
   // Replies after a metadata round trip.

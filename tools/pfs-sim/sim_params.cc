@@ -82,6 +82,8 @@ const std::vector<ParamSpec>& Specs() {
       {"stall_rate", "fraction of reads that stall (0..1)", Number(&SimParams::stall_rate, 1)},
       {"stall_ms", "extra delay of a stalled read (ms)", Number(&SimParams::stall_ms, 1e6)},
       {"seed", "seed of the fault hashes", Number(&SimParams::seed, 9e15)},
+      {"renumber", "1: a forgotten inode gets a new number at its next lookup (0/1)",
+       Number(&SimParams::renumber, 1)},
       {"threads", "FUSE worker threads of pfs-sim (1..256)", Number(&SimParams::threads, 256)},
   };
   return specs;
@@ -125,10 +127,10 @@ std::string ParamsToJson(const SimParams& p) {
       "{{\"meta_ms\": {}, \"meta_parallel\": {}, \"read_ms\": {}, \"stream_mbps\": {}, "
       "\"total_mbps\": {}, \"parallel\": {}, \"max_request\": {}, \"entry_timeout\": {}, "
       "\"attr_timeout\": {}, \"fail_rate\": {}, \"fail_files\": [{}], \"stall_rate\": {}, "
-      "\"stall_ms\": {}, \"seed\": {}, \"threads\": {}}}",
+      "\"stall_ms\": {}, \"seed\": {}, \"renumber\": {}, \"threads\": {}}}",
       p.meta_ms, p.meta_parallel, p.read_ms, p.stream_mbps, p.total_mbps, p.parallel, p.max_request,
       p.entry_timeout, p.attr_timeout, p.fail_rate, files, p.stall_rate, p.stall_ms, p.seed,
-      p.threads);
+      p.renumber, p.threads);
 }
 
 std::string ParamsHelp() {

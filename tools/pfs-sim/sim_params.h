@@ -38,6 +38,9 @@ struct SimParams {
   double stall_rate = 0.0;
   double stall_ms = 100.0;
   uint64_t seed = 1;
+  // 1: an inode the kernel forgets gets a new number at its next lookup, as
+  // on FUSE file systems without stable inode numbers (sshfs, rclone, s3fs).
+  unsigned renumber = 0;
   // FUSE worker threads of the simulator itself, not a PFS parameter: the
   // handlers never wait for the model (the reply thread does), so a few
   // suffice, and every extra one costs a wake-up per request. Measured: a
