@@ -6,8 +6,10 @@ every directory into a temporary tree. Skipped unless root.
 """
 import errno
 import os
+import re
 import shutil
 import signal
+import subprocess
 import sys
 
 import harness
@@ -348,6 +350,33 @@ class SlurmScripts(SlurmFixture):
         r = harness.as_user((uid, gid), "sh", "-c", f"echo {rel} >> {order}")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(self.epilog().returncode, 0)
+        self.assert_nothing_left()
+
+    def test_the_daemon_runs_in_a_memory_cgroup_the_epilog_empties(self):
+        r = self.prolog()
+        self.assertEqual(r.returncode, 0, r.stderr)
+        pid = self.daemon_pid()
+        with open(f"/proc/{pid}/cgroup") as f:
+            groups = f.read()
+        if f"tierfs/job_{JOB}" not in groups:
+            self.assertIn("cannot make the memory cgroup", r.stderr)
+            self.skipTest("no memory cgroup can be made here")
+        cg = next(c for c in ("/sys/fs/cgroup/tierfs/job_" + JOB,
+                              "/sys/fs/cgroup/memory/tierfs/job_" + JOB) if os.path.isdir(c))
+        limit_file = "memory.max" if os.path.exists(cg + "/memory.max") else "memory.limit_in_bytes"
+        with open(os.path.join(cg, limit_file)) as f:
+            limit = int(f.read())
+        ram = int(re.search(r"ram=(\d+)K", r.stderr).group(1)) * 1024
+        # The RAM tier plus MEM_OVERHEAD_MB (the kernel rounds down to a page).
+        self.assertLess(abs(limit - (ram + 1024 * 1024 * 1024)), 4096)
+        # A process of another name in the daemon's cgroup (a child it
+        # started, or one moved there): the epilog ends it too.
+        other = subprocess.Popen(["bash", "-c", "exec -a not-tierfs sleep 300"])
+        with open(os.path.join(cg, "cgroup.procs"), "w") as f:
+            f.write(str(other.pid))
+        self.assertEqual(self.epilog().returncode, 0)
+        self.assertEqual(other.wait(timeout=10), -signal.SIGKILL, "the other process survived")
+        self.assertFalse(os.path.exists(cg), "the cgroup is still there")
         self.assert_nothing_left()
 
     def test_a_job_of_an_ordinary_user_gets_a_tier_its_daemon_accepts(self):

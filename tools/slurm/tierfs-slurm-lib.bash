@@ -51,6 +51,11 @@ load_config() {
   # range between compute nodes only). MUNGE_SOCKET: munged's socket ('' =
   # libmunge's default). PEER_TIMEOUT: seconds before a silent peer's chunks
   # are read from the PFS.
+  # The daemon runs in a memory cgroup of its own (CGROUP=auto; no: in
+  # slurmd's), limited to its RAM tier plus MEM_OVERHEAD_MB (the namespace,
+  # about 110 bytes per file, buffers, peers).
+  CGROUP=auto
+  MEM_OVERHEAD_MB=1024
   PEERS=auto
   PEER_PORT_BASE=7740
   PEER_PORT_COUNT=256
@@ -301,6 +306,72 @@ daemon_pids() {
   if ((${#found[@]})); then printf '%s\n' "${found[@]}"; fi
 }
 
+# ---- the daemon's cgroup ----
+
+# The job's daemon cgroup, tierfs/job_ID below the memory hierarchy (cgroup
+# v2's root, or v1's memory controller); nothing with CGROUP=no or neither.
+daemon_cgroup() {
+  [[ $CGROUP != no ]] || return 0
+  if [[ -f /sys/fs/cgroup/cgroup.controllers ]]; then
+    printf '%s\n' "/sys/fs/cgroup/tierfs/job_$JOB_ID"
+  elif [[ -d /sys/fs/cgroup/memory ]]; then
+    printf '%s\n' "/sys/fs/cgroup/memory/tierfs/job_$JOB_ID"
+  fi
+}
+
+# Makes the job's daemon cgroup with a memory limit of $1 bytes; sets CG to
+# it, or to '' (logged) if it cannot be made: the daemon then runs in
+# slurmd's cgroup, as without CGROUP.
+make_daemon_cgroup() {
+  CG=$(daemon_cgroup)
+  [[ -n $CG ]] || return 0
+  local parent limit_file
+  parent=$(dirname -- "$CG")
+  if [[ $CG == /sys/fs/cgroup/tierfs/* ]]; then  # v2: the memory controller for the children
+    echo +memory >/sys/fs/cgroup/cgroup.subtree_control 2>/dev/null || true
+    mkdir -p -- "$parent" 2>/dev/null || true
+    echo +memory >"$parent/cgroup.subtree_control" 2>/dev/null || true
+    limit_file=memory.max
+  else
+    limit_file=memory.limit_in_bytes
+  fi
+  if ! mkdir -p -- "$CG" 2>/dev/null || [[ ! -w $CG/$limit_file ]] ||
+    ! echo "$1" >"$CG/$limit_file" 2>/dev/null; then
+    log warning "cannot make the memory cgroup $CG: the daemon runs in slurmd's cgroup"
+    rmdir -- "$CG" 2>/dev/null || true
+    CG=
+  fi
+}
+
+# PIDs in the job's daemon cgroup.
+cgroup_pids() {
+  local cg
+  cg=$(daemon_cgroup)
+  if [[ -n $cg && -r $cg/cgroup.procs ]]; then cat -- "$cg/cgroup.procs" 2>/dev/null || true; fi
+}
+
+# Ends every process left in the job's daemon cgroup (whatever its name:
+# a child the daemon started, a process moved there) and removes it. 1 if
+# one survived SIGKILL.
+end_daemon_cgroup() {
+  local cg pids=()
+  cg=$(daemon_cgroup)
+  [[ -n $cg && -d $cg ]] || return 0
+  mapfile -t pids < <(cgroup_pids)
+  if ((${#pids[@]})); then
+    log warning "ending ${#pids[@]} process(es) left in $cg: ${pids[*]}"
+    if [[ -w $cg/cgroup.kill ]]; then echo 1 >"$cg/cgroup.kill" 2>/dev/null || true; fi
+    kill -KILL "${pids[@]}" 2>/dev/null || true
+    wait_gone 5 "${pids[@]}" || { log err "${pids[*]} survived SIGKILL in $cg"; return 1; }
+  fi
+  local tries
+  for tries in 1 2 3 4 5 6 7 8 9 10; do
+    rmdir -- "$cg" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  log warning "cannot remove the cgroup $cg"
+}
+
 # Waits up to $1 seconds for every PID in the rest of the arguments to exit.
 wait_gone() {
   local deadline=$((SECONDS + $1)) pid alive
@@ -337,7 +408,8 @@ abort_connection() {
 # mount is still there or a daemon survived SIGKILL.
 cleanup_job() {
   local mnt=$1 t=$STEP_TIMEOUT pids=() healthy=0
-  mapfile -t pids < <(daemon_pids "$mnt")
+  # The daemon by its cgroup (any name), and by its arguments (no cgroup).
+  mapfile -t pids < <(cgroup_pids; daemon_pids "$mnt")
   if is_mounted "$mnt"; then
     # A live daemon exits by itself once unmounted; a dead one left ENOTCONN.
     if ! timeout -k 2 "$t" fusermount3 -u "$mnt" 2>/dev/null; then
@@ -364,6 +436,7 @@ cleanup_job() {
       log warning "$mnt was detached lazily"
     fi
   fi
+  end_daemon_cgroup || healthy=1
   remove_tier_data
   if [[ -d $mnt && ($mnt == "$JOB_MOUNT_DIR" || $mnt == "$JOB_MOUNT_DIR"/*) ]]; then rmdir "$mnt" 2>/dev/null || true; fi
   if [[ -d $JOB_MOUNT_DIR ]]; then rmdir "$JOB_MOUNT_DIR" 2>/dev/null || true; fi
