@@ -16,6 +16,7 @@
 #include <fstream>
 #include <thread>
 
+#include "fs/config_checks.h"
 #include "fs/filesystem.h"
 #include "fs/metrics_server.h"
 #include "fs/mount_checks.h"
@@ -109,6 +110,25 @@ int RunMount(const MountConfig& config) {
     std::fprintf(stderr, "tierfs: %s\n", message.c_str());
     return 1;
   };
+  // A bad command line is said before SOURCE is touched (exit 2, at once).
+  auto usage = [](const std::string& message) {
+    std::fprintf(stderr, "tierfs: %s\n", message.c_str());
+    return 2;
+  };
+  ConfigCheck checked = CheckBeforeScan(config);
+  if (!checked.error.empty()) return usage(checked.error);
+  for (const auto& w : checked.warnings) TIERFS_LOG(kWarning, "{}", w);
+  // The metrics port too: bound now, served once mounted.
+  std::unique_ptr<MetricsServer> metrics;
+  const FsContext* metrics_ctx = nullptr;
+  if (!config.metrics.empty()) {
+    std::string error;
+    metrics = MetricsServer::Bind(
+        config.metrics,
+        [&metrics_ctx] { return metrics_ctx ? metrics_ctx->PrometheusText() : std::string(); },
+        &error);
+    if (!metrics) return usage(error);
+  }
   std::string source, mountpoint;
   if (auto err = CheckSource(config.source, &source); !err.empty()) return fail(err);
   // mount.fuse3 -o drop_privileges mounts itself and hands over the FUSE
@@ -202,13 +222,7 @@ int RunMount(const MountConfig& config) {
   ctx.set_readdir_mode(config.readdir == "plain"  ? ReaddirMode::kPlain
                        : config.readdir == "auto" ? ReaddirMode::kAuto
                                                   : ReaddirMode::kPlus);
-  std::unique_ptr<MetricsServer> metrics;
-  if (!config.metrics.empty()) {
-    std::string error;
-    metrics = MetricsServer::Bind(
-        config.metrics, [&ctx] { return ctx.PrometheusText(); }, &error);
-    if (!metrics) return fail(error);
-  }
+  metrics_ctx = &ctx;
 
   std::string opts = FuseOptionString(config, source);
   std::vector<std::string> argv_s = {"tierfs", "-o", opts};

@@ -110,13 +110,13 @@ class MetricsTest(unittest.TestCase):
     def test_bad_metrics_option(self):
         with harness.workdir() as (src, mnt):
             r = harness.run_tierfs(src, mnt, "-o", "metrics=notaport")
-            self.assertEqual(r.returncode, 1)
+            self.assertEqual(r.returncode, 2)
             self.assertIn("not [HOST:]PORT", r.stderr)
             with socket.socket() as busy:
                 busy.bind(("127.0.0.1", 0))
                 busy.listen()
                 r = harness.run_tierfs(src, mnt, "-o", f"metrics={busy.getsockname()[1]}")
-                self.assertEqual(r.returncode, 1)
+                self.assertEqual(r.returncode, 2)
                 self.assertIn("cannot listen", r.stderr)
             self.assertFalse(harness.is_mounted(mnt))
 

@@ -189,7 +189,7 @@ class TierTest(unittest.TestCase):
             self.assertIn(phrase, r.stderr)
             self.assertFalse(harness.is_mounted(self.mnt))
 
-        fails(f"tier={self.tier}/missing:1G", "not an existing directory", 1)
+        fails(f"tier={self.tier}/missing:1G", "No such file or directory", 2)
         fails(f"tier={self.tier}", "PATH:SIZE", 2)
         fails("ram=lots", "not a size", 2)
         fails("policy=random", "first-fit, lru", 2)

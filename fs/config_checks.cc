@@ -1,0 +1,138 @@
+#include "fs/config_checks.h"
+
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+#include "prefetch/prefetcher.h"
+
+namespace tierfs {
+namespace {
+
+// A /proc/meminfo field in bytes; 0 if absent.
+uint64_t MemInfo(const std::string& field) {
+  std::ifstream in("/proc/meminfo");
+  std::string name;
+  uint64_t kib = 0;
+  std::string unit;
+  while (in >> name >> kib) {
+    std::getline(in, unit);
+    if (name == field + ":") return kib * 1024;
+  }
+  return 0;
+}
+
+// "512.0 MiB", "16.0 GiB", "2.0 EiB".
+std::string Human(uint64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024 && u < 6) {
+    v /= 1024;
+    ++u;
+  }
+  return u == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.1f} {}", v, units[u]);
+}
+
+// Why directory tier `path` of `budget` bytes cannot be used ("" if it can);
+// doubts go to *warnings.
+std::string CheckTierDir(const std::string& path, uint64_t budget,
+                         std::vector<std::string>* warnings) {
+  if (path.empty() || path[0] != '/') {
+    return fmt::format("tier '{}' is not an absolute path", path);
+  }
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0) {
+    return fmt::format("tier '{}': {}", path, std::strerror(errno));
+  }
+  if (S_ISLNK(st.st_mode)) return fmt::format("tier '{}' is a symbolic link", path);
+  if (!S_ISDIR(st.st_mode)) return fmt::format("tier '{}' is not a directory", path);
+  if (::access(path.c_str(), W_OK | X_OK) != 0) {
+    return fmt::format("tier '{}' is not writable by uid {}", path, ::geteuid());
+  }
+  struct statvfs fs;
+  if (::statvfs(path.c_str(), &fs) == 0) {
+    const uint64_t total = static_cast<uint64_t>(fs.f_blocks) * fs.f_frsize;
+    const uint64_t free = static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
+    if (total > 0 && budget > total) {
+      warnings->push_back(fmt::format("tier '{}': {} is more than its file system holds ({}): "
+                                      "it will be full before its budget is",
+                                      path, Human(budget), Human(total)));
+    } else if (budget > free) {
+      warnings->push_back(fmt::format("tier '{}': {} is more than is free there now ({})", path,
+                                      Human(budget), Human(free)));
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+ConfigCheck CheckBeforeScan(const MountConfig& config) {
+  ConfigCheck out;
+  const TieringConfig& t = config.tiering;
+  for (const auto& d : t.dirs) {
+    if (std::string e = CheckTierDir(d.path, d.budget, &out.warnings); !e.empty()) {
+      out.error = e;
+      return out;
+    }
+  }
+  if (t.ram > 0) {
+    const uint64_t total = MemInfo("MemTotal"), available = MemInfo("MemAvailable");
+    if (t.ram < 4096) {
+      out.error = fmt::format("ram={} is {} byte(s): too small to hold a file (sizes take K, M, "
+                              "G, T: ram=16G)",
+                              t.ram, t.ram);
+      return out;
+    }
+    if (total > 0 && t.ram > total) {
+      out.error = fmt::format("ram={} is more than this machine's memory ({})", Human(t.ram),
+                              Human(total));
+      return out;
+    }
+    if (available > 0 && t.ram > available) {
+      out.warnings.push_back(fmt::format("ram={} is more than the memory available now ({}): "
+                                         "the RAM tier may push other programs out",
+                                         Human(t.ram), Human(available)));
+    }
+  }
+  if (!t.enabled()) {
+    if (t.peers_enabled()) {
+      out.error = "peers= needs a tier to share (ram= or tier=)";
+      return out;
+    }
+    if (t.prefetch.mode != PrefetchMode::kOnAccess) {
+      out.error = "prefetch=order and prefetch=stage-in need a tier to promote into (ram= or tier=)";
+      return out;
+    }
+  }
+  if (!config.index.empty() && config.index != "auto") {
+    const std::string& index = config.index;
+    const size_t slash = index.rfind('/');
+    const std::string dir = slash == std::string::npos ? "." : index.substr(0, slash + 1);
+    struct stat st;
+    if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      out.error = fmt::format("index '{}': its directory does not exist", index);
+      return out;
+    }
+    // Whether a file can be made there, tried (access() says yes to root
+    // on file systems that refuse new files, such as /proc).
+    std::string probe = dir + (dir.back() == '/' ? "" : "/") + ".tierfs-index-probe-XXXXXX";
+    int fd = ::mkstemp(probe.data());
+    if (fd < 0) {
+      out.error = fmt::format("index '{}': its directory is not writable by uid {}: {}", index,
+                              ::geteuid(), std::strerror(errno));
+      return out;
+    }
+    ::close(fd);
+    ::unlink(probe.c_str());
+  }
+  return out;
+}
+
+}  // namespace tierfs
