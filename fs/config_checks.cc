@@ -50,7 +50,10 @@ std::string CheckTierDir(const std::string& path, uint64_t budget,
   if (::lstat(path.c_str(), &st) != 0) {
     return fmt::format("tier '{}': {}", path, std::strerror(errno));
   }
-  if (S_ISLNK(st.st_mode)) return fmt::format("tier '{}' is a symbolic link", path);
+  if (S_ISLNK(st.st_mode)) {
+    return fmt::format("tier '{}' is refused: it is a symbolic link (give the directory itself)",
+                       path);
+  }
   if (!S_ISDIR(st.st_mode)) return fmt::format("tier '{}' is not a directory", path);
   if (::access(path.c_str(), W_OK | X_OK) != 0) {
     return fmt::format("tier '{}' is not writable by uid {}", path, ::geteuid());
@@ -107,7 +110,8 @@ ConfigCheck CheckBeforeScan(const MountConfig& config) {
       return out;
     }
     if (t.prefetch.mode != PrefetchMode::kOnAccess) {
-      out.error = "prefetch=order and prefetch=stage-in need a tier to promote into (ram= or tier=)";
+      out.error = fmt::format("prefetch={} needs a tier to promote into (ram= or tier=)",
+                              PrefetchModeName(t.prefetch.mode));
       return out;
     }
   }

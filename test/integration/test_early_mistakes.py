@@ -57,8 +57,8 @@ class EarlyMistakes(unittest.TestCase):
             cases = [
                 ("tier=/nonexistent-tierfs:10G", "No such file or directory"),
                 ("tier=relative:10G", "absolute"),
-                ("prefetch=order", "need a tier"),
-                ("prefetch=stage-in", "need a tier"),
+                ("prefetch=order", "prefetch=order needs a tier"),
+                ("prefetch=stage-in", "prefetch=stage-in needs a tier"),
                 ("metrics=localhost:19101", "not a numeric IPv4 or IPv6 address"),
                 ("metrics=0.0.0.0:99999", "is not [HOST:]PORT"),
                 (f"metrics={busy.getsockname()[1]}", "cannot listen"),
