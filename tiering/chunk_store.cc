@@ -260,10 +260,9 @@ void ChunkStore::Finish(ChunkClaim& claim) {
 int ChunkStore::ReadInFlight(ChunkKey key, uint64_t off, size_t n, InFlight::Deadline deadline,
                              TierRead* out) {
   if (std::shared_ptr<InFlight> chunk = in_flight_.Find(key)) {
-    int err = chunk->Read(off, n, deadline, out);
-    // Served from the tier's copy being written: a hit of that tier.
-    if (err == 0) tiers_[static_cast<size_t>(chunk->tier())]->CountHit(n);
-    return err;
+    // Served from the copy being written: bytes just read from SOURCE for
+    // this miss, not a tier hit (the read path counts it as `early`).
+    return chunk->Read(off, n, deadline, out);
   }
   // Claimed a moment ago and not yet listed, or just finished.
   return catalog_->WaitWhileInFlight(key, deadline) == Catalog::kInFlight ? -ETIMEDOUT : -EAGAIN;

@@ -3,6 +3,7 @@
 // done or failed. Ctrl-C stops the watching (exit 130), not the staging.
 #include <fmt/format.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -67,14 +68,30 @@ int RunStage(const MountControl& mount, const std::vector<std::string>& paths, b
     throw ControlError(
         fmt::format("{} has no .tierfs/stage: this tierfs daemon predates staging", mount.mount()));
   }
+  const JsonValue stats = mount.ReadStats();
+  const JsonValue* tiers = stats.Find("tiers");
+  if (tiers == nullptr || !tiers->is_array() || tiers->items().empty()) {
+    throw ControlError(fmt::format(
+        "{} has no tier (mounted without ram= or tier=): there is nowhere to stage into",
+        mount.mount()));
+  }
   std::string text;
   for (const std::string& p : paths) {
     if (p.empty() || p.find('\n') != std::string::npos) {
       throw ControlError(fmt::format("invalid path '{}' (empty or with a newline)", p));
     }
+    // Every path must name something: a misspelt one among good ones is
+    // not passed over.
+    const std::string full = p[0] == '/' ? p : mount.mount() + "/" + p;
+    struct stat st;
+    if (::lstat(full.c_str(), &st) != 0) {
+      throw ControlError(fmt::format("'{}' does not exist in {} (paths are relative to the mount's "
+                                     "root): nothing staged",
+                                     p, mount.mount()));
+    }
     text += p + "\n";
   }
-  StageCounters before = StageCounters::From(mount.ReadStats());
+  StageCounters before = StageCounters::From(stats);
   auto start = std::chrono::steady_clock::now();
   if (int err = mount.WriteControl("stage", text); err != 0) {
     throw ControlError(fmt::format(

@@ -47,9 +47,9 @@ void PrintPeers(const JsonValue& s) {
                        Grouped(p->Uint("source_fallbacks"))));
 }
 
-// Pieces of reads served, wherever from: a tier's hits include the pieces
-// read from its copy while that was being written ("early"), which
-// "from_tiers" does not count.
+// Pieces of reads served, wherever from: from a tier's finished copy (its
+// hits, "from_tiers"), from a copy still being made from SOURCE ("early":
+// SOURCE's bytes, not a hit), from SOURCE, from peers.
 uint64_t ReadPieces(const JsonValue& stats) {
   return stats.Uint("reads.from_tiers") + stats.Uint("reads.early") +
          stats.Uint("reads.from_source") + stats.Uint("reads.from_peers");
@@ -137,14 +137,15 @@ int RunStat(const MountControl& mount, bool json) {
   PrintTiers(s);
   if (s.Member("reads")) {
     const uint64_t early = s.Uint("reads.early");
-    const uint64_t from_tiers = s.Uint("reads.from_tiers") + early;
+    const uint64_t from_tiers = s.Uint("reads.from_tiers");
     const uint64_t from_peers = s.Uint("reads.from_peers");
+    const uint64_t pieces = ReadPieces(s);
     Line("reads",
-         fmt::format("{} served from tiers ({}; {} while being promoted), {} directly from SOURCE "
-                     "({}), {} waited for a promotion{}",
-                     Grouped(from_tiers), Percent(from_tiers, ReadPieces(s)), Grouped(early),
-                     Grouped(s.Uint("reads.from_source")), HumanBytes(s.Uint("reads.source_bytes")),
-                     Grouped(s.Uint("reads.waits")),
+         fmt::format("{} served from tiers ({}), {} from copies still being made from SOURCE "
+                     "({}), {} directly from SOURCE ({}), {} waited for a promotion{}",
+                     Grouped(from_tiers), Percent(from_tiers, pieces), Grouped(early),
+                     Percent(early, pieces), Grouped(s.Uint("reads.from_source")),
+                     HumanBytes(s.Uint("reads.source_bytes")), Grouped(s.Uint("reads.waits")),
                      from_peers == 0 ? "" : fmt::format(", {} from peers", Grouped(from_peers))));
   }
   Line("SOURCE", fmt::format("{} read in {} reads, {} opens, {} metadata ops, {} errors",
