@@ -115,6 +115,24 @@ ConfigCheck CheckBeforeScan(const MountConfig& config) {
       return out;
     }
   }
+  if (!config.log_to.empty() && config.log_to[0] == '/') {
+    const std::string& log = config.log_to;
+    const std::string dir = log.substr(0, log.rfind('/') + 1);
+    struct stat st;
+    if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      out.error = fmt::format("log={}: its directory does not exist", log);
+      return out;
+    }
+    if (::lstat(log.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+      out.error = fmt::format("log={} is not a regular file", log);
+      return out;
+    }
+    if (::access(log.c_str(), F_OK) != 0 && ::access(dir.c_str(), W_OK | X_OK) != 0) {
+      out.error = fmt::format("log={}: its directory is not writable by uid {}", log,
+                              ::geteuid());
+      return out;
+    }
+  }
   if (!config.index.empty() && config.index != "auto") {
     const std::string& index = config.index;
     const size_t slash = index.rfind('/');

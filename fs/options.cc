@@ -271,6 +271,16 @@ const std::vector<OwnOption>& OwnOptions() {
        }},
       {"nonempty", "", "allow mounting over a non-empty directory",
        [](MountConfig& c, const std::string&, const std::string&) { c.nonempty = true; }},
+      {"log", "syslog|stderr|FILE",
+       "where the daemon logs once detached (default: syslog, or a file beside its first tier "
+       "or in /var/log/tierfs where there is no syslog; the path is printed at mount)",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         if (v != "syslog" && v != "stderr" && (v.empty() || v[0] != '/')) {
+           throw OptionError(
+               fmt::format("option '{}': '{}' is not syslog, stderr or an absolute path", o, v));
+         }
+         c.log_to = v;
+       }},
       {"log_level", "LEVEL", "error, warning, info (default) or debug",
        [](MountConfig& c, const std::string& v, const std::string& o) {
          if (!Log::ParseLevel(v, &c.log_level)) {

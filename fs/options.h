@@ -42,6 +42,9 @@ struct MountConfig {
   unsigned read_ahead_kb = 1024;  // kernel readahead of the mount; 0 = kernel default
   bool nonempty = false;          // allow mounting over a non-empty directory
   LogLevel log_level = kInfo;
+  // Where a detached daemon logs: "" (syslog where there is one, else a
+  // file of its own), "syslog", "stderr", or an absolute file path.
+  std::string log_to;
   std::string metrics;             // [HOST:]PORT of the Prometheus endpoint; "" = off
   unsigned shutdown_timeout = 30;  // seconds to finish promotions at unmount
   // Who decides a caller's open: "source" (SOURCE, asked as the caller),

@@ -1,5 +1,6 @@
 // Logging: one line per notable event, never one per read. Goes to stderr
-// until the daemon detaches, then to syslog (the journal under systemd).
+// until the daemon detaches, then to syslog (the journal under systemd) or
+// to a file (-o log=FILE, or where there is no syslog).
 #pragma once
 
 #include <fmt/format.h>
@@ -21,11 +22,17 @@ class Log {
   static bool ParseLevel(std::string_view text, LogLevel* out);
   // Sends every later line to syslog under `ident` instead of stderr.
   static void UseSyslog(const char* ident);
+  // Appends every later line, with a timestamp and the pid, to `path`
+  // (created 0640 if missing, never through a symbolic link). 0 or -errno.
+  static int UseFile(const std::string& path);
+  // Whether syslog can take lines here (/dev/log is a socket).
+  static bool SyslogAvailable();
   static void Write(LogLevel level, std::string_view line);
 
  private:
   static std::atomic<LogLevel> level_;
   static std::atomic<bool> syslog_;
+  static std::atomic<int> fd_;  // the log file's, or -1
 };
 
 // What the exception being handled says: its what(), or "unknown exception".

@@ -21,9 +21,9 @@ class SubcommandTest(unittest.TestCase):
         self.files = harness.make_files(self.src, 40, 10_000)
         self.total = sum(map(len, self.files.values()))
 
-    def tierfs(self, *args, input=None):
+    def tierfs(self, *args, input=None, cwd=None):
         return subprocess.run([harness.tierfs_bin(), *args], input=input, capture_output=True,
-                              text=True, timeout=30)
+                              text=True, timeout=30, cwd=cwd)
 
     # ---- stat ----
 
@@ -123,6 +123,15 @@ class SubcommandTest(unittest.TestCase):
             self.assertEqual(out.returncode, 0, out.stderr)
             self.assertIn("accepted 3 of 3 paths, rejected 0", out.stdout)
             self.assertEqual(m.stats()["prefetch"]["order"]["valid_lines"], 6)
+
+            # As `find MOUNT -type f` prints them: relative to the current
+            # directory, the mount's name first (0 of 5 were accepted).
+            parent = os.path.dirname(self.mnt)
+            found = "".join(os.path.join(os.path.basename(self.mnt), n) + "\n" for n in names)
+            out = self.tierfs("hint", self.mnt, "-", input=found, cwd=parent)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            self.assertIn("accepted 3 of 3 paths, rejected 0", out.stdout)
+            self.assertEqual(m.stats()["prefetch"]["order"]["valid_lines"], 9)
 
     def test_hint_with_no_valid_line_fails(self):
         with harness.Mount(self.src, self.mnt, ["ram=16M", "prefetch=order"]) as m:

@@ -2,11 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 
 #include "tools/tierfs/commands.h"
 
@@ -26,7 +28,9 @@ constexpr Spec kSubcommands[] = {
      "    redrawn every SECONDS (1) until Ctrl-C, or N times)"},
     {"hint", "MOUNT FILE|-",
      "declare the coming read order: append the paths in FILE (one per line,\n"
-     "    relative to MOUNT; '-' = standard input) to .tierfs/order and report\n"
+     "    relative to MOUNT, or to the current directory when they name something\n"
+     "    in MOUNT from there, as `find MOUNT` prints them; '-' = standard input)\n"
+     "    to .tierfs/order and report\n"
      "    how many the daemon accepted; fails if none was valid"},
     {"stage", "MOUNT [PATH...] [--quiet]",
      "promote PATHs (files or directories, relative to MOUNT; default '.' =\n"
@@ -130,19 +134,32 @@ int RunHint(const MountControl& mount, const std::string& list_path) {
     throw ControlError(fmt::format(
         "{} has no .tierfs/order: this tierfs daemon predates order hints", mount.mount()));
   }
-  std::string text = ReadInput(list_path);
+  const std::string input = ReadInput(list_path);
+  // A relative path that names something in the mount from the current
+  // directory (what `find MOUNT -type f` prints) is made absolute, as the
+  // Python helper does; any other is taken relative to the mount's root.
+  std::error_code ec;
+  const std::filesystem::path cwd = std::filesystem::current_path(ec);
+  const std::string root = mount.mount() + "/";
+  std::string text;
   uint64_t lines = 0;
-  for (size_t start = 0; start < text.size();) {
-    size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    if (end > start) ++lines;
+  for (size_t start = 0; start < input.size();) {
+    size_t end = input.find('\n', start);
+    if (end == std::string::npos) end = input.size();
+    std::string line = input.substr(start, end - start);
     start = end + 1;
+    if (line.empty()) continue;
+    ++lines;
+    if (line[0] != '/' && !ec) {
+      std::string here = (cwd / line).lexically_normal().string();
+      if (here.compare(0, root.size(), root) == 0) line = here;
+    }
+    text += line + "\n";
   }
   if (lines == 0) {
     throw ControlError(fmt::format("{} holds no paths",
                                    list_path == "-" ? "standard input" : "'" + list_path + "'"));
   }
-  if (text.back() != '\n') text.push_back('\n');  // the daemon takes complete lines only
   JsonValue before = mount.ReadStats();
   int err = mount.WriteControl("order", text);
   JsonValue after = mount.ReadStats();
@@ -157,8 +174,12 @@ int RunHint(const MountControl& mount, const std::string& list_path) {
                 Grouped(lines).c_str());
     return 0;
   }
-  uint64_t valid = order->Uint("valid_lines") - before.Uint("prefetch.order.valid_lines");
-  uint64_t rejected = order->Uint("rejected_lines") - before.Uint("prefetch.order.rejected_lines");
+  // The daemon's counts are everyone's: other writers' lines meanwhile are
+  // not ours (they made "accepted 603 of 600").
+  uint64_t valid = std::min<uint64_t>(
+      lines, order->Uint("valid_lines") - before.Uint("prefetch.order.valid_lines"));
+  uint64_t rejected = std::min<uint64_t>(
+      lines - valid, order->Uint("rejected_lines") - before.Uint("prefetch.order.rejected_lines"));
   std::printf("accepted %s of %s paths, rejected %s; declared order now %s paths (mode %s)\n",
               Grouped(valid).c_str(), Grouped(lines).c_str(), Grouped(rejected).c_str(),
               Grouped(order->Uint("declared")).c_str(), after.String("prefetch.mode", "?").c_str());

@@ -1,0 +1,64 @@
+"""Where a detached daemon's log goes: syslog where there is one; where
+there is none (containers, minimal nodes: no /dev/log) a file whose path
+is printed at mount; or the file -o log= names. A warning must never go
+nowhere."""
+import os
+import re
+import shutil
+import tempfile
+import unittest
+
+import harness
+
+
+class DetachedLog(unittest.TestCase):
+    def setUp(self):
+        self.base = tempfile.mkdtemp(prefix="tierfs-log-")
+        self.src = os.path.join(self.base, "src")
+        self.mnt = os.path.join(self.base, "mnt")
+        os.mkdir(self.src)
+        os.mkdir(self.mnt)
+        harness.make_files(self.src, 4, 1000)
+
+    def tearDown(self):
+        harness.force_unmount(self.mnt)
+        harness.wait_for(lambda: not harness.tierfs_pids(self.mnt), timeout=20,
+                         what="the daemon to exit")
+        shutil.rmtree(self.base, ignore_errors=True)
+
+    def test_log_file_named_on_the_command_line(self):
+        log = os.path.join(self.base, "daemon.log")
+        r = harness.run_tierfs(self.src, self.mnt, "-o", f"log={log}")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        harness.wait_for(lambda: os.path.exists(log) and "serving" in open(log).read(),
+                         what="the log file")
+        text = open(log).read()
+        self.assertRegex(text, r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d tierfs\[\d+\]: info: detached: "
+                               r"serving ")
+        self.assertEqual(os.stat(log).st_mode & 0o777, 0o640)
+
+    def test_without_syslog_the_log_goes_to_a_file_said_at_mount(self):
+        if os.path.exists("/dev/log"):
+            self.skipTest("this machine has syslog (/dev/log): the fallback is not used")
+        r = harness.run_tierfs(self.src, self.mnt)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        found = re.search(r"the daemon logs to (\S+)", r.stderr)
+        self.assertIsNotNone(found, r.stderr)
+        path = found.group(1)
+        self.addCleanup(lambda: os.path.exists(path) and os.unlink(path))
+        if os.geteuid() == 0:
+            self.assertTrue(path.startswith("/var/log/tierfs/"), path)
+        harness.wait_for(lambda: os.path.exists(path) and self.mnt in open(path).read(),
+                         what="the fallback log file")
+        self.assertIn(f"serving {self.src} on {self.mnt}", open(path).read())
+
+    def test_a_bad_log_option_is_refused_before_the_scan(self):
+        for value, says in (("relative.log", "not syslog, stderr or an absolute path"),
+                            ("/nonexistent-tierfs/x.log", "its directory does not exist")):
+            r = harness.run_tierfs(self.src, self.mnt, "-o", f"log={value}")
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertIn(says, r.stderr)
+
+
+if __name__ == "__main__":
+    harness.main()
