@@ -138,9 +138,11 @@ int RunHint(const MountControl& mount, const std::string& list_path) {
   // A relative path that names something in the mount from the current
   // directory (what `find MOUNT -type f` prints) is made absolute, as the
   // Python helper does; any other is taken relative to the mount's root.
-  std::error_code ec;
-  const std::filesystem::path cwd = std::filesystem::current_path(ec);
-  const std::string root = mount.mount() + "/";
+  std::error_code cwd_error, root_error;
+  const std::filesystem::path cwd = std::filesystem::current_path(cwd_error);
+  std::string root = std::filesystem::weakly_canonical(mount.mount(), root_error).string();
+  if (root.empty() || root.back() != '/') root += '/';
+  const bool from_cwd = !cwd_error && !root_error;
   std::string text;
   uint64_t lines = 0;
   for (size_t start = 0; start < input.size();) {
@@ -150,7 +152,7 @@ int RunHint(const MountControl& mount, const std::string& list_path) {
     start = end + 1;
     if (line.empty()) continue;
     ++lines;
-    if (line[0] != '/' && !ec) {
+    if (line[0] != '/' && from_cwd) {
       std::string here = (cwd / line).lexically_normal().string();
       if (here.compare(0, root.size(), root) == 0) line = here;
     }
