@@ -76,6 +76,40 @@ std::string ResolveIpv4(const std::string& host, std::string* error) {
   return text;
 }
 
+// This node's address for its peers: its entry's host, resolved. A name
+// that resolves to a loopback address (Debian puts "127.0.1.1 HOSTNAME" in
+// /etc/hosts) while the other peers are elsewhere gives instead the local
+// address the kernel routes to the first of them (a UDP socket connected
+// to it, never sent on).
+std::string OwnAddress(const PeerEntry& me, const std::vector<PeerEntry>& peers,
+                       std::string* error) {
+  std::string own = ResolveIpv4(me.host, error);
+  if (own.rfind("127.", 0) != 0) return own;
+  for (const PeerEntry& p : peers) {
+    if (p.name == me.name) continue;
+    std::string ignored;
+    std::string other = ResolveIpv4(p.host, &ignored);
+    if (other.empty() || other.rfind("127.", 0) == 0) continue;
+    int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_port = htons(p.port != 0 ? p.port : 9);
+    ::inet_pton(AF_INET, other.c_str(), &to.sin_addr);
+    sockaddr_in local{};
+    socklen_t len = sizeof local;
+    bool ok = fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) == 0 &&
+              ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) == 0;
+    if (fd >= 0) ::close(fd);
+    if (!ok) continue;
+    char text[INET_ADDRSTRLEN] = {};
+    ::inet_ntop(AF_INET, &local.sin_addr, text, sizeof text);
+    TIERFS_LOG(kInfo, "peers: '{}' resolves to {} (loopback): listening on {}, the address "
+                      "towards '{}'", me.host, own, text, p.name);
+    return text;
+  }
+  return own;
+}
+
 // The network interface that holds IPv4 address `address`, so that UCX's
 // own TCP listeners stay on it; "" if none does (0.0.0.0), or if the node
 // has RDMA devices, which restricting UCX to one interface would hide.
@@ -129,7 +163,7 @@ int JobPeers::Start(ChunkProvider* provider, std::string* error) {
         PeerIdentity{config_.job, config_.self, ::geteuid(), ::getegid()}, config_.munge_socket);
     PeerServerOptions so;
     so.listen_host = config_.listen;
-    if (so.listen_host.empty()) so.listen_host = ResolveIpv4(me.host, error);
+    if (so.listen_host.empty()) so.listen_host = OwnAddress(me, config_.peers, error);
     if (so.listen_host.empty()) return -1;
     so.port = me.port;
     so.inherited_fd = inherited_fd_;
