@@ -72,6 +72,13 @@ class FsContext {
   // REQUIRES: before the session starts; `p` outlives it.
   void set_source_permissions(SourcePermissions* p) { source_permissions_ = p; }
   SourcePermissions* source_permissions() const { return source_permissions_; }
+  // What this mount serves and where: in the stats and tierfs_info's
+  // labels, so that two mounts on a node can be told apart.
+  // REQUIRES: before the session starts.
+  void set_identity(std::string source, std::string mount) {
+    source_path_ = std::move(source);
+    mount_path_ = std::move(mount);
+  }
   // The INIT exchange, for NegotiateParallelDirops<FsContext>.
   InitReplyPatch& init_patch() { return init_patch_; }
   // Whether the process behind `req` may access node `id` with `mask`
@@ -102,6 +109,7 @@ class FsContext {
   ReaddirMode readdir_mode_ = ReaddirMode::kPlus;
   bool check_access_ = false;
   SourcePermissions* source_permissions_ = nullptr;
+  std::string source_path_, mount_path_;
   InitReplyPatch init_patch_;
 };
 

@@ -269,6 +269,7 @@ int RunMount(const MountConfig& config) {
   FsContext ctx(ns.get(), &reader, store.get(), &backend.counters(),
                 FsTimeouts{config.entry_timeout, config.attr_timeout}, control_uid, control_gid);
   ctx.set_check_access(fd_mount);
+  ctx.set_identity(source, mountpoint);
   // A root daemon serving other users decides opens as SOURCE would for each.
   std::unique_ptr<SourcePermissions> permissions;
   const bool allow_other = std::find(config.fuse_options.begin(), config.fuse_options.end(),

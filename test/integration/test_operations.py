@@ -79,7 +79,9 @@ class MetricsTest(unittest.TestCase):
                 self.assertEqual(
                     samples[("tierfs_requests_read_latency_seconds_bucket", 'le="+Inf"')], count)
                 self.assertIn(("tierfs_prefetch_order_lead", ""), samples)
-                self.assertEqual(samples[("tierfs_info", 'version="0.1.0",promotions_policy='
+                # Which SOURCE and mount: two mounts on a node are told apart.
+                self.assertEqual(samples[("tierfs_info", f'version="0.1.0",source="{src}",'
+                                          f'mount="{mnt}",promotions_policy='
                                           '"first-fit",prefetch_mode="on-access"')], 1)
                 with self.assertRaises(urllib.error.HTTPError) as cm:
                     scrape(port, "/other")
