@@ -63,9 +63,10 @@ std::string CheckTierDir(const std::string& path, uint64_t budget,
     const uint64_t total = static_cast<uint64_t>(fs.f_blocks) * fs.f_frsize;
     const uint64_t free = static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
     if (total > 0 && budget > total) {
-      warnings->push_back(fmt::format("tier '{}': {} is more than its file system holds ({}): "
-                                      "it will be full before its budget is",
-                                      path, Human(budget), Human(total)));
+      warnings->push_back(
+          fmt::format("tier '{}': {} is more than its file system holds ({}): "
+                      "it will be full before its budget is",
+                      path, Human(budget), Human(total)));
     } else if (budget > free) {
       warnings->push_back(fmt::format("tier '{}': {} is more than is free there now ({})", path,
                                       Human(budget), Human(free)));
@@ -88,20 +89,22 @@ ConfigCheck CheckBeforeScan(const MountConfig& config) {
   if (t.ram > 0) {
     const uint64_t total = MemInfo("MemTotal"), available = MemInfo("MemAvailable");
     if (t.ram < 4096) {
-      out.error = fmt::format("ram={} is {} byte(s): too small to hold a file (sizes take K, M, "
-                              "G, T: ram=16G)",
-                              t.ram, t.ram);
+      out.error = fmt::format(
+          "ram={} is {} byte(s): too small to hold a file (sizes take K, M, "
+          "G, T: ram=16G)",
+          t.ram, t.ram);
       return out;
     }
     if (total > 0 && t.ram > total) {
-      out.error = fmt::format("ram={} is more than this machine's memory ({})", Human(t.ram),
-                              Human(total));
+      out.error =
+          fmt::format("ram={} is more than this machine's memory ({})", Human(t.ram), Human(total));
       return out;
     }
     if (available > 0 && t.ram > available) {
-      out.warnings.push_back(fmt::format("ram={} is more than the memory available now ({}): "
-                                         "the RAM tier may push other programs out",
-                                         Human(t.ram), Human(available)));
+      out.warnings.push_back(
+          fmt::format("ram={} is more than the memory available now ({}): "
+                      "the RAM tier may push other programs out",
+                      Human(t.ram), Human(available)));
     }
   }
   if (!t.enabled()) {
@@ -128,8 +131,7 @@ ConfigCheck CheckBeforeScan(const MountConfig& config) {
       return out;
     }
     if (::access(log.c_str(), F_OK) != 0 && ::access(dir.c_str(), W_OK | X_OK) != 0) {
-      out.error = fmt::format("log={}: its directory is not writable by uid {}", log,
-                              ::geteuid());
+      out.error = fmt::format("log={}: its directory is not writable by uid {}", log, ::geteuid());
       return out;
     }
   }

@@ -14,8 +14,8 @@
 #include <memory>
 
 #include "fs/control.h"
-#include "fs/source_permissions.h"
 #include "fs/parallel_dirops.h"
+#include "fs/source_permissions.h"
 #include "prefetch/tiered_store.h"
 #include "tiering/counting_backend.h"
 #include "tiering/latency_histogram.h"

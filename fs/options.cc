@@ -121,10 +121,10 @@ const std::vector<OwnOption>& OwnOptions() {
        [](MountConfig& c, const std::string& v, const std::string& o) {
          size_t colon = v.find(':');
          c.control_uid = ParseUnsigned(v.substr(0, colon), o, 0, 0xFFFFFFFE);
-         c.control_gid = colon == std::string::npos
-                             ? -1
-                             : static_cast<int64_t>(ParseUnsigned(v.substr(colon + 1), o, 0,
-                                                                  0xFFFFFFFE));
+         c.control_gid =
+             colon == std::string::npos
+                 ? -1
+                 : static_cast<int64_t>(ParseUnsigned(v.substr(colon + 1), o, 0, 0xFFFFFFFE));
        }},
       {"max_open_files", "N", "SOURCE files kept open (default: half of RLIMIT_NOFILE)",
        [](MountConfig& c, const std::string& v, const std::string& o) {

@@ -153,8 +153,9 @@ void UseDetachedLog(const MountConfig& config, const std::string& mountpoint) {
   if (target == "stderr") return;  // the detached daemon's stderr: kept as it is
   if (target == "syslog" || target.empty()) {
     if (target.empty()) {
-      std::fprintf(stderr, "tierfs: no syslog here (/dev/log) and no log directory: log lines "
-                           "of the detached daemon are lost; use -o log=FILE\n");
+      std::fprintf(stderr,
+                   "tierfs: no syslog here (/dev/log) and no log directory: log lines "
+                   "of the detached daemon are lost; use -o log=FILE\n");
     }
     Log::UseSyslog("tierfs");
     return;
@@ -222,8 +223,9 @@ int RunMount(const MountConfig& config) {
   if (!posix) return fail(fmt::format("SOURCE '{}': {}", source, std::strerror(-err)));
   CountingBackend backend(posix);
   if (!posix->stable_inodes()) {
-    TIERFS_LOG(kInfo, "SOURCE is a FUSE file system: its inode numbers may change, so files are "
-                      "identified by size, mtime and ctime only");
+    TIERFS_LOG(kInfo,
+               "SOURCE is a FUSE file system: its inode numbers may change, so files are "
+               "identified by size, mtime and ctime only");
   }
 
   NotifyStatus(fmt::format("scanning {}", source));
@@ -278,8 +280,9 @@ int RunMount(const MountConfig& config) {
                          (config.permissions.empty() && ::geteuid() == 0 && allow_other);
   if (by_source) {
     if (::geteuid() != 0) {
-      TIERFS_LOG(kWarning, "permissions=source needs a root daemon: the snapshot's mode bits "
-                           "decide opens");
+      TIERFS_LOG(kWarning,
+                 "permissions=source needs a root daemon: the snapshot's mode bits "
+                 "decide opens");
     } else {
       permissions = std::make_unique<SourcePermissions>(
           &backend, ns.get(),

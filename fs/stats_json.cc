@@ -60,8 +60,9 @@ void RequestCounters::VisitCounters(CounterVisitor& v) const {
 
 void FsContext::VisitCounters(CounterVisitor& v) const {
   v.Text("version", TIERFS_VERSION);
-  if (!source_path_.empty()) v.Text("source", source_path_);
-  if (!mount_path_.empty()) v.Text("mount", mount_path_);
+  // Not "source": that is the group of SOURCE's counters.
+  if (!source_path_.empty()) v.Text("source_path", source_path_);
+  if (!mount_path_.empty()) v.Text("mountpoint", mount_path_);
   v.Gauge("uptime_seconds",
           std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count());
   // Whether the kernel runs the LOOKUPs of one directory in parallel.

@@ -61,8 +61,7 @@ std::unique_ptr<TieredStore> TieredStore::Open(const TieringConfig& config, cons
   // and gets no per-chunk state.
   uint64_t largest = 0;
   for (const auto& t : tiers) largest = std::max(largest, t->budget());
-  auto catalog = std::make_unique<Catalog>(*ns, config.chunk_size,
-                                           largest / config.chunk_size + 1);
+  auto catalog = std::make_unique<Catalog>(*ns, config.chunk_size, largest / config.chunk_size + 1);
   auto policy = NewEvictionPolicy(config.policy, static_cast<int>(tiers.size()), catalog.get());
   if (!policy) {
     *error = fmt::format("unknown policy '{}'", config.policy);

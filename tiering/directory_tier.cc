@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <chrono>
 #include <charconv>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <mutex>
@@ -128,8 +128,7 @@ class DirTier final : public DirectoryTier {
   // One publisher at a time syncs, when a batch is full or old.
   void SyncBatchIfDue() {
     uint64_t n = unsynced_.fetch_add(1, std::memory_order_relaxed) + 1;
-    if (n < kSyncBatch &&
-        NowNs() - last_sync_ns_.load(std::memory_order_relaxed) < kSyncAgeNs) {
+    if (n < kSyncBatch && NowNs() - last_sync_ns_.load(std::memory_order_relaxed) < kSyncAgeNs) {
       return;
     }
     if (syncing_.exchange(true)) return;

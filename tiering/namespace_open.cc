@@ -260,7 +260,8 @@ std::unique_ptr<Namespace> OpenNamespace(Backend* backend, const SourceIdentity&
           }
           std::this_thread::sleep_for(std::chrono::milliseconds(100));
         }
-        if (Exists(options.index + ".lock", &age) && UnworthyLock(options.index + ".lock").empty()) {
+        if (Exists(options.index + ".lock", &age) &&
+            UnworthyLock(options.index + ".lock").empty()) {
           report->notes.push_back(fmt::format(
               "index '{}' still locked after {:.0f} s (lock {:.0f} s old): scanning here",
               options.index, Since(start), age));

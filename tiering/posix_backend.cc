@@ -1,8 +1,8 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <grp.h>
-#include <sys/fsuid.h>
 #include <linux/openat2.h>
+#include <sys/fsuid.h>
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
@@ -262,7 +262,6 @@ class PosixBackend final : public Backend {
     gid_t saved_gid_ = 0;
     bool groups_set_ = false, ok_ = false;
   };
-
 
   // Runs `op(dir, leaf)` on rel's parent, opened beneath the root with no
   // symlink on the way (the leaf itself is the op's to follow or not).

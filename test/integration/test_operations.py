@@ -80,9 +80,10 @@ class MetricsTest(unittest.TestCase):
                     samples[("tierfs_requests_read_latency_seconds_bucket", 'le="+Inf"')], count)
                 self.assertIn(("tierfs_prefetch_order_lead", ""), samples)
                 # Which SOURCE and mount: two mounts on a node are told apart.
-                self.assertEqual(samples[("tierfs_info", f'version="0.1.0",source="{src}",'
-                                          f'mount="{mnt}",promotions_policy='
+                self.assertEqual(samples[("tierfs_info", f'version="0.1.0",source_path="{src}",'
+                                          f'mountpoint="{mnt}",promotions_policy='
                                           '"first-fit",prefetch_mode="on-access"')], 1)
+                self.assertEqual((stats["source_path"], stats["mountpoint"]), (src, mnt))
                 with self.assertRaises(urllib.error.HTTPError) as cm:
                     scrape(port, "/other")
                 self.assertEqual(cm.exception.code, 404)

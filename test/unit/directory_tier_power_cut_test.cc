@@ -57,7 +57,8 @@ TEST_CASE("DirectoryTier: a power cut after 100 publishes loses at most the last
   CHECK(DataFiles(dir).size() == kept.size());
 }
 
-TEST_CASE("DirectoryTier: a power cut right after a batch loses nothing", "[directory_tier][faults]") {
+TEST_CASE("DirectoryTier: a power cut right after a batch loses nothing",
+          "[directory_tier][faults]") {
   TempTree dir;
   {
     auto io = std::make_shared<PowerCutFileIo>(NewPosixFileIo());

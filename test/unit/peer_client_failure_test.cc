@@ -4,8 +4,8 @@
 // returns at its deadline; a server that answers garbage, forged or
 // replayed bytes, or cannot prove itself is cut off; a node that starts
 // late becomes usable.
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cstring>
 #include <future>
 

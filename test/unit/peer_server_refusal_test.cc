@@ -78,8 +78,7 @@ void WriteFrame(int fd, std::string_view payload) {
 std::string HelloCred(PeerAuth& as, const PeerNonce& echo, const std::string& to = "b") {
   PeerKeyPair keys;
   REQUIRE(NewPeerKeyPair(&keys));
-  PeerClaim c{PeerClaim::kHello, RandomNonce(), echo, keys.pub,
-              as.self().job,     as.self().name, to};
+  PeerClaim c{PeerClaim::kHello, RandomNonce(), echo, keys.pub, as.self().job, as.self().name, to};
   std::string cred, error;
   REQUIRE(as.Make(c, &cred, &error) == 0);
   return cred;
@@ -348,8 +347,8 @@ TEST_CASE("peer server: a range larger than its byte budget is refused unallocat
   options.max_bytes_per_connection = 64 << 20;
   Setup s(options, kGiB);
   s.provider.Add("big", 2 * kGiB);
-  void* dest = ::mmap(nullptr, kGiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                      -1, 0);
+  void* dest = ::mmap(nullptr, kGiB, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   REQUIRE(dest != MAP_FAILED);
   ChunkRef one = Ref("big", 2 * kGiB, 1, kGiB);
   one.range_off = 5;

@@ -128,7 +128,7 @@ class PowerCutFileIo final : public FileIoWrapper {
     if (target()->stat(path, &st) == 0) synced_[path] = static_cast<uint64_t>(st.st_size);
   }
 
-  std::mutex mu_;  // guards the rest. A leaf lock.
+  std::mutex mu_;                           // guards the rest. A leaf lock.
   std::map<std::string, uint64_t> synced_;  // durable length, by current name
   std::vector<Rename> renames_;             // not yet made durable, oldest first
 };

@@ -103,8 +103,10 @@ std::string OwnAddress(const PeerEntry& me, const std::vector<PeerEntry>& peers,
     if (!ok) continue;
     char text[INET_ADDRSTRLEN] = {};
     ::inet_ntop(AF_INET, &local.sin_addr, text, sizeof text);
-    TIERFS_LOG(kInfo, "peers: '{}' resolves to {} (loopback): listening on {}, the address "
-                      "towards '{}'", me.host, own, text, p.name);
+    TIERFS_LOG(kInfo,
+               "peers: '{}' resolves to {} (loopback): listening on {}, the address "
+               "towards '{}'",
+               me.host, own, text, p.name);
     return text;
   }
   return own;
@@ -170,7 +172,8 @@ int JobPeers::Start(ChunkProvider* provider, std::string* error) {
     inherited_fd_ = -1;  // the server owns it now
     // UCX's TCP transport listens too (for the endpoints made after the
     // handshake): on this interface only, unless the site says otherwise.
-    std::string device = std::getenv("UCX_NET_DEVICES") != nullptr ? "" : InterfaceOf(so.listen_host);
+    std::string device =
+        std::getenv("UCX_NET_DEVICES") != nullptr ? "" : InterfaceOf(so.listen_host);
     so.ucx.net_devices = device;
     so.chunk_size = chunk_size_;
     so.threads = config_.server_threads;

@@ -35,9 +35,9 @@ class PeerClient;
 class PeerServer;
 
 struct JobPeersConfig {
-  std::vector<PeerEntry> peers;  // the whole job, this node included
-  std::string self;              // this node's name in `peers`
-  std::string listen;            // "" = this node's address from `peers`
+  std::vector<PeerEntry> peers;             // the whole job, this node included
+  std::string self;                         // this node's name in `peers`
+  std::string listen;                       // "" = this node's address from `peers`
   std::string job;                          // the job's identity, the same on every node
   std::string munge_socket;                 // "" = libmunge's default
   std::chrono::milliseconds timeout{5000};  // a fetch's deadline

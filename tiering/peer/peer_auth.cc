@@ -133,8 +133,8 @@ bool DecodeClaim(std::string_view data, PeerClaim* out) {
   PeerClaim c;
   if (!r.Le(4, &magic) || magic != kClaimMagic || !r.Le(1, &version) || version != kClaimVersion ||
       !r.Le(1, &role) || (role != PeerClaim::kHello && role != PeerClaim::kAnswer) ||
-      !r.Le(2, &reserved) || reserved != 0 || !r.Bytes(&c.nonce) || !r.Bytes(&c.echo) || !r.Bytes(&c.key) ||
-      !r.Field(&c.job) || !r.Field(&c.from) || !r.Field(&c.to) || !r.done()) {
+      !r.Le(2, &reserved) || reserved != 0 || !r.Bytes(&c.nonce) || !r.Bytes(&c.echo) ||
+      !r.Bytes(&c.key) || !r.Field(&c.job) || !r.Field(&c.from) || !r.Field(&c.to) || !r.done()) {
     return false;
   }
   c.role = static_cast<PeerClaim::Role>(role);

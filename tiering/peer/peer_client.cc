@@ -185,9 +185,10 @@ void PeerClient::Send(const std::shared_ptr<Pending>& p) {
     return;
   }
   l.pending[p->id] = p;
-  ucx_.Send(l.ep, kPeerAmId, h, n, p->path.data(), p->path.size(), UCP_AM_SEND_FLAG_REPLY, [this, p](ucs_status_t s) {
-    if (s != UCS_OK) Complete(*links_[p->peer], p, -ECONNRESET);
-  });
+  ucx_.Send(l.ep, kPeerAmId, h, n, p->path.data(), p->path.size(), UCP_AM_SEND_FLAG_REPLY,
+            [this, p](ucs_status_t s) {
+              if (s != UCS_OK) Complete(*links_[p->peer], p, -ECONNRESET);
+            });
 }
 
 ucs_status_t PeerClient::OnMessage(const void* header, size_t header_size, void* data, size_t size,

@@ -39,8 +39,7 @@ void PeerClient::Connect(Link& l) {
   uint64_t generation = ++l.generation;
   l.deadline = Clock::now() + options_.connect_timeout;
   size_t index = l.index;
-  bool queued = pool_.Submit([this, index, generation, deadline = l.deadline,
-                              address = l.address] {
+  bool queued = pool_.Submit([this, index, generation, deadline = l.deadline, address = l.address] {
     std::string error;
     auto session = std::make_shared<ClientSession>();
     HandshakeResult r = HandshakeResult::kUnreachable;

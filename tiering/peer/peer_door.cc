@@ -1,6 +1,7 @@
 #include "tiering/peer/peer_door.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -10,8 +11,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <fcntl.h>
-
 #include <cerrno>
 #include <cstring>
 
@@ -277,7 +276,8 @@ void PeerDoor::OnReadable(Conn& c) {
   if (c.state == Conn::kChecking) {  // nothing may come now: only EOF is read
     char b;
     ssize_t r = ::recv(c.fd, &b, 1, MSG_DONTWAIT | MSG_PEEK);
-    if (r == 0 || (r < 0 && errno != EAGAIN)) Close(c.fd);
+    if (r == 0 || (r < 0 && errno != EAGAIN))
+      Close(c.fd);
     else if (r > 0) {
       counters_.garbage++;
       Close(c.fd);
@@ -321,10 +321,9 @@ void PeerDoor::OnReadable(Conn& c) {
           job->detail = "cannot make a key pair";
         } else {
           answer.key = mine.pub;
-          std::string transcript = HandshakeTranscript(nonce, claim.nonce, claim.key, mine.pub, self.job,
-                                           claim.from, self.name);
-          if (!DeriveSessionKeys(mine.priv, claim.key, transcript, /*client=*/false,
-                                 &job->keys)) {
+          std::string transcript = HandshakeTranscript(nonce, claim.nonce, claim.key, mine.pub,
+                                                       self.job, claim.from, self.name);
+          if (!DeriveSessionKeys(mine.priv, claim.key, transcript, /*client=*/false, &job->keys)) {
             job->verdict = AuthVerdict::kInvalid;
             job->detail = "the hello's key is invalid";
           } else if (auth_->Make(answer, &job->answer, &job->detail) != 0) {

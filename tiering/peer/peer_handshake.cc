@@ -1,5 +1,6 @@
 #include "tiering/peer/peer_handshake.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -10,7 +11,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fcntl.h>
 
 #include "tiering/peer/wire.h"
 
@@ -170,7 +170,8 @@ bool DecodeAnswerFrame(std::string_view f, int32_t* refusal, std::string_view* c
   auto r = static_cast<int32_t>(Get(f, 8, 4));
   std::string_view c = f.substr(12);
   // Refused: a known error and nothing else. Accepted: a credential.
-  if (r < 0 || r > kMaxWireError || (r != 0) != c.empty() || c.size() > kMaxCredential) return false;
+  if (r < 0 || r > kMaxWireError || (r != 0) != c.empty() || c.size() > kMaxCredential)
+    return false;
   *refusal = r;
   *cred = c;
   return true;
@@ -272,8 +273,8 @@ int ConnectTcp(const std::string& host, uint16_t port, Clock::time_point deadlin
 }
 
 HandshakeResult RunClientHandshake(int fd, const PeerAuth& auth, const std::string& server,
-                                   Clock::time_point deadline,
-                                   ClientSession* out, std::string* error) {
+                                   Clock::time_point deadline, ClientSession* out,
+                                   std::string* error) {
   ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
   FrameReader reader;
   auto read = [&](const char* what) {
@@ -343,8 +344,7 @@ HandshakeResult RunClientHandshake(int fd, const PeerAuth& auth, const std::stri
   }
   reader.Reset();
   if (!read("address")) return HandshakeResult::kUnreachable;
-  if (!DecodeBindAnswerFrame(reader.frame(), out->keys.recv, &out->session,
-                             &out->worker_address)) {
+  if (!DecodeBindAnswerFrame(reader.frame(), out->keys.recv, &out->session, &out->worker_address)) {
     *error = "the peer's address does not authenticate";
     return HandshakeResult::kGarbage;
   }

@@ -36,14 +36,14 @@ struct PeerClient::Pending {
   std::string path;  // the request's body; ref.path views it
   ChunkRef ref;
   uint32_t timeout_ms = 1;
-  uint64_t generation = 0;                 // of the connection it was sent on (progress thread)
-  std::shared_ptr<LinkCrypto> crypto;      // ... and its keys (progress thread)
-  BufferPool::Buffer sealed;               // the answer's bytes as they came
-  std::shared_ptr<BufferPool> pool;        // where `sealed` goes back
+  uint64_t generation = 0;             // of the connection it was sent on (progress thread)
+  std::shared_ptr<LinkCrypto> crypto;  // ... and its keys (progress thread)
+  BufferPool::Buffer sealed;           // the answer's bytes as they came
+  std::shared_ptr<BufferPool> pool;    // where `sealed` goes back
   ~Pending() {
     if (pool) pool->Give(std::move(sealed));
   }
-  WireHeader header{};                     // the kData answer's header
+  WireHeader header{};  // the kData answer's header
   size_t header_size = 0;
   uint64_t seq = 0;
 
@@ -70,7 +70,7 @@ struct PeerClient::Link {
   // Progress thread only.
   ucp_ep_h ep = nullptr;
   std::shared_ptr<LinkCrypto> crypto;  // up: the connection's keys
-  uint64_t generation = 0;  // one per connection attempt; stale callbacks compare it
+  uint64_t generation = 0;             // one per connection attempt; stale callbacks compare it
   std::chrono::steady_clock::time_point deadline;  // connecting: the handshake is due
   std::chrono::steady_clock::time_point retry_at;
   std::chrono::milliseconds backoff{0};

@@ -33,7 +33,7 @@ struct PeerServer::Connection {
   // UCX's to keep: closing one the peer still uses would break its side.
   ucp_ep_h ep = nullptr;
   Clock::time_point last_seen = Clock::now();
-  std::string peer;       // the authenticated name
+  std::string peer;  // the authenticated name
   std::shared_ptr<SessionCrypto> crypto;
   ReplayWindow window;   // of the peer's sequence numbers
   size_t in_flight = 0;  // requests of this connection in the server
@@ -49,7 +49,7 @@ struct PeerServer::Job {
   std::string peer;
   Clock::time_point start, deadline;
   std::shared_ptr<SessionCrypto> crypto;
-  BufferPool::Buffer buffer;  // scratch for the provider, ref.length() bytes
+  BufferPool::Buffer buffer;   // scratch for the provider, ref.length() bytes
   const char* data = nullptr;  // the answer's bytes: in buffer, or held by hold
   std::shared_ptr<const void> hold;
   int result = 0;
@@ -131,13 +131,12 @@ ucs_status_t PeerServer::OnMessage(const void* header, size_t header_size, void*
   return UCS_OK;
 }
 
-PeerServer::Connection* PeerServer::Open(const PeerMessage& m, ucp_ep_h reply,
-                                         const void* header, size_t header_size,
-                                         std::string_view body, std::string* path) {
+PeerServer::Connection* PeerServer::Open(const PeerMessage& m, ucp_ep_h reply, const void* header,
+                                         size_t header_size, std::string_view body,
+                                         std::string* path) {
   path->assign(body.size(), '\0');
   auto open = [&](const SessionKeys& keys) {
-    return OpenWire(keys.recv, header, header_size, m.seq, body.data(), body.size(),
-                    path->data());
+    return OpenWire(keys.recv, header, header_size, m.seq, body.data(), body.size(), path->data());
   };
   auto it = by_session_.find(m.session);
   if (it == by_session_.end()) {
@@ -172,8 +171,7 @@ PeerServer::Connection* PeerServer::Open(const PeerMessage& m, ucp_ep_h reply,
   if (!open(c.crypto->keys)) {
     uint64_t n = ++counters_.forged;
     if (Worth(n)) {
-      TIERFS_LOG(kWarning, "peer server: a message for {} does not authenticate: cut off",
-                 c.peer);
+      TIERFS_LOG(kWarning, "peer server: a message for {} does not authenticate: cut off", c.peer);
     }
     Drop(c.session);
     return nullptr;

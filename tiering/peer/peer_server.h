@@ -55,7 +55,7 @@ struct PeerServerOptions {
   size_t max_per_connection = 16;
   uint64_t max_bytes_in_flight = 256 << 20;  // the bytes of those requests
   uint64_t max_bytes_per_connection = 64 << 20;
-  size_t max_connections = 1024;  // authenticated sessions
+  size_t max_connections = 1024;                  // authenticated sessions
   std::chrono::milliseconds hello_timeout{2000};  // the whole handshake
   size_t max_handshakes = 64;                     // connections in their handshake
   size_t max_handshakes_per_address = 8;
@@ -69,8 +69,8 @@ struct PeerServerCounters {
   std::atomic<uint64_t> connections{0};           // sessions taken up
   std::atomic<uint64_t> rejected_connections{0};  // over max_connections
   std::atomic<uint64_t> open{0};                  // gauge
-  std::atomic<uint64_t> forged{0};       // messages that do not open under their session's key
-  std::atomic<uint64_t> replayed{0};     // ... that open, with a sequence number seen before
+  std::atomic<uint64_t> forged{0};    // messages that do not open under their session's key
+  std::atomic<uint64_t> replayed{0};  // ... that open, with a sequence number seen before
   std::atomic<uint64_t> send_timeouts{0};
   std::atomic<uint64_t> garbage{0};      // undecodable or misplaced messages
   std::atomic<uint64_t> bad_version{0};  // ... of which another wire version

@@ -85,9 +85,10 @@ int RunStage(const MountControl& mount, const std::vector<std::string>& paths, b
     const std::string full = p[0] == '/' ? p : mount.mount() + "/" + p;
     struct stat st;
     if (::lstat(full.c_str(), &st) != 0) {
-      throw ControlError(fmt::format("'{}' does not exist in {} (paths are relative to the mount's "
-                                     "root): nothing staged",
-                                     p, mount.mount()));
+      throw ControlError(
+          fmt::format("'{}' does not exist in {} (paths are relative to the mount's "
+                      "root): nothing staged",
+                      p, mount.mount()));
     }
     text += p + "\n";
   }
