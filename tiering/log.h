@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <atomic>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -34,6 +35,11 @@ class Log {
   static std::atomic<bool> syslog_;
   static std::atomic<int> fd_;  // the log file's, or -1
 };
+
+// Whether the n-th event of a kind (from 1) is worth a log line: the first
+// ten, then every thousandth, so that a flood (hostile connections, forged
+// messages) cannot fill the log.
+inline bool LogSampled(uint64_t n) { return n <= 10 || n % 1000 == 0; }
 
 // What the exception being handled says: its what(), or "unknown exception".
 // REQUIRES: called inside a catch block.

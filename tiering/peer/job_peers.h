@@ -9,7 +9,8 @@
 // which may be this node (then SOURCE is read), and come back when it is up
 // again. Every node computes homes alike from the same list and live set;
 // two nodes with different views of who is up may both read a chunk from
-// SOURCE once, never get wrong bytes (requests name path, size and mtime).
+// SOURCE once, never get wrong bytes (requests name path, size, mtime,
+// ctime and inode).
 #pragma once
 
 #include <sys/types.h>

@@ -1,11 +1,12 @@
-// PeerAuth: MUNGE credentials for the hello that opens every peer
-// connection (issue 13). Mutual: the client's hello and the server's answer
-// each carry a credential.
+// PeerAuth: MUNGE credentials for the handshake that opens every peer
+// connection (peer_handshake.h). Mutual: the client's hello and the
+// server's answer each carry a credential.
 //
 // munged stamps a credential with the uid and gid of the process that made
 // it, and a MAC under the cluster's key: nobody can forge another user's or
 // alter the payload. The payload (a PeerClaim) names the job, the sender,
-// the receiver and a fresh nonce; the answer echoes the hello's nonce. The
+// the receiver, a fresh nonce, the nonce it answers (the server's greeting,
+// or the client's hello) and the sender's X25519 key for this connection. The
 // receiver accepts only its own uid and gid (the mount's owner), its own
 // job, and a claim addressed to itself. munged refuses a credential decoded
 // a second time (replayed) or older than its TTL; its replay cache is per
@@ -14,9 +15,10 @@
 // (MUNGE_OPT_UID_RESTRICTION): another user on the node cannot decode one
 // and so burn it before its addressee does.
 //
-// What it does not do: the bytes after the hello are neither encrypted nor
-// MAC'd (as with MPI or NFS without krb5p); someone who can inject packets
-// into the job's fabric is outside this model.
+// Binding the greeting's nonce is what makes a captured hello worthless:
+// it was made for one listener's greeting only. The messages after the
+// handshake are authenticated with keys derived from the two X25519 keys
+// (peer_crypto.h, wire.h).
 #pragma once
 
 #include <sys/types.h>

@@ -23,9 +23,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// The first ten events of a kind are logged, then every thousandth.
-bool Worth(uint64_t n) { return n <= 10 || n % 1000 == 0; }
-
 uint64_t RandomSessionId() {
   for (;;) {
     PeerNonce n = RandomNonce();
@@ -189,7 +186,7 @@ void PeerDoor::Loop() {
         TIERFS_LOG(kInfo, "peer service: now listening on {}:{}", options_.host, port_.load());
       } else {
         counters_.listen_failures++;
-        if (Worth(counters_.listen_failures.load())) {
+        if (LogSampled(counters_.listen_failures.load())) {
           TIERFS_LOG(kWarning, "peer service: {}; retrying in {} ms", error, backoff_.count());
         }
         retry_at_ = Clock::now() + backoff_;
@@ -379,7 +376,7 @@ void PeerDoor::OnChecked(Checked& r) {
   std::string frame;
   if (r.verdict != AuthVerdict::kOk) {
     uint64_t n = ++counters_.refused[static_cast<int>(r.verdict)];
-    if (Worth(n)) {
+    if (LogSampled(n)) {
       TIERFS_LOG(kWarning, "peer service: hello refused ({}): {}", AuthVerdictName(r.verdict),
                  r.detail);
     }

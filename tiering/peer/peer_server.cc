@@ -15,9 +15,6 @@ constexpr size_t kKeptBuffers = size_t{64} << 20;
 // A session nothing came from for this long is forgotten.
 constexpr std::chrono::minutes kIdle(10);
 
-// The first ten events of a kind are logged, then every thousandth.
-bool Worth(uint64_t n) { return n <= 10 || n % 1000 == 0; }
-
 // What seals this server's messages to one peer: shared by the progress
 // thread and the pool threads that seal data answers.
 struct SessionCrypto {
@@ -117,7 +114,7 @@ ucs_status_t PeerServer::OnMessage(const void* header, size_t header_size, void*
   if (st != WireStatus::kOk || m.type != MsgType::kRequest) {
     if (st == WireStatus::kBadVersion) counters_.bad_version++;
     uint64_t n = ++counters_.garbage;
-    if (Worth(n)) {
+    if (LogSampled(n)) {
       TIERFS_LOG(kWarning, "peer server: dropped a message: {}",
                  st != WireStatus::kOk ? WireStatusName(st) : "not a request");
     }
@@ -147,7 +144,7 @@ PeerServer::Connection* PeerServer::Open(const PeerMessage& m, ucp_ep_h reply, c
     AcceptedSession s;
     if (!door_->Take(m.session, open, &s)) {
       uint64_t n = ++counters_.stray;  // no such session, or a forgery naming a new one
-      if (Worth(n)) TIERFS_LOG(kWarning, "peer server: a message of no session: dropped");
+      if (LogSampled(n)) TIERFS_LOG(kWarning, "peer server: a message of no session: dropped");
       return nullptr;
     }
     if (by_session_.size() >= options_.max_connections) {
@@ -170,7 +167,7 @@ PeerServer::Connection* PeerServer::Open(const PeerMessage& m, ucp_ep_h reply, c
   c.last_seen = Clock::now();
   if (!open(c.crypto->keys)) {
     uint64_t n = ++counters_.forged;
-    if (Worth(n)) {
+    if (LogSampled(n)) {
       TIERFS_LOG(kWarning, "peer server: a message for {} does not authenticate: cut off", c.peer);
     }
     Drop(c.session);
@@ -311,7 +308,7 @@ void PeerServer::SendError(Connection& c, uint64_t request_id, WireError error) 
 
 void PeerServer::CutOff(Connection& c, const char* why) {
   uint64_t n = ++counters_.garbage;
-  if (Worth(n)) TIERFS_LOG(kWarning, "peer server: cut off {}: {}", c.peer, why);
+  if (LogSampled(n)) TIERFS_LOG(kWarning, "peer server: cut off {}: {}", c.peer, why);
   Drop(c.session);
 }
 
