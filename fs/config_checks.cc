@@ -9,7 +9,7 @@
 #include <cstring>
 #include <fstream>
 
-#include "prefetch/prefetcher.h"
+#include "prefetch/planners/prefetcher.h"
 
 namespace tierfs {
 namespace {

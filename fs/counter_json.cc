@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "tiering/json/json_string.h"
+#include "tiering/base/json_string.h"
 
 namespace tierfs {
 

@@ -16,11 +16,11 @@
 #include "fs/control.h"
 #include "fs/parallel_dirops.h"
 #include "fs/source_permissions.h"
-#include "prefetch/tiered_store.h"
-#include "tiering/counting_backend.h"
-#include "tiering/latency_histogram.h"
-#include "tiering/namespace.h"
-#include "tiering/source_reader.h"
+#include "prefetch/assembly/tiered_store.h"
+#include "tiering/base/latency_histogram.h"
+#include "tiering/io/counting_backend.h"
+#include "tiering/namespace/namespace.h"
+#include "tiering/source/source_reader.h"
 
 namespace tierfs {
 

@@ -10,7 +10,7 @@
 #include <new>
 
 #include "fs/filesystem.h"
-#include "tiering/log.h"
+#include "tiering/base/log.h"
 
 namespace tierfs {
 

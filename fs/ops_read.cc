@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "fs/handler.h"
-#include "tiering/aligned_buffer.h"
+#include "tiering/base/aligned_buffer.h"
 
 namespace tierfs {
 

@@ -15,9 +15,9 @@
 #include <functional>
 #include <optional>
 
+#include "tiering/base/units.h"
 #include "tiering/peer/peer_list.h"
 #include "tiering/peer/wire.h"
-#include "tiering/units.h"
 
 namespace tierfs {
 namespace {

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "prefetch/tiered_store.h"
-#include "tiering/log.h"
-#include "tiering/namespace_open.h"
+#include "prefetch/assembly/tiered_store.h"
+#include "tiering/base/log.h"
+#include "tiering/namespace/namespace_open.h"
 
 namespace tierfs {
 
@@ -73,7 +73,7 @@ struct MountConfig {
 // Parses argv (argv[0] is the program). Throws OptionError.
 MountConfig ParseCommandLine(const std::vector<std::string>& args);
 
-// ParseByteSize (tiering/units.h) for the value of -o `option`: "512", "64K",
+// ParseByteSize (tiering/base/units.h) for the value of -o `option`: "512", "64K",
 // "8G", "1.5T" (binary units) into bytes. Throws OptionError naming `option`.
 uint64_t ParseSize(const std::string& text, const std::string& option);
 

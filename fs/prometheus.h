@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "tiering/counter_visitor.h"
+#include "tiering/base/counter_visitor.h"
 
 namespace tierfs {
 

@@ -2,7 +2,7 @@
 
 #include <systemd/sd-daemon.h>
 
-#include "tiering/log.h"
+#include "tiering/base/log.h"
 
 namespace tierfs {
 namespace {

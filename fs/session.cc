@@ -23,8 +23,8 @@
 #include "fs/mount_checks.h"
 #include "fs/service_notify.h"
 #include "fs/shutdown_guard.h"
-#include "tiering/counting_backend.h"
-#include "tiering/log.h"
+#include "tiering/base/log.h"
+#include "tiering/io/counting_backend.h"
 
 namespace tierfs {
 namespace {

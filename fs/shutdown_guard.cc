@@ -4,7 +4,7 @@
 #include <csignal>
 #include <cstdlib>
 
-#include "tiering/log.h"
+#include "tiering/base/log.h"
 
 namespace tierfs {
 namespace {

@@ -3,7 +3,7 @@
 #include <cerrno>
 #include <functional>
 
-#include "tiering/log.h"
+#include "tiering/base/log.h"
 
 namespace tierfs {
 

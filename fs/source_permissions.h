@@ -19,9 +19,9 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "tiering/backend.h"
-#include "tiering/counter_visitor.h"
-#include "tiering/namespace.h"
+#include "tiering/base/counter_visitor.h"
+#include "tiering/io/backend.h"
+#include "tiering/namespace/namespace.h"
 
 namespace tierfs {
 

@@ -32,9 +32,9 @@
 #include <string>
 #include <vector>
 
-#include "prefetch/hint_parser.h"
-#include "prefetch/stream_planner.h"
-#include "tiering/namespace.h"
+#include "prefetch/planners/hint_parser.h"
+#include "prefetch/planners/stream_planner.h"
+#include "tiering/namespace/namespace.h"
 
 namespace tierfs {
 namespace {

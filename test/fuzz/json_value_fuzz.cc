@@ -1,4 +1,4 @@
-// Fuzz target: ParseJson (tiering/json), the reader of .tierfs/stats in the
+// Fuzz target: ParseJson (tiering/base), the reader of .tierfs/stats in the
 // subcommands and the benchmark. The input is the document.
 //
 // Besides crashes, it checks what the reader and the writer promise, and
@@ -16,8 +16,8 @@
 #include <string>
 #include <string_view>
 
-#include "tiering/json/json_string.h"
-#include "tiering/json/json_value.h"
+#include "tiering/base/json_string.h"
+#include "tiering/base/json_value.h"
 
 namespace tierfs {
 namespace {

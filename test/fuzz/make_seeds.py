@@ -43,7 +43,7 @@ put("hint_parser", "many", script(
     (1, 4 << 3, b"//stream s#\nbeta\n"), (2, 31 << 3, b"dir/#")))
 
 # namespace_index: flags, arena length (u16), arena, [totals], nodes.
-NODE = struct.Struct("<QQqqqIIIIIIIIIIQ")  # tiering/namespace.h: Node, 88 bytes
+NODE = struct.Struct("<QQqqqIIIIIIIIIIQ")  # tiering/namespace/namespace.h: Node, 88 bytes
 assert NODE.size == 88
 DIR, REG, LNK = stat.S_IFDIR | 0o755, stat.S_IFREG | 0o644, stat.S_IFLNK | 0o777
 

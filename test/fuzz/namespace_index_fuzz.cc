@@ -27,9 +27,9 @@
 #include <vector>
 
 #include "test/fuzz/fuzz_temp_dir.h"
-#include "tiering/log.h"
-#include "tiering/namespace.h"
-#include "tiering/namespace_index.h"
+#include "tiering/base/log.h"
+#include "tiering/namespace/namespace.h"
+#include "tiering/namespace/namespace_index.h"
 
 namespace tierfs {
 namespace {

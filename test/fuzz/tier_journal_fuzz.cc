@@ -25,9 +25,9 @@
 #include <vector>
 
 #include "test/fuzz/fuzz_temp_dir.h"
-#include "tiering/file_io.h"
-#include "tiering/log.h"
-#include "tiering/tier.h"
+#include "tiering/base/log.h"
+#include "tiering/io/file_io.h"
+#include "tiering/store/tier.h"
 
 namespace tierfs {
 namespace {

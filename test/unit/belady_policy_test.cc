@@ -4,11 +4,11 @@
 #include <catch2/catch.hpp>
 #include <string>
 
-#include "prefetch/order_plan.h"
+#include "prefetch/planners/order_plan.h"
 #include "recording_policy.h"
 #include "scan_tree.h"
-#include "tiering/chunk_store.h"
-#include "tiering/eviction_policy.h"
+#include "tiering/store/chunk_store.h"
+#include "tiering/store/eviction_policy.h"
 
 namespace tierfs {
 namespace {

@@ -1,5 +1,5 @@
 // Catalog: chunking of a snapshot and the per-chunk state machine.
-#include "tiering/catalog.h"
+#include "tiering/store/catalog.h"
 
 #include <catch2/catch.hpp>
 #include <chrono>

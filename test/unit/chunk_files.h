@@ -15,9 +15,9 @@
 #include <string>
 
 #include "temp_tree.h"
-#include "tiering/file_io.h"
-#include "tiering/tier.h"
-#include "tiering/tier_journal.h"
+#include "tiering/io/file_io.h"
+#include "tiering/store/tier.h"
+#include "tiering/store/tier_journal.h"
 
 namespace tierfs::testing {
 

@@ -1,6 +1,6 @@
 // ChunkStore: placement (fastest tier with room), eviction through the
 // production policies, the claim's RAII undo, and chunks lost in a tier.
-#include "tiering/chunk_store.h"
+#include "tiering/store/chunk_store.h"
 
 #include <fmt/format.h>
 

@@ -12,8 +12,8 @@
 #include "fs/filesystem.h"
 #include "fs/prometheus.h"
 #include "scan_tree.h"
-#include "tiering/counting_backend.h"
-#include "tiering/json/json_value.h"
+#include "tiering/base/json_value.h"
+#include "tiering/io/counting_backend.h"
 
 namespace tierfs {
 namespace {

@@ -10,9 +10,9 @@
 #include "chunk_files.h"
 #include "fault_file_io.h"
 #include "temp_tree.h"
-#include "tiering/file_io.h"
-#include "tiering/tier.h"
-#include "tiering/tier_journal.h"
+#include "tiering/io/file_io.h"
+#include "tiering/store/tier.h"
+#include "tiering/store/tier_journal.h"
 
 namespace tierfs {
 namespace {

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "temp_tree.h"
-#include "tiering/tier.h"
+#include "tiering/store/tier.h"
 
 namespace tierfs {
 namespace {

@@ -9,8 +9,8 @@
 #include "chunk_files.h"
 #include "power_cut_file_io.h"
 #include "temp_tree.h"
-#include "tiering/file_io.h"
-#include "tiering/tier.h"
+#include "tiering/io/file_io.h"
+#include "tiering/store/tier.h"
 
 namespace tierfs {
 namespace {

@@ -8,7 +8,7 @@
 #include <thread>
 
 #include "eventually.h"
-#include "prefetch/executor.h"
+#include "prefetch/engine/executor.h"
 
 namespace tierfs {
 namespace {

@@ -1,5 +1,5 @@
 // Executor: lane priority, bounded lanes, Start, Shutdown.
-#include "prefetch/executor.h"
+#include "prefetch/engine/executor.h"
 
 #include <catch2/catch.hpp>
 #include <chrono>

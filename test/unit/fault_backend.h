@@ -20,7 +20,7 @@
 #include <utility>
 #include <vector>
 
-#include "tiering/backend.h"
+#include "tiering/io/backend.h"
 
 namespace tierfs::testing {
 

@@ -1,6 +1,6 @@
 // HintParser: lines written to .tierfs/order and .tierfs/stage by several
 // writers, split across writes, and hostile input.
-#include "prefetch/hint_parser.h"
+#include "prefetch/planners/hint_parser.h"
 
 #include <malloc.h>
 

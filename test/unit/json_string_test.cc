@@ -1,10 +1,10 @@
 // JsonString: the escaper every JSON writer uses, checked against ParseJson.
-#include "tiering/json/json_string.h"
+#include "tiering/base/json_string.h"
 
 #include <catch2/catch.hpp>
 #include <string>
 
-#include "tiering/json/json_value.h"
+#include "tiering/base/json_value.h"
 
 namespace tierfs {
 namespace {

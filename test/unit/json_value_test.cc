@@ -1,4 +1,4 @@
-#include "tiering/json/json_value.h"
+#include "tiering/base/json_value.h"
 
 #include <catch2/catch.hpp>
 #include <string>

@@ -1,6 +1,6 @@
-// The saved namespace index (tiering/namespace_index.h) and OpenNamespace
-// (tiering/namespace_open.h): round trip, refusal of bad files, validation.
-#include "tiering/namespace_index.h"
+// The saved namespace index (tiering/namespace/namespace_index.h) and OpenNamespace
+// (tiering/namespace/namespace_open.h): round trip, refusal of bad files, validation.
+#include "tiering/namespace/namespace_index.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -17,8 +17,9 @@
 
 #include "fault_backend.h"
 #include "temp_tree.h"
-#include "tiering/counting_backend.h"
-#include "tiering/namespace_open.h"
+#include "tiering/base/xxh64.h"
+#include "tiering/io/counting_backend.h"
+#include "tiering/namespace/namespace_open.h"
 
 namespace tierfs {
 namespace {

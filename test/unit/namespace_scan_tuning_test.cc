@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "temp_tree.h"
-#include "tiering/namespace.h"
+#include "tiering/namespace/namespace.h"
 
 namespace tierfs {
 namespace {

@@ -1,5 +1,5 @@
 // Namespace and ScanNamespace, over a real directory tree under /tmp.
-#include "tiering/namespace.h"
+#include "tiering/namespace/namespace.h"
 
 #include <fmt/format.h>
 
@@ -8,7 +8,7 @@
 
 #include "fault_backend.h"
 #include "temp_tree.h"
-#include "tiering/counting_backend.h"
+#include "tiering/io/counting_backend.h"
 
 namespace tierfs {
 namespace {

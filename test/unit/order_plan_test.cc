@@ -1,5 +1,5 @@
 // OrderPlan: the declared read order, next-use lookups, consumption, bounds.
-#include "prefetch/order_plan.h"
+#include "prefetch/planners/order_plan.h"
 
 #include <catch2/catch.hpp>
 

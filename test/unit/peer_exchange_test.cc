@@ -10,7 +10,7 @@
 #include "fs/counter_json.h"
 #include "fs/prometheus.h"
 #include "peer_fixture.h"
-#include "tiering/json/json_value.h"
+#include "tiering/base/json_value.h"
 
 namespace tierfs {
 namespace {

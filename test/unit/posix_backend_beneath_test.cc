@@ -8,9 +8,9 @@
 #include <filesystem>
 
 #include "temp_tree.h"
-#include "tiering/backend.h"
-#include "tiering/namespace.h"
-#include "tiering/source_reader.h"
+#include "tiering/io/backend.h"
+#include "tiering/namespace/namespace.h"
+#include "tiering/source/source_reader.h"
 
 namespace tierfs {
 namespace {

@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "tiering/file_io.h"
+#include "tiering/io/file_io.h"
 
 namespace tierfs::testing {
 

@@ -1,6 +1,6 @@
 // Prefetcher through TieredStore: the control files (order, stage, mode), the
 // reader's position, promotion ahead of the reader, and the stats.
-#include "prefetch/prefetcher.h"
+#include "prefetch/planners/prefetcher.h"
 
 #include <fmt/format.h>
 
@@ -10,7 +10,7 @@
 
 #include "eventually.h"
 #include "fs/counter_json.h"
-#include "prefetch/tiered_store.h"
+#include "prefetch/assembly/tiered_store.h"
 #include "scan_tree.h"
 
 namespace tierfs {

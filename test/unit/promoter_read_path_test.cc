@@ -13,11 +13,11 @@
 #include "eventually.h"
 #include "fault_backend.h"
 #include "fault_file_io.h"
-#include "prefetch/promoter.h"
-#include "prefetch/read_path.h"
-#include "prefetch/tiered_store.h"
+#include "prefetch/assembly/tiered_store.h"
+#include "prefetch/engine/promoter.h"
+#include "prefetch/engine/read_path.h"
 #include "temp_tree.h"
-#include "tiering/counting_backend.h"
+#include "tiering/io/counting_backend.h"
 
 namespace tierfs {
 namespace {

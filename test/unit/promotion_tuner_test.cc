@@ -1,7 +1,7 @@
 // PromotionTuner over a real promotion stack and a SOURCE whose reads take a
 // set time: it raises parallelism while that pays, and backs off when
 // SOURCE's latency climbs.
-#include "prefetch/promotion_tuner.h"
+#include "prefetch/engine/promotion_tuner.h"
 
 #include <fmt/format.h>
 
@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "fault_backend.h"
-#include "prefetch/promoter.h"
+#include "prefetch/engine/promoter.h"
 #include "temp_tree.h"
 
 namespace tierfs {

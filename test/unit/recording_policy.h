@@ -8,7 +8,7 @@
 #include <memory>
 #include <vector>
 
-#include "tiering/eviction_policy.h"
+#include "tiering/store/eviction_policy.h"
 
 namespace tierfs::testing {
 

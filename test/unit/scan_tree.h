@@ -6,7 +6,7 @@
 #include <string>
 
 #include "temp_tree.h"
-#include "tiering/namespace.h"
+#include "tiering/namespace/namespace.h"
 
 namespace tierfs::testing {
 

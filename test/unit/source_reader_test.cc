@@ -1,5 +1,5 @@
 // SourceReader and OpenFileCache, over real files behind a FaultBackend.
-#include "tiering/source_reader.h"
+#include "tiering/source/source_reader.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -11,7 +11,7 @@
 
 #include "fault_backend.h"
 #include "temp_tree.h"
-#include "tiering/counting_backend.h"
+#include "tiering/io/counting_backend.h"
 
 namespace tierfs {
 namespace {

@@ -1,13 +1,13 @@
 // StagePlanner: what is asked to be staged, in which order, fed once, and
 // the progress it reports.
-#include "prefetch/stage_planner.h"
+#include "prefetch/planners/stage_planner.h"
 
 #include <catch2/catch.hpp>
 #include <map>
 
 #include "fs/counter_json.h"
 #include "scan_tree.h"
-#include "tiering/json/json_value.h"
+#include "tiering/base/json_value.h"
 
 namespace tierfs {
 namespace {

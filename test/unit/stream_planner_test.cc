@@ -1,6 +1,6 @@
 // StreamPlanner: one stream per declarer, reads matched by lead, look-ahead
 // shared by need, epochs, directives, and hostile input bounded.
-#include "prefetch/stream_planner.h"
+#include "prefetch/planners/stream_planner.h"
 
 #include <catch2/catch.hpp>
 #include <set>

@@ -1,5 +1,5 @@
 // TierJournal: the record format, escaping, and loading (torn lines, removals).
-#include "tiering/tier_journal.h"
+#include "tiering/store/tier_journal.h"
 
 #include <fmt/format.h>
 

@@ -1,5 +1,5 @@
 // Tier budgets (Reserve/Release/MarkFull) and the RAM tier (NewMemoryTier).
-#include "tiering/tier.h"
+#include "tiering/store/tier.h"
 
 #include <catch2/catch.hpp>
 #include <cerrno>

@@ -1,5 +1,5 @@
 // ParseByteSize: the one size parser (mount options, pfs-sim, the benchmark).
-#include "tiering/units.h"
+#include "tiering/base/units.h"
 
 #include <catch2/catch.hpp>
 

@@ -15,7 +15,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "tiering/log.h"
+#include "tiering/base/log.h"
 #include "tiering/peer/peer_auth.h"
 #include "tiering/peer/peer_client.h"
 #include "tiering/peer/peer_server.h"

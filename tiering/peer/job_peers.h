@@ -22,12 +22,12 @@
 #include <string>
 #include <vector>
 
-#include "tiering/counter_visitor.h"
-#include "tiering/namespace.h"
+#include "tiering/base/counter_visitor.h"
+#include "tiering/namespace/chunk_key.h"
+#include "tiering/namespace/namespace.h"
 #include "tiering/peer/chunk_provider.h"
 #include "tiering/peer/peer_list.h"
 #include "tiering/peer/rendezvous.h"
-#include "tiering/tier.h"
 
 namespace tierfs {
 

@@ -4,7 +4,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "tiering/log.h"
+#include "tiering/base/log.h"
 #include "tiering/peer/peer_link.h"
 
 namespace tierfs {

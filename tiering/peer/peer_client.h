@@ -35,8 +35,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "tiering/counter_visitor.h"
-#include "tiering/latency_histogram.h"
+#include "tiering/base/counter_visitor.h"
+#include "tiering/base/latency_histogram.h"
 #include "tiering/peer/buffer_pool.h"
 #include "tiering/peer/peer_auth.h"
 #include "tiering/peer/task_pool.h"

@@ -5,7 +5,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "tiering/log.h"
+#include "tiering/base/log.h"
 #include "tiering/peer/peer_client.h"
 #include "tiering/peer/peer_handshake.h"
 #include "tiering/peer/peer_link.h"

@@ -31,7 +31,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "tiering/counter_visitor.h"
+#include "tiering/base/counter_visitor.h"
 #include "tiering/peer/peer_auth.h"
 #include "tiering/peer/peer_crypto.h"
 #include "tiering/peer/task_pool.h"

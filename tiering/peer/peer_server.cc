@@ -2,7 +2,7 @@
 
 #include <cerrno>
 
-#include "tiering/log.h"
+#include "tiering/base/log.h"
 
 namespace tierfs {
 namespace {

@@ -1,6 +1,6 @@
 #include "tiering/peer/rendezvous.h"
 
-#include "tiering/namespace_index.h"
+#include "tiering/base/xxh64.h"
 
 namespace tierfs {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <exception>
 
-#include "tiering/log.h"
+#include "tiering/base/log.h"
 
 namespace tierfs {
 

@@ -12,7 +12,7 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "tiering/log.h"
+#include "tiering/base/log.h"
 
 namespace tierfs {
 

@@ -4,7 +4,7 @@
 #include <optional>
 #include <string_view>
 
-#include "tiering/units.h"
+#include "tiering/base/units.h"
 
 namespace bench {
 namespace {

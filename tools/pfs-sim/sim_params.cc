@@ -7,8 +7,8 @@
 #include <limits>
 #include <optional>
 
-#include "tiering/json/json_string.h"
-#include "tiering/units.h"
+#include "tiering/base/json_string.h"
+#include "tiering/base/units.h"
 
 namespace pfssim {
 namespace {

@@ -17,8 +17,8 @@
 #include <mutex>
 #include <thread>
 
-#include "tiering/log.h"
-#include "tiering/namespace_open.h"
+#include "tiering/base/log.h"
+#include "tiering/namespace/namespace_open.h"
 
 namespace tierfs::cli {
 namespace {

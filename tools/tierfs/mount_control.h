@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "tiering/json/json_value.h"
+#include "tiering/base/json_value.h"
 
 namespace tierfs::cli {
 

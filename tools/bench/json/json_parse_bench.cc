@@ -5,7 +5,7 @@
 // system (apt-get download libboost1.81-dev libboost-json1.81-dev
 // libboost-container1.81-dev; dpkg -x each into DIR), from the source root:
 //   g++ -std=c++20 -O3 -DNDEBUG -IDIR/usr/include -I. \
-//     tools/bench/json/json_parse_bench.cc tiering/json/json_value.cc -lfmt -o json_bench
+//     tools/bench/json/json_parse_bench.cc tiering/base/json_value.cc -lfmt -o json_bench
 //   ./json_bench STATS.json
 // docs/ARCHITECTURE.md ("JSON reading") has the figures and the decision.
 #include <boost/json.hpp>
@@ -15,7 +15,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "tiering/json/json_value.h"
+#include "tiering/base/json_value.h"
 
 int main(int argc, char** argv) {
   std::ifstream in(argv[1]);

@@ -1,0 +1,159 @@
+#include "prefetch/assembly/tiered_store.h"
+
+#include <fmt/format.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+
+#include "tiering/base/log.h"
+
+namespace tierfs {
+
+std::vector<std::unique_ptr<Tier>> TieredStore::OpenTiers(const TieringConfig& config,
+                                                          dev_t source_dev, std::string* error) {
+  std::vector<std::unique_ptr<Tier>> tiers;
+  if (config.ram > 0) tiers.push_back(NewMemoryTier("ram", config.ram));
+  for (size_t i = 0; i < config.dirs.size(); ++i) {
+    const auto& spec = config.dirs[i];
+    auto tier = OpenDirectoryTier(fmt::format("dir{}", i), spec.path, spec.budget, config.reset,
+                                  error, std::chrono::seconds(config.lock_wait_s));
+    if (!tier) return {};
+    struct stat st;
+    if (::stat(spec.path.c_str(), &st) == 0 && st.st_dev == source_dev) {
+      TIERFS_LOG(kWarning,
+                 "tier {} is on the same file system as SOURCE: copying there cannot make "
+                 "reads faster",
+                 spec.path);
+    }
+    tiers.push_back(std::move(tier));
+  }
+  if (tiers.size() > static_cast<size_t>(Catalog::kMaxTiers)) {
+    *error = fmt::format("at most {} tiers", Catalog::kMaxTiers);
+    return {};
+  }
+  return tiers;
+}
+
+std::unique_ptr<TieredStore> TieredStore::Open(const TieringConfig& config, const Namespace* ns,
+                                               SourceReader* source, dev_t source_dev,
+                                               std::string* error) {
+  std::unique_ptr<TieredStore> store(new TieredStore());
+  store->config_ = config;
+  if (!config.enabled()) {
+    if (config.peers_enabled()) {
+      *error = "peers= needs a tier to share (ram= or tier=)";
+      return nullptr;
+    }
+    if (config.prefetch.mode != PrefetchMode::kOnAccess) {
+      *error = fmt::format("prefetch={} needs a tier to promote into (ram= or tier=)",
+                           PrefetchModeName(config.prefetch.mode));
+      return nullptr;
+    }
+    store->read_path_ = std::make_unique<ReadPath>(ns, source, nullptr, nullptr);
+    // Hints are still parsed and counted, so helpers work against any mount.
+    store->prefetcher_ = std::make_unique<Prefetcher>(config.prefetch, ns, nullptr, nullptr,
+                                                      nullptr, nullptr, nullptr, nullptr);
+    return store;
+  }
+  std::vector<std::unique_ptr<Tier>> tiers = OpenTiers(config, source_dev, error);
+  if (tiers.empty()) return nullptr;
+  // A file larger than every tier cannot be held: it is read from SOURCE
+  // and gets no per-chunk state.
+  uint64_t largest = 0;
+  for (const auto& t : tiers) largest = std::max(largest, t->budget());
+  auto catalog = std::make_unique<Catalog>(*ns, config.chunk_size, largest / config.chunk_size + 1);
+  auto policy = NewEvictionPolicy(config.policy, static_cast<int>(tiers.size()), catalog.get());
+  if (!policy) {
+    *error = fmt::format("unknown policy '{}'", config.policy);
+    return nullptr;
+  }
+  // Only the first-fit policy is clairvoyant: it takes next uses and window sizes.
+  auto* belady = dynamic_cast<BeladyPolicy*>(policy.get());
+  store->chunks_ =
+      std::make_unique<ChunkStore>(ns, std::move(catalog), std::move(tiers), std::move(policy));
+  store->chunks_->RecoverDirectoryTiers(config.source_id);
+  if (config.peers_enabled()) {
+    JobPeersConfig peers = config.peers;
+    peers.chunk_size = config.chunk_size;
+    store->peers_ = std::make_unique<JobPeers>(std::move(peers), ns);
+  }
+  store->executor_ = std::make_unique<Executor>(config.promote_threads, config.promote_queue);
+  store->promoter_ = std::make_unique<Promoter>(store->chunks_.get(), source,
+                                                store->executor_.get(), store->peers_.get());
+  store->read_path_ =
+      std::make_unique<ReadPath>(ns, source, store->chunks_.get(), store->promoter_.get(),
+                                 std::chrono::seconds(10), store->peers_.get());
+  if (store->peers_) {
+    store->peer_reader_ = std::make_unique<PeerChunkReader>(ns, store->read_path_.get());
+  }
+  PrefetchConfig prefetch = config.prefetch;
+  prefetch.max_lookahead_bytes = std::max<uint64_t>(store->chunks_->tier_bytes() / 4, 1);
+  store->prefetcher_ = std::make_unique<Prefetcher>(prefetch, ns, store->chunks_.get(),
+                                                    store->promoter_.get(), store->executor_.get(),
+                                                    belady, &store->read_path_->counters(), source);
+  if (belady) belady->SetOracle(store->prefetcher_.get());
+  store->read_path_->SetObserver(store->prefetcher_.get());
+  return store;
+}
+
+TieredStore::~TieredStore() {
+  Shutdown();
+  // The policy asks the prefetcher for next uses until it is told not to.
+  if (auto* belady = chunks_ ? dynamic_cast<BeladyPolicy*>(&chunks_->policy()) : nullptr) {
+    belady->SetOracle(nullptr);
+  }
+}
+
+void TieredStore::Start() {
+  if (executor_) executor_->Start();
+  if (prefetcher_) prefetcher_->Start();
+  if (peers_) {
+    std::string error;
+    if (peers_->Start(peer_reader_.get(), &error) < 0) {
+      TIERFS_LOG(kError,
+                 "peers: {}; this node neither asks nor serves peers (its misses read SOURCE)",
+                 error);
+    } else {
+      TIERFS_LOG(kInfo, "peers: '{}' of {} serving and asking", peers_->self(), peers_->size());
+    }
+  }
+}
+
+void TieredStore::Shutdown() {
+  // Peers first: answering them reads through the promoter and the store.
+  if (peers_) peers_->Stop();
+  if (read_path_) read_path_->SetObserver(nullptr);
+  if (prefetcher_) prefetcher_->Shutdown();
+  if (executor_) executor_->Shutdown();
+}
+
+void TieredStore::VisitCounters(CounterVisitor& v) const {
+  if (chunks_) {
+    chunks_->VisitTiers(v);
+  } else {
+    v.BeginList("tiers", "tier");
+    v.EndList();
+  }
+  v.BeginGroup("reads");
+  read_path_->VisitCounters(v);
+  v.EndGroup();
+  if (chunks_) {
+    v.BeginGroup("promotions");
+    v.Text("policy", chunks_->policy().name());
+    v.Gauge("chunk_size", static_cast<double>(config_.chunk_size));
+    executor_->VisitCounters(v);
+    promoter_->VisitCounters(v);
+    chunks_->VisitPromotions(v);
+    v.EndGroup();
+  }
+  v.BeginGroup("prefetch");
+  prefetcher_->VisitCounters(v);
+  v.EndGroup();
+  if (peers_) {
+    v.BeginGroup("peers");
+    peers_->VisitCounters(v);
+    v.EndGroup();
+  }
+}
+
+}  // namespace tierfs

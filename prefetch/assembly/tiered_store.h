@@ -1,0 +1,89 @@
+// TieredStore: assembles the promotion stack from the mount's options (the
+// tiers and the ChunkStore over them, the executor, the promoter, the read
+// path and the prefetcher), starts and stops it, and walks its counters.
+// With no tier configured, reads go to SOURCE.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "prefetch/engine/executor.h"
+#include "prefetch/engine/peer_chunk_reader.h"
+#include "prefetch/engine/promoter.h"
+#include "prefetch/engine/read_path.h"
+#include "prefetch/planners/prefetcher.h"
+#include "tiering/base/counter_visitor.h"
+#include "tiering/peer/job_peers.h"
+#include "tiering/store/chunk_store.h"
+
+namespace tierfs {
+
+struct DirectoryTierSpec {
+  std::string path;
+  uint64_t budget = 0;
+};
+
+struct TieringConfig {
+  uint64_t ram = 0;                     // RAM tier budget; 0 = no RAM tier
+  std::vector<DirectoryTierSpec> dirs;  // directory tiers, fastest first
+  // Which SOURCE this is ("PATH ino N"): directory tiers record it and keep
+  // nothing from a mount of another SOURCE.
+  std::string source_id;
+  // How long a directory tier held by another daemon is waited for (one
+  // unmounted a moment ago finishes its promotions first).
+  unsigned lock_wait_s = 0;
+  std::string policy = "first-fit";
+  // Threads of the promotion pool: the most SOURCE copies in flight. The
+  // tuner starts at 8 and finds how many the PFS rewards.
+  unsigned promote_threads = 32;
+  size_t promote_queue = 4096;  // per lane
+  // A reader's first access waits for one chunk: 8 MiB is a few tens of ms
+  // from a PFS stream, while a shard's other chunks are copied in parallel.
+  uint64_t chunk_size = 8ull << 20;
+  bool reset = false;  // start directory tiers empty
+  PrefetchConfig prefetch;
+  // The job's other nodes (-o peers=), which serve each other's chunks;
+  // none when peers.peers is empty. Needs a tier.
+  JobPeersConfig peers;
+  bool enabled() const { return ram > 0 || !dirs.empty(); }
+  bool peers_enabled() const { return !peers.peers.empty(); }
+};
+
+class TieredStore {
+ public:
+  // Returns nullptr with a message in *error for an unusable configuration.
+  // `source_dev` is SOURCE's st_dev: a tier on the same device gets a warning.
+  static std::unique_ptr<TieredStore> Open(const TieringConfig& config, const Namespace* ns,
+                                           SourceReader* source, dev_t source_dev,
+                                           std::string* error);
+  ~TieredStore();
+
+  ReadPath& read_path() { return *read_path_; }
+  Prefetcher& prefetcher() { return *prefetcher_; }
+  // Null without tiers.
+  ChunkStore* chunks() { return chunks_.get(); }
+  // Starts the promotion threads and the peers; call after the daemon has
+  // forked. Peers that cannot start are logged: this node then reads SOURCE.
+  void Start();
+  // Stops serving peers and promotions: queued ones are dropped, running
+  // ones cancelled.
+  void Shutdown();
+  // The "tiers", "reads", "promotions", "prefetch" and "peers" figures.
+  void VisitCounters(CounterVisitor& v) const;
+
+ private:
+  TieredStore() = default;
+  static std::vector<std::unique_ptr<Tier>> OpenTiers(const TieringConfig& config, dev_t source_dev,
+                                                      std::string* error);
+  TieringConfig config_;
+  std::unique_ptr<ChunkStore> chunks_;
+  std::unique_ptr<JobPeers> peers_;
+  std::unique_ptr<Executor> executor_;
+  std::unique_ptr<Promoter> promoter_;
+  std::unique_ptr<ReadPath> read_path_;
+  std::unique_ptr<Prefetcher> prefetcher_;
+  std::unique_ptr<PeerChunkReader> peer_reader_;
+};
+
+}  // namespace tierfs

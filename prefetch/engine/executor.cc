@@ -1,0 +1,111 @@
+#include "prefetch/engine/executor.h"
+
+#include <algorithm>
+#include <exception>
+
+#include "tiering/base/log.h"
+
+namespace tierfs {
+
+Executor::Executor(unsigned threads, size_t capacity)
+    : threads_(threads), capacity_(capacity), active_limit_(threads) {}
+
+void Executor::SetActiveLimit(unsigned n) {
+  {
+    std::lock_guard lock(mu_);
+    active_limit_.store(std::clamp(n, 1u, threads_));
+  }
+  cv_.notify_all();
+}
+
+void Executor::Start() {
+  std::lock_guard lock(mu_);
+  if (!workers_.empty() || stopping()) return;
+  for (unsigned i = 0; i < threads_; ++i) workers_.emplace_back([this] { Work(); });
+}
+
+Executor::~Executor() { Shutdown(); }
+
+bool Executor::Submit(Lane lane, Job job) {
+  {
+    std::lock_guard lock(mu_);
+    auto& q = lanes_[static_cast<int>(lane)];
+    if (stopping() || q.size() >= capacity_) {
+      rejected_.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
+    q.push_back(std::move(job));
+  }
+  cv_.notify_one();
+  return true;
+}
+
+size_t Executor::queued(Lane lane) const {
+  std::lock_guard lock(mu_);
+  return lanes_[static_cast<int>(lane)].size();
+}
+
+void Executor::Work() {
+  while (true) {
+    Job job;
+    {
+      std::unique_lock lock(mu_);
+      std::deque<Job>* q = nullptr;
+      cv_.wait(lock, [&] {
+        if (stopping()) return true;
+        if (running_.load(std::memory_order_relaxed) >= active_limit()) return false;
+        for (auto& lane : lanes_) {  // foreground, then look-ahead, then background
+          if (!lane.empty()) {
+            q = &lane;
+            return true;
+          }
+        }
+        return false;
+      });
+      if (stopping()) return;
+      job = std::move(q->front());
+      q->pop_front();
+      running_.fetch_add(1, std::memory_order_relaxed);
+    }
+    try {
+      job.run();
+    } catch (...) {  // a job must not take the pool down
+      TIERFS_LOG(kError, "promotion job failed: {}", DescribeCurrentException());
+    }
+    job = {};  // what it owns is released (a claim undone) before the job counts as done
+    {
+      std::lock_guard lock(mu_);  // so a worker waiting on the limit sees the change
+      running_.fetch_sub(1, std::memory_order_relaxed);
+    }
+    completed_.fetch_add(1, std::memory_order_relaxed);
+    cv_.notify_all();
+  }
+}
+
+void Executor::Shutdown() {
+  std::deque<Job> dropped;
+  {
+    std::lock_guard lock(mu_);
+    if (stopping()) return;
+    stopping_.store(true);
+    for (auto& q : lanes_) {
+      for (auto& j : q) dropped.push_back(std::move(j));
+      q.clear();
+    }
+  }
+  cv_.notify_all();
+  for (auto& j : dropped) {
+    if (j.cancel) j.cancel();
+  }
+  for (auto& t : workers_) t.join();
+}
+
+void Executor::VisitCounters(CounterVisitor& v) const {
+  v.Gauge("threads", threads());
+  v.Gauge("queued_foreground", static_cast<double>(queued(Lane::kForeground)));
+  v.Gauge("queued_lookahead", static_cast<double>(queued(Lane::kLookahead)));
+  v.Gauge("queued_background", static_cast<double>(queued(Lane::kBackground)));
+  v.Gauge("running", running());
+}
+
+}  // namespace tierfs

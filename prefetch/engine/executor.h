@@ -1,0 +1,72 @@
+// Executor: the promotion thread pool. Three lanes, served in order:
+// foreground (a reader is waiting), look-ahead (the declared order's next
+// files), background (stage-in). Bounded: a lane holds at most `capacity`
+// queued jobs; Submit beyond that is rejected and counted, never queued
+// without limit. At most `active_limit` jobs run at once (the autotuner moves
+// it between 1 and the thread count).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "tiering/base/counter_visitor.h"
+
+namespace tierfs {
+
+class Executor {
+ public:
+  enum class Lane { kForeground = 0, kLookahead = 1, kBackground = 2 };
+  static constexpr int kLanes = 3;
+  struct Job {
+    std::function<void()> run;
+    std::function<void()> cancel;  // called instead of run if the job is dropped at shutdown
+  };
+
+  // No thread runs until Start(): a daemon forks after construction.
+  Executor(unsigned threads, size_t capacity);
+  ~Executor();  // Shutdown()
+
+  // Starts the worker threads. Jobs submitted before wait in their lanes.
+  void Start();
+
+  // Queues a job; false if the lane is full or the executor is shut down.
+  bool Submit(Lane lane, Job job);
+  // Stops accepting jobs, cancels the queued ones, waits for running ones.
+  void Shutdown();
+  // True once Shutdown began: long jobs should give up early.
+  bool stopping() const { return stopping_.load(std::memory_order_relaxed); }
+
+  unsigned threads() const { return threads_; }
+  // Jobs allowed to run at once, 1..threads().
+  unsigned active_limit() const { return active_limit_.load(std::memory_order_relaxed); }
+  void SetActiveLimit(unsigned n);
+  size_t capacity() const { return capacity_; }
+  size_t queued(Lane lane) const;
+  unsigned running() const { return running_.load(std::memory_order_relaxed); }
+  uint64_t rejected() const { return rejected_.load(std::memory_order_relaxed); }
+  uint64_t completed() const { return completed_.load(std::memory_order_relaxed); }
+  // threads, queued per lane, running (gauges).
+  void VisitCounters(CounterVisitor& v) const;
+
+ private:
+  void Work();
+
+  const unsigned threads_;
+  const size_t capacity_;
+  mutable std::mutex mu_;  // guards lanes_; a leaf lock, never held while a job runs
+  std::condition_variable cv_;
+  std::deque<Job> lanes_[kLanes];
+  std::atomic<unsigned> active_limit_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<unsigned> running_{0};
+  std::atomic<uint64_t> rejected_{0}, completed_{0};
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace tierfs

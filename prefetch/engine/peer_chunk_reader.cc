@@ -1,0 +1,30 @@
+#include "prefetch/engine/peer_chunk_reader.h"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+
+namespace tierfs {
+
+int PeerChunkReader::ReadChunk(const ChunkRef& ref, Deadline deadline, ChunkBytes* out) {
+  auto id = ns_->Resolve(ref.path);
+  if (!id || !S_ISREG(ns_->node(*id).mode)) return -ENOENT;
+  const Node& node = ns_->node(*id);
+  // Another identity: the asker's snapshot and ours differ (a rewrite that
+  // kept size and mtime changes ctime and, mostly, the inode); neither
+  // version's bytes may be passed off as the other's.
+  if (node.size != ref.file_size || node.mtime_ns != ref.mtime_ns ||
+      node.ctime_ns != ref.ctime_ns || node.ino != ref.ino) {
+    return -ESTALE;
+  }
+  const uint64_t want = ref.length();
+  TierRead got;
+  ssize_t n = reads_->ReadLocal(*id, ref.file_offset(), want, out->scratch, &got, deadline);
+  if (n < 0) return static_cast<int>(n);
+  if (static_cast<uint64_t>(n) != want) return -EIO;  // SOURCE shrank under us
+  out->data = got.data;
+  out->hold = std::move(got.hold);
+  return 0;
+}
+
+}  // namespace tierfs

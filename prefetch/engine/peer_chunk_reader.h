@@ -1,0 +1,26 @@
+// PeerChunkReader: what this node serves to its peers (the ChunkProvider of
+// its PeerServer). A chunk is looked up by path in this node's snapshot,
+// checked against the asker's identity (size, mtime, ctime, inode), and read through the local
+// read path only (ReadPath::ReadLocal): from a tier, from a promotion in
+// flight, or promoted from SOURCE first, since the asker believes this node
+// is the chunk's home and a job should read each chunk from SOURCE once.
+// Never from another peer: a request is answered by the node asked.
+#pragma once
+
+#include "prefetch/engine/read_path.h"
+#include "tiering/namespace/namespace.h"
+#include "tiering/peer/chunk_provider.h"
+
+namespace tierfs {
+
+class PeerChunkReader : public ChunkProvider {
+ public:
+  PeerChunkReader(const Namespace* ns, ReadPath* reads) : ns_(ns), reads_(reads) {}
+  int ReadChunk(const ChunkRef& ref, Deadline deadline, ChunkBytes* out) override;
+
+ private:
+  const Namespace* const ns_;
+  ReadPath* const reads_;
+};
+
+}  // namespace tierfs

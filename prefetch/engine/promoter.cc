@@ -1,0 +1,88 @@
+#include "prefetch/engine/promoter.h"
+
+#include <cerrno>
+#include <memory>
+
+#include "tiering/base/aligned_buffer.h"
+
+namespace tierfs {
+
+Promoter::Promoter(ChunkStore* store, SourceReader* source, Executor* executor, JobPeers* peers)
+    : store_(store), source_(source), executor_(executor), peers_(peers) {}
+
+bool Promoter::Request(ChunkKey key, Executor::Lane lane, From from) {
+  // A full lane would reject the job after the claim made room for it:
+  // look first, so that no chunk is evicted for a promotion never made.
+  if (executor_->queued(lane) >= executor_->capacity()) {
+    rejected_.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  // Cheap before the claim: a chunk resident or in flight needs no home.
+  if (store_->state(key) != Catalog::kOnSource) return false;
+  const int home = peers_ != nullptr && from == From::kHome ? peers_->Home(key) : -1;
+  auto claim = std::make_shared<ChunkClaim>();
+  if (store_->Claim(key, claim.get(), /*may_evict=*/home < 0) !=
+      ChunkStore::ClaimResult::kClaimed) {
+    return false;
+  }
+  // A job dropped unrun (lane full, shutdown) destroys the claim, undoing it.
+  if (!executor_->Submit(lane,
+                         Executor::Job{[this, claim, home] { Copy(*claim, home); }, nullptr})) {
+    rejected_.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  requested_.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+void Promoter::AskHomeAhead(ChunkKey key) {
+  if (peers_ == nullptr) return;
+  {
+    std::lock_guard lock(asked_mu_);
+    if (!asked_.insert(key).second) return;
+    asked_order_.push_back(key);
+    if (asked_order_.size() > kMaxAsked) {
+      asked_.erase(asked_order_.front());
+      asked_order_.pop_front();
+    }
+  }
+  auto ask = [this, key] {
+    if (int home = peers_->Home(key); home >= 0) peers_->AskAhead(home, key);
+  };
+  if (!executor_->Submit(Executor::Lane::kLookahead, Executor::Job{ask, nullptr})) {
+    std::lock_guard lock(asked_mu_);
+    asked_.erase(key);  // the lane is full: ask again next time
+  }
+}
+
+void Promoter::Copy(ChunkClaim& claim, int home) {
+  thread_local AlignedBuffer aligned;
+  char* buf;
+  try {
+    buf = aligned.Get(kReadSize);
+  } catch (const std::bad_alloc&) {
+    return claim.Fail(-ENOMEM, "no memory for the copy buffer");
+  }
+  const uint64_t start = static_cast<uint64_t>(claim.key().chunk) * store_->catalog().chunk_size();
+  for (uint64_t done = 0; done < claim.length();) {
+    if (executor_->stopping()) return claim.Fail(-ECANCELED, "cancelled at shutdown");
+    size_t want = static_cast<size_t>(std::min<uint64_t>(kReadSize, claim.length() - done));
+    ssize_t n = home >= 0 ? peers_->Fetch(home, claim.key(), done, want, buf) : -1;
+    if (n != static_cast<ssize_t>(want)) {
+      home = -1;  // no home, or it failed us (counted): SOURCE for the rest of the chunk
+      n = source_->Read(claim.key().node, buf, want, start + done);
+    }
+    if (n < 0) return claim.Fail(static_cast<int>(n), "SOURCE read failed");
+    if (static_cast<size_t>(n) != want) return claim.Fail(-EIO, "SOURCE read short");
+    if (int err = claim.Write(buf, want); err < 0) return claim.Fail(err, "tier write failed");
+    done += want;
+  }
+  claim.Publish();  // a failed commit undoes the claim itself
+}
+
+void Promoter::VisitCounters(CounterVisitor& v) const {
+  v.Counter("requested", requested());
+  v.Counter("rejected", rejected());
+}
+
+}  // namespace tierfs

@@ -1,0 +1,80 @@
+// Promoter: copies chunks from SOURCE into tiers. A request claims the chunk
+// from the ChunkStore (one promotion per chunk, its tier's bytes reserved)
+// and queues the copy on the executor; the copy reads SOURCE in large
+// sequential requests and streams into the claim, which publishes it. Every
+// other outcome (a failure, a job dropped at shutdown, an exception) undoes
+// the claim: nothing partial is visible and the chunk is served from SOURCE.
+//
+// With peers, a chunk another node homes is copied from that node instead
+// (it reads SOURCE for the job), into free room only, never evicting this
+// node's own chunks for it; a piece the home does not deliver is read from
+// SOURCE, and so is the rest of that chunk.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <unordered_set>
+
+#include "prefetch/engine/executor.h"
+#include "tiering/base/counter_visitor.h"
+#include "tiering/peer/job_peers.h"
+#include "tiering/source/source_reader.h"
+#include "tiering/store/chunk_store.h"
+
+namespace tierfs {
+
+class Promoter {
+ public:
+  static constexpr size_t kReadSize = 1 << 20;  // one SOURCE request
+
+  // Everything must outlive the promoter; the executor must be shut down
+  // before the store is destroyed. `peers` may be null (no peers).
+  Promoter(ChunkStore* store, SourceReader* source, Executor* executor, JobPeers* peers = nullptr);
+
+  // Where a promotion may get the bytes: from the chunk's home if another
+  // node homes it, or from SOURCE only (a peer asked this node: it is the
+  // home as far as the asker knows).
+  enum class From { kHome, kSource };
+
+  // Starts promoting `key` if it is on SOURCE only. Returns true if this call
+  // put it in flight (the caller may then wait on the store).
+  bool Request(ChunkKey key, Executor::Lane lane, From from = From::kHome);
+
+  // True unless another live peer is `key`'s home (always true without peers).
+  bool HomedHere(ChunkKey key) const { return peers_ == nullptr || peers_->Home(key) < 0; }
+  // Look-ahead for a chunk another node homes and this one has no room to
+  // copy: asks the home (on the look-ahead lane) to promote it now. Each
+  // chunk is asked once among the last kMaxAsked.
+  void AskHomeAhead(ChunkKey key);
+  // True if `key`'s home was asked (among the last kMaxAsked): look-ahead
+  // counts it as ready.
+  bool AskedAhead(ChunkKey key) const {
+    std::lock_guard lock(asked_mu_);
+    return asked_.count(key) != 0;
+  }
+  static constexpr size_t kMaxAsked = 1 << 16;
+
+  uint64_t requested() const { return requested_.load(std::memory_order_relaxed); }
+  uint64_t rejected() const { return rejected_.load(std::memory_order_relaxed); }
+  // requested and rejected, into the "promotions" group.
+  void VisitCounters(CounterVisitor& v) const;
+
+ private:
+  // `home`: the peer link to copy from, or -1 for SOURCE.
+  void Copy(ChunkClaim& claim, int home);
+
+  ChunkStore* const store_;
+  SourceReader* const source_;
+  Executor* const executor_;
+  JobPeers* const peers_;
+  // Guards asked_ and asked_order_. A leaf lock (taken under Prefetcher::mu_).
+  mutable std::mutex asked_mu_;
+  std::unordered_set<ChunkKey, ChunkKeyHash> asked_;
+  std::deque<ChunkKey> asked_order_;    // oldest first, at most kMaxAsked
+  std::atomic<uint64_t> requested_{0};  // chunks put in flight
+  std::atomic<uint64_t> rejected_{0};   // the executor's lane was full
+};
+
+}  // namespace tierfs

@@ -1,0 +1,202 @@
+#include "prefetch/engine/read_path.h"
+
+#include <cerrno>
+#include <cstring>
+
+#include "tiering/base/log.h"
+
+namespace tierfs {
+
+ReadPath::ReadPath(const Namespace* ns, SourceReader* source, ChunkStore* store, Promoter* promoter,
+                   std::chrono::milliseconds wait_limit, JobPeers* peers)
+    : ns_(ns),
+      source_(source),
+      store_(store),
+      promoter_(promoter),
+      wait_limit_(wait_limit),
+      peers_(peers) {}
+
+ssize_t ReadPath::ReadLocal(NodeId id, uint64_t off, size_t size, char* scratch, TierRead* out,
+                            InFlight::Deadline deadline) {
+  bool hit = true;
+  return ReadRange(id, off, size, scratch, out, &hit, /*local=*/true, deadline);
+}
+
+ssize_t ReadPath::Read(NodeId id, uint64_t off, size_t size, char* scratch, TierRead* out) {
+  bool hit = true;
+  ssize_t n = ReadRange(id, off, size, scratch, out, &hit, /*local=*/false);
+  // Only now: the planner may evict a file once it is consumed, and this
+  // read must not lose its data to that (the reply holds what it needs).
+  if (n > 0) {
+    if (ReadObserver* observer = observer_.load(std::memory_order_relaxed)) {
+      observer->OnRead(id, off, static_cast<uint64_t>(n), hit);
+    }
+  }
+  return n;
+}
+
+ssize_t ReadPath::ReadRange(NodeId id, uint64_t off, size_t size, char* scratch, TierRead* out,
+                            bool* hit, bool local, InFlight::Deadline asker) {
+  const uint64_t file_size = ns_->node(id).size;
+  *out = {};
+  if (off >= file_size || size == 0) return 0;
+  size = static_cast<size_t>(std::min<uint64_t>(size, file_size - off));
+  if (store_ == nullptr || !store_->catalog().tiered(id)) {  // no tiers, or too large for them
+    *hit = false;
+    return ReadSource(ChunkKey{id, 0}, off, size, scratch, out);
+  }
+  const uint64_t chunk_size = store_->catalog().chunk_size();
+  ChunkKey key{id, static_cast<uint32_t>(off / chunk_size)};
+  uint64_t in_chunk = off % chunk_size;
+  if (in_chunk + size <= chunk_size)
+    return ReadChunk(key, in_chunk, size, scratch, out, hit, local, asker);
+  // The request straddles chunks: assemble the pieces in scratch.
+  size_t done = 0;
+  while (done < size) {
+    size_t n = static_cast<size_t>(std::min<uint64_t>(size - done, chunk_size - in_chunk));
+    TierRead piece;
+    ssize_t r = ReadChunk(key, in_chunk, n, scratch + done, &piece, hit, local, asker);
+    if (r < 0) return r;
+    if (piece.data != scratch + done) std::memcpy(scratch + done, piece.data, piece.size);
+    done += static_cast<size_t>(r);
+    if (static_cast<size_t>(r) < n) break;
+    key.chunk++;
+    in_chunk = 0;
+  }
+  out->data = scratch;
+  out->size = done;
+  return static_cast<ssize_t>(done);
+}
+
+ssize_t ReadPath::ReadChunk(ChunkKey key, uint64_t off, size_t n, char* scratch, TierRead* out,
+                            bool* hit, bool local, InFlight::Deadline asker) {
+  bool requested = false;  // at most one promotion attempt per read
+  InFlight::Deadline deadline{};
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    uint8_t state = store_->state(key);
+    if (Catalog::IsResident(state)) {
+      int err = store_->Read(key, state, off, n, scratch, out);
+      if (err == 0) {
+        counters_.tier_reads.fetch_add(1, std::memory_order_relaxed);
+        return static_cast<ssize_t>(n);
+      }
+      if (err != -ENOENT) {  // ENOENT: evicted meanwhile, which is normal
+        counters_.tier_errors.fetch_add(1, std::memory_order_relaxed);
+        TIERFS_LOG(kWarning, "tier {} read of '{}' failed ({}); served from SOURCE",
+                   store_->tiers()[static_cast<size_t>(Catalog::TierOf(state))]->name(),
+                   ns_->Path(key.node), std::strerror(-err));
+      }
+      break;
+    }
+    *hit = false;
+    if (state == Catalog::kInFlight) {
+      // Wait for the promotion rather than read SOURCE a second time, but
+      // only for the bytes this read needs, and not forever.
+      counters_.waits.fetch_add(1, std::memory_order_relaxed);
+      if (deadline == InFlight::Deadline{})
+        deadline = std::min(asker, std::chrono::steady_clock::now() + wait_limit_);
+      int err = store_->ReadInFlight(key, off, n, deadline, out);
+      if (err == 0) {
+        counters_.early_reads.fetch_add(1, std::memory_order_relaxed);
+        return static_cast<ssize_t>(n);
+      }
+      if (err == -ETIMEDOUT) {
+        counters_.wait_timeouts.fetch_add(1, std::memory_order_relaxed);
+        // A peer that asked has given up by now: no SOURCE read for nobody.
+        if (std::chrono::steady_clock::now() >= asker) return -ETIMEDOUT;
+        break;  // the promotion is stuck (a slow OST, a full pool): read SOURCE
+      }
+      continue;
+    }
+    // On SOURCE only: promote it (first access, Monarch) and wait for that.
+    if (requested || promoter_ == nullptr) return ReadUncached(key, off, n, scratch, out, local);
+    requested = true;
+    if (off != 0 && WasBypassed(key)) {
+      counters_.bypass_kept.fetch_add(1, std::memory_order_relaxed);
+      return ReadUncached(key, off, n, scratch, out, local);
+    }
+    const auto from = local ? Promoter::From::kSource : Promoter::From::kHome;
+    if (!promoter_->Request(key, Executor::Lane::kForeground, from)) {
+      // Another reader may have put it in flight since our look: wait for
+      // that rather than read SOURCE a second time.
+      if (store_->state(key) == Catalog::kOnSource) {  // no room, or queue full
+        NoteBypassed(key);
+        return ReadUncached(key, off, n, scratch, out, local);
+      }
+      continue;
+    }
+    PromoteRestOf(key);
+  }
+  return ReadSource(key, off, n, scratch, out);
+}
+
+ssize_t ReadPath::ReadUncached(ChunkKey key, uint64_t off, size_t n, char* scratch, TierRead* out,
+                               bool local) {
+  if (peers_ != nullptr && !local) {
+    if (int home = peers_->Home(key); home >= 0) {
+      ssize_t r = peers_->Fetch(home, key, off, n, scratch);
+      if (r == static_cast<ssize_t>(n)) {
+        counters_.peer_reads.fetch_add(1, std::memory_order_relaxed);
+        counters_.peer_bytes.fetch_add(n, std::memory_order_relaxed);
+        out->data = scratch;
+        out->size = n;
+        return r;
+      }
+    }
+  }
+  return ReadSource(key, off, n, scratch, out);
+}
+
+namespace {
+uint64_t BypassSlotValue(ChunkKey key) {
+  return (static_cast<uint64_t>(key.node) + 1) << 32 | key.chunk;
+}
+}  // namespace
+
+bool ReadPath::WasBypassed(ChunkKey key) const {
+  return bypassed_[key.node % kBypassSlots].load(std::memory_order_relaxed) == BypassSlotValue(key);
+}
+
+void ReadPath::NoteBypassed(ChunkKey key) {
+  bypassed_[key.node % kBypassSlots].store(BypassSlotValue(key), std::memory_order_relaxed);
+}
+
+void ReadPath::PromoteRestOf(ChunkKey key) {
+  // A large file read from one chunk is likely read on: queue its other
+  // chunks, until the lane is full or the tiers have no room (the rest is
+  // promoted when it is read).
+  for (uint32_t c = key.chunk + 1; c < store_->catalog().chunks(key.node); ++c) {
+    const ChunkKey next{key.node, c};
+    if (!promoter_->Request(next, Executor::Lane::kBackground) &&
+        store_->state(next) == Catalog::kOnSource) {
+      break;
+    }
+  }
+}
+
+ssize_t ReadPath::ReadSource(ChunkKey key, uint64_t off, size_t n, char* scratch, TierRead* out) {
+  uint64_t file_off = store_ ? key.chunk * store_->catalog().chunk_size() + off : off;
+  ssize_t r = source_->Read(key.node, scratch, n, file_off);
+  if (r < 0) return r;
+  counters_.source_reads.fetch_add(1, std::memory_order_relaxed);
+  counters_.source_bytes.fetch_add(static_cast<uint64_t>(r), std::memory_order_relaxed);
+  out->data = scratch;
+  out->size = static_cast<size_t>(r);
+  return r;
+}
+
+void ReadPath::VisitCounters(CounterVisitor& v) const {
+  auto load = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
+  v.Counter("from_tiers", load(counters_.tier_reads));
+  v.Counter("from_source", load(counters_.source_reads));
+  v.Counter("source_bytes", load(counters_.source_bytes));
+  v.Counter("waits", load(counters_.waits));
+  v.Counter("early", load(counters_.early_reads));
+  v.Counter("wait_timeouts", load(counters_.wait_timeouts));
+  v.Counter("tier_errors", load(counters_.tier_errors));
+  v.Counter("from_peers", load(counters_.peer_reads));
+  v.Counter("peer_bytes", load(counters_.peer_bytes));
+  v.Counter("bypass_kept", load(counters_.bypass_kept));
+}
+
+}  // namespace tierfs

@@ -1,0 +1,80 @@
+// HintParser: turns bytes written to a control file (.tierfs/order,
+// .tierfs/stage) into files of the namespace. Writers may split a line over
+// several write() calls, so each writer's unfinished last line is kept (by
+// writer id and file offset) until it is completed, its writer moves on, or
+// it grows stale. Hostile input is bounded: a line longer than PATH_MAX is
+// rejected without being stored, and at most kMaxWriters tails are kept.
+//
+// The order file also takes directives, lines that begin with "//" (no path
+// does: relative paths cannot begin with '/', and absolute ones are written
+// with one): "//stream NAME" sends the writer's later lines to the stream
+// NAME (1-64 of [A-Za-z0-9._:-]) instead of its own; "//epoch" starts a new
+// epoch of the stream (what it declared before and was not read is dropped).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tiering/namespace/namespace.h"
+
+namespace tierfs {
+
+class HintParser {
+ public:
+  static constexpr size_t kMaxLine = 4096;
+  static constexpr size_t kMaxWriters = 256;
+
+  // A directive, in order with the files: it applies from files[at] on.
+  struct Mark {
+    enum class Kind { kStream, kEpoch };
+    size_t at;
+    Kind kind;
+    std::string stream;  // kStream: the name
+  };
+  struct Result {
+    std::vector<NodeId> files;  // in order
+    std::vector<Mark> marks;    // in order
+    uint64_t valid = 0;         // lines that named something, or directives
+    uint64_t rejected = 0;      // lines that did not (counted, never fatal)
+  };
+  static constexpr size_t kMaxStreamName = 64;
+
+  // `mountpoint`: absolute paths below it are accepted. `directories`: a
+  // line naming a directory stands for every file below it (stage); else it
+  // is rejected (order). `directives`: "//" lines are directives (order);
+  // else they are rejected.
+  HintParser(const Namespace* ns, std::string mountpoint, bool directories,
+             bool directives = false);
+
+  // Bytes written by `writer` (a thread id) at file offset `offset`.
+  void Feed(uint64_t writer, uint64_t offset, std::string_view data, Result* out);
+  // Ends the unfinished lines last written longer ago than `age` (all for 0).
+  void FlushTails(std::chrono::steady_clock::duration age, Result* out);
+  // The same, each writer's lines apart (directives apply per writer).
+  void FlushTails(std::chrono::steady_clock::duration age, std::map<uint64_t, Result>* by_writer);
+  // Resolves one line (without its newline). Empty lines are ignored.
+  void ResolveLine(std::string_view line, Result* out) const;
+
+ private:
+  struct Tail {
+    std::string text;
+    uint64_t next_offset = 0;
+    bool overlong = false;
+    std::chrono::steady_clock::time_point last;
+  };
+  void EndTail(Tail& tail, Result* out);
+  void AddTree(NodeId dir, Result* out) const;
+  void ResolveDirective(std::string_view line, Result* out) const;
+
+  const Namespace* const ns_;
+  const std::string mountpoint_;
+  const bool directories_;
+  const bool directives_;
+  std::map<uint64_t, Tail> tails_;  // by writer
+};
+
+}  // namespace tierfs

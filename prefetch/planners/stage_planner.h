@@ -1,0 +1,52 @@
+// StagePlanner: the files asked to be staged (all of SOURCE in stage-in
+// mode, in namespace order; or those named in .tierfs/stage) and the queue
+// of those not yet fed to the promoter, with the progress they make.
+// Thread-safe; its lock is a leaf, and the progress walk over every staged
+// file runs outside it (on a copy of the list), so a stats read never stalls
+// the planner or a reader.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <vector>
+
+#include "prefetch/planners/hint_parser.h"
+#include "tiering/base/counter_visitor.h"
+#include "tiering/store/catalog.h"
+
+namespace tierfs {
+
+class StagePlanner {
+ public:
+  // `catalog` null: nothing can be staged (no tiers).
+  StagePlanner(const Namespace* ns, const Catalog* catalog);
+
+  // Stage-in: every regular file, in namespace order (directory by directory).
+  void StageAll();
+  // The files of a .tierfs/stage write, and its line counts.
+  void Add(const HintParser::Result& result);
+  // The next file to feed to the promoter; false when none is queued.
+  bool Next(NodeId* id);
+  size_t queued() const;
+
+  // The "stage" group's figures. `background_idle`: no stage-in promotion
+  // is queued (a fed file that is not resident has then failed or found no
+  // room).
+  void VisitCounters(CounterVisitor& v, bool background_idle) const;
+
+ private:
+  void AddFile(NodeId id);  // REQUIRES: mu_ held
+
+  const Namespace* const ns_;
+  const Catalog* const catalog_;
+  mutable std::mutex mu_;       // guards the rest. Lock order: a leaf.
+  std::deque<NodeId> queue_;    // files still to feed to the executor
+  std::vector<NodeId> staged_;  // every file ever asked for
+  std::vector<char> marked_;    // per node: already in staged_
+  uint64_t valid_ = 0, rejected_ = 0;
+  std::chrono::steady_clock::time_point started_{};  // the first file asked for
+};
+
+}  // namespace tierfs

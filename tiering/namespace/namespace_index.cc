@@ -1,0 +1,296 @@
+#include "tiering/namespace/namespace_index.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstddef>
+#include <cstring>
+#include <ctime>
+#include <type_traits>
+#include <vector>
+
+#include "tiering/base/log.h"
+#include "tiering/base/xxh64.h"
+
+namespace tierfs {
+namespace {
+
+constexpr uint64_t kMagic = 0x5849534652454954;  // "TIERFSIX" read little-endian
+constexpr size_t kHeaderSize = 8192;             // the node array starts page-aligned
+constexpr uint64_t kMaxCopiedFile = uint64_t{64} << 30;
+constexpr int kVfsFields = 11;
+
+struct IndexHeader {
+  uint64_t magic;
+  uint32_t version, header_size, node_size, reserved0;
+  uint64_t node_count, nodes_off, arena_size, arena_off, file_size;
+  uint64_t nodes_checksum, arena_checksum;
+  uint64_t root_dev, root_ino;
+  int64_t created_ns;
+  uint64_t file_bytes, files, dirs, symlinks, skipped;
+  uint64_t vfs[kVfsFields];
+  uint32_t path_len, reserved1;
+  char path[4096];
+  uint64_t header_checksum;  // XXH64 of this header with this field 0
+};
+static_assert(sizeof(IndexHeader) <= kHeaderSize);
+static_assert(std::has_unique_object_representations_v<IndexHeader>, "no padding is written");
+static_assert(std::has_unique_object_representations_v<Node>, "no padding is written");
+
+void StatvfsTo(const struct statvfs& s, uint64_t* v) {
+  const uint64_t f[kVfsFields] = {s.f_bsize,  s.f_frsize, s.f_blocks, s.f_bfree,
+                                  s.f_bavail, s.f_files,  s.f_ffree,  s.f_favail,
+                                  s.f_fsid,   s.f_flag,   s.f_namemax};
+  std::memcpy(v, f, sizeof(f));
+}
+struct statvfs StatvfsFrom(const uint64_t* v) {
+  struct statvfs s {};
+  s.f_bsize = v[0];
+  s.f_frsize = v[1];
+  s.f_blocks = v[2];
+  s.f_bfree = v[3];
+  s.f_bavail = v[4];
+  s.f_files = v[5];
+  s.f_ffree = v[6];
+  s.f_favail = v[7];
+  s.f_fsid = v[8];
+  s.f_flag = v[9];
+  s.f_namemax = v[10];
+  return s;
+}
+
+// XXH64 of the whole header block (padding included) with the checksum
+// field taken as 0.
+uint64_t HeaderChecksum(const char* block) {
+  std::vector<char> copy(block, block + kHeaderSize);
+  std::memset(copy.data() + offsetof(IndexHeader, header_checksum), 0, sizeof(uint64_t));
+  return Xxh64(copy.data(), copy.size());
+}
+
+int WriteAll(int fd, const void* data, size_t n) {
+  const char* p = static_cast<const char*>(data);
+  while (n > 0) {
+    ssize_t w = ::write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return w < 0 ? -errno : -EIO;
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  return 0;
+}
+
+// The file's bytes, mapped or copied; the deleter frees them.
+std::shared_ptr<const unsigned char> Bytes(int fd, uint64_t size, bool map, std::string* why) {
+  if (map) {
+    void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED) {
+      *why = fmt::format("cannot map it: {}", std::strerror(errno));
+      return nullptr;
+    }
+    return {static_cast<const unsigned char*>(p),
+            [size](const unsigned char* q) { ::munmap(const_cast<unsigned char*>(q), size); }};
+  }
+  if (size > kMaxCopiedFile) {
+    *why = "too large to copy";
+    return nullptr;
+  }
+  // uint64_t storage: the node array inside needs 8-byte alignment.
+  auto* words = new (std::nothrow) uint64_t[(size + 7) / 8];
+  if (words == nullptr) {
+    *why = "not enough memory to copy it";
+    return nullptr;
+  }
+  std::shared_ptr<const unsigned char> bytes(reinterpret_cast<const unsigned char*>(words),
+                                             [words](const unsigned char*) { delete[] words; });
+  auto* out = reinterpret_cast<char*>(words);
+  for (uint64_t done = 0; done < size;) {
+    ssize_t r =
+        ::pread(fd, out + done, std::min<uint64_t>(size - done, 1 << 20), static_cast<off_t>(done));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) {
+      *why = r < 0 ? fmt::format("cannot read it: {}", std::strerror(errno))
+                   : "it was truncated while being read";
+      return nullptr;
+    }
+    done += static_cast<uint64_t>(r);
+  }
+  return bytes;
+}
+
+// The header's internal consistency (not the body's): "" or what is wrong.
+std::string CheckHeader(const IndexHeader& h, const char* block, uint64_t actual_size) {
+  if (h.magic != kMagic) {
+    return __builtin_bswap64(h.magic) == kMagic ? "it was written on a machine of the other byte "
+                                                  "order"
+                                                : "it is not a tierfs namespace index";
+  }
+  if (h.version != kIndexVersion) {
+    return fmt::format("it is index format version {}; this tierfs reads version {} (rebuild it)",
+                       h.version, kIndexVersion);
+  }
+  if (h.header_checksum != HeaderChecksum(block)) return "its header is corrupted (checksum)";
+  if (h.header_size != kHeaderSize || h.node_size != sizeof(Node)) {
+    return "its header does not match its version";
+  }
+  if (h.file_size != actual_size) {
+    return fmt::format("it is truncated or extended: {} bytes, its header says {}", actual_size,
+                       h.file_size);
+  }
+  const uint64_t max_nodes = (h.file_size - kHeaderSize) / sizeof(Node);
+  if (h.node_count == 0 || h.node_count > max_nodes || h.node_count > UINT32_MAX ||
+      h.nodes_off != kHeaderSize || h.arena_off != h.nodes_off + h.node_count * sizeof(Node) ||
+      h.arena_size > h.file_size - h.arena_off || h.arena_off + h.arena_size != h.file_size ||
+      h.arena_size > UINT32_MAX) {
+    return "its section offsets do not fit the file";
+  }
+  if (h.path_len == 0 || h.path_len >= sizeof(h.path)) return "its SOURCE path is invalid";
+  return "";
+}
+
+}  // namespace
+
+int64_t RealtimeNanos() {
+  struct timespec ts;
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+std::string WriteIndex(const Namespace& ns, const SourceIdentity& source, int64_t created_ns,
+                       const std::string& path) {
+  if (ns.size() == 0) return "cannot save an empty namespace";
+  auto header = std::make_unique<IndexHeader>();
+  std::memset(header.get(), 0, sizeof(IndexHeader));
+  IndexHeader& h = *header;
+  if (source.path.empty() || source.path.size() >= sizeof(h.path)) {
+    return fmt::format("SOURCE path '{}' cannot be saved in an index", source.path);
+  }
+  std::span<const Node> nodes = ns.nodes();
+  std::string_view arena = ns.arena();
+  h.magic = kMagic;
+  h.version = kIndexVersion;
+  h.header_size = kHeaderSize;
+  h.node_size = sizeof(Node);
+  h.node_count = nodes.size();
+  h.nodes_off = kHeaderSize;
+  h.arena_off = kHeaderSize + nodes.size_bytes();
+  h.arena_size = arena.size();
+  h.file_size = h.arena_off + h.arena_size;
+  h.nodes_checksum = Xxh64(nodes.data(), nodes.size_bytes());
+  h.arena_checksum = Xxh64(arena.data(), arena.size());
+  h.root_dev = source.dev;
+  h.root_ino = source.root_ino;
+  h.created_ns = created_ns;
+  const NamespaceTotals& t = ns.totals();
+  h.file_bytes = t.file_bytes;
+  h.files = t.files;
+  h.dirs = t.dirs;
+  h.symlinks = t.symlinks;
+  h.skipped = t.skipped;
+  StatvfsTo(ns.fs_stats(), h.vfs);
+  h.path_len = static_cast<uint32_t>(source.path.size());
+  std::memcpy(h.path, source.path.data(), source.path.size());
+
+  std::string tmp = path + ".tmp.XXXXXX";
+  int fd = ::mkostemp(tmp.data(), O_CLOEXEC);  // O_EXCL, mode 0600
+  if (fd < 0) return fmt::format("cannot create '{}': {}", tmp, std::strerror(errno));
+  std::vector<char> head(kHeaderSize, 0);
+  std::memcpy(head.data(), &h, sizeof(h));
+  h.header_checksum = HeaderChecksum(head.data());
+  std::memcpy(head.data(), &h, sizeof(h));
+  int err = WriteAll(fd, head.data(), head.size());
+  if (err == 0) err = WriteAll(fd, nodes.data(), nodes.size_bytes());
+  if (err == 0) err = WriteAll(fd, arena.data(), arena.size());
+  if (err == 0 && ::fsync(fd) != 0) err = -errno;
+  if (::close(fd) != 0 && err == 0) err = -errno;
+  if (err == 0 && ::rename(tmp.c_str(), path.c_str()) != 0) err = -errno;
+  if (err < 0) {
+    ::unlink(tmp.c_str());
+    return fmt::format("cannot write index '{}': {}", path, std::strerror(-err));
+  }
+  return "";
+}
+
+std::unique_ptr<Namespace> LoadIndex(const std::string& path, const SourceIdentity* expected,
+                                     std::string* error, IndexInfo* info) {
+  auto refuse = [&](const std::string& why) {
+    *error = fmt::format("index '{}' refused: {}", path, why);
+    return nullptr;
+  };
+  int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    *error = fmt::format("index '{}': {}", path, std::strerror(errno));
+    return nullptr;
+  }
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return refuse(std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) return refuse("not a regular file");
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  if (size < kHeaderSize) return refuse(fmt::format("it is truncated ({} bytes)", size));
+  std::vector<char> block(kHeaderSize);
+  if (::pread(fd, block.data(), kHeaderSize, 0) != static_cast<ssize_t>(kHeaderSize)) {
+    return refuse("cannot read its header");
+  }
+  auto header = std::make_unique<IndexHeader>();
+  std::memcpy(header.get(), block.data(), sizeof(IndexHeader));
+  const IndexHeader& h = *header;
+  if (std::string why = CheckHeader(h, block.data(), size); !why.empty()) return refuse(why);
+
+  // Checks prove the file safe to read, not true: a file that another user
+  // wrote or could have written might show a doctored tree of the same
+  // SOURCE (swapped class names, hidden files). Only the daemon's own
+  // files and root's are trusted.
+  if (st.st_uid != ::geteuid() && st.st_uid != 0) {
+    return refuse(
+        fmt::format("it belongs to uid {}: only this daemon's uid ({}) or root may "
+                    "write the index it trusts",
+                    st.st_uid, ::geteuid()));
+  }
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    return refuse(fmt::format("it is writable by others (mode {:o})", st.st_mode & 07777));
+  }
+  // A root-owned file read by another uid is copied: root could change it
+  // under a mapping, which would bypass every check below.
+  const bool map = st.st_uid == ::geteuid();
+  std::string why;
+  std::shared_ptr<const unsigned char> bytes = Bytes(fd, size, map, &why);
+  if (!bytes) return refuse(why);
+  std::span<const Node> nodes(reinterpret_cast<const Node*>(bytes.get() + h.nodes_off),
+                              h.node_count);
+  std::string_view arena(reinterpret_cast<const char*>(bytes.get() + h.arena_off), h.arena_size);
+  if (Xxh64(nodes.data(), nodes.size_bytes()) != h.nodes_checksum ||
+      Xxh64(arena.data(), arena.size()) != h.arena_checksum) {
+    return refuse("it is corrupted (checksum)");
+  }
+  SourceIdentity source{std::string(h.path, h.path_len), h.root_dev, h.root_ino};
+  if (expected != nullptr) {
+    if (source.path != expected->path) {
+      return refuse(fmt::format("it describes SOURCE '{}', not '{}'", source.path, expected->path));
+    }
+    if (source.root_ino != expected->root_ino) {
+      return refuse(fmt::format("SOURCE '{}' is another directory now (root inode {}, was {})",
+                                expected->path, expected->root_ino, source.root_ino));
+    }
+    if (source.dev != expected->dev) {
+      TIERFS_LOG(kDebug, "index '{}': SOURCE's device is {}, was {} (another node or mount)", path,
+                 expected->dev, source.dev);
+    }
+  }
+  NamespaceTotals totals{h.file_bytes, h.files, h.dirs, h.symlinks, h.skipped};
+  if (std::string bad = CheckLayout(nodes, arena, totals); !bad.empty()) {
+    return refuse("its tree is inconsistent: " + bad);
+  }
+  if (info != nullptr) *info = {source, h.created_ns, size, map};
+  auto ns = std::make_unique<Namespace>(nodes, arena, totals, StatvfsFrom(h.vfs), std::move(bytes));
+  ns->set_mapped(map);
+  return ns;
+}
+
+}  // namespace tierfs

@@ -1,0 +1,326 @@
+#include "tiering/namespace/namespace_open.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+#include "tiering/base/log.h"
+
+namespace tierfs {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A builder touches its lock every kLockBeat; a lock not touched for
+// kLockStale (its builder died, on any node), or dated in the future, is
+// not waited for.
+constexpr std::chrono::seconds kLockBeat(5);
+constexpr double kLockStale = 30;
+
+// INDEX.lock: held by the node that builds INDEX, touched every kLockBeat
+// while held. Removed by the destructor.
+class BuildLock {
+ public:
+  // Tries to create the lock; false if another builder holds it (or it
+  // cannot be created: then *error says why and nobody will build).
+  bool TryAcquire(const std::string& index, std::string* error) {
+    path_ = index + ".lock";
+    int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) {
+      if (errno != EEXIST)
+        *error = fmt::format("cannot create '{}': {}", path_, std::strerror(errno));
+      return false;
+    }
+    char host[256] = "?";
+    ::gethostname(host, sizeof(host) - 1);
+    std::string who = fmt::format("{} {}\n", host, ::getpid());
+    (void)!::write(fd, who.data(), who.size());
+    held_ = true;
+    beat_ = std::thread([this, fd] {
+      std::unique_lock lock(mu_);
+      while (!cv_.wait_for(lock, kLockBeat, [this] { return done_; })) ::futimens(fd, nullptr);
+      ::close(fd);
+    });
+    return true;
+  }
+  ~BuildLock() {
+    if (!held_) return;
+    {
+      std::lock_guard lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    beat_.join();
+    ::unlink(path_.c_str());
+  }
+
+ private:
+  std::string path_;
+  bool held_ = false;
+  std::thread beat_;
+  std::mutex mu_;  // guards done_. A leaf lock.
+  std::condition_variable cv_;
+  bool done_ = false;
+};
+
+// Whether `path` exists (without following a final symlink); its age in s.
+bool Exists(const std::string& path, double* age_s) {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0) return false;
+  *age_s = static_cast<double>(::time(nullptr) - st.st_mtime);
+  return true;
+}
+
+// Why lock `path` is not one to wait for ("" if it is): another user's (a
+// name in a shared directory can be taken first by anyone), not a regular
+// file, dated in the future, or not touched for kLockStale.
+std::string UnworthyLock(const std::string& path) {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0) return "";
+  if (st.st_uid != ::geteuid()) {
+    return fmt::format("it belongs to uid {}, not to this daemon's user (planted?)", st.st_uid);
+  }
+  if (!S_ISREG(st.st_mode)) return "it is not a regular file";
+  double age = static_cast<double>(::time(nullptr) - st.st_mtime);
+  if (age < -60) return fmt::format("it is dated {:.0f} s in the future", -age);
+  if (age > kLockStale) return fmt::format("its builder stopped touching it {:.0f} s ago", age);
+  return "";
+}
+
+// Whether lock file `path` was left by a builder on this host that is gone
+// (its "host pid" line names a process that no longer exists).
+bool LockOfDeadProcess(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return false;
+  char buf[320] = {};
+  ssize_t n = ::read(fd, buf, sizeof(buf) - 1);
+  ::close(fd);
+  if (n <= 0) return false;
+  char host[256] = {};
+  ::gethostname(host, sizeof(host) - 1);
+  std::string_view text(buf, static_cast<size_t>(n));
+  size_t space = text.find(' ');
+  if (space == std::string_view::npos || text.substr(0, space) != host) return false;
+  long pid = std::strtol(buf + space + 1, nullptr, 10);
+  return pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
+}
+
+double Since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+}  // namespace
+
+bool ParseIndexCheck(const std::string& text, IndexCheck* out) {
+  if (text == "full") {
+    *out = IndexCheck::kFull;
+  } else if (text == "dirs") {
+    *out = IndexCheck::kDirs;
+  } else if (text == "none") {
+    *out = IndexCheck::kNone;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+std::vector<NodeId> ChangedDirectories(Backend* backend, const Namespace& ns, unsigned threads,
+                                       int64_t racy_after_ns, uint64_t* stats) {
+  std::vector<NodeId> dirs;
+  for (NodeId id = 0; id < ns.size(); ++id) {
+    if (S_ISDIR(ns.node(id).mode)) dirs.push_back(id);
+  }
+  std::vector<char> changed(dirs.size(), 0);
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < dirs.size();) {
+      struct stat st;
+      const Node& n = ns.node(dirs[i]);
+      bool same = backend->stat(ns.Path(dirs[i]), &st) == 0 && S_ISDIR(st.st_mode) &&
+                  st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec == n.mtime_ns &&
+                  st.st_ctim.tv_sec * 1000000000LL + st.st_ctim.tv_nsec == n.ctime_ns &&
+                  n.mtime_ns < racy_after_ns && n.ctime_ns < racy_after_ns;
+      changed[i] = !same;
+    }
+  };
+  std::vector<std::thread> pool;
+  // scan_threads=auto: a stat per directory is over too soon to tune (1,001
+  // for ImageNet); as many in flight as the scan's tuning found at full scale.
+  if (threads == 0) threads = kValidateThreads;
+  unsigned n = std::max(1u, std::min<unsigned>(threads, static_cast<unsigned>(dirs.size())));
+  for (unsigned t = 0; t < n; ++t) pool.emplace_back(work);
+  for (auto& t : pool) t.join();
+  *stats += dirs.size();
+  std::vector<NodeId> out;
+  for (size_t i = 0; i < dirs.size(); ++i) {
+    if (changed[i]) out.push_back(dirs[i]);
+  }
+  return out;
+}
+
+std::string CheckPrivateDirectory(const std::string& dir) {
+  struct stat st;
+  if (::lstat(dir.c_str(), &st) != 0) return fmt::format("'{}': {}", dir, std::strerror(errno));
+  if (!S_ISDIR(st.st_mode)) return fmt::format("'{}' is not a directory", dir);
+  if (st.st_uid != ::geteuid()) {
+    return fmt::format("'{}' belongs to uid {}, not to this daemon's uid {}", dir, st.st_uid,
+                       ::geteuid());
+  }
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    return fmt::format("'{}' is writable by others (mode {:o})", dir, st.st_mode & 07777);
+  }
+  return "";
+}
+
+std::unique_ptr<Namespace> OpenNamespace(Backend* backend, const SourceIdentity& source,
+                                         const OpenOptions& options, OpenReport* report,
+                                         std::string* error, ScanReport* live) {
+  const auto start = Clock::now();
+  const int64_t created = RealtimeNanos();
+  ScanReport local;
+  ScanReport& scan = live ? *live : local;
+  auto finish = [&](std::unique_ptr<Namespace> ns, std::string how) {
+    if (const unsigned width = scan.width; width > 0) {
+      how += scan.tune_steps > 0 ? fmt::format(", {} requests in flight (tuned; at most {})", width,
+                                               scan.peak_width.load())
+                                 : fmt::format(", {} requests in flight", width);
+    }
+    report->how = std::move(how);
+    report->meta_ops = scan.meta_ops();
+    report->seconds = Since(start);
+    return ns;
+  };
+  auto full_scan = [&](std::string* err) {
+    report->scanned = true;
+    return ScanNamespace(backend, {options.scan_threads}, err, &scan);
+  };
+  // Saves `ns` and maps the saved copy in its place (file-backed pages
+  // instead of heap). Keeps `ns` when the index cannot be written.
+  auto save = [&](std::unique_ptr<Namespace> ns) {
+    if (!options.write) return ns;
+    std::string err = WriteIndex(*ns, source, created, options.index);
+    if (!err.empty()) {
+      report->notes.push_back(err + "; the index on disk stays as it was");
+      return ns;
+    }
+    report->written = true;
+    std::string reload_error;
+    if (auto mapped = LoadIndex(options.index, &source, &reload_error)) return mapped;
+    report->notes.push_back(reload_error);
+    return ns;
+  };
+
+  if (options.index.empty()) {
+    auto ns = full_scan(error);
+    return ns ? finish(std::move(ns), "scanned (no index)") : nullptr;
+  }
+  std::string load_error;
+  std::unique_ptr<Namespace> saved;
+  IndexInfo info;
+  if (options.check != IndexCheck::kFull) {
+    saved = LoadIndex(options.index, &source, &load_error, &info);
+    if (!saved) {
+      // Another node may be building it: wait for its lock to go, then retry.
+      BuildLock lock;
+      std::string lock_error;
+      double age = 0;
+      if (lock.TryAcquire(options.index, &lock_error)) {
+        saved = LoadIndex(options.index, &source, &load_error, &info);  // written meanwhile?
+      } else if (lock_error.empty()) {
+        TIERFS_LOG(kInfo, "index '{}' is being built elsewhere: waiting up to {} s", options.index,
+                   options.wait_s);
+        while (Exists(options.index + ".lock", &age) && age < options.wait_s &&
+               Since(start) < options.wait_s) {
+          if (std::string why = UnworthyLock(options.index + ".lock"); !why.empty()) {
+            report->notes.push_back(
+                fmt::format("index '{}': its lock is not waited for: {}", options.index, why));
+            if (why.find("uid") == std::string::npos) {  // ours: break it and build here
+              ::unlink((options.index + ".lock").c_str());
+              lock.TryAcquire(options.index, &lock_error);
+            }
+            break;
+          }
+          if (LockOfDeadProcess(options.index + ".lock")) {
+            report->notes.push_back(fmt::format(
+                "index '{}': its builder on this host died; removing its lock", options.index));
+            ::unlink((options.index + ".lock").c_str());
+            lock.TryAcquire(options.index, &lock_error);  // build it here; others wait for us
+            break;
+          }
+          std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        }
+        if (Exists(options.index + ".lock", &age) &&
+            UnworthyLock(options.index + ".lock").empty()) {
+          report->notes.push_back(fmt::format(
+              "index '{}' still locked after {:.0f} s (lock {:.0f} s old): scanning here",
+              options.index, Since(start), age));
+          if (age >= options.wait_s) ::unlink((options.index + ".lock").c_str());  // stale
+        }
+        saved = LoadIndex(options.index, &source, &load_error, &info);
+      }
+      if (!saved) {
+        if (!lock_error.empty()) report->notes.push_back(lock_error);
+        if (load_error.find(std::strerror(ENOENT)) == std::string::npos) {
+          report->notes.push_back(load_error + "; scanning SOURCE instead");
+        }
+        auto ns = full_scan(error);
+        if (!ns) return nullptr;
+        ns = save(std::move(ns));
+        return finish(std::move(ns), report->written ? "scanned, index written" : "scanned");
+      }
+    }
+  }
+  if (!saved) {  // check=full: a scan, saved for the next mount
+    BuildLock lock;
+    std::string lock_error;
+    lock.TryAcquire(options.index, &lock_error);
+    auto ns = full_scan(error);
+    if (!ns) return nullptr;
+    ns = save(std::move(ns));
+    return finish(std::move(ns), report->written ? "scanned (index_check=full), index written"
+                                                 : "scanned (index_check=full)");
+  }
+  report->from_index = true;
+  if (options.check == IndexCheck::kNone) {
+    return finish(std::move(saved), "index loaded, not checked (index_check=none)");
+  }
+  uint64_t stats = 0;
+  const int64_t racy_after = info.created_ns - options.racy_margin_ns;
+  std::vector<NodeId> changed =
+      ChangedDirectories(backend, *saved, options.scan_threads, racy_after, &stats);
+  scan.stats += stats;
+  report->dirs_checked = saved->dir_count();
+  report->dirs_changed = changed.size();
+  if (changed.empty()) {
+    return finish(std::move(saved),
+                  fmt::format("index loaded, {} directories unchanged", saved->dir_count()));
+  }
+  std::vector<bool> flags(saved->size(), false);
+  for (NodeId id : changed) flags[id] = true;
+  report->scanned = true;
+  BuildLock lock;
+  std::string lock_error;
+  lock.TryAcquire(options.index, &lock_error);  // best effort: writing is atomic anyway
+  auto ns =
+      ScanNamespace(backend, {options.scan_threads, saved.get(), &flags, racy_after}, error, &scan);
+  if (!ns) return nullptr;
+  saved.reset();
+  ns = save(std::move(ns));
+  return finish(
+      std::move(ns),
+      fmt::format("index loaded, {} of {} directories changed and listed again{}", changed.size(),
+                  report->dirs_checked, report->written ? ", index written" : ""));
+}
+
+}  // namespace tierfs

@@ -1,0 +1,331 @@
+#include "tiering/store/chunk_store.h"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "tiering/base/log.h"
+
+namespace tierfs {
+
+ChunkClaim& ChunkClaim::operator=(ChunkClaim&& o) noexcept {
+  if (this != &o) {
+    Undo(nullptr, 0);
+    store_ = std::exchange(o.store_, nullptr);
+    key_ = o.key_;
+    tier_ = o.tier_;
+    length_ = o.length_;
+    writer_ = std::move(o.writer_);
+    written_ = o.written_;
+    progress_ = std::move(o.progress_);
+    copy_ = o.copy_;
+  }
+  return *this;
+}
+
+int ChunkClaim::Write(const char* data, size_t n) {
+  if (store_ == nullptr) return -EBADF;
+  if (written_ + n > length_) return -EOVERFLOW;  // more than was reserved
+  if (!writer_) {
+    const Node& node = store_->ns().node(key_.node);
+    ChunkOrigin origin{store_->ns().Path(key_.node),
+                       node.size,
+                       node.mtime_ns,
+                       key_.chunk,
+                       length_,
+                       node.ctime_ns,
+                       node.ino};
+    Tier* tier = store_->tiers()[static_cast<size_t>(tier_)];
+    if (int err = tier->BeginStore(key_, origin, &writer_); err < 0) return err;
+  }
+  if (int err = writer_->Append(data, n); err < 0) return err;
+  written_ += n;
+  std::shared_ptr<const void> hold;
+  const char* contents = writer_->Contents(&hold);
+  progress_->Progress(written_, contents, std::move(hold));
+  return 0;
+}
+
+int ChunkClaim::Publish() {
+  if (store_ == nullptr) return -EBADF;
+  return store_->Commit(*this);
+}
+
+void ChunkClaim::Fail(int err, const char* what) { Undo(what, err); }
+
+void ChunkClaim::Undo(const char* what, int err) {
+  if (store_ != nullptr) store_->Undo(*this, what, err);
+}
+
+ChunkStore::ChunkStore(const Namespace* ns, std::unique_ptr<Catalog> catalog,
+                       std::vector<std::unique_ptr<Tier>> tiers,
+                       std::unique_ptr<EvictionPolicy> policy)
+    : ns_(ns), catalog_(std::move(catalog)), owned_(std::move(tiers)), policy_(std::move(policy)) {
+  for (const auto& t : owned_) tiers_.push_back(t.get());
+}
+
+uint64_t ChunkStore::RecoverDirectoryTiers(const std::string& source) {
+  uint64_t reused = 0;
+  for (size_t i = 0; i < tiers_.size(); ++i) {
+    if (tiers_[i]->kind() != Tier::Kind::kDirectory) continue;
+    auto* dir = static_cast<DirectoryTier*>(tiers_[i]);
+    const Catalog* catalog = catalog_.get();
+    const Namespace* ns = ns_;
+    std::vector<ChunkKey> kept;
+    int err = dir->Recover(
+        source,
+        [ns, catalog](const ChunkOrigin& o) -> std::optional<ChunkKey> {
+          auto id = ns->Resolve(o.path);
+          if (!id || !S_ISREG(ns->node(*id).mode)) return std::nullopt;
+          const Node& n = ns->node(*id);
+          if (n.size != o.file_size || n.mtime_ns != o.mtime_ns || n.ctime_ns != o.ctime_ns ||
+              n.ino != o.ino) {
+            return std::nullopt;  // stale: another file now, or rewritten since the copy
+          }
+          if (o.chunk >= catalog->chunks(*id) || catalog->length(*id, o.chunk) != o.length) {
+            return std::nullopt;  // chunked with another chunk size
+          }
+          return ChunkKey{*id, o.chunk};
+        },
+        &kept);
+    if (err < 0) {  // the tier emptied itself and takes no promotions this mount
+      TIERFS_LOG(kError, "tier {} ({}): recovery failed ({}); it is left empty and unused",
+                 dir->name(), dir->path(), std::strerror(-err));
+      continue;
+    }
+    for (ChunkKey key : kept) {
+      if (!catalog_->TryBegin(key)) continue;
+      policy_->Admitted(key, static_cast<int>(i), Hold::kKept);
+      catalog_->Publish(key, static_cast<int>(i));
+      policy_->Published(key, static_cast<int>(i));
+      reused++;
+    }
+  }
+  return reused;
+}
+
+ChunkStore::ClaimResult ChunkStore::Claim(ChunkKey key, ChunkClaim* out, bool may_evict) {
+  if (catalog_->state(key) != Catalog::kOnSource) return ClaimResult::kBusy;  // cheap check first
+  const uint64_t length = catalog_->length(key.node, key.chunk);
+  if (length == 0 || !catalog_->TryBegin(key)) return ClaimResult::kBusy;
+  int tier = Place(key, length, may_evict);
+  if (tier < 0) {
+    counters_.no_room.fetch_add(1, std::memory_order_relaxed);
+    catalog_->Abort(key);
+    return ClaimResult::kNoRoom;
+  }
+  ChunkClaim claim;
+  claim.store_ = this;
+  claim.key_ = key;
+  claim.tier_ = tier;
+  claim.length_ = length;
+  claim.progress_ = in_flight_.Add(key, tier);
+  claim.copy_ = !may_evict;
+  *out = std::move(claim);
+  return ClaimResult::kClaimed;
+}
+
+int ChunkStore::Place(ChunkKey key, uint64_t bytes, bool may_evict) {
+  for (size_t i = 0; i < tiers_.size(); ++i) {
+    if (!tiers_[i]->Reserve(bytes)) continue;
+    policy_->Admitted(key, static_cast<int>(i), Hold::kKept);
+    return static_cast<int>(i);
+  }
+  if (!may_evict) return -1;
+  // All full. This node's own chunk goes before any copy of a peer's: a
+  // copy saves a transfer between nodes, the own chunk a PFS read for the job.
+  for (size_t i = 0; i < tiers_.size(); ++i) {
+    if (bytes <= tiers_[i]->limit() && ReserveOverCopies(static_cast<int>(i), bytes)) {
+      policy_->Admitted(key, static_cast<int>(i), Hold::kKept);
+      return static_cast<int>(i);
+    }
+  }
+  // Make room in the fastest tier that could ever hold the chunk and where
+  // the policy finds something worth evicting for it.
+  for (size_t i = 0; i < tiers_.size(); ++i) {
+    const int t = static_cast<int>(i);
+    if (bytes > tiers_[i]->limit()) continue;
+    Hold hold = Hold::kKept;
+    while (true) {
+      if (tiers_[i]->Reserve(bytes)) {
+        policy_->Admitted(key, t, hold);
+        return t;
+      }
+      ChunkKey victim;
+      if (!policy_->PickVictim(t, Candidate{key, bytes, tiers_[i]->limit()}, &victim, &hold)) {
+        break;
+      }
+      if (Evict(victim, t) > 0) counters_.evicted.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+  return -1;
+}
+
+uint64_t ChunkStore::Evict(ChunkKey key, int tier_index) {
+  // Remove the data before the catalog says "on SOURCE": while the state is
+  // still resident no new promotion of the key can start and store into the
+  // tier under the same key. A reader that loses the race falls back to SOURCE.
+  if (catalog_->state(key) != Catalog::kResidentBase + tier_index) return 0;
+  Tier* tier = tiers_[static_cast<size_t>(tier_index)];
+  uint64_t bytes = tier->Remove(key);  // of racing evictors, one gets the bytes
+  {
+    std::lock_guard lock(copies_mu_);
+    copies_.erase(key);
+  }
+  catalog_->Evict(key, tier_index);
+  tier->Release(bytes);
+  return bytes;
+}
+
+bool ChunkStore::ReserveOverCopies(int t, uint64_t bytes) {
+  Tier* tier = tiers_[static_cast<size_t>(t)];
+  const uint8_t resident_here = static_cast<uint8_t>(Catalog::kResidentBase + t);
+  while (!tier->Reserve(bytes)) {
+    ChunkKey victim;
+    bool found = false;
+    {
+      std::lock_guard lock(copies_mu_);
+      for (const ChunkKey& k : copies_) {
+        if (catalog_->state(k) == resident_here) {
+          victim = k;
+          found = true;
+          break;
+        }
+      }
+    }
+    if (!found) return false;
+    if (Evict(victim, t) > 0) {
+      policy_->Dropped(victim, t);  // not the policy's pick: it forgets the chunk
+      counters_.evicted.fetch_add(1, std::memory_order_relaxed);
+      counters_.copies_evicted.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+  return true;
+}
+
+int ChunkStore::Commit(ChunkClaim& claim) {
+  int err = claim.written_ == claim.length_ ? 0 : -EIO;
+  if (err == 0 && !claim.writer_) err = -EIO;
+  if (err == 0) err = claim.writer_->Commit();
+  if (err < 0) {
+    Undo(claim, "tier commit failed", err);
+    return err;
+  }
+  claim.writer_.reset();
+  const ChunkKey key = claim.key_;
+  const int tier = claim.tier_;
+  claim.store_ = nullptr;  // published: nothing left to undo
+  if (claim.copy_) {       // listed before it is resident: no eviction can miss it
+    std::lock_guard lock(copies_mu_);
+    copies_.insert(key);
+  }
+  catalog_->Publish(key, tier);
+  Finish(claim);
+  policy_->Published(key, tier);
+  counters_.done.fetch_add(1, std::memory_order_relaxed);
+  counters_.bytes.fetch_add(claim.length_, std::memory_order_relaxed);
+  return 0;
+}
+
+void ChunkStore::Undo(ChunkClaim& claim, const char* what, int err) {
+  claim.store_ = nullptr;
+  claim.writer_.reset();  // a writer destroyed before Commit removes what it wrote
+  Tier* tier = tiers_[static_cast<size_t>(claim.tier_)];
+  tier->Release(claim.length_);
+  policy_->Abandoned(claim.key_, claim.tier_);
+  if (err == -ENOSPC || err == -EDQUOT) {
+    // The device filled before the budget did: stop placing there.
+    tier->MarkFull();
+    TIERFS_LOG(kWarning, "tier {} is full at {} bytes ({}); no more promotions go there",
+               tier->name(), tier->used(), std::strerror(-err));
+  }
+  catalog_->Abort(claim.key_);
+  Finish(claim);
+  if (what == nullptr) return;  // dropped unrun (shutdown): not a failure
+  uint64_t n = counters_.failed.fetch_add(1, std::memory_order_relaxed);
+  if (err != -ECANCELED && (n < 10 || n % 1000 == 0)) {
+    TIERFS_LOG(kWarning, "promotion of '{}' chunk {} to tier {} failed: {}: {}",
+               ns_->Path(claim.key_.node), claim.key_.chunk, tier->name(), what,
+               std::strerror(-err));
+  }
+}
+
+void ChunkStore::Finish(ChunkClaim& claim) {
+  in_flight_.Remove(claim.key_);
+  claim.progress_->Finish();
+  claim.progress_.reset();
+}
+
+int ChunkStore::ReadInFlight(ChunkKey key, uint64_t off, size_t n, InFlight::Deadline deadline,
+                             TierRead* out) {
+  if (std::shared_ptr<InFlight> chunk = in_flight_.Find(key)) {
+    // Served from the copy being written: bytes just read from SOURCE for
+    // this miss, not a tier hit (the read path counts it as `early`).
+    return chunk->Read(off, n, deadline, out);
+  }
+  // Claimed a moment ago and not yet listed, or just finished.
+  return catalog_->WaitWhileInFlight(key, deadline) == Catalog::kInFlight ? -ETIMEDOUT : -EAGAIN;
+}
+
+int ChunkStore::Read(ChunkKey key, uint8_t state, uint64_t off, size_t n, char* scratch,
+                     TierRead* out) {
+  const int t = Catalog::TierOf(state);
+  Tier* tier = tiers_[static_cast<size_t>(t)];
+  int err = tier->Read(key, off, n, scratch, out);
+  if (err == 0 && out->size == n) {
+    tier->CountHit(n);
+    policy_->Touched(key);
+    return 0;
+  }
+  if (err == 0) err = -EIO;  // a copy shorter than recorded is damaged
+  // Evicted meanwhile (the catalog moved on), or broken in the tier: then
+  // drop it, so it is promoted afresh instead of failing every read.
+  if (catalog_->state(key) == state && Evict(key, t) > 0) {
+    policy_->Dropped(key, t);
+    counters_.dropped.fetch_add(1, std::memory_order_relaxed);
+    if (err == -ENOENT) err = -EIO;  // not an eviction: the tier lost it
+  }
+  return err;
+}
+
+uint64_t ChunkStore::tier_bytes() const {
+  uint64_t total = 0;
+  for (const Tier* t : tiers_) total += t->budget();
+  return total;
+}
+
+void ChunkStore::VisitTiers(CounterVisitor& v) const {
+  std::vector<uint64_t> chunks = catalog_->ResidentChunksPerTier(static_cast<int>(tiers_.size()));
+  v.BeginList("tiers", "tier");
+  for (size_t i = 0; i < tiers_.size(); ++i) {
+    const Tier* t = tiers_[i];
+    const bool memory = t->kind() == Tier::Kind::kMemory;
+    const std::string path = memory ? "" : static_cast<const DirectoryTier*>(t)->path();
+    v.BeginItem({{"name", t->name()}, {"kind", memory ? "memory" : "directory"}, {"path", path}});
+    v.Gauge("budget", static_cast<double>(t->budget()));
+    v.Gauge("limit", static_cast<double>(t->limit()));
+    v.Gauge("used", static_cast<double>(t->used()));
+    v.Gauge("chunks", static_cast<double>(chunks[i]));
+    v.Counter("hits", t->hits());
+    v.Counter("bytes_served", t->bytes_served());
+    v.EndItem();
+  }
+  v.EndList();
+}
+
+void ChunkStore::VisitPromotions(CounterVisitor& v) const {
+  auto load = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
+  // Files larger than any tier: read from SOURCE, never promoted.
+  v.Gauge("untiered_files", static_cast<double>(catalog_->untiered_files()));
+  v.Counter("done", load(counters_.done));
+  v.Counter("failed", load(counters_.failed));
+  v.Counter("no_room", load(counters_.no_room));
+  v.Counter("evicted", load(counters_.evicted));
+  v.Counter("dropped", load(counters_.dropped));
+  v.Counter("copies_evicted", load(counters_.copies_evicted));
+  v.Counter("bytes", load(counters_.bytes));
+  v.Gauge("files_resident", static_cast<double>(catalog_->FullyResidentFiles()));
+}
+
+}  // namespace tierfs

@@ -1,0 +1,158 @@
+// ChunkStore: the tiers, the catalog of where each chunk is, and the
+// eviction policy; it owns the lifecycle of every chunk:
+//
+//   Claim:   ON_SOURCE -> IN_FLIGHT, a tier chosen (the fastest with room,
+//            evicting what the policy picks) and the chunk's bytes reserved
+//   Write:   the bytes streamed into the tier, invisible to readers
+//   Publish: IN_FLIGHT -> RESIDENT(t)
+//   or undo: reservation released, policy told, IN_FLIGHT -> ON_SOURCE
+//
+// A claim is an RAII object: every exit that did not publish (a failure, a
+// cancelled job, an exception) undoes it, so no chunk stays in flight.
+// Callers above (Promoter, ReadPath) copy bytes and read; they never step
+// the lifecycle themselves, and nothing here calls back up.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "tiering/base/counter_visitor.h"
+#include "tiering/namespace/namespace.h"
+#include "tiering/store/catalog.h"
+#include "tiering/store/eviction_policy.h"
+#include "tiering/store/in_flight.h"
+#include "tiering/store/tier.h"
+
+namespace tierfs {
+
+class ChunkStore;
+
+// The right to fill one chunk of one tier. Move-only; destroying or
+// reassigning an unpublished claim undoes it.
+class ChunkClaim {
+ public:
+  ChunkClaim() = default;
+  ChunkClaim(ChunkClaim&& o) noexcept { *this = std::move(o); }
+  ChunkClaim& operator=(ChunkClaim&& o) noexcept;
+  ~ChunkClaim() { Undo(nullptr, 0); }
+
+  explicit operator bool() const { return store_ != nullptr; }
+  ChunkKey key() const { return key_; }
+  int tier() const { return tier_; }
+  uint64_t length() const { return length_; }
+
+  // Appends bytes (the tier's writer is opened by the first call). 0 or
+  // -errno; on error the caller should Fail the claim.
+  int Write(const char* data, size_t n);
+  // Commits the bytes (exactly length() must have been written) and makes
+  // the chunk resident. 0, or -errno after undoing the claim.
+  int Publish();
+  // Undoes the claim for error `err` (-errno): counted as a failed
+  // promotion and logged with `what`; ENOSPC/EDQUOT also mark the tier full.
+  void Fail(int err, const char* what);
+
+ private:
+  friend class ChunkStore;
+  void Undo(const char* what, int err);
+
+  ChunkStore* store_ = nullptr;  // null: empty, or done
+  ChunkKey key_;
+  int tier_ = -1;
+  uint64_t length_ = 0;
+  std::unique_ptr<ChunkWriter> writer_;
+  uint64_t written_ = 0;
+  std::shared_ptr<InFlight> progress_;  // what readers of the chunk wait on
+  bool copy_ = false;                   // claimed without eviction: a peer's chunk
+};
+
+struct StoreCounters {
+  std::atomic<uint64_t> no_room{0};         // claims refused: fits in no tier
+  std::atomic<uint64_t> done{0};            // chunks published
+  std::atomic<uint64_t> failed{0};          // claims undone by Fail
+  std::atomic<uint64_t> bytes{0};           // bytes published
+  std::atomic<uint64_t> evicted{0};         // chunks evicted to make room
+  std::atomic<uint64_t> dropped{0};         // resident chunks found unreadable in their tier
+  std::atomic<uint64_t> copies_evicted{0};  // peers' chunks evicted for this node's own
+};
+
+class ChunkStore {
+ public:
+  enum class ClaimResult { kClaimed, kBusy, kNoRoom };
+
+  // `catalog` must describe `ns`; `policy` must have been made for
+  // tiers.size() tiers and this catalog. Directory tiers must be recovered
+  // through RecoverDirectoryTiers before the first claim.
+  ChunkStore(const Namespace* ns, std::unique_ptr<Catalog> catalog,
+             std::vector<std::unique_ptr<Tier>> tiers, std::unique_ptr<EvictionPolicy> policy);
+
+  // Reuses what directory tiers kept from an earlier mount of the same
+  // `source` (an identity string the journals must name): complete copies
+  // whose SOURCE file still has the recorded inode, size, mtime and ctime,
+  // chunked alike. Returns the chunks made resident.
+  uint64_t RecoverDirectoryTiers(const std::string& source = std::string());
+
+  // Claims `key` for promotion. kBusy: it is not on SOURCE only (resident, or
+  // in flight) or empty; kNoRoom: it fits in no tier (counted). Without
+  // `may_evict` only free room is used, and the chunk is a copy (of one
+  // another node homes): it never displaces this node's own chunks, and is
+  // the first to go when one of them needs room. Thread-safe.
+  ClaimResult Claim(ChunkKey key, ChunkClaim* out, bool may_evict = true);
+
+  // Reads [off, off+n) of chunk `key` from the tier that `state` (its
+  // resident catalog state) names. 0 when all n bytes are in *out (the
+  // read is counted and the policy told); else -errno, and a chunk that
+  // failed in its tier is dropped from it (-ENOENT: evicted meanwhile).
+  int Read(ChunkKey key, uint8_t state, uint64_t off, size_t n, char* scratch, TierRead* out);
+
+  uint8_t state(ChunkKey key) const { return catalog_->state(key); }
+  // For a chunk in flight: waits until [off, off+n) of it is written, and
+  // gives those bytes (first bytes early, the rest still being copied): 0.
+  // -EAGAIN: the chunk was published or given up first (look at its state
+  // again); -ETIMEDOUT: still not there at `deadline`.
+  int ReadInFlight(ChunkKey key, uint64_t off, size_t n, InFlight::Deadline deadline,
+                   TierRead* out);
+
+  const Namespace& ns() const { return *ns_; }
+  const Catalog& catalog() const { return *catalog_; }
+  const std::vector<Tier*>& tiers() const { return tiers_; }
+  EvictionPolicy& policy() { return *policy_; }
+  uint64_t tier_bytes() const;  // the sum of the tiers' budgets
+  const StoreCounters& counters() const { return counters_; }
+
+  // The tiers (a list) and this store's part of the "promotions" group.
+  void VisitTiers(CounterVisitor& v) const;
+  void VisitPromotions(CounterVisitor& v) const;
+
+ private:
+  friend class ChunkClaim;
+  // Reserves `bytes` in the fastest tier with room, evicting what the policy
+  // picks when all are full (if `may_evict`). The tier's index, or -1.
+  int Place(ChunkKey key, uint64_t bytes, bool may_evict);
+  // Removes a resident chunk from `tier`; the bytes freed (0 if it was not there).
+  uint64_t Evict(ChunkKey key, int tier);
+  // Evicts copies from tier `t` until `bytes` are reserved there: true, or
+  // false when the copies there are not enough (the rest stays evicted).
+  bool ReserveOverCopies(int t, uint64_t bytes);
+  int Commit(ChunkClaim& claim);
+  // Readers of the claimed chunk look at the catalog again.
+  void Finish(ChunkClaim& claim);
+  void Undo(ChunkClaim& claim, const char* what, int err);
+
+  const Namespace* const ns_;
+  const std::unique_ptr<Catalog> catalog_;
+  const std::vector<std::unique_ptr<Tier>> owned_;
+  std::vector<Tier*> tiers_;
+  const std::unique_ptr<EvictionPolicy> policy_;
+  InFlightTable in_flight_;
+  StoreCounters counters_;
+  // Copies of peers' chunks, resident or being published.
+  mutable std::mutex copies_mu_;  // guards copies_. A leaf lock.
+  std::unordered_set<ChunkKey, ChunkKeyHash> copies_;
+};
+
+}  // namespace tierfs

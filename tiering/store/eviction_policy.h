@@ -1,0 +1,83 @@
+// Eviction policies: which resident chunk leaves a full tier to make room
+// for a new one, or that none should (the new chunk is then not promoted).
+// Placement itself is fixed: the fastest tier with room (Monarch). The
+// ChunkStore owns the chunk's lifecycle and does every eviction; a policy
+// only tracks residents and answers, so it never calls back into the store.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tiering/store/catalog.h"
+#include "tiering/store/next_use.h"
+#include "tiering/store/tier.h"
+
+namespace tierfs {
+
+// How a chunk placed into a full tier is held.
+enum class Hold {
+  kKept,       // resident for all its later uses
+  kTransient,  // only for its coming read; the first to go once read
+};
+
+// A chunk looking for room in a full tier.
+struct Candidate {
+  ChunkKey key;
+  uint64_t bytes = 0;
+  uint64_t tier_limit = 0;  // the tier's limit in force
+};
+
+// Thread-safe: every method may be called concurrently. Implementations
+// hold their own lock only inside a call.
+class EvictionPolicy {
+ public:
+  virtual ~EvictionPolicy() = default;
+  virtual const char* name() const = 0;
+  // Tier `tier` has no room for `c`: names a resident chunk of that tier to
+  // evict (no longer tracked from now on) and how `c` would be held. False:
+  // evict nothing for it there.
+  virtual bool PickVictim(int tier, const Candidate& c, ChunkKey* victim, Hold* hold) = 0;
+  // `key`'s bytes were reserved in `tier`; `hold` comes from the last
+  // PickVictim for it (kKept when it fitted without one).
+  virtual void Admitted(ChunkKey key, int tier, Hold hold) = 0;
+  // An admitted chunk became resident (it is readable from now on).
+  virtual void Published(ChunkKey key, int tier) = 0;
+  // An admitted chunk was given up before it was published.
+  virtual void Abandoned(ChunkKey key, int tier) = 0;
+  // A resident chunk left `tier` without being picked (found missing or
+  // damaged in the tier).
+  virtual void Dropped(ChunkKey key, int tier) = 0;
+  // A read was served from the chunk.
+  virtual void Touched(ChunkKey key) = 0;
+};
+
+// Clairvoyant eviction (HDMLP/NoPFS) on top of first-fit placement. Without
+// a declared order every next use is "never", so nothing is ever evicted:
+// exactly Monarch's first-fit, which is why the option is named first-fit.
+class BeladyPolicy : public EvictionPolicy {
+ public:
+  // Where next uses come from; null (the default) = never.
+  virtual void SetOracle(const NextUseOracle* oracle) = 0;
+  // `node` was read (its coming use consumed) or newly declared. Must be
+  // called without the oracle's lock held.
+  virtual void NextUseChanged(NodeId node) = 0;
+  // Most transient chunks held per tier (the look-ahead window).
+  virtual void SetTransientLimit(size_t chunks) = 0;
+  // Entries kept to order evictions, stale ones included: bounded by about
+  // twice the resident chunks, however many reads went by.
+  virtual size_t ordering_entries() const = 0;
+};
+
+std::unique_ptr<BeladyPolicy> NewBeladyPolicy(int tiers, const Catalog* catalog);
+// Least recently read chunks go first.
+std::unique_ptr<EvictionPolicy> NewLruPolicy(int tiers);
+
+// The names NewEvictionPolicy accepts ("first-fit" builds the Belady policy).
+const std::vector<std::string>& EvictionPolicyNames();
+// nullptr for an unknown name.
+std::unique_ptr<EvictionPolicy> NewEvictionPolicy(const std::string& name, int tiers,
+                                                  const Catalog* catalog);
+
+}  // namespace tierfs

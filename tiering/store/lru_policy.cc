@@ -1,0 +1,84 @@
+// Least recently used: a recency list per tier; the least recently read
+// chunk of the full tier is the victim.
+#include <list>
+#include <mutex>
+#include <unordered_map>
+
+#include "tiering/store/eviction_policy.h"
+
+namespace tierfs {
+namespace {
+
+class LruPolicy final : public EvictionPolicy {
+ public:
+  explicit LruPolicy(int tiers) : lists_(static_cast<size_t>(tiers)) {}
+  const char* name() const override { return "lru"; }
+
+  bool PickVictim(int tier, const Candidate&, ChunkKey* victim, Hold* hold) override {
+    std::lock_guard lock(mu_);
+    List& list = lists_[static_cast<size_t>(tier)];
+    if (list.order.empty()) return false;
+    *victim = list.order.back();
+    *hold = Hold::kKept;
+    list.Erase(*victim);
+    return true;
+  }
+  void Admitted(ChunkKey, int, Hold) override {}
+  void Published(ChunkKey key, int tier) override {
+    std::lock_guard lock(mu_);
+    lists_[static_cast<size_t>(tier)].PushFront(key);
+  }
+  void Abandoned(ChunkKey, int) override {}
+  void Dropped(ChunkKey key, int tier) override {
+    std::lock_guard lock(mu_);
+    lists_[static_cast<size_t>(tier)].Erase(key);
+  }
+  void Touched(ChunkKey key) override {
+    std::lock_guard lock(mu_);
+    for (auto& list : lists_) {
+      auto it = list.index.find(key);
+      if (it == list.index.end()) continue;
+      list.order.splice(list.order.begin(), list.order, it->second);
+      return;
+    }
+  }
+
+ private:
+  struct List {
+    std::list<ChunkKey> order;  // front = most recently used
+    std::unordered_map<ChunkKey, std::list<ChunkKey>::iterator, ChunkKeyHash> index;
+    void PushFront(ChunkKey k) {
+      if (index.count(k)) return;
+      order.push_front(k);
+      index[k] = order.begin();
+    }
+    void Erase(ChunkKey k) {
+      auto it = index.find(k);
+      if (it == index.end()) return;
+      order.erase(it->second);
+      index.erase(it);
+    }
+  };
+  std::mutex mu_;  // guards lists_. Lock order: a leaf (nothing is called while held).
+  std::vector<List> lists_;
+};
+
+}  // namespace
+
+std::unique_ptr<EvictionPolicy> NewLruPolicy(int tiers) {
+  return std::make_unique<LruPolicy>(tiers);
+}
+
+const std::vector<std::string>& EvictionPolicyNames() {
+  static const std::vector<std::string> names = {"first-fit", "lru"};
+  return names;
+}
+
+std::unique_ptr<EvictionPolicy> NewEvictionPolicy(const std::string& name, int tiers,
+                                                  const Catalog* catalog) {
+  if (name == "first-fit") return NewBeladyPolicy(tiers, catalog);
+  if (name == "lru") return NewLruPolicy(tiers);
+  return nullptr;
+}
+
+}  // namespace tierfs

@@ -1,0 +1,83 @@
+// TierJournal: the index of a directory tier, an append-only text file. Each
+// line records one chunk file published ("P") or removed ("R"). A line is
+// written with one write() after the file's rename, so after a crash the
+// journal names only complete files; a torn last line is ignored.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <shared_mutex>
+#include <string>
+
+#include "tiering/io/file_io.h"
+#include "tiering/store/tier.h"
+
+namespace tierfs {
+
+class TierJournal {
+ public:
+  // Sequence numbers are below this: larger ones in a record or a file name
+  // are not ours (and could wrap a counter).
+  static constexpr uint64_t kSeqLimit = uint64_t{1} << 63;
+
+  // The journal at `path`, written through `io`. Appends fail (-EBADF) until
+  // Rewrite has run. REQUIRES: `io` outlives the journal.
+  TierJournal(FileIo* io, std::string path) : io_(io), path_(std::move(path)) {}
+
+  // `source` names the SOURCE the tier holds copies of (an identity string,
+  // written in the journal's header).
+  // Reads the records of the journal: seq -> origin. A missing journal, or
+  // one of another format or another SOURCE (then *foreign is set), has
+  // none. 0, or -errno with *out empty.
+  int Load(const std::string& source, std::map<uint64_t, ChunkOrigin>* out,
+           bool* foreign = nullptr) const;
+  // Writes a fresh journal holding `entries` (via a temporary file, flushed,
+  // then renamed), then opens it for appending. 0 or -errno.
+  // REQUIRES: no Append runs concurrently whose record must survive (it runs
+  // at recovery, before the tier stores anything).
+  int Rewrite(const std::string& source, const std::map<uint64_t, ChunkOrigin>& entries);
+  // Rewrites the journal keeping only the published records whose seq
+  // `keep` takes, so that it does not grow without bound under eviction
+  // churn. Appenders wait for it (it holds the file lock across its I/O);
+  // on an error the old journal stays in use. 0 or -errno.
+  int Compact(const std::string& source, const std::function<bool(uint64_t)>& keep);
+  // Lines in the journal since the last Rewrite or Compact, plus the records
+  // that wrote: what Compact would shrink.
+  uint64_t records() const { return records_.load(std::memory_order_relaxed); }
+  // Append one record each, with one write (O_APPEND). 0 or -errno.
+  // Thread-safe: appenders do not wait for each other.
+  int AppendPublish(uint64_t seq, const ChunkOrigin& origin);
+  int AppendRemove(uint64_t seq);
+  // Makes the records appended so far durable (fdatasync). 0 or -errno.
+  int Sync();
+
+  const std::string& path() const { return path_; }
+
+  // The text of one record, and its parse; exposed for tests. ParseLine
+  // rejects a seq of kSeqLimit or more.
+  static std::string FormatPublish(uint64_t seq, const ChunkOrigin& origin);
+  static bool ParseLine(const std::string& line, char* op, uint64_t* seq, ChunkOrigin* origin);
+
+ private:
+  int AppendLine(const std::string& line);
+  // Writes a journal of `entries` beside the old one, renames it over, and
+  // opens it for appending into *appender. 0 or -errno.
+  int WriteFresh(const std::string& source, const std::map<uint64_t, ChunkOrigin>& entries,
+                 std::unique_ptr<LocalFile>* appender);
+  FileIo* const io_;
+  const std::string path_;
+  // Guards file_ (the pointer, not the file's contents). A leaf: no other lock
+  // is taken while it is held. Appenders hold it shared across their one
+  // write(2), so they never wait for each other (O_APPEND places each write
+  // whole at the end); Rewrite holds it exclusive only to swap the pointer
+  // (the old file is closed after the lock is released); Compact holds it
+  // exclusive across its read and write of the journal, so no record is lost.
+  std::shared_mutex file_mu_;
+  std::unique_ptr<LocalFile> file_;  // open O_APPEND once Rewrite succeeded
+  std::atomic<uint64_t> records_{0};
+};
+
+}  // namespace tierfs
