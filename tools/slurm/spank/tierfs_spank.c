@@ -142,7 +142,9 @@ static int take_option(int which, const char* arg, int remote) {
   return 0;
 }
 
-struct spank_option spank_options[] = {
+/* Registered by slurm_spank_init: sbatch and salloc ignore an exported
+ * spank_options table. */
+static struct spank_option tierfs_options[] = {
     {"tierfs", "PATH",
      "Mount the dataset PATH with tierfs on every node of the job, at "
      "MOUNT_ROOT/$SLURM_JOB_ID (site-configured, e.g. /mnt/tierfs/$SLURM_JOB_ID).",
@@ -154,7 +156,22 @@ struct spank_option spank_options[] = {
      "With --tierfs: tierfs options, e.g. prefetch=order,ram=64G (the site says which are "
      "allowed).",
      1, kOptions, take_option},
-    SPANK_OPTIONS_TABLE_END};
+};
+
+/* In every context, so that slurmstepd knows the options srun passes on. */
+int slurm_spank_init(spank_t sp, int ac, char** av) {
+  (void)ac;
+  (void)av;
+  spank_context_t context = spank_context();
+  for (size_t i = 0; i < sizeof tierfs_options / sizeof tierfs_options[0]; ++i) {
+    spank_err_t rc = spank_option_register(sp, &tierfs_options[i]);
+    if (rc != ESPANK_SUCCESS && (context == S_CTX_ALLOCATOR || context == S_CTX_LOCAL)) {
+      slurm_error("tierfs: cannot register --%s: %s", tierfs_options[i].name, spank_strerror(rc));
+      return -1;
+    }
+  }
+  return 0;
+}
 
 static int set_for_prolog(spank_t sp, const char* name, const char* value) {
   if (value[0] == '\0') return 0;
