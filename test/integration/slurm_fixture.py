@@ -40,6 +40,14 @@ class SlurmFixture(unittest.TestCase):
         with open(scancel, "w") as f:
             f.write(f'#!/bin/sh\necho "$@" >> {self.cancelled}\n')
         os.chmod(scancel, 0o755)
+        # scontrol records what it is asked (AdminComment); squeue knows no job.
+        self.scontrol_calls = os.path.join(self.root, "scontrol-calls")
+        fakes = {"scontrol": f'#!/bin/sh\nprintf "%s\\n" "$*" >> {self.scontrol_calls}\n',
+                 "squeue": "#!/bin/sh\nexit 1\n"}
+        for name, text in fakes.items():
+            with open(os.path.join(self.root, name), "w") as f:
+                f.write(text)
+            os.chmod(os.path.join(self.root, name), 0o755)
         self.conf = os.path.join(self.root, "slurm.conf")
         self.write_config()
 
@@ -48,7 +56,9 @@ class SlurmFixture(unittest.TestCase):
         conf = {"TIERFS_BIN": harness.tierfs_bin(), "MOUNT_ROOT": self.mount_root,
                 "LOCAL_SCRATCH": self.scratch, "STATE_ROOT": os.path.dirname(self.state),
                 "TIER_MIN_MB": 1, "RAM_MIN_MB": 1, "MOUNT_TIMEOUT": 20, "STEP_TIMEOUT": 3,
-                "SCANCEL": os.path.join(self.root, "scancel")}
+                "SCANCEL": os.path.join(self.root, "scancel"),
+                "SCONTROL": os.path.join(self.root, "scontrol"),
+                "SQUEUE": os.path.join(self.root, "squeue")}
         conf.update(settings)
         with open(self.conf, "w") as f:
             f.write("".join(f"{k}={v}\n" for k, v in conf.items()))

@@ -93,6 +93,9 @@ class SlurmScripts(SlurmFixture):
         self.assertIn(f"dataset '{missing}' does not exist", r.stderr)
         with open(self.cancelled) as f:
             self.assertEqual(f.read().split(), [JOB])
+        with open(self.scontrol_calls) as f:  # the job's user sees why in `scontrol show job`
+            self.assertEqual(f.read(), f"update JobId={JOB} AdminComment=tierfs: dataset "
+                                       f"'{missing}' does not exist; nothing mounted\n")
         self.assert_nothing_left()
         self.assertEqual(self.epilog().returncode, 0)
 
@@ -250,6 +253,18 @@ class SlurmScripts(SlurmFixture):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(self.memory_budget(), 30 << 20)
         self.assertEqual(self.epilog().returncode, 0)
+        # slurmd 22.05 gives a prolog no SLURM_MEM_*: the job's --mem comes from squeue.
+        squeue = os.path.join(self.root, "squeue-mem")
+        with open(squeue, "w") as f:
+            f.write(f'#!/bin/sh\n[ "$*" = "--noheader --jobs={JOB} --format=%m" ] && echo " 80M"\n')
+        os.chmod(squeue, 0o755)
+        self.write_config(SQUEUE=squeue)
+        r = self.prolog(TIERFS_OPTIONS="ram=1G")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("capped", r.stderr)
+        self.assertEqual(self.memory_budget(), 80 << 20)
+        self.assertEqual(self.epilog().returncode, 0)
+        self.write_config()
         # No allocation known: a job gets at most the automatic size.
         r = self.prolog(TIERFS_OPTIONS="ram=64T")
         self.assertEqual(r.returncode, 0, r.stderr)

@@ -45,6 +45,7 @@ load_config() {
   STEP_TIMEOUT=10
   USER_ERROR=cancel
   SCANCEL=scancel
+  SQUEUE=squeue
   # Peers (issue 13): the nodes of a multi-node job serve each other's
   # chunks. PEERS=auto (jobs of 2 nodes or more) or no. Every node of a job
   # listens on PEER_PORT_BASE + job id % PEER_PORT_COUNT (firewall: open this
@@ -240,16 +241,33 @@ size_kb() {
   esac
 }
 
-# The job's memory allocation on this node in KiB, from what slurmd sets:
-# SLURM_MEM_PER_NODE, or SLURM_MEM_PER_CPU times SLURM_CPUS_ON_NODE (MB).
-# Empty if neither is known (memory is not a consumable resource here).
+# The job's memory allocation on this node in KiB: SLURM_MEM_PER_NODE, or
+# SLURM_MEM_PER_CPU times SLURM_CPUS_ON_NODE (MB), where slurmd sets them;
+# else what slurmctld says (job_memory_from_slurmctld). Empty if none is
+# known (memory is not a consumable resource here, no --mem).
 job_memory_kb() {
   local per_node=${SLURM_MEM_PER_NODE:-} per_cpu=${SLURM_MEM_PER_CPU:-} cpus=${SLURM_CPUS_ON_NODE:-}
   if [[ $per_node =~ ^[1-9][0-9]*$ ]]; then
     echo $((per_node * 1024))
   elif [[ $per_cpu =~ ^[1-9][0-9]*$ && $cpus =~ ^[1-9][0-9]*$ ]]; then
     echo $((per_cpu * cpus * 1024))
+  else
+    job_memory_from_slurmctld
   fi
+}
+
+# Slurm 22.05's slurmd gives a prolog none of SLURM_MEM_*: ask slurmctld
+# (`squeue -o %m`, under STEP_TIMEOUT) for the job's --mem. squeue prints a
+# --mem-per-cpu the same way: that is taken as the node's whole allocation,
+# which is never more than it. (Not `scontrol show job`: its one line holds
+# the job's name and comment, which the job chooses and could make look
+# like a larger allocation.) Prints nothing if it cannot tell.
+job_memory_from_slurmctld() {
+  local mem
+  mem=$(timeout -k 2 "$STEP_TIMEOUT" "$SQUEUE" --noheader --jobs="$JOB_ID" --format=%m \
+    </dev/null 2>/dev/null) || return 0
+  [[ $mem =~ ^[[:space:]]*([1-9][0-9]{0,12})([KMGT]?)[[:space:]]*$ ]] || return 0
+  size_kb "${BASH_REMATCH[1]}${BASH_REMATCH[2]:-M}"  # Slurm's unit: MB
 }
 
 # The first non-empty of the job's variables NAME: SPANK_TIERFS_NAME (set for
