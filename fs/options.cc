@@ -159,13 +159,16 @@ const std::vector<OwnOption>& OwnOptions() {
          if (budget == 0) throw OptionError(fmt::format("option '{}': the budget is 0", o));
          c.tiering.dirs.push_back({v.substr(0, colon), budget});
        }},
-      {"policy", "NAME", "placement: first-fit (default; no eviction) or lru",
+      {"policy", "NAME",
+       "eviction from a full tier: next-use (default: what is needed farthest ahead in the "
+       "declared order goes first; with no order declared nothing is evicted) or lru (the least "
+       "recently read goes first)",
        [](MountConfig& c, const std::string& v, const std::string& o) {
-         const auto& names = EvictionPolicyNames();
-         if (std::find(names.begin(), names.end(), v) == names.end()) {
-           throw OptionError(fmt::format("option '{}': '{}' is not one of first-fit, lru", o, v));
+         std::string name = CanonicalPolicyName(v);
+         if (name.empty()) {
+           throw OptionError(fmt::format("option '{}': '{}' is not one of next-use, lru", o, v));
          }
-         c.tiering.policy = v;
+         c.tiering.policy = name;
        }},
       {"promote_threads", "N",
        "promotion threads, i.e. parallel SOURCE copy streams (default 32; the number in use is "

@@ -62,13 +62,21 @@ std::unique_ptr<TieredStore> TieredStore::Open(const TieringConfig& config, cons
   uint64_t largest = 0;
   for (const auto& t : tiers) largest = std::max(largest, t->budget());
   auto catalog = std::make_unique<Catalog>(*ns, config.chunk_size, largest / config.chunk_size + 1);
-  auto policy = NewEvictionPolicy(config.policy, static_cast<int>(tiers.size()), catalog.get());
+  // Only the next-use policy is clairvoyant: it takes next uses and window sizes.
+  std::unique_ptr<EvictionPolicy> policy;
+  BeladyPolicy* belady = nullptr;
+  if (IsNextUsePolicy(config.policy)) {
+    auto next_use = NewBeladyPolicy(static_cast<int>(tiers.size()), catalog.get());
+    belady = next_use.get();
+    policy = std::move(next_use);
+  } else {
+    policy = NewEvictionPolicy(config.policy, static_cast<int>(tiers.size()), catalog.get());
+  }
   if (!policy) {
     *error = fmt::format("unknown policy '{}'", config.policy);
     return nullptr;
   }
-  // Only the first-fit policy is clairvoyant: it takes next uses and window sizes.
-  auto* belady = dynamic_cast<BeladyPolicy*>(policy.get());
+  store->belady_ = belady;
   store->chunks_ =
       std::make_unique<ChunkStore>(ns, std::move(catalog), std::move(tiers), std::move(policy));
   store->chunks_->RecoverDirectoryTiers(config.source_id);
@@ -99,9 +107,7 @@ std::unique_ptr<TieredStore> TieredStore::Open(const TieringConfig& config, cons
 TieredStore::~TieredStore() {
   Shutdown();
   // The policy asks the prefetcher for next uses until it is told not to.
-  if (auto* belady = chunks_ ? dynamic_cast<BeladyPolicy*>(&chunks_->policy()) : nullptr) {
-    belady->SetOracle(nullptr);
-  }
+  if (belady_) belady_->SetOracle(nullptr);
 }
 
 void TieredStore::Start() {

@@ -33,7 +33,7 @@ struct TieringConfig {
   // How long a directory tier held by another daemon is waited for (one
   // unmounted a moment ago finishes its promotions first).
   unsigned lock_wait_s = 0;
-  std::string policy = "first-fit";
+  std::string policy = "next-use";
   // Threads of the promotion pool: the most SOURCE copies in flight. The
   // tuner starts at 8 and finds how many the PFS rewards.
   unsigned promote_threads = 32;
@@ -78,6 +78,7 @@ class TieredStore {
                                                       std::string* error);
   TieringConfig config_;
   std::unique_ptr<ChunkStore> chunks_;
+  BeladyPolicy* belady_ = nullptr;  // chunks_'s policy when it is next-use, else null
   std::unique_ptr<JobPeers> peers_;
   std::unique_ptr<Executor> executor_;
   std::unique_ptr<Promoter> promoter_;

@@ -94,9 +94,9 @@ void Executor::Shutdown() {
     }
   }
   cv_.notify_all();
-  for (auto& j : dropped) {
-    if (j.cancel) j.cancel();
-  }
+  // Destroyed here, in submission order per lane, without mu_ held: their
+  // captures may take other locks as they clean up.
+  while (!dropped.empty()) dropped.pop_front();
   for (auto& t : workers_) t.join();
 }
 

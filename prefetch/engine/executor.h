@@ -24,8 +24,9 @@ class Executor {
   enum class Lane { kForeground = 0, kLookahead = 1, kBackground = 2 };
   static constexpr int kLanes = 3;
   struct Job {
+    // A job dropped at shutdown (or refused) is destroyed without running:
+    // what it captured cleans up (a ChunkClaim undoes its reservation).
     std::function<void()> run;
-    std::function<void()> cancel;  // called instead of run if the job is dropped at shutdown
   };
 
   // No thread runs until Start(): a daemon forks after construction.

@@ -27,7 +27,7 @@ bool Promoter::Request(ChunkKey key, Executor::Lane lane, From from) {
   }
   // A job dropped unrun (lane full, shutdown) destroys the claim, undoing it.
   if (!executor_->Submit(lane,
-                         Executor::Job{[this, claim, home] { Copy(*claim, home); }, nullptr})) {
+                         Executor::Job{[this, claim, home] { Copy(*claim, home); }})) {
     rejected_.fetch_add(1, std::memory_order_relaxed);
     return false;
   }
@@ -49,7 +49,7 @@ void Promoter::AskHomeAhead(ChunkKey key) {
   auto ask = [this, key] {
     if (int home = peers_->Home(key); home >= 0) peers_->AskAhead(home, key);
   };
-  if (!executor_->Submit(Executor::Lane::kLookahead, Executor::Job{ask, nullptr})) {
+  if (!executor_->Submit(Executor::Lane::kLookahead, Executor::Job{ask})) {
     std::lock_guard lock(asked_mu_);
     asked_.erase(key);  // the lane is full: ask again next time
   }

@@ -247,6 +247,7 @@ bool Prefetcher::Promote(NodeId id, Executor::Lane lane, bool home_share) {
 
 void Prefetcher::PumpLookahead() {
   std::vector<NodeId> next, changed;
+  const unsigned window = tuner_.window();  // the tuner's lock is not taken under mu_
   {
     std::lock_guard lock(mu_);
     // Resident here, or its home (another node) was asked to promote it.
@@ -260,7 +261,7 @@ void Prefetcher::PumpLookahead() {
       return true;
     };
     auto size = [this](NodeId id) { return ns_->node(id).size; };
-    next = planner_.Lookahead(tuner_.window(), config_.max_lookahead_bytes, ready, size, &changed);
+    next = planner_.Lookahead(window, config_.max_lookahead_bytes, ready, size, &changed);
   }
   NotifyChanged(changed);
   for (NodeId id : next) {

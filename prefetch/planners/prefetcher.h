@@ -118,8 +118,10 @@ class Prefetcher final : public ReadObserver, public NextUseOracle {
   const ReadCounters* const reads_;
   std::atomic<PrefetchMode> mode_;
 
-  // Lock order: BeladyPolicy's mutex, then mu_. Never call the policy
-  // or the promoter with mu_ held.
+  // Lock order: BeladyPolicy's mutex, then mu_, then Promoter::asked_mu_
+  // (the look-ahead's ready check calls Promoter::AskedAhead, which takes
+  // nothing else). Nothing else is called with mu_ held: not the policy, not
+  // the tuner, not the promoter's other methods, not the executor.
   mutable std::mutex mu_;  // guards planner_, the parsers and reading_
   StreamPlanner planner_;
   HintParser order_parser_, stage_parser_;

@@ -82,7 +82,7 @@ class MetricsTest(unittest.TestCase):
                 # Which SOURCE and mount: two mounts on a node are told apart.
                 self.assertEqual(samples[("tierfs_info", f'version="0.1.0",source_path="{src}",'
                                           f'mountpoint="{mnt}",promotions_policy='
-                                          '"first-fit",prefetch_mode="on-access"')], 1)
+                                          '"next-use",prefetch_mode="on-access"')], 1)
                 self.assertEqual((stats["source_path"], stats["mountpoint"]), (src, mnt))
                 with self.assertRaises(urllib.error.HTTPError) as cm:
                     scrape(port, "/other")

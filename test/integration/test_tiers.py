@@ -195,7 +195,7 @@ class TierTest(unittest.TestCase):
         fails(f"tier={self.tier}/missing:1G", "No such file or directory", 2)
         fails(f"tier={self.tier}", "PATH:SIZE", 2)
         fails("ram=lots", "not a size", 2)
-        fails("policy=random", "first-fit, lru", 2)
+        fails("policy=random", "next-use, lru", 2)
         fails("chunk_size=1K", "between 1M and 4G", 2)
         with harness.Mount(self.src, self.mnt, [f"tier={self.tier}:1G"]):
             other = os.path.join(os.path.dirname(self.mnt), "mnt2")

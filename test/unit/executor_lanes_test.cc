@@ -27,8 +27,7 @@ class Jobs {
                            at_start_max_ = std::max(at_start_max_, ++now_);
                            cv_.wait(lock, [&] { return open_; });
                            --now_;
-                         },
-                         nullptr};
+                         }};
   }
   void Open() {
     {

@@ -16,18 +16,17 @@ using Lane = Executor::Lane;
 using testing::Eventually;
 using namespace std::chrono_literals;
 
-// Records the names of the jobs that ran, in order.
+// Records the names of the jobs that ran, in order, and of those destroyed
+// without running (dropped: what a job captures is its cleanup).
 class Journal {
  public:
   Executor::Job Job(std::string name) {
-    return Executor::Job{[this, name] {
-                           std::lock_guard lock(mu_);
-                           ran_.push_back(name);
-                         },
-                         [this, name] {
-                           std::lock_guard lock(mu_);
-                           cancelled_.push_back(name);
-                         }};
+    auto token = std::make_shared<Token>(this, std::move(name));
+    return Executor::Job{[this, token] {
+      std::lock_guard lock(mu_);
+      ran_.push_back(token->name);
+      token->ran = true;
+    }};
   }
   std::vector<std::string> ran() const {
     std::lock_guard lock(mu_);
@@ -39,6 +38,17 @@ class Journal {
   }
 
  private:
+  struct Token {
+    Token(Journal* j, std::string n) : journal(j), name(std::move(n)) {}
+    ~Token() {
+      if (ran) return;
+      std::lock_guard lock(journal->mu_);
+      journal->cancelled_.push_back(name);
+    }
+    Journal* journal;
+    std::string name;
+    bool ran = false;  // written under mu_ by the job; read by the last owner
+  };
   mutable std::mutex mu_;  // guards both lists
   std::vector<std::string> ran_, cancelled_;
 };
@@ -52,8 +62,7 @@ TEST_CASE("Executor runs foreground jobs before queued background ones", "[execu
   REQUIRE(executor.Submit(Lane::kBackground, Executor::Job{[&] {
                                                              gate_running = true;
                                                              gate.wait();
-                                                           },
-                                                           nullptr}));
+                                                           }}));
   executor.Start();
   REQUIRE(Eventually([&] { return gate_running.load(); }));  // the one thread is busy
   REQUIRE(executor.Submit(Lane::kBackground, journal.Job("b1")));
@@ -121,8 +130,7 @@ TEST_CASE("Executor Shutdown cancels queued jobs and waits for running ones", "[
                                                          std::this_thread::sleep_for(
                                                              30ms);  // Shutdown must wait for this
                                                          finished = true;
-                                                       },
-                                                       nullptr}));
+                                                       }}));
   executor.Start();
   REQUIRE(Eventually([&] { return started.load(); }));
   REQUIRE(executor.Submit(Lane::kForeground, journal.Job("f")));
@@ -136,7 +144,7 @@ TEST_CASE("Executor Shutdown cancels queued jobs and waits for running ones", "[
   CHECK(executor.queued(Lane::kForeground) == 0);
   CHECK(executor.queued(Lane::kBackground) == 0);
   CHECK_FALSE(executor.Submit(Lane::kForeground, journal.Job("late")));
-  CHECK(journal.cancelled().size() == 2);  // a rejected job is not cancelled: the caller keeps it
+  CHECK(journal.cancelled().size() == 3);  // a refused job is destroyed unrun too
   executor.Shutdown();                     // again: nothing to do
 }
 

@@ -1,4 +1,4 @@
-// BeladyPolicy: first-fit while there is room. When a tier is full, for a
+// BeladyPolicy (the `next-use` policy): first-fit while there is room. When a tier is full, for a
 // candidate chunk, in order:
 // 1. a transient chunk already read is dropped first (below);
 // 2. if the resident chunk needed farthest in the future is needed later than
@@ -31,7 +31,7 @@ class Belady final : public BeladyPolicy {
   Belady(int tiers, const Catalog* catalog)
       : catalog_(catalog), per_tier_(static_cast<size_t>(tiers)) {}
 
-  const char* name() const override { return "first-fit"; }
+  const char* name() const override { return "next-use"; }
 
   void SetOracle(const NextUseOracle* oracle) override { oracle_.store(oracle); }
 

@@ -38,7 +38,6 @@ class Catalog {
 
   uint64_t chunk_size() const { return chunk_size_; }
   uint32_t chunks(NodeId id) const { return static_cast<uint32_t>(first_[id + 1] - first_[id]); }
-  uint64_t total_chunks() const { return first_.back(); }
   // Whether regular file `id` is tiered (has chunks, or is empty).
   bool tiered(NodeId id) const { return chunks(id) > 0 || ns_.node(id).size == 0; }
   // Regular files too large to tier.

@@ -55,10 +55,10 @@ uint64_t EmptyTierDirectory(FileIo* io, const std::string& path) {
   return removed;
 }
 
-class DirTier final : public DirectoryTier {
+class JournaledDirectoryTier final : public DirectoryTier {
  public:
-  DirTier(std::shared_ptr<FileIo> io, std::string name, std::string path, uint64_t budget,
-          std::unique_ptr<FileLock> lock)
+  JournaledDirectoryTier(std::shared_ptr<FileIo> io, std::string name, std::string path,
+                         uint64_t budget, std::unique_ptr<FileLock> lock)
       : DirectoryTier(std::move(name), Kind::kDirectory, budget),
         io_(std::move(io)),
         path_(std::move(path)),
@@ -105,7 +105,7 @@ class DirTier final : public DirectoryTier {
       TIERFS_LOG(kWarning, "tier {}: cannot sync its publishes: {}", path_, std::strerror(-err));
     }
   }
-  ~DirTier() override {
+  ~JournaledDirectoryTier() override {
     if (unsynced_.load() > 0) SyncNow();
   }
   std::string FileOf(uint64_t seq) const { return fmt::format("{}/c{}", data_, seq); }
@@ -159,7 +159,7 @@ class DirTier final : public DirectoryTier {
 // Not thread-safe: one promotion writes through it.
 class DirWriter final : public ChunkWriter {
  public:
-  DirWriter(DirTier* tier, ChunkKey key, ChunkOrigin origin, uint64_t seq,
+  DirWriter(JournaledDirectoryTier* tier, ChunkKey key, ChunkOrigin origin, uint64_t seq,
             std::unique_ptr<LocalFile> file)
       : tier_(tier), key_(key), origin_(std::move(origin)), seq_(seq), file_(std::move(file)) {}
   ~DirWriter() override { Abort(); }
@@ -201,7 +201,7 @@ class DirWriter final : public ChunkWriter {
 
  private:
   std::string Tmp() const { return tier_->FileOf(seq_) + ".tmp"; }
-  DirTier* const tier_;
+  JournaledDirectoryTier* const tier_;
   const ChunkKey key_;
   const ChunkOrigin origin_;
   const uint64_t seq_;
@@ -211,8 +211,8 @@ class DirWriter final : public ChunkWriter {
   int failed_ = -EBADF;  // what Append and Commit return once file_ is gone
 };
 
-int DirTier::Recover(const std::string& source, const Acceptor& accept,
-                     std::vector<ChunkKey>* keys) {
+int JournaledDirectoryTier::Recover(const std::string& source, const Acceptor& accept,
+                                    std::vector<ChunkKey>* keys) {
   keys->clear();
   source_ = source;
   std::map<uint64_t, ChunkOrigin> recorded;
@@ -266,7 +266,7 @@ int DirTier::Recover(const std::string& source, const Acceptor& accept,
   return 0;
 }
 
-void DirTier::CompactJournalIfLong() {
+void JournaledDirectoryTier::CompactJournalIfLong() {
   const uint64_t live = chunks();
   if (journal_.records() <= std::max(kCompactAfter, 2 * live)) return;
   if (compacting_.exchange(true)) return;  // another thread is at it
@@ -285,7 +285,7 @@ void DirTier::CompactJournalIfLong() {
   compacting_ = false;
 }
 
-int DirTier::GiveUp(const char* what, int err) {
+int JournaledDirectoryTier::GiveUp(const char* what, int err) {
   {
     std::unique_lock lock(mu_);
     index_.clear();
@@ -298,8 +298,8 @@ int DirTier::GiveUp(const char* what, int err) {
   return err;
 }
 
-int DirTier::BeginStore(ChunkKey key, const ChunkOrigin& origin,
-                        std::unique_ptr<ChunkWriter>* out) {
+int JournaledDirectoryTier::BeginStore(ChunkKey key, const ChunkOrigin& origin,
+                                       std::unique_ptr<ChunkWriter>* out) {
   uint64_t seq = next_seq_.fetch_add(1);
   std::unique_ptr<LocalFile> file;
   int err = io_->open(FileOf(seq) + ".tmp", O_WRONLY | O_CREAT | O_EXCL, 0600, &file);
@@ -308,7 +308,8 @@ int DirTier::BeginStore(ChunkKey key, const ChunkOrigin& origin,
   return 0;
 }
 
-int DirTier::Read(ChunkKey key, uint64_t off, size_t n, char* scratch, TierRead* out) {
+int JournaledDirectoryTier::Read(ChunkKey key, uint64_t off, size_t n, char* scratch,
+                                 TierRead* out) {
   uint64_t seq, length;
   {
     std::shared_lock lock(mu_);
@@ -329,7 +330,7 @@ int DirTier::Read(ChunkKey key, uint64_t off, size_t n, char* scratch, TierRead*
   return 0;
 }
 
-uint64_t DirTier::Remove(ChunkKey key) {
+uint64_t JournaledDirectoryTier::Remove(ChunkKey key) {
   Entry e;
   {
     std::unique_lock lock(mu_);
@@ -453,7 +454,8 @@ std::unique_ptr<DirectoryTier> OpenDirectoryTier(std::shared_ptr<FileIo> io, std
     *error = fmt::format("tier '{}': cannot create data/: {}", path, std::strerror(-err));
     return nullptr;
   }
-  return std::make_unique<DirTier>(std::move(io), std::move(name), path, budget, std::move(lock));
+  return std::make_unique<JournaledDirectoryTier>(std::move(io), std::move(name), path, budget,
+                                                  std::move(lock));
 }
 
 std::unique_ptr<DirectoryTier> OpenDirectoryTier(std::string name, const std::string& path,

@@ -53,9 +53,10 @@ class EvictionPolicy {
   virtual void Touched(ChunkKey key) = 0;
 };
 
-// Clairvoyant eviction (HDMLP/NoPFS) on top of first-fit placement. Without
-// a declared order every next use is "never", so nothing is ever evicted:
-// exactly Monarch's first-fit, which is why the option is named first-fit.
+// Clairvoyant eviction (HDMLP/NoPFS) on top of first-fit placement: the
+// `next-use` policy. Without a declared order every next use is "never", so
+// nothing is ever evicted: exactly Monarch's first-fit (the policy's earlier
+// name, still accepted).
 class BeladyPolicy : public EvictionPolicy {
  public:
   // Where next uses come from; null (the default) = never.
@@ -74,8 +75,13 @@ std::unique_ptr<BeladyPolicy> NewBeladyPolicy(int tiers, const Catalog* catalog)
 // Least recently read chunks go first.
 std::unique_ptr<EvictionPolicy> NewLruPolicy(int tiers);
 
-// The names NewEvictionPolicy accepts ("first-fit" builds the Belady policy).
+// The policies' names ("next-use" is the Belady policy).
 const std::vector<std::string>& EvictionPolicyNames();
+// The name `name` stands for ("first-fit" is next-use's earlier name); "" if
+// none.
+std::string CanonicalPolicyName(const std::string& name);
+// True for the clairvoyant policy (NewBeladyPolicy), by any of its names.
+bool IsNextUsePolicy(const std::string& name);
 // nullptr for an unknown name.
 std::unique_ptr<EvictionPolicy> NewEvictionPolicy(const std::string& name, int tiers,
                                                   const Catalog* catalog);

@@ -69,16 +69,4 @@ std::unique_ptr<EvictionPolicy> NewLruPolicy(int tiers) {
   return std::make_unique<LruPolicy>(tiers);
 }
 
-const std::vector<std::string>& EvictionPolicyNames() {
-  static const std::vector<std::string> names = {"first-fit", "lru"};
-  return names;
-}
-
-std::unique_ptr<EvictionPolicy> NewEvictionPolicy(const std::string& name, int tiers,
-                                                  const Catalog* catalog) {
-  if (name == "first-fit") return NewBeladyPolicy(tiers, catalog);
-  if (name == "lru") return NewLruPolicy(tiers);
-  return nullptr;
-}
-
 }  // namespace tierfs
