@@ -1,0 +1,582 @@
+"""tools/slurm under a real Slurm: a private slurmctld and two slurmd on this
+host, jobs submitted with sbatch by an unprivileged user.
+
+The cluster: a private munged (auth/munge), one slurm.conf in a temporary
+directory, slurmctld and `slurmd -N tfs-node1`, `slurmd -N tfs-node2` with
+ports of their own, Prolog/Epilog = the repository's tierfs-prolog and
+tierfs-epilog (through a two-line wrapper that names the node's site config:
+two slurmd on one host need two MOUNT_ROOTs), PlugStackConfig loading the
+SPANK plugin (tools/slurm/spank; the build's, else compiled here from the
+source). The test runs in a private mount namespace whose /etc/hosts gives
+each node a loopback address of its own (127.0.0.11, .12), so the two
+daemons of a 2-node job can listen on the same peer port, as on two hosts;
+every process it starts lives in that namespace, and all of them are ended
+at the end, whatever failed.
+
+Checked: `sbatch --tierfs=DATASET --tierfs-mount=NAME --tierfs-options=...`
+gets a mount the job reads the dataset through, with its options and its RAM
+capped at the job's --mem; the epilog leaves no daemon, mount, tier or state;
+an option the site does not allow cancels the job, and says why in its
+AdminComment; a malformed plugin value is refused by sbatch, before
+anything is submitted; a job cancelled while it reads is cleaned up; a 2-node
+job's daemons become peers and serve each other's chunks.
+
+Skipped (77) unless root with FUSE, Slurm's daemons and clients
+(slurmctld, slurmd, slurm-client), munged, and either a built plugin or
+<slurm/spank.h> and a C compiler. The job's daemon runs as the job's user
+where that user may open /dev/fuse, else as root (RUN_AS_USER=no).
+"""
+import ctypes
+import json
+import os
+import pathlib
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+import harness
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "tools", "bench"))
+from benchlib import munged  # noqa: E402
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SLURM_DIR = os.path.join(REPO, "tools", "slurm")
+SPANK_SOURCE = os.path.join(SLURM_DIR, "spank", "tierfs_spank.c")
+NODES = {"tfs-node1": "127.0.0.11", "tfs-node2": "127.0.0.12"}
+FIRST_JOB_ID = 7300000
+SLURM_PROGRAMS = ("slurmctld", "slurmd", "sbatch", "scontrol", "scancel", "sinfo")
+CLONE_NEWNS = 0x00020000
+CLUSTER = None
+
+
+def free_port(taken):
+    """A port that was free a moment ago, below the ephemeral range (UCX's
+    and the clients' ports come from there)."""
+    low = int(pathlib.Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    rng = random.Random()
+    for _ in range(200):
+        port = rng.randrange(max(1024, low - 20000), low)
+        if port in taken:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("0.0.0.0", port))
+            except OSError:
+                continue
+        taken.add(port)
+        return port
+    raise AssertionError("no free port below the ephemeral range")
+
+
+def why_not_here():
+    """'' if this machine can run the cluster, else why not."""
+    if os.geteuid() != 0:
+        return "slurmd and the prolog run as root; this is not root"
+    missing = [p for p in SLURM_PROGRAMS if shutil.which(p, path="/usr/sbin:/usr/bin") is None]
+    if missing:
+        return f"{', '.join(missing)} not installed (Debian: slurmctld, slurmd, slurm-client)"
+    if munged.find_munged() is None:
+        return "munged is not installed (Debian: munge)"
+    if shutil.which("unshare") is None or shutil.which("setpriv") is None:
+        return "unshare or setpriv missing (util-linux)"
+    return ""
+
+
+def find_plugin(workdir):
+    """The SPANK plugin: the build's (BIN_DIR/../lib), else compiled from the
+    source into workdir; None if neither can be had."""
+    for candidate in (os.path.join(harness.BIN_DIR, "..", "lib", "tierfs_spank.so"),
+                      os.path.join(harness.BIN_DIR, "tierfs_spank.so")):
+        if os.path.exists(candidate):
+            return os.path.realpath(candidate)
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None or not os.path.exists("/usr/include/slurm/spank.h"):
+        return None
+    out = os.path.join(workdir, "tierfs_spank.so")
+    subprocess.run([cc, "-std=c11", "-Wall", "-Wextra", "-Werror", "-O2", "-fPIC", "-shared", "-o",
+                    out, SPANK_SOURCE], check=True, timeout=120)
+    return out
+
+
+def private_namespace(hosts):
+    """From here on this process and its children have a mount namespace of
+    their own, whose /etc/hosts is `hosts` (the real system is not changed)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.unshare(CLONE_NEWNS) != 0:
+        raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNS)")
+    subprocess.run(["mount", "--make-rprivate", "/"], check=True, timeout=30)
+    subprocess.run(["mount", "--bind", hosts, "/etc/hosts"], check=True, timeout=30)
+
+
+def namespace_pids():
+    """Every other process in this process's mount namespace: all that the test
+    started, once private_namespace() has made one (before, every process)."""
+    mine = os.readlink("/proc/self/ns/mnt")
+    pids = []
+    for name in os.listdir("/proc"):
+        if name.isdigit() and int(name) != os.getpid():
+            try:
+                if os.readlink(f"/proc/{name}/ns/mnt") == mine:
+                    pids.append(int(name))
+            except OSError:
+                continue
+    return pids
+
+
+class Cluster:
+    """slurmctld, two slurmd and munged, configured in self.dir."""
+
+    def __init__(self, user):
+        self.user = user
+        self.dir = tempfile.mkdtemp(prefix="tierfs-slurm-real-")
+        os.chmod(self.dir, 0o755)  # the job's user reads the dataset and the config
+        self.procs, self.jobs = {}, []
+        self.munged = None
+        self.private = False  # in a mount namespace of its own: close() may end all in it
+
+    def path(self, *parts):
+        return os.path.join(self.dir, *parts)
+
+    # ---- setting up ----
+
+    def start(self):
+        ports = set()
+        self.ctld_port = free_port(ports)
+        self.node_ports = {n: free_port(ports) for n in NODES}
+        self.peer_port = free_port(ports)
+        self.dataset = self.path("lustre", "imagenet")
+        self.files = harness.make_files(self.dataset, 40, 64 * 1024)
+        os.makedirs(self.path("jobs"), mode=0o1777)
+        os.chmod(self.path("jobs"), 0o1777)
+        self.plugin = find_plugin(self.dir)
+        with open(self.path("hosts"), "w") as f:
+            f.write("127.0.0.1 localhost\n")
+            f.writelines(f"{addr} {name}\n" for name, addr in NODES.items())
+        private_namespace(self.path("hosts"))
+        self.private = True
+        self.munged = munged.Munged(die_with_parent=False).start()
+        fuse_for_user = harness.as_user(self.user, "test", "-w", "/dev/fuse").returncode == 0
+        self.run_as_user = "yes" if fuse_for_user else "no"
+        sys.stderr.write("test_slurm_real: the jobs' daemons run as "
+                         + ("the job's user\n" if fuse_for_user else
+                            "root (the job's user cannot open /dev/fuse: RUN_AS_USER=no)\n"))
+        for i, node in enumerate(NODES):
+            self.write_site_config(node, cgroup="auto" if i == 0 else "no")
+        for script in ("prolog", "epilog"):
+            with open(self.path(script), "w") as f:
+                f.write("#!/bin/sh\n# The node's site config; the rest is the repository's script.\n"
+                        f'TIERFS_SLURM_CONF={self.dir}/site-$SLURMD_NODENAME.conf\n'
+                        "export TIERFS_SLURM_CONF\n"
+                        f'exec {SLURM_DIR}/tierfs-{script} "$@" 2>>{self.dir}/$SLURMD_NODENAME.log\n')
+            os.chmod(self.path(script), 0o755)
+        with open(self.path("plugstack.conf"), "w") as f:
+            f.write(f"required {self.plugin}\n")
+        self.write_slurm_conf()
+        os.makedirs(self.path("state"), mode=0o700)
+        self.env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "SLURM_CONF": self.path("slurm.conf")}
+        self.daemon("slurmctld", ["slurmctld", "-D", "-f", self.path("slurm.conf")])
+        for node in NODES:
+            os.makedirs(self.path("spool", node))
+            self.daemon(node, ["slurmd", "-D", "-N", node, "-f", self.path("slurm.conf")])
+        self.wait_idle(timeout=60)
+
+    def write_site_config(self, node, cgroup):
+        """/etc/tierfs/slurm.conf of `node`: its own directories, the peers' settings."""
+        conf = {
+            "TIERFS_BIN": harness.tierfs_bin(), "MOUNT_ROOT": self.path(node, "mnt"),
+            "LOCAL_SCRATCH": self.path(node, "scratch"), "STATE_ROOT": self.path(node, "state"),
+            "TIER_MIN_MB": 1, "RAM_MIN_MB": 1, "MOUNT_TIMEOUT": 30, "STEP_TIMEOUT": 5,
+            "RUN_AS_USER": self.run_as_user, "PEER_PORT_BASE": self.peer_port,
+            "PEER_PORT_COUNT": 1, "PEER_TIMEOUT": 3, "MUNGE_SOCKET": self.munged.socket,
+            # Two slurmd on one host share a job's cgroup name: only one node uses it.
+            "CGROUP": cgroup,
+        }
+        os.makedirs(self.path(node, "scratch"), mode=0o755)
+        with open(self.path(f"site-{node}.conf"), "w") as f:
+            f.write("".join(f"{k}={v}\n" for k, v in conf.items()))
+            f.write("export UCX_TLS=tcp\n")  # the peers talk TCP on loopback, as across a network
+        os.chmod(self.path(f"site-{node}.conf"), 0o644)
+
+    def write_slurm_conf(self):
+        d = self.dir
+        lines = [
+            "ClusterName=tierfstest", "SlurmctldHost=localhost(127.0.0.1)",
+            f"SlurmctldPort={self.ctld_port}", "SlurmUser=root", "SlurmdUser=root",
+            "AuthType=auth/munge", "CredType=cred/munge", f"AuthInfo=socket={self.munged.socket}",
+            f"StateSaveLocation={d}/state", f"SlurmdSpoolDir={d}/spool/%n",
+            f"SlurmctldPidFile={d}/slurmctld.pid", f"SlurmdPidFile={d}/slurmd-%n.pid",
+            f"SlurmctldLogFile={d}/slurmctld.log", f"SlurmdLogFile={d}/slurmd-%n.log",
+            "SlurmdDebug=debug", "ProctrackType=proctrack/linuxproc", "TaskPlugin=task/none",
+            "JobAcctGatherType=jobacct_gather/none", "AccountingStorageType=accounting_storage/none",
+            "JobCompType=jobcomp/none", "SchedulerType=sched/builtin", "SelectType=select/linear",
+            "MpiDefault=none", "ReturnToService=2", "KillWait=2", "MinJobAge=600",
+            f"FirstJobId={FIRST_JOB_ID}",
+            f"Prolog={d}/prolog", f"Epilog={d}/epilog", "PrologFlags=Alloc",
+            "PrologEpilogTimeout=120", f"PlugStackConfig={d}/plugstack.conf",
+        ]
+        lines += [f"NodeName={n} NodeHostname={n} NodeAddr={a} Port={self.node_ports[n]} CPUs=1 "
+                  "RealMemory=1000 State=UNKNOWN" for n, a in NODES.items()]
+        lines.append("PartitionName=debug Nodes=ALL Default=YES MaxTime=10 State=UP")
+        with open(self.path("slurm.conf"), "w") as f:
+            f.write("\n".join(lines) + "\n")
+        os.chmod(self.path("slurm.conf"), 0o644)
+
+    def daemon(self, name, cmd):
+        log = open(self.path(f"{name}.out"), "w")
+        self.procs[name] = subprocess.Popen(cmd, env=self.env, stdin=subprocess.DEVNULL, stdout=log,
+                                            stderr=subprocess.STDOUT)
+        log.close()
+
+    # ---- looking at it ----
+
+    def logs(self):
+        """The end of every daemon's and script's log, for a failure message."""
+        out = []
+        for name in ["slurmctld.log", "slurmctld.out"] + [f"{n}{s}" for n in NODES for s in
+                                                           (".log", ".out")] + \
+                    [f"slurmd-{n}.log" for n in NODES]:
+            try:
+                with open(self.path(name), errors="replace") as f:
+                    out.append(f"--- {name}:\n" + "".join(f.readlines()[-25:]))
+            except OSError:
+                pass
+        return "\n".join(out)
+
+    def run(self, *cmd, user=None, timeout=30):
+        """A Slurm command (as `user`, else root); CompletedProcess with text output."""
+        if user is not None:
+            cmd = harness.user_command(user, *cmd)
+        return subprocess.run(cmd, env=self.env, capture_output=True, text=True, timeout=timeout)
+
+    def node_states(self):
+        r = self.run("sinfo", "-h", "-N", "-o", "%N %T")
+        return dict(line.split() for line in r.stdout.splitlines() if line.strip())
+
+    def wait_idle(self, timeout=30):
+        """Until both nodes are idle (no job, no epilog running)."""
+        for name, proc in self.procs.items():
+            if proc.poll() is not None:
+                raise AssertionError(f"{name} exited {proc.returncode}\n{self.logs()}")
+        try:
+            harness.wait_for(lambda: set(self.node_states().values()) == {"idle"}, timeout=timeout,
+                             what="both nodes idle")
+        except AssertionError as e:
+            raise AssertionError(f"{e}: {self.node_states()}\n{self.logs()}") from None
+
+    def job(self, job_id):
+        """`scontrol show job` as a dict (one line, Key=Value)."""
+        r = self.run("scontrol", "-o", "show", "job", str(job_id))
+        info = {}
+        for token in r.stdout.split():
+            if "=" in token:
+                key, value = token.split("=", 1)
+                info.setdefault(key, value)
+        if "AdminComment=" in r.stdout:  # a value with spaces: up to the next known key
+            info["AdminComment"] = r.stdout.split("AdminComment=", 1)[1].split(" DerivedExitCode=")[0]
+        return info
+
+    def sbatch(self, *args, script):
+        """Submits `script` as the test's user; the CompletedProcess (job id in .job)."""
+        path = self.path("jobs", f"job-{len(self.jobs)}.sh")
+        with open(path, "w") as f:
+            f.write(script)
+        os.chmod(path, 0o755)
+        r = self.run("sbatch", "--parsable", f"--chdir={self.path('jobs')}",
+                     f"--output={self.path('jobs')}/%j.out", *args, path, user=self.user)
+        r.job = int(r.stdout.strip().split(";")[0]) if r.returncode == 0 else None
+        if r.job is not None:
+            self.jobs.append(r.job)
+        return r
+
+    def wait_done(self, job_id, timeout=90):
+        """The job's final state, once its epilogs have finished too."""
+        final = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY",
+                 "BOOT_FAIL", "DEADLINE", "PREEMPTED"}
+        info = {}
+
+        def done():
+            nonlocal info
+            info = self.job(job_id)
+            return info.get("JobState") in final and "COMPLETING" not in info.get("Reason", "") \
+                and set(self.node_states().values()) <= {"idle", "drained", "draining", "down"}
+        try:
+            harness.wait_for(done, timeout=timeout, what=f"job {job_id} to end")
+        except AssertionError as e:
+            raise AssertionError(f"{e}: {info}\n{self.logs()}") from None
+        return info
+
+    def mnt(self, node, job_id, name=None):
+        base = self.path(node, "mnt", str(job_id))
+        return os.path.join(base, name) if name else base
+
+    def nothing_left(self, job_id):
+        """Why the job's tierfs is not all gone on every node ('' if it is)."""
+        problems = []
+        for node in NODES:
+            for what, path in (("mount point", self.mnt(node, job_id)),
+                               ("tier", self.path(node, "scratch", "tierfs-slurm", str(job_id))),
+                               ("state", self.path(node, "state", str(job_id)))):
+                if os.path.lexists(path):
+                    problems.append(f"{node}: the job's {what} {path} is still there")
+            problems += [f"{node}: {m} is still mounted" for m in harness.mounts_below(
+                self.path(node, "mnt"))]
+        daemons = harness.tierfs_pids(self.dir + "/")
+        if daemons:
+            problems.append(f"tierfs daemons still running: {daemons}")
+        return "; ".join(problems)
+
+    def read_as_user(self, path):
+        r = harness.as_user(self.user, "cat", path)
+        if r.returncode != 0:
+            raise AssertionError(f"cat {path} as the job's user: {r.stderr.decode()}")
+        return r.stdout
+
+    # ---- tearing down ----
+
+    def close(self):
+        """Ends everything the test started, whatever state it is in."""
+        if self.jobs and self.procs.get("slurmctld") and self.procs["slurmctld"].poll() is None:
+            self.run("scancel", *map(str, self.jobs), timeout=15)
+            try:  # let the epilogs clear what they can
+                harness.wait_for(lambda: not self.run("squeue", "-h").stdout.strip(), timeout=20)
+            except (AssertionError, subprocess.TimeoutExpired):
+                pass
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                proc.terminate()
+        for proc in self.procs.values():
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)
+        if self.munged is not None:
+            self.munged.close()
+        # slurmstepd, jobs, tierfs daemons: all in this mount namespace, nowhere else.
+        for _ in range(3 if self.private else 0):
+            pids = namespace_pids()
+            if not pids:
+                break
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.5)
+        for mnt in sorted(harness.mounts_below(self.dir), reverse=True):
+            harness.force_unmount(mnt)
+        for job_id in self.jobs:  # the daemon cgroups an interrupted epilog left
+            for cg in (f"/sys/fs/cgroup/tierfs/job_{job_id}",
+                       f"/sys/fs/cgroup/memory/tierfs/job_{job_id}"):
+                try:
+                    os.rmdir(cg)
+                except OSError:
+                    pass
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def setUpModule():
+    global CLUSTER
+    user = harness.unprivileged_user()
+    if user is None:
+        raise unittest.SkipTest(f"cannot make the jobs' user ({harness.OTHER_USER}) with useradd")
+    CLUSTER = Cluster(user)
+    try:
+        CLUSTER.start()
+    except munged.MungedMissing as e:
+        CLUSTER.close()
+        raise unittest.SkipTest(str(e))
+    except BaseException:
+        CLUSTER.close()
+        raise
+    if CLUSTER.plugin is None:
+        CLUSTER.close()
+        raise unittest.SkipTest("no SPANK plugin built (BIN_DIR/../lib/tierfs_spank.so) and no "
+                                "<slurm/spank.h> to build it (Debian: libslurm-dev)")
+
+
+def tearDownModule():
+    try:
+        if CLUSTER is not None:
+            CLUSTER.close()
+    finally:
+        harness.remove_made_users()
+
+
+READ_ALL = r"""#!/bin/bash
+# The job reads the dataset through its mount and compares it with the PFS.
+set -eu
+mnt={mount_root}/$SLURM_JOB_ID/{name}
+n=0
+while IFS= read -r f; do
+  cmp -s -- "$mnt/$f" "{dataset}/$f" || {{ echo "DIFFERS: $f"; exit 1; }}
+  n=$((n + 1))
+done < <(cd "{dataset}" && find . -type f | sort)
+echo "READ $n FILES"
+cat "$mnt/.tierfs/stats" >{jobs}/$SLURM_JOB_ID.stats
+"""
+
+WAIT_FOR_RELEASE = r"""#!/bin/bash
+# Runs until the test creates the release file (at most 60 s).
+for _ in $(seq 600); do [ -e {release} ] && exit 0; sleep 0.1; done
+exit 1
+"""
+
+
+class RealSlurm(unittest.TestCase):
+    def setUp(self):
+        self.c = CLUSTER
+        self.c.wait_idle()
+
+    def tearDown(self):
+        # A drained node fails the test that drained it; the next one gets it back.
+        drained = {n: s for n, s in self.c.node_states().items() if s != "idle"}
+        for node in drained:
+            self.c.run("scontrol", "update", f"nodename={node}", "state=resume")
+        self.assertEqual(drained, {}, f"nodes left not idle\n{self.c.logs()}")
+
+    def test_a_job_reads_its_dataset_through_the_mount_then_the_epilog_clears_it(self):
+        c = self.c
+        script = READ_ALL.format(mount_root=c.path("tfs-node1", "mnt"), name="imagenet",
+                                 dataset=c.dataset, jobs=c.path("jobs"))
+        r = c.sbatch("-N1", "-w", "tfs-node1", "--mem=300", f"--tierfs={c.dataset}",
+                     "--tierfs-mount=imagenet",
+                     "--tierfs-options=prefetch=stage-in,ram=1G,promote_threads=3", script=script)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        info = c.wait_done(r.job)
+        with open(c.path("jobs", f"{r.job}.out")) as f:
+            out = f.read()
+        self.assertEqual(info["JobState"], "COMPLETED", f"{out}\n{c.logs()}")
+        self.assertIn(f"READ {len(c.files)} FILES", out)
+        with open(c.path("jobs", f"{r.job}.stats")) as f:
+            stats = json.load(f)
+        self.assertEqual(stats["promotions"]["threads"], 3)
+        tiers = {t["kind"]: t for t in stats["tiers"]}
+        # ram=1G asked for, capped at the job's --mem=300 (slurmd's SLURM_MEM_PER_NODE).
+        self.assertEqual(tiers["memory"]["budget"], 300 << 20)
+        self.assertEqual(tiers["directory"]["path"],
+                         c.path("tfs-node1", "scratch", "tierfs-slurm", str(r.job)))
+        with open(c.path("tfs-node1.log")) as f:
+            log = f.read()
+        self.assertIn(f"mounted {c.dataset} at {c.mnt('tfs-node1', r.job, 'imagenet')}", log)
+        self.assertIn("prefetch=stage-in", log)
+        self.assertEqual(c.nothing_left(r.job), "")
+
+    def test_an_option_the_site_does_not_allow_cancels_the_job_and_says_why(self):
+        c = self.c
+        r = c.sbatch("-N1", f"--tierfs={c.dataset}", "--tierfs-options=prefetch=order,metrics=9100",
+                     script="#!/bin/sh\necho RAN\n")
+        self.assertEqual(r.returncode, 0, r.stderr)  # the plugin checks shapes, the prolog the list
+        info = c.wait_done(r.job)
+        self.assertEqual(info["JobState"], "CANCELLED", f"{info}\n{c.logs()}")
+        self.assertIn("a job may not set 'metrics'", info.get("AdminComment", ""), info)
+        self.assertFalse(os.path.exists(c.path("jobs", f"{r.job}.out")), "the job ran")
+        self.assertEqual(c.nothing_left(r.job), "")
+
+    def test_sbatch_refuses_a_malformed_value_before_submitting(self):
+        c = self.c
+        before = c.run("squeue", "-h", "-o", "%i").stdout
+        for args, says in (
+                (["--tierfs=lustre/imagenet"], "--tierfs='lustre/imagenet' is not an absolute path"),
+                ([f"--tierfs={c.dataset}", "--tierfs-mount=../../etc"],
+                 "--tierfs-mount='../../etc' starts with '.'"),
+                ([f"--tierfs={c.dataset}", "--tierfs-mount=a/b"], "is not a name"),
+                ([f"--tierfs={c.dataset}", "--tierfs-options=ram=1G\ntier_reset"],
+                 "--tierfs-options='ram=1G' contains a control character"),
+                ([f"--tierfs={c.dataset}", "--tierfs-options=prefetch"], "is not NAME=VALUE"),
+                ([f"--tierfs={c.dataset}", "--tierfs-options=ram=1G\\,tier_reset"],
+                 "a space or a backslash"),
+                ([f"--tierfs=/{'x' * 5000}"], "is longer than 4095 bytes")):
+            with self.subTest(refused=says):
+                r = c.sbatch("-N1", *args, script="#!/bin/sh\necho RAN\n")
+                self.assertNotEqual(r.returncode, 0, r.stdout)
+                self.assertIn(says, r.stderr[:1000], r.stderr[:1000])
+                self.assertIn("sbatch: error: Invalid --tierfs", r.stderr[:1000])
+        self.assertEqual(c.run("squeue", "-h", "-o", "%i").stdout, before, "a job was submitted")
+
+    def test_a_job_cancelled_while_it_reads_is_cleaned_up(self):
+        c = self.c
+        release = c.path("jobs", "never")
+        r = c.sbatch("-N1", "-w", "tfs-node2", f"--tierfs={c.dataset}",
+                     script=WAIT_FOR_RELEASE.format(release=release))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        mnt = c.mnt("tfs-node2", r.job)
+        harness.wait_for(lambda: c.job(r.job).get("JobState") == "RUNNING" and
+                         harness.is_mounted(mnt), timeout=60, what="the job running on its mount")
+        rel, data = next(iter(c.files.items()))
+        self.assertEqual(c.read_as_user(os.path.join(mnt, rel)), data)
+        # A reader of the job's user holds a file open on the mount.
+        holder = subprocess.Popen(harness.user_command(
+            c.user, "sh", "-c", 'exec 3<"$1"; sleep 120', "sh", os.path.join(mnt, rel)))
+        try:
+            self.assertEqual(c.run("scancel", str(r.job), user=c.user).returncode, 0)
+            info = c.wait_done(r.job)
+            self.assertEqual(info["JobState"], "CANCELLED")
+            self.assertEqual(c.nothing_left(r.job), "")
+        finally:
+            holder.kill()
+            holder.wait(timeout=10)
+
+    def test_a_two_node_jobs_daemons_are_peers(self):
+        c = self.c
+        release = c.path("jobs", f"release-{time.monotonic_ns()}")
+        r = c.sbatch("-N2", f"--tierfs={c.dataset}", "--tierfs-options=chunk_size=1M",
+                     script=WAIT_FOR_RELEASE.format(release=release))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        one, two = (c.mnt(n, r.job) for n in NODES)
+        try:
+            harness.wait_for(lambda: harness.is_mounted(one) and harness.is_mounted(two) and
+                             c.job(r.job).get("JobState") == "RUNNING", timeout=60,
+                             what="the job running with both mounts")
+            names = list(NODES)
+            for node, mnt in zip(names, (one, two)):
+                pid = next(iter(harness.tierfs_pids(mnt)), None)
+                self.assertIsNotNone(pid, f"no daemon for {mnt}")
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    opts = f.read().split(b"\0")
+                opts = opts[opts.index(b"-o") + 1].decode().split(",")
+                for o in (f"peers={'+'.join(names)}", f"peer_name={node}",
+                          f"peer_port={c.peer_port}", f"peer_job=slurm:tierfstest:{r.job}"):
+                    self.assertIn(o, opts)
+
+            def peers(mnt):
+                return json.loads(c.read_as_user(os.path.join(mnt, ".tierfs", "stats")))["peers"]
+            try:
+                for mnt in (one, two):
+                    harness.wait_for(lambda: peers(mnt)["up"] >= 1, timeout=30,
+                                     what=f"the other node up as a peer of {mnt}")
+            except AssertionError as e:
+                logs = "".join(f"\n--- {n} daemon.log:\n" + pathlib.Path(
+                    c.path(n, "state", str(r.job), "daemon.log")).read_text(errors="replace")[-3000:]
+                    for n in NODES)
+                raise AssertionError(f"{e}{logs}") from None
+            # Node 1 reads every file: those homed on node 2 come from node 2.
+            for rel, data in c.files.items():
+                self.assertEqual(c.read_as_user(os.path.join(one, rel)), data, rel)
+            p1, p2 = peers(one), peers(two)
+            self.assertGreater(p1["fetched_chunks"], 0, p1)
+            self.assertLess(p1["fetched_chunks"], len(c.files), p1)
+            self.assertEqual(p2["served_chunks"], p1["fetched_chunks"], p2)
+            self.assertEqual(p1["source_fallbacks"], 0, p1)
+            for rel, data in list(c.files.items())[:10]:
+                self.assertEqual(c.read_as_user(os.path.join(two, rel)), data, rel)
+        finally:
+            pathlib.Path(release).touch()
+        info = c.wait_done(r.job)
+        self.assertEqual(info["JobState"], "COMPLETED", f"{info}\n{c.logs()}")
+        self.assertEqual(c.nothing_left(r.job), "")
+
+
+if __name__ == "__main__":
+    reason = why_not_here()
+    if reason:
+        print(f"SKIPPED: {reason}")
+        sys.exit(harness.SKIP)
+    harness.main()
