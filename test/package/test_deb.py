@@ -100,6 +100,8 @@ class DebianPackage(unittest.TestCase):
     def test_files_where_debian_looks(self):
         for path in ("/usr/bin/tierfs", "/usr/share/man/man1/tierfs.1.gz", UNIT,
                      "/usr/lib/tierfs/slurm/tierfs-prolog", "/usr/lib/tierfs/slurm/tierfs-epilog",
+                     "/usr/lib/tierfs/slurm/tierfs_spank.so",
+                     "/usr/lib/tierfs/slurm/plugstack-tierfs.conf",
                      "/usr/share/doc/tierfs/copyright", "/usr/share/doc/tierfs/README.md",
                      "/usr/lib/python3/dist-packages/tierfs_hint.py"):
             self.assertIn(path, self.contents)
@@ -108,9 +110,14 @@ class DebianPackage(unittest.TestCase):
         depends = sh("dpkg-deb", "-f", self.deb, "Depends").stdout
         for dep in ("fuse3", "libfuse3-3", "libsystemd0"):
             self.assertIn(dep, depends)
+        # The SPANK plugin uses the symbols of the Slurm program loading it: a
+        # site without Slurm installs the package without Slurm's library.
+        self.assertNotIn("slurm", depends)
         # The installed units and scripts name the installed daemon.
         for path, text in ((UNIT, "ExecStart=/usr/bin/tierfs "),
-                           ("/usr/lib/tierfs/slurm/tierfs-slurm-lib.bash", "TIERFS_BIN=/usr/bin/tierfs")):
+                           ("/usr/lib/tierfs/slurm/tierfs-slurm-lib.bash", "TIERFS_BIN=/usr/bin/tierfs"),
+                           ("/usr/lib/tierfs/slurm/plugstack-tierfs.conf",
+                            "\noptional /usr/lib/tierfs/slurm/tierfs_spank.so\n")):
             with open(path) as f:
                 self.assertIn(text, f.read())
 
