@@ -220,7 +220,7 @@ load_job() {
 # shellcheck disable=SC2034  # read by tierfs-prolog
 declare -gA JOB_OPTION_SYNTAX=(
   [prefetch]='on-access|stage-in|order'
-  [policy]='first-fit|lru'
+  [policy]='next-use|first-fit|lru'
   [lookahead]='[1-9][0-9]{0,6}'
   [promote_threads]='[1-9][0-9]{0,2}'
   [chunk_size]='[1-9][0-9]{0,9}[KMGkmg]?'
