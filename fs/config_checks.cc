@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "prefetch/planners/prefetcher.h"
+#include "tiering/io/file_io.h"
 
 namespace tierfs {
 namespace {
@@ -39,6 +40,33 @@ std::string Human(uint64_t bytes) {
   return u == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.1f} {}", v, units[u]);
 }
 
+// Who holds directory tier `path`, when a live daemon serves it or is
+// starting ("pid 123, mounted on /mnt/data"); "" when nobody does, or its
+// holder is stopping (it was unmounted a moment ago: opening the tier waits
+// for it to finish its promotions).
+std::string LiveHolder(const std::string& path) {
+  std::string note;
+  if (!LockHolder(path + "/lock", &note)) return "";
+  std::string pid, mount, state;
+  size_t start = 0;
+  while (start < note.size()) {
+    size_t end = note.find('\n', start);
+    if (end == std::string::npos) end = note.size();
+    const std::string line = note.substr(start, end - start);
+    start = end + 1;
+    const size_t eq = line.find('=');
+    if (eq == std::string::npos) continue;
+    const std::string key = line.substr(0, eq), value = line.substr(eq + 1);
+    if (key == "pid") pid = value;
+    if (key == "mount") mount = value;
+    if (key == "state") state = value;
+  }
+  if (state == "stopping" || state.empty()) return "";  // empty: an older tierfs; wait for it
+  std::string who = pid.empty() ? "pid unknown" : "pid " + pid;
+  if (!mount.empty()) return who + ", mounted on " + mount;
+  return who + (state == "starting" ? ", starting" : "");
+}
+
 // Why directory tier `path` of `budget` bytes cannot be used ("" if it can);
 // doubts go to *warnings.
 std::string CheckTierDir(const std::string& path, uint64_t budget,
@@ -57,6 +85,12 @@ std::string CheckTierDir(const std::string& path, uint64_t budget,
   if (!S_ISDIR(st.st_mode)) return fmt::format("tier '{}' is not a directory", path);
   if (::access(path.c_str(), W_OK | X_OK) != 0) {
     return fmt::format("tier '{}' is not writable by uid {}", path, ::geteuid());
+  }
+  if (std::string holder = LiveHolder(path); !holder.empty()) {
+    return fmt::format(
+        "tier '{}' is in use by another tierfs daemon ({}): unmount that one first, or give "
+        "this mount a tier directory of its own",
+        path, holder);
   }
   struct statvfs fs;
   if (::statvfs(path.c_str(), &fs) == 0) {

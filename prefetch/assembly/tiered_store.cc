@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 
@@ -110,7 +111,16 @@ TieredStore::~TieredStore() {
   if (belady_) belady_->SetOracle(nullptr);
 }
 
+namespace {
+// What a directory tier's lock file says of its holder (LockHolder reads it).
+std::string HolderNote(const TieringConfig& config, const char* state) {
+  return fmt::format("pid={}\nmount={}\nstate={}\n", ::getpid(), config.prefetch.mountpoint, state);
+}
+}  // namespace
+
 void TieredStore::Start() {
+  // After the daemon forked: this pid serves the mount from now on.
+  if (chunks_) chunks_->NoteTierHolder(HolderNote(config_, "mounted"));
   if (executor_) executor_->Start();
   if (prefetcher_) prefetcher_->Start();
   if (peers_) {
@@ -126,6 +136,10 @@ void TieredStore::Start() {
 }
 
 void TieredStore::Shutdown() {
+  // A daemon mounting the same tier now waits for this one to finish
+  // instead of being refused.
+  if (chunks_ && !shut_down_) chunks_->NoteTierHolder(HolderNote(config_, "stopping"));
+  shut_down_ = true;
   // Peers first: answering them reads through the promoter and the store.
   if (peers_) peers_->Stop();
   if (read_path_) read_path_->SetObserver(nullptr);

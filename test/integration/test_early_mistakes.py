@@ -71,6 +71,20 @@ class EarlyMistakes(unittest.TestCase):
                 with self.subTest(options=options):
                     self.refused(options, says)
 
+    def test_a_tier_in_use_is_refused_at_once_naming_its_daemon(self):
+        other_mnt = tempfile.mkdtemp(prefix="mnt-other-", dir=self.base)
+        with harness.Mount(self.src, other_mnt, [f"tier={self.tier}:1G"]) as other:
+            lock = os.path.join(self.tier, "lock")
+            harness.wait_for(lambda: "state=mounted" in open(lock).read(),
+                             what="the daemon noting itself in the tier's lock file")
+            self.refused(f"tier={self.tier}:1G",
+                         f"in use by another tierfs daemon (pid {other.proc.pid}, "
+                         f"mounted on {other_mnt})")
+            self.assertTrue(other.alive())
+        # Unmounted: the same tier mounts again (a holder that is stopping is waited for).
+        with harness.Mount(self.src, other_mnt, [f"tier={self.tier}:1G"]):
+            pass
+
     def test_doubtful_values_are_warned_about_and_mounted(self):
         fs = os.statvfs(self.tier)
         device = fs.f_blocks * fs.f_frsize

@@ -201,7 +201,7 @@ class TierTest(unittest.TestCase):
             other = os.path.join(os.path.dirname(self.mnt), "mnt2")
             os.mkdir(other)
             r = harness.run_tierfs(self.src, other, "-o", f"tier={self.tier}:1G,shutdown_timeout=1")
-            self.assertEqual(r.returncode, 1)
+            self.assertEqual(r.returncode, 2, r.stderr)  # refused before the scan
             self.assertIn("in use by another tierfs", r.stderr)
 
 

@@ -59,6 +59,17 @@ class PosixFileLock final : public FileLock {
   explicit PosixFileLock(int fd) : fd_(fd) {}
   ~PosixFileLock() override { ::close(fd_); }  // releases the flock
 
+  int Note(std::string_view text) override {
+    if (Retrying([&] { return ::ftruncate(fd_, 0); }) < 0) return PosixError();
+    for (size_t done = 0; done < text.size();) {
+      ssize_t n = ::pwrite(fd_, text.data() + done, text.size() - done, static_cast<off_t>(done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return n < 0 ? PosixError() : -EIO;
+      done += static_cast<size_t>(n);
+    }
+    return 0;
+  }
+
  private:
   const int fd_;
 };
@@ -138,5 +149,24 @@ int WriteAll(LocalFile* file, const char* data, size_t n) {
 }
 
 std::unique_ptr<FileIo> NewPosixFileIo() { return std::make_unique<PosixFileIo>(); }
+
+bool LockHolder(const std::string& path, std::string* note) {
+  note->clear();
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return false;
+  // A shared lock is refused only while an exclusive one is held.
+  if (::flock(fd, LOCK_SH | LOCK_NB) == 0 || errno != EWOULDBLOCK) {
+    ::close(fd);  // releases it at once
+    return false;
+  }
+  char buf[512];
+  ssize_t n = ::pread(fd, buf, sizeof buf, 0);
+  ::close(fd);
+  for (ssize_t i = 0; i < n; ++i) {
+    const unsigned char c = static_cast<unsigned char>(buf[i]);
+    note->push_back(c == '\n' || (c >= 0x20 && c < 0x7f) ? static_cast<char>(c) : '?');
+  }
+  return true;
+}
 
 }  // namespace tierfs

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace tierfs {
@@ -45,7 +46,16 @@ int WriteAll(LocalFile* file, const char* data, size_t n);
 class FileLock {
  public:
   virtual ~FileLock() = default;
+  // Replaces the lock file's contents with `text` (who holds it), for
+  // LockHolder to show another process. 0 or -errno.
+  virtual int Note(std::string_view text) = 0;
 };
+
+// Whether another process holds the lock at `path` (flock, as
+// FileIo::lock takes it). False if nobody does, the file does not exist or
+// cannot be opened; else true, and *note is what the holder wrote with
+// FileLock::Note (at most 512 bytes, anything unprintable as '?').
+bool LockHolder(const std::string& path, std::string* note);
 
 // Thread-safe: every method may be called concurrently.
 class FileIo {

@@ -65,6 +65,17 @@ ChunkStore::ChunkStore(const Namespace* ns, std::unique_ptr<Catalog> catalog,
   for (const auto& t : owned_) tiers_.push_back(t.get());
 }
 
+void ChunkStore::NoteTierHolder(std::string_view text) {
+  for (Tier* t : tiers_) {
+    if (t->kind() != Tier::Kind::kDirectory) continue;
+    auto* dir = static_cast<DirectoryTier*>(t);
+    if (int err = dir->NoteHolder(text); err < 0) {
+      TIERFS_LOG(kWarning, "tier '{}': cannot note this daemon in its lock file: {}", dir->path(),
+                 std::strerror(-err));
+    }
+  }
+}
+
 uint64_t ChunkStore::RecoverDirectoryTiers(const std::string& source) {
   uint64_t reused = 0;
   for (size_t i = 0; i < tiers_.size(); ++i) {

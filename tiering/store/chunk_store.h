@@ -95,6 +95,8 @@ class ChunkStore {
   // whose SOURCE file still has the recorded inode, size, mtime and ctime,
   // chunked alike. Returns the chunks made resident.
   uint64_t RecoverDirectoryTiers(const std::string& source = std::string());
+  // Writes `text` into every directory tier's lock file (who holds it).
+  void NoteTierHolder(std::string_view text);
 
   // Claims `key` for promotion. kBusy: it is not on SOURCE only (resident, or
   // in flight) or empty; kNoRoom: it fits in no tier (counted). Without

@@ -67,6 +67,7 @@ class JournaledDirectoryTier final : public DirectoryTier {
         journal_(io_.get(), path_ + "/journal") {}
 
   const std::string& path() const override { return path_; }
+  int NoteHolder(std::string_view text) override { return lock_ ? lock_->Note(text) : 0; }
 
   using DirectoryTier::Recover;
   int Recover(const std::string& source, const Acceptor& accept,
@@ -431,6 +432,8 @@ std::unique_ptr<DirectoryTier> OpenDirectoryTier(std::shared_ptr<FileIo> io, std
                                                std::strerror(-err));
     return nullptr;
   }
+  // Replaced by the mount's pid and mount point once it serves (TieredStore).
+  lock->Note(fmt::format("pid={}\nstate=starting\n", ::getpid()));
   if (reset) EmptyTierDirectory(io.get(), path);
   // data/ is the daemon's alone, whatever the umask: in a directory others
   // may write to, they could swap a chunk file for theirs.

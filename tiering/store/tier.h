@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tiering/namespace/chunk_key.h"
@@ -139,6 +140,9 @@ class DirectoryTier : public Tier {
   // the tier empty and unused whether or not the caller looks.
   std::vector<ChunkKey> Recover(const Acceptor& accept);
   virtual const std::string& path() const = 0;
+  // Writes who holds the tier into its lock file (see LockHolder): a second
+  // daemon names this one instead of waiting for it. 0 or -errno.
+  virtual int NoteHolder(std::string_view text) = 0;
 };
 
 // Opens (creating) a directory tier under `path`, doing all its file I/O
