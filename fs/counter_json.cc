@@ -45,29 +45,31 @@ void JsonCounterWriter::Close(char bracket) {
   out_ += bracket;
 }
 
-void JsonCounterWriter::Counter(std::string_view name, uint64_t value) {
+void JsonCounterWriter::Counter(std::string_view name, uint64_t value, const About&) {
   Key(name);
   out_ += fmt::format("{}", value);
 }
 
-void JsonCounterWriter::Gauge(std::string_view name, double value) {
+void JsonCounterWriter::Gauge(std::string_view name, double value, const About&) {
   Key(name);
   out_ += JsonNumber(value);
 }
 
-void JsonCounterWriter::Flag(std::string_view name, bool value) {
+void JsonCounterWriter::Flag(std::string_view name, bool value, const About&) {
   Key(name);
   out_ += value ? "true" : "false";
 }
 
-void JsonCounterWriter::Text(std::string_view name, std::string_view value) {
+void JsonCounterWriter::Text(std::string_view name, std::string_view value, std::string_view) {
   Key(name);
   out_ += JsonString(value);
 }
 
-void JsonCounterWriter::Note(std::string_view name, std::string_view value) { Text(name, value); }
+void JsonCounterWriter::Note(std::string_view name, std::string_view value) {
+  Text(name, value, {});
+}
 
-void JsonCounterWriter::Histogram(std::string_view name, const LatencyHistogram& h) {
+void JsonCounterWriter::Histogram(std::string_view name, const LatencyHistogram& h, const About&) {
   Key(name);
   out_ += h.Json();
 }
@@ -84,11 +86,11 @@ void JsonCounterWriter::BeginList(std::string_view name, std::string_view) {
   Open('[');
 }
 
-void JsonCounterWriter::BeginItem(const Labels& labels) {
+void JsonCounterWriter::BeginItem(const Labels& labels, std::string_view) {
   Key("");
   Open('{');
   for (size_t i = 0; i < labels.size(); ++i)
-    Text(i == 0 ? "name" : labels[i].first, labels[i].second);
+    Text(i == 0 ? "name" : labels[i].first, labels[i].second, {});
 }
 
 void JsonCounterWriter::EndItem() { Close('}'); }

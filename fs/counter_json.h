@@ -1,6 +1,7 @@
 // JsonCounterWriter: the counters walk written as the JSON of .tierfs/stats.
 // Groups become objects, lists arrays of objects whose labels are string
-// members, counters and gauges numbers, flags booleans.
+// members, counters and gauges numbers, flags booleans. Keys and values are
+// the components' own: the About of a figure is for Prometheus.
 #pragma once
 
 #include <string>
@@ -16,16 +17,17 @@ class JsonCounterWriter final : public CounterVisitor {
   // The document, once every group and list opened has been closed.
   std::string Finish();
 
-  void Counter(std::string_view name, uint64_t value) override;
-  void Gauge(std::string_view name, double value) override;
-  void Flag(std::string_view name, bool value) override;
-  void Text(std::string_view name, std::string_view value) override;
+  void Counter(std::string_view name, uint64_t value, const About&) override;
+  void Gauge(std::string_view name, double value, const About&) override;
+  void Flag(std::string_view name, bool value, const About&) override;
+  void Text(std::string_view name, std::string_view value, std::string_view) override;
   void Note(std::string_view name, std::string_view value) override;
-  void Histogram(std::string_view name, const LatencyHistogram& h) override;
+  void Histogram(std::string_view name, const LatencyHistogram& h, const About&) override;
   void BeginGroup(std::string_view name) override;
   void EndGroup() override;
   void BeginList(std::string_view name, std::string_view item_label) override;
-  void BeginItem(const Labels& labels) override;
+  using CounterVisitor::BeginItem;
+  void BeginItem(const Labels& labels, std::string_view) override;
   void EndItem() override;
   void EndList() override;
 

@@ -45,34 +45,37 @@ std::vector<ControlFile> FsContext::ControlFiles() {
 
 void RequestCounters::VisitCounters(CounterVisitor& v) const {
   auto load = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
-  v.Counter("lookup", load(lookup));
-  v.Counter("getattr", load(getattr));
-  v.Counter("readdir", load(readdir));
-  v.Counter("readlink", load(readlink));
-  v.Counter("read", load(read));
-  v.Counter("read_bytes", load(read_bytes));
-  v.Counter("statfs", load(statfs));
-  v.Counter("xattr", load(xattr));
-  v.Counter("rejected_writes", load(rejected_writes));
-  v.Counter("errors", load(errors));
-  v.Histogram("read_latency", read_latency);
+  v.Counter("lookup", load(lookup), {"LOOKUP requests answered."});
+  v.Counter("getattr", load(getattr), {"GETATTR requests answered."});
+  v.Counter("readdir", load(readdir), {"READDIR requests answered."});
+  v.Counter("readlink", load(readlink), {"READLINK requests answered."});
+  v.Counter("read", load(read), {"READ requests answered."});
+  v.Counter("read_bytes", load(read_bytes), {"Bytes returned by READ requests.", Unit::kBytes});
+  v.Counter("statfs", load(statfs), {"STATFS requests answered."});
+  v.Counter("xattr", load(xattr), {"Extended attribute requests answered."});
+  v.Counter("rejected_writes", load(rejected_writes),
+            {"Requests refused because the mount is read-only."});
+  v.Counter("errors", load(errors), {"Requests answered with an error."});
+  v.Histogram("read_latency", read_latency, {"Time to answer a READ request."});
 }
 
 void FsContext::VisitCounters(CounterVisitor& v) const {
-  v.Text("version", TIERFS_VERSION);
+  v.Text("version", TIERFS_VERSION, "version");
   // Not "source": that is the group of SOURCE's counters.
-  if (!source_path_.empty()) v.Text("source_path", source_path_);
-  if (!mount_path_.empty()) v.Text("mountpoint", mount_path_);
+  if (!source_path_.empty()) v.Text("source_path", source_path_, "source");
+  if (!mount_path_.empty()) v.Text("mountpoint", mount_path_, "mount");
   v.Gauge("uptime_seconds",
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count());
-  // Whether the kernel runs the LOOKUPs of one directory in parallel.
-  v.Flag("parallel_dirops", init_patch_.negotiated());
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count(),
+          {"Time since the mount started.", Unit::kSeconds});
+  v.Flag("parallel_dirops", init_patch_.negotiated(),
+         {"1 if the kernel runs the LOOKUPs of one directory in parallel."});
   v.BeginGroup("namespace");
   ns_->VisitCounters(v);
   v.EndGroup();
   v.BeginGroup("source");
   source_->VisitCounters(v);
-  v.Counter("failed_reads", reader_->failed_reads());
+  v.Counter("failed_reads", reader_->failed_reads(),
+            {"Reads from SOURCE that failed and were answered with an error."});
   v.EndGroup();
   if (source_permissions_ != nullptr) source_permissions_->VisitCounters(v);
   v.BeginGroup("requests");

@@ -54,12 +54,15 @@ void SourcePermissions::Revalidate() {
 void SourcePermissions::VisitCounters(CounterVisitor& v) const {
   auto load = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
   v.BeginGroup("permissions");
-  v.Text("decided_by", "source");
-  v.Gauge("ttl_seconds", static_cast<double>(ttl_.count()) / 1000.0);
-  v.Counter("checks", load(checks_));
-  v.Counter("asked_source", load(asked_));
-  v.Counter("denied", load(denied_));
-  v.Counter("revalidations", load(revalidations_));
+  v.Text("decided_by", "source", "permissions_decided_by");
+  v.Gauge("ttl_seconds", static_cast<double>(ttl_.count()) / 1000.0,
+          {"How long SOURCE's answer on a caller's permission is kept (0: until revalidated).",
+           Unit::kSeconds});
+  v.Counter("checks", load(checks_), {"Permission checks made for callers."});
+  v.Counter("asked_source", load(asked_), {"Permission checks that asked SOURCE."});
+  v.Counter("denied", load(denied_), {"Permission checks that denied the caller."});
+  v.Counter("revalidations", load(revalidations_),
+            {"Writes to .tierfs/revalidate (forgetting SOURCE's permission answers)."});
   v.EndGroup();
 }
 

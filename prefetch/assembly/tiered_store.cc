@@ -159,8 +159,9 @@ void TieredStore::VisitCounters(CounterVisitor& v) const {
   v.EndGroup();
   if (chunks_) {
     v.BeginGroup("promotions");
-    v.Text("policy", chunks_->policy().name());
-    v.Gauge("chunk_size", static_cast<double>(config_.chunk_size));
+    v.Text("policy", chunks_->policy().name(), "promotions_policy");
+    v.Gauge("chunk_size", static_cast<double>(config_.chunk_size),
+            {"Size of the chunks files are promoted in.", Unit::kBytes});
     executor_->VisitCounters(v);
     promoter_->VisitCounters(v);
     chunks_->VisitPromotions(v);

@@ -101,11 +101,14 @@ void Executor::Shutdown() {
 }
 
 void Executor::VisitCounters(CounterVisitor& v) const {
-  v.Gauge("threads", threads());
-  v.Gauge("queued_foreground", static_cast<double>(queued(Lane::kForeground)));
-  v.Gauge("queued_lookahead", static_cast<double>(queued(Lane::kLookahead)));
-  v.Gauge("queued_background", static_cast<double>(queued(Lane::kBackground)));
-  v.Gauge("running", running());
+  v.Gauge("threads", threads(), {"Promotion worker threads."});
+  v.Gauge("queued_foreground", static_cast<double>(queued(Lane::kForeground)),
+          {"Promotions of chunks being read, waiting for a thread."});
+  v.Gauge("queued_lookahead", static_cast<double>(queued(Lane::kLookahead)),
+          {"Promotions of chunks about to be read, waiting for a thread."});
+  v.Gauge("queued_background", static_cast<double>(queued(Lane::kBackground)),
+          {"Background promotions (next chunks, staging) waiting for a thread."});
+  v.Gauge("running", running(), {"Promotions running now."});
 }
 
 }  // namespace tierfs

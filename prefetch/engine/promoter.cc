@@ -81,8 +81,9 @@ void Promoter::Copy(ChunkClaim& claim, int home) {
 }
 
 void Promoter::VisitCounters(CounterVisitor& v) const {
-  v.Counter("requested", requested());
-  v.Counter("rejected", rejected());
+  v.Counter("requested", requested(), {"Chunk promotions put in flight."});
+  v.Counter("rejected", rejected(),
+            {"Chunk promotions refused because the executor's lane was full."});
 }
 
 }  // namespace tierfs

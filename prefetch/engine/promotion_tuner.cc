@@ -107,13 +107,17 @@ unsigned PromotionTuner::Tune(double seconds, uint64_t lead, bool order_mode) {
 void PromotionTuner::VisitCounters(CounterVisitor& v) const {
   const unsigned parallelism = executor_ ? executor_->active_limit() : 0;
   std::lock_guard lock(mu_);
-  v.Gauge("parallelism", parallelism);
-  v.Flag("tune_parallelism", tune_parallelism_);
-  v.Flag("tune_lookahead", tune_window_);
-  v.Gauge("source_latency_ms", latency_us_ / 1e3);
-  v.Gauge("best_source_latency_ms", best_latency_us_ / 1e3);
-  v.Counter("backoffs", backoffs_);
-  v.Counter("decisions", decisions_);
+  v.Gauge("parallelism", parallelism, {"Promotions allowed to read SOURCE at once."});
+  v.Flag("tune_parallelism", tune_parallelism_,
+         {"1 if the number of parallel SOURCE reads is tuned."});
+  v.Flag("tune_lookahead", tune_window_, {"1 if the look-ahead window is tuned."});
+  v.Gauge("source_latency_ms", latency_us_ / 1e3,
+          {"Mean latency of SOURCE reads in the last tuning period.", Unit::kMilliseconds});
+  v.Gauge("best_source_latency_ms", best_latency_us_ / 1e3,
+          {"Lowest mean latency of SOURCE reads seen in a tuning period.", Unit::kMilliseconds});
+  v.Counter("backoffs", backoffs_,
+            {"Times the tuner lowered parallel SOURCE reads because latency climbed."});
+  v.Counter("decisions", decisions_, {"Changes the tuner made to a knob."});
   v.Note("last", last_decision_);
 }
 

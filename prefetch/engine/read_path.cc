@@ -187,16 +187,23 @@ ssize_t ReadPath::ReadSource(ChunkKey key, uint64_t off, size_t n, char* scratch
 
 void ReadPath::VisitCounters(CounterVisitor& v) const {
   auto load = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
-  v.Counter("from_tiers", load(counters_.tier_reads));
-  v.Counter("from_source", load(counters_.source_reads));
-  v.Counter("source_bytes", load(counters_.source_bytes));
-  v.Counter("waits", load(counters_.waits));
-  v.Counter("early", load(counters_.early_reads));
-  v.Counter("wait_timeouts", load(counters_.wait_timeouts));
-  v.Counter("tier_errors", load(counters_.tier_errors));
-  v.Counter("from_peers", load(counters_.peer_reads));
-  v.Counter("peer_bytes", load(counters_.peer_bytes));
-  v.Counter("bypass_kept", load(counters_.bypass_kept));
+  v.Counter("from_tiers", load(counters_.tier_reads), {"Read pieces served from a tier."});
+  v.Counter("from_source", load(counters_.source_reads), {"Read pieces served from SOURCE."});
+  v.Counter("source_bytes", load(counters_.source_bytes),
+            {"Bytes of reads served from SOURCE.", Unit::kBytes});
+  v.Counter("waits", load(counters_.waits), {"Reads that waited for a promotion in flight."});
+  v.Counter("early", load(counters_.early_reads),
+            {"Reads that waited and were served before the promotion completed."});
+  v.Counter("wait_timeouts", load(counters_.wait_timeouts),
+            {"Reads that gave up waiting for a promotion and read SOURCE."});
+  v.Counter("tier_errors", load(counters_.tier_errors),
+            {"Tier reads that failed (then served from SOURCE)."});
+  v.Counter("from_peers", load(counters_.peer_reads),
+            {"Read pieces fetched from a peer and not kept."});
+  v.Counter("peer_bytes", load(counters_.peer_bytes),
+            {"Bytes of reads fetched from a peer and not kept.", Unit::kBytes});
+  v.Counter("bypass_kept", load(counters_.bypass_kept),
+            {"Misses left on SOURCE because they had been read from there already."});
 }
 
 }  // namespace tierfs

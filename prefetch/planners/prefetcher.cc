@@ -339,14 +339,15 @@ bool Prefetcher::Round(std::chrono::steady_clock::time_point* last_tune) {
 void Prefetcher::VisitCounters(CounterVisitor& v) const {
   // Read before taking any lock: the executor's lock is never taken under ours.
   const bool background_idle = !executor_ || executor_->queued(Executor::Lane::kBackground) == 0;
-  v.Text("mode", PrefetchModeName(mode_.load()));
-  v.Counter("planner_errors", loop_errors_.load(std::memory_order_relaxed));
+  v.Text("mode", PrefetchModeName(mode_.load()), "prefetch_mode");
+  v.Counter("planner_errors", loop_errors_.load(std::memory_order_relaxed),
+            {"Rounds of the prefetch planner lost to an error."});
   v.BeginGroup("order");
   {
     std::lock_guard lock(mu_);
-    v.Counter("valid_lines", order_valid_);
-    v.Counter("rejected_lines", order_rejected_);
-    v.Gauge("lookahead", tuner_.window());
+    v.Counter("valid_lines", order_valid_, {"Paths written to .tierfs/order and accepted."});
+    v.Counter("rejected_lines", order_rejected_, {"Lines written to .tierfs/order and rejected."});
+    v.Gauge("lookahead", tuner_.window(), {"Files promoted ahead of the readers at most."});
     planner_.VisitCounters(v);
   }
   v.EndGroup();

@@ -78,16 +78,23 @@ void StagePlanner::VisitCounters(CounterVisitor& v, bool background_idle) const 
           : std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   double rate = elapsed > 0 ? done_bytes / elapsed : 0;
   double eta = rate > 0 ? (requested_bytes - done_bytes) / rate : -1;
-  v.Gauge("requested_files", static_cast<double>(staged.size()));
-  v.Gauge("requested_bytes", static_cast<double>(requested_bytes));
-  v.Gauge("done_files", static_cast<double>(done_files));
-  v.Gauge("done_bytes", static_cast<double>(done_bytes));
-  v.Gauge("failed_files", static_cast<double>(failed));
-  v.Gauge("queued_files", static_cast<double>(queued));
-  v.Counter("valid_lines", valid);
-  v.Counter("rejected_lines", rejected);
-  v.Gauge("rate_bytes_per_s", std::round(rate));
-  v.Gauge("eta_seconds", std::round(eta * 10) / 10);
+  v.Gauge("requested_files", static_cast<double>(staged.size()),
+          {"Files asked to be staged through .tierfs/stage."});
+  v.Gauge("requested_bytes", static_cast<double>(requested_bytes),
+          {"Size of the files asked to be staged.", Unit::kBytes});
+  v.Gauge("done_files", static_cast<double>(done_files),
+          {"Staged files wholly resident in the tiers."});
+  v.Gauge("done_bytes", static_cast<double>(done_bytes),
+          {"Size of the staged files wholly resident in the tiers.", Unit::kBytes});
+  v.Gauge("failed_files", static_cast<double>(failed),
+          {"Staged files that could not be made resident (no room, or a failed copy)."});
+  v.Gauge("queued_files", static_cast<double>(queued), {"Staged files not yet promoted."});
+  v.Counter("valid_lines", valid, {"Paths written to .tierfs/stage and accepted."});
+  v.Counter("rejected_lines", rejected, {"Lines written to .tierfs/stage and rejected."});
+  v.Gauge("rate_bytes_per_s", std::round(rate),
+          {"Staged bytes made resident per second since staging started.", Unit::kBytesPerSecond});
+  v.Gauge("eta_seconds", std::round(eta * 10) / 10,
+          {"Estimated time until every staged file is resident (-1: unknown).", Unit::kSeconds});
 }
 
 }  // namespace tierfs

@@ -38,13 +38,29 @@ void StreamPlanner::Drop(std::map<std::string, std::unique_ptr<Stream>>::iterato
   streams_.erase(it);
 }
 
+void StreamPlanner::AssignSeries(Stream* stream, bool by_pid) const {
+  std::vector<bool> taken(streams_.size() + 1);
+  for (const auto& [name, s] : streams_) {
+    if (s->slot < taken.size()) taken[s->slot] = true;
+  }
+  stream->slot = 0;
+  while (taken[stream->slot]) stream->slot++;
+  if (stream->slot >= kSeries) {
+    stream->series = "other";
+  } else {
+    stream->series = by_pid ? fmt::format("process-{}", stream->slot) : stream->name;
+  }
+}
+
 StreamPlanner::Stream* StreamPlanner::StreamFor(uint64_t writer, const std::string& name,
                                                 Clock::time_point now,
                                                 std::vector<NodeId>* changed) {
   std::string key = name;
+  bool by_pid = false;
   if (key.empty()) {
     auto w = writer_stream_.find(writer);
-    key = w != writer_stream_.end() ? w->second : fmt::format("pid:{}", writer);
+    by_pid = w == writer_stream_.end();
+    key = by_pid ? fmt::format("pid:{}", writer) : w->second;
   }
   auto it = streams_.find(key);
   if (it == streams_.end()) {
@@ -56,8 +72,9 @@ StreamPlanner::Stream* StreamPlanner::StreamFor(uint64_t writer, const std::stri
       Drop(oldest, changed);
       dropped_streams_++;
     }
-    auto stream = std::unique_ptr<Stream>(
-        new Stream{key, next_serial_++, OrderPlan(nodes_, max_entries_), 0, 0, 0, 0, 0, now});
+    auto stream = std::unique_ptr<Stream>(new Stream{
+        key, next_serial_++, OrderPlan(nodes_, max_entries_), 0, 0, 0, 0, 0, now, 0, {}});
+    AssignSeries(stream.get(), by_pid);
     it = streams_.emplace(key, std::move(stream)).first;
   }
   it->second->active = now;
@@ -246,25 +263,34 @@ uint64_t StreamPlanner::consumed() const {
 void StreamPlanner::VisitCounters(CounterVisitor& v) const {
   uint64_t position = 0;
   for (const auto& [name, s] : streams_) position += s->plan.cursor();
-  v.Gauge("declared", static_cast<double>(declared()));
-  v.Gauge("position", static_cast<double>(position));
-  v.Counter("consumed", consumed_total_);
-  v.Counter("dropped", dropped_entries_);
-  v.Gauge("lead", static_cast<double>(min_lead()));
-  v.Gauge("active_streams", static_cast<double>(streams_.size()));
-  v.Counter("dropped_streams", dropped_streams_);
+  v.Gauge("declared", static_cast<double>(declared()),
+          {"Files declared in the read order, all streams held."});
+  v.Gauge("position", static_cast<double>(position),
+          {"Files of the declared order the readers are past, all streams held."});
+  v.Counter("consumed", consumed_total_, {"Reads matched to a declared stream."});
+  v.Counter("dropped", dropped_entries_,
+            {"Declared files dropped because the order held too many."});
+  v.Gauge("lead", static_cast<double>(min_lead()),
+          {"The smallest lead of the streams: files resident ahead of their readers."});
+  v.Gauge("active_streams", static_cast<double>(streams_.size()), {"Declared streams held."});
+  v.Counter("dropped_streams", dropped_streams_, {"Streams dropped to make room for a new one."});
   v.BeginList("streams", "stream");
   for (const auto& [name, s] : streams_) {
-    v.BeginItem({{"name", name}});
-    v.Gauge("declared", static_cast<double>(s->plan.size()));
-    v.Gauge("position", static_cast<double>(s->plan.cursor()));
-    v.Gauge("outstanding", static_cast<double>(s->plan.outstanding()));
-    v.Gauge("lead", static_cast<double>(s->lead));
-    v.Counter("consumed", s->plan.consumed());
-    v.Counter("lookahead_hits", s->hits);
-    v.Counter("misses", s->misses);
-    v.Counter("epochs", s->epochs);
-    v.Counter("abandoned", s->abandoned);
+    v.BeginItem({{"name", name}}, s->series);
+    v.Gauge("declared", static_cast<double>(s->plan.size()), {"Files declared in the stream."});
+    v.Gauge("position", static_cast<double>(s->plan.cursor()),
+            {"Files of the stream its readers are past."});
+    v.Gauge("outstanding", static_cast<double>(s->plan.outstanding()),
+            {"Files of the stream still to be read."});
+    v.Gauge("lead", static_cast<double>(s->lead),
+            {"Files of the stream resident ahead of its readers."});
+    v.Counter("consumed", s->plan.consumed(), {"Reads matched to the stream."});
+    v.Counter("lookahead_hits", s->hits,
+              {"Reads of the stream served from a tier without waiting."});
+    v.Counter("misses", s->misses, {"Reads of the stream that were not served from a tier."});
+    v.Counter("epochs", s->epochs, {"Epochs the stream started."});
+    v.Counter("abandoned", s->abandoned,
+              {"Declared files of the stream left unread when a new epoch started."});
     v.EndItem();
   }
   v.EndList();

@@ -39,6 +39,12 @@ class StreamPlanner {
   static constexpr size_t kMaxStreams = 64;
   static constexpr size_t kMaxWriters = 256;               // remembered //stream choices
   static constexpr auto kIdle = std::chrono::minutes(10);  // then a stream is dropped
+  // Streams with a Prometheus series of their own (a bounded set, whatever
+  // the processes' ids): a stream takes the smallest slot free when it
+  // starts; in the first kSeries it is named by its declared name, or
+  // "process-SLOT" if it is a process's own (JSON: "pid:N"); the others
+  // are added up as "other".
+  static constexpr size_t kSeries = 16;
 
   // `nodes`: the namespace size; `max_entries`: positions held, all streams.
   StreamPlanner(size_t nodes, size_t max_entries);
@@ -88,7 +94,11 @@ class StreamPlanner {
     uint64_t lead = 0;
     uint64_t hits = 0, misses = 0, epochs = 0, abandoned = 0;
     Clock::time_point active;
+    size_t slot = 0;     // see kSeries
+    std::string series;  // the name of its Prometheus series
   };
+  // Sets a new stream's slot and series (not yet in streams_).
+  void AssignSeries(Stream* stream, bool by_pid) const;
   Stream* StreamFor(uint64_t writer, const std::string& name, Clock::time_point now,
                     std::vector<NodeId>* changed);
   void Drop(std::map<std::string, std::unique_ptr<Stream>>::iterator it,

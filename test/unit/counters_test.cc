@@ -24,20 +24,30 @@ using testing::TempTree;
 class TeeVisitor final : public CounterVisitor {
  public:
   TeeVisitor(CounterVisitor* a, CounterVisitor* b) : a_(a), b_(b) {}
-  void Counter(std::string_view n, uint64_t v) override { a_->Counter(n, v), b_->Counter(n, v); }
-  void Gauge(std::string_view n, double v) override { a_->Gauge(n, v), b_->Gauge(n, v); }
-  void Flag(std::string_view n, bool v) override { a_->Flag(n, v), b_->Flag(n, v); }
-  void Text(std::string_view n, std::string_view v) override { a_->Text(n, v), b_->Text(n, v); }
+  void Counter(std::string_view n, uint64_t v, const About& a) override {
+    a_->Counter(n, v, a), b_->Counter(n, v, a);
+  }
+  void Gauge(std::string_view n, double v, const About& a) override {
+    a_->Gauge(n, v, a), b_->Gauge(n, v, a);
+  }
+  void Flag(std::string_view n, bool v, const About& a) override {
+    a_->Flag(n, v, a), b_->Flag(n, v, a);
+  }
+  void Text(std::string_view n, std::string_view v, std::string_view l) override {
+    a_->Text(n, v, l), b_->Text(n, v, l);
+  }
   void Note(std::string_view n, std::string_view v) override { a_->Note(n, v), b_->Note(n, v); }
-  void Histogram(std::string_view n, const LatencyHistogram& h) override {
-    a_->Histogram(n, h), b_->Histogram(n, h);
+  void Histogram(std::string_view n, const LatencyHistogram& h, const About& a) override {
+    a_->Histogram(n, h, a), b_->Histogram(n, h, a);
   }
   void BeginGroup(std::string_view n) override { a_->BeginGroup(n), b_->BeginGroup(n); }
   void EndGroup() override { a_->EndGroup(), b_->EndGroup(); }
   void BeginList(std::string_view n, std::string_view l) override {
     a_->BeginList(n, l), b_->BeginList(n, l);
   }
-  void BeginItem(const Labels& l) override { a_->BeginItem(l), b_->BeginItem(l); }
+  void BeginItem(const Labels& l, std::string_view s) override {
+    a_->BeginItem(l, s), b_->BeginItem(l, s);
+  }
   void EndItem() override { a_->EndItem(), b_->EndItem(); }
   void EndList() override { a_->EndList(), b_->EndList(); }
 
@@ -47,6 +57,34 @@ class TeeVisitor final : public CounterVisitor {
 };
 
 using Samples = std::map<std::pair<std::string, std::string>, double>;  // (name, labels) -> value
+
+// The figures whose Prometheus name is not their path's: the unit named in
+// its base form, and the value in it.
+struct Renamed {
+  const char* prometheus;
+  double scale;
+};
+const std::map<std::string, Renamed> kRenamed = {
+    {"tierfs_tiers_budget", {"tierfs_tiers_budget_bytes", 1}},
+    {"tierfs_tiers_limit", {"tierfs_tiers_limit_bytes", 1}},
+    {"tierfs_tiers_used", {"tierfs_tiers_used_bytes", 1}},
+    {"tierfs_tiers_bytes_served", {"tierfs_tiers_served_bytes", 1}},
+    {"tierfs_promotions_chunk_size", {"tierfs_promotions_chunk_size_bytes", 1}},
+    {"tierfs_prefetch_stage_rate_bytes_per_s", {"tierfs_prefetch_stage_rate_bytes_per_second", 1}},
+    {"tierfs_prefetch_autotune_source_latency_ms",
+     {"tierfs_prefetch_autotune_source_latency_seconds", 1e-3}},
+    {"tierfs_prefetch_autotune_best_source_latency_ms",
+     {"tierfs_prefetch_autotune_best_source_latency_seconds", 1e-3}},
+};
+
+void Put(const std::string& name, const std::string& labels, double value, Samples* out) {
+  auto r = kRenamed.find(name);
+  if (r == kRenamed.end()) {
+    (*out)[{name, labels}] = value;
+  } else {
+    (*out)[{r->second.prometheus, labels}] = value * r->second.scale;
+  }
+}
 
 // Every number and boolean of the JSON, named as Prometheus names it.
 void Flatten(const std::string& prefix, const JsonValue& v, const std::string& labels, Samples* out,
@@ -69,9 +107,9 @@ void Flatten(const std::string& prefix, const JsonValue& v, const std::string& l
       }
     }
   } else if (v.type() == JsonValue::Type::kNumber) {
-    (*out)[{prefix, labels}] = v.number();
+    Put(prefix, labels, v.number(), out);
   } else if (v.type() == JsonValue::Type::kBool) {
-    (*out)[{prefix, labels}] = v.boolean() ? 1 : 0;
+    Put(prefix, labels, v.boolean() ? 1 : 0, out);
   }
 }
 

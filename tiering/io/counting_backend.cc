@@ -91,16 +91,17 @@ int CountingBackend::open(const std::string& rel, std::unique_ptr<SourceFile>* o
 
 void SourceCounters::VisitCounters(CounterVisitor& v) const {
   auto load = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
-  v.Counter("meta_ops", meta_ops());
-  v.Counter("stats", load(stats));
-  v.Counter("lists", load(lists));
-  v.Counter("readlinks", load(readlinks));
-  v.Counter("statfs", load(statfs));
-  v.Counter("opens", load(opens));
-  v.Counter("access", load(access));
-  v.Counter("reads", load(reads));
-  v.Counter("read_bytes", load(read_bytes));
-  v.Counter("errors", load(errors));
+  v.Counter("meta_ops", meta_ops(),
+            {"Metadata operations on SOURCE (stat, list, readlink, statfs, access)."});
+  v.Counter("stats", load(stats), {"Calls to stat on SOURCE."});
+  v.Counter("lists", load(lists), {"Directories listed on SOURCE."});
+  v.Counter("readlinks", load(readlinks), {"Calls to readlink on SOURCE."});
+  v.Counter("statfs", load(statfs), {"Calls to statfs on SOURCE."});
+  v.Counter("opens", load(opens), {"Files opened on SOURCE."});
+  v.Counter("access", load(access), {"Permission checks asked of SOURCE for a caller."});
+  v.Counter("reads", load(reads), {"Read calls on SOURCE files."});
+  v.Counter("read_bytes", load(read_bytes), {"Bytes read from SOURCE.", Unit::kBytes});
+  v.Counter("errors", load(errors), {"Calls on SOURCE that returned an error."});
 }
 
 }  // namespace tierfs

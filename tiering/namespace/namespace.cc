@@ -157,13 +157,17 @@ std::string CheckLayout(std::span<const Node> nodes, std::string_view arena,
 }
 
 void Namespace::VisitCounters(CounterVisitor& v) const {
-  v.Gauge("files", static_cast<double>(file_count()));
-  v.Gauge("directories", static_cast<double>(dir_count()));
-  v.Gauge("symlinks", static_cast<double>(symlink_count()));
-  v.Gauge("skipped", static_cast<double>(skipped_count()));
-  v.Gauge("file_bytes", static_cast<double>(total_file_bytes()));
-  v.Gauge("memory_bytes", static_cast<double>(memory_bytes()));
-  v.Gauge("mapped_index", mapped_ ? 1 : 0);  // 1: the snapshot is a mapped index file
+  v.Gauge("files", static_cast<double>(file_count()), {"Regular files in the namespace."});
+  v.Gauge("directories", static_cast<double>(dir_count()), {"Directories in the namespace."});
+  v.Gauge("symlinks", static_cast<double>(symlink_count()), {"Symbolic links in the namespace."});
+  v.Gauge("skipped", static_cast<double>(skipped_count()),
+          {"SOURCE entries left out of the namespace (special files, unlistable directories)."});
+  v.Gauge("file_bytes", static_cast<double>(total_file_bytes()),
+          {"Total size of the namespace's regular files.", Unit::kBytes});
+  v.Gauge("memory_bytes", static_cast<double>(memory_bytes()),
+          {"Memory the namespace snapshot takes.", Unit::kBytes});
+  v.Gauge("mapped_index", mapped_ ? 1 : 0,
+          {"1 if the namespace snapshot is a mapped index file, 0 if built in memory."});
 }
 
 }  // namespace tierfs

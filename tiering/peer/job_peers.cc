@@ -276,28 +276,34 @@ ssize_t JobPeers::Fetch(int link, ChunkKey key, uint64_t off, size_t n, char* de
 }
 
 void JobPeers::VisitCounters(CounterVisitor& v) const {
-  v.Text("self", config_.self);
-  v.Gauge("size", static_cast<double>(rendezvous_.size()));
-  v.Flag("serving", server_ != nullptr && started_.load());
-  v.Counter("fetched_chunks", fetched_chunks_.load(std::memory_order_relaxed));
-  v.Counter("fetched_bytes", fetched_bytes_.load(std::memory_order_relaxed));
+  v.Text("self", config_.self, "peers_self");
+  v.Gauge("size", static_cast<double>(rendezvous_.size()),
+          {"Nodes of the job, this one included."});
+  v.Flag("serving", server_ != nullptr && started_.load(),
+         {"1 if this node answers the other nodes' requests."});
+  v.Counter("fetched_chunks", fetched_chunks_.load(std::memory_order_relaxed),
+            {"Chunks fetched from other nodes of the job."});
+  v.Counter("fetched_bytes", fetched_bytes_.load(std::memory_order_relaxed),
+            {"Bytes fetched from other nodes of the job.", Unit::kBytes});
   // Every byte fetched from a peer is a byte this node did not read from SOURCE.
-  v.Counter("source_bytes_saved", fetched_bytes_.load(std::memory_order_relaxed));
-  v.Counter("source_fallbacks", fallbacks_.load(std::memory_order_relaxed));
-  v.Counter("asked_ahead", asked_ahead_.load(std::memory_order_relaxed));
-  v.Counter("asked_ahead_failed", asked_ahead_failed_.load(std::memory_order_relaxed));
-  if (server_) {
-    v.Counter("served_chunks", server_->counters().served_chunks);
-    v.Counter("served_bytes", server_->counters().served_bytes);
-  } else {
-    v.Counter("served_chunks", 0);
-    v.Counter("served_bytes", 0);
-  }
+  v.Counter("source_bytes_saved", fetched_bytes_.load(std::memory_order_relaxed),
+            {"Bytes not read from SOURCE because a peer had them.", Unit::kBytes, "source_saved"});
+  v.Counter("source_fallbacks", fallbacks_.load(std::memory_order_relaxed),
+            {"Fetches from a peer that failed and were read from SOURCE instead."});
+  v.Counter("asked_ahead", asked_ahead_.load(std::memory_order_relaxed),
+            {"Chunks whose home peer was asked to promote them ahead of the read."});
+  v.Counter("asked_ahead_failed", asked_ahead_failed_.load(std::memory_order_relaxed),
+            {"Requests to a home peer to promote a chunk ahead that failed."});
+  const PeerServerCounters* served = server_ ? &server_->counters() : nullptr;
+  v.Counter("served_chunks", served ? served->served_chunks.load() : 0,
+            {"Chunks this node sent to other nodes of the job."});
+  v.Counter("served_bytes", served ? served->served_bytes.load() : 0,
+            {"Bytes this node sent to other nodes of the job.", Unit::kBytes});
   if (client_) {
     client_->VisitCounters(v);
   } else {
-    v.Gauge("up", 0);
-    v.Gauge("down", static_cast<double>(link_of_.size() > 0 ? link_of_.size() - 1 : 0));
+    v.Gauge("up", 0, kPeersUp);
+    v.Gauge("down", static_cast<double>(link_of_.size() > 0 ? link_of_.size() - 1 : 0), kPeersDown);
   }
   if (server_) server_->VisitCounters(v);  // the "server" group
 }

@@ -281,31 +281,37 @@ ucs_status_t PeerClient::OnData(Link& l, const std::shared_ptr<Pending>& p, cons
 void PeerClient::VisitCounters(CounterVisitor& v) const {
   size_t up = 0;
   for (const auto& l : links_) up += l->state.load() == kUp;
-  v.Gauge("up", static_cast<double>(up));
-  v.Gauge("down", static_cast<double>(links_.size() - up));
-  v.Counter("stray", stray_);
-  v.Histogram("fetch_latency", latency_);
+  v.Gauge("up", static_cast<double>(up), kPeersUp);
+  v.Gauge("down", static_cast<double>(links_.size() - up), kPeersDown);
+  v.Counter("stray", stray_, {"Answers from peers that matched no connection: dropped."});
+  v.Histogram("fetch_latency", latency_, {"Time to fetch a chunk from a peer."});
   // Per peer, latency as a sum (mean = latency_us / fetched_chunks): the
   // Prometheus writer keeps one histogram per name, not one per list item.
   v.BeginList("remote", "peer");
   for (const auto& l : links_) {
     const PeerLinkCounters& c = l->counters;
     v.BeginItem({{"name", l->address.name}});
-    v.Flag("up", l->state.load() == kUp);
-    v.Counter("fetched_chunks", c.fetched_chunks);
-    v.Counter("fetched_bytes", c.fetched_bytes);
-    v.Counter("latency_us", c.latency_us);
-    v.Counter("timeouts", c.timeouts);
-    v.Counter("ups", c.ups);
-    v.Counter("downs", c.downs);
-    v.Counter("connect_failures", c.connect_failures);
-    v.Counter("refused", c.refused);
-    v.Counter("garbage", c.garbage);
-    v.Counter("forged", c.forged);
-    v.Counter("replayed", c.replayed);
-    v.Counter("errors", c.errors);
-    v.Counter("busy", c.busy);
-    v.Counter("skipped", c.skipped);
+    v.Flag("up", l->state.load() == kUp, {"1 if this node is connected to the peer."});
+    v.Counter("fetched_chunks", c.fetched_chunks, {"Chunks fetched from the peer."});
+    v.Counter("fetched_bytes", c.fetched_bytes, {"Bytes fetched from the peer.", Unit::kBytes});
+    v.Counter("latency_us", c.latency_us,
+              {"Time spent fetching chunks from the peer, summed over the chunks fetched.",
+               Unit::kMicroseconds});
+    v.Counter("timeouts", c.timeouts, {"Fetches the peer did not answer in time."});
+    v.Counter("ups", c.ups, {"Times the connection to the peer came up."});
+    v.Counter("downs", c.downs, {"Times the connection to the peer went down."});
+    v.Counter("connect_failures", c.connect_failures,
+              {"Attempts to connect to the peer that failed."});
+    v.Counter("refused", c.refused, {"Handshakes with the peer that failed authentication."});
+    v.Counter("garbage", c.garbage,
+              {"Undecodable or unexpected answers from the peer (connection cut)."});
+    v.Counter("forged", c.forged,
+              {"Answers from the peer that did not authenticate (connection cut)."});
+    v.Counter("replayed", c.replayed,
+              {"Answers from the peer with a sequence number seen before (connection cut)."});
+    v.Counter("errors", c.errors, {"Error answers from the peer."});
+    v.Counter("busy", c.busy, {"Fetches the peer was too busy to answer."});
+    v.Counter("skipped", c.skipped, {"Fetches not tried because the peer was not up."});
     v.EndItem();
   }
   v.EndList();

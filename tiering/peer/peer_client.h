@@ -59,6 +59,10 @@ struct PeerClientOptions {
   UcxWorker::Options ucx;
 };
 
+// The "up" and "down" gauges; JobPeers reports them too when it has no client.
+inline constexpr About kPeersUp{"Peers of the job this node is connected to."};
+inline constexpr About kPeersDown{"Peers of the job this node is not connected to."};
+
 struct PeerLinkCounters {
   std::atomic<uint64_t> fetched_chunks{0}, fetched_bytes{0};
   std::atomic<uint64_t> timeouts{0};          // no answer by the caller's deadline

@@ -431,21 +431,30 @@ bool PeerDoor::Take(uint64_t id, const std::function<bool(const SessionKeys&)>& 
 
 void PeerDoor::VisitCounters(CounterVisitor& v) const {
   const PeerDoorCounters& c = counters_;
-  v.Flag("listening", listening_.load());
-  v.Text("listen_error", listen_error());
-  v.Counter("listen_failures", c.listen_failures);
-  v.Counter("connections", c.connections);
-  v.Counter("evicted", c.evicted);
-  v.Counter("handshake_timeouts", c.timeouts);
-  v.Counter("handshake_garbage", c.garbage);
-  v.Counter("handshake_busy", c.busy);
-  v.Counter("authenticated", c.authenticated);
-  v.Counter("expired_sessions", c.expired_sessions);
+  v.Flag("listening", listening_.load(), {"1 if the peer server's port is bound."});
+  v.Note("listen_error", listen_error());  // free text: not a label of tierfs_info
+  v.Counter("listen_failures", c.listen_failures, {"Binds of the peer port that failed."});
+  v.Counter("connections", c.connections, {"Connections accepted on the peer port."});
+  v.Counter("evicted", c.evicted, {"Connections closed before their handshake to make room."});
+  v.Counter("handshake_timeouts", c.timeouts, {"Connections without a handshake in time."});
+  v.Counter("handshake_garbage", c.garbage,
+            {"Handshake frames that did not decode or authenticate."});
+  v.Counter("handshake_busy", c.busy, {"Handshakes not checked because too many came at once."});
+  v.Counter("authenticated", c.authenticated, {"Handshakes that authenticated a peer."});
+  v.Counter("expired_sessions", c.expired_sessions,
+            {"Authenticated sessions that expired unused."});
   v.BeginGroup("refused");
-  for (AuthVerdict r : {AuthVerdict::kInvalid, AuthVerdict::kExpired, AuthVerdict::kReplayed,
-                        AuthVerdict::kWrongUser, AuthVerdict::kWrongJob, AuthVerdict::kWrongPeer,
-                        AuthVerdict::kUnavailable}) {
-    v.Counter(AuthVerdictKey(r), c.refused[static_cast<int>(r)]);
+  static constexpr std::pair<AuthVerdict, std::string_view> kRefused[] = {
+      {AuthVerdict::kInvalid, "Handshakes refused: not a credential of this cluster's key."},
+      {AuthVerdict::kExpired, "Handshakes refused: the credential had expired."},
+      {AuthVerdict::kReplayed, "Handshakes refused: the credential was replayed."},
+      {AuthVerdict::kWrongUser, "Handshakes refused: the credential was another user's."},
+      {AuthVerdict::kWrongJob, "Handshakes refused: the credential was another job's."},
+      {AuthVerdict::kWrongPeer, "Handshakes refused: the credential was for another node."},
+      {AuthVerdict::kUnavailable, "Handshakes refused: munged did not answer."},
+  };
+  for (const auto& [r, help] : kRefused) {
+    v.Counter(AuthVerdictKey(r), c.refused[static_cast<int>(r)], {help});
   }
   v.EndGroup();
 }

@@ -354,32 +354,37 @@ void PeerServer::CountServed(const std::string& peer, uint64_t bytes) {
 void PeerServer::VisitCounters(CounterVisitor& v) const {
   const PeerServerCounters& c = counters_;
   v.BeginGroup("server");
-  v.Gauge("port", port());
+  v.Gauge("port", port(), {"The TCP port the peer server listens on (0: not bound)."});
   door_->VisitCounters(v);
-  v.Counter("sessions", c.connections);
-  v.Counter("rejected_connections", c.rejected_connections);
-  v.Gauge("open_connections", static_cast<double>(c.open.load()));
-  v.Counter("forged", c.forged);
-  v.Counter("replayed", c.replayed);
-  v.Counter("send_timeouts", c.send_timeouts);
-  v.Counter("garbage", c.garbage);
-  v.Counter("stray", c.stray);
-  v.Counter("bad_version", c.bad_version);
-  v.Counter("requests", c.requests);
-  v.Counter("served_chunks", c.served_chunks);
-  v.Counter("served_bytes", c.served_bytes);
-  v.Counter("busy", c.busy);
-  v.Counter("expired", c.expired);
-  v.Counter("errors", c.errors);
-  v.Gauge("bytes_in_flight", static_cast<double>(c.bytes_in_flight.load()));
-  v.Gauge("peak_bytes_in_flight", static_cast<double>(c.peak_bytes_in_flight.load()));
-  v.Histogram("serve_latency", c.serve_latency);
+  v.Counter("sessions", c.connections, {"Peer sessions taken up."});
+  v.Counter("rejected_connections", c.rejected_connections,
+            {"Peer sessions refused because too many were open."});
+  v.Gauge("open_connections", static_cast<double>(c.open.load()), {"Peer sessions open."});
+  v.Counter("forged", c.forged, {"Messages that did not open under their session's key."});
+  v.Counter("replayed", c.replayed, {"Messages with a sequence number seen before."});
+  v.Counter("send_timeouts", c.send_timeouts, {"Answers that could not be sent in time."});
+  v.Counter("garbage", c.garbage, {"Undecodable or misplaced messages."});
+  v.Counter("stray", c.stray, {"Messages naming no session: dropped."});
+  v.Counter("bad_version", c.bad_version, {"Messages of another wire version."});
+  v.Counter("requests", c.requests, {"Chunk requests received from peers."});
+  v.Counter("served_chunks", c.served_chunks, {"Chunks sent to peers."});
+  v.Counter("served_bytes", c.served_bytes, {"Bytes sent to peers.", Unit::kBytes});
+  v.Counter("busy", c.busy, {"Requests answered busy."});
+  v.Counter("expired", c.expired, {"Requests whose deadline passed before the read."});
+  v.Counter("errors", c.errors, {"Requests answered with another error."});
+  v.Gauge("bytes_in_flight", static_cast<double>(c.bytes_in_flight.load()),
+          {"Bytes of answers being sent to peers.", Unit::kBytes, "in_flight"});
+  v.Gauge(
+      "peak_bytes_in_flight", static_cast<double>(c.peak_bytes_in_flight.load()),
+      {"Most bytes of answers ever being sent to peers at once.", Unit::kBytes, "peak_in_flight"});
+  v.Histogram("serve_latency", c.serve_latency,
+              {"Time from a peer's request arriving to its answer sent."});
   std::lock_guard lock(served_mu_);
   v.BeginList("by_peer", "peer");
   for (const auto& [name, s] : served_) {
     v.BeginItem({{"name", name}});
-    v.Counter("chunks", s.chunks);
-    v.Counter("bytes", s.bytes);
+    v.Counter("chunks", s.chunks, {"Chunks sent to this peer."});
+    v.Counter("bytes", s.bytes, {"Bytes sent to this peer.", Unit::kBytes});
     v.EndItem();
   }
   v.EndList();

@@ -89,12 +89,13 @@ size_t OpenFileCache::open_files() const {
 }
 
 void OpenFileCache::VisitCounters(CounterVisitor& v) const {
-  v.Gauge("open", static_cast<double>(open_files()));
-  v.Gauge("capacity", static_cast<double>(capacity()));
-  v.Counter("hits", hits());
-  v.Counter("misses", misses());
-  v.Counter("evictions", evictions());
-  v.Counter("changed", changed());
+  v.Gauge("open", static_cast<double>(open_files()), {"SOURCE files held open now."});
+  v.Gauge("capacity", static_cast<double>(capacity()), {"Most SOURCE files held open at once."});
+  v.Counter("hits", hits(), {"Reads that found their SOURCE file already open."});
+  v.Counter("misses", misses(), {"Reads that had to open their SOURCE file."});
+  v.Counter("evictions", evictions(), {"SOURCE files closed to make room for others."});
+  v.Counter("changed", changed(),
+            {"Opens refused because the SOURCE file changed since the namespace scan."});
 }
 
 }  // namespace tierfs

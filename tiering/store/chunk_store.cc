@@ -314,12 +314,17 @@ void ChunkStore::VisitTiers(CounterVisitor& v) const {
     const bool memory = t->kind() == Tier::Kind::kMemory;
     const std::string path = memory ? "" : static_cast<const DirectoryTier*>(t)->path();
     v.BeginItem({{"name", t->name()}, {"kind", memory ? "memory" : "directory"}, {"path", path}});
-    v.Gauge("budget", static_cast<double>(t->budget()));
-    v.Gauge("limit", static_cast<double>(t->limit()));
-    v.Gauge("used", static_cast<double>(t->used()));
-    v.Gauge("chunks", static_cast<double>(chunks[i]));
-    v.Counter("hits", t->hits());
-    v.Counter("bytes_served", t->bytes_served());
+    v.Gauge("budget", static_cast<double>(t->budget()),
+            {"Bytes the tier may hold, as configured.", Unit::kBytes});
+    v.Gauge("limit", static_cast<double>(t->limit()),
+            {"Bytes the tier may hold now (lowered to its use when the device filled up).",
+             Unit::kBytes});
+    v.Gauge("used", static_cast<double>(t->used()),
+            {"Bytes of chunks held or being written in the tier.", Unit::kBytes});
+    v.Gauge("chunks", static_cast<double>(chunks[i]), {"Chunks resident in the tier."});
+    v.Counter("hits", t->hits(), {"Reads served whole from the tier."});
+    v.Counter("bytes_served", t->bytes_served(),
+              {"Bytes read from the tier to serve reads.", Unit::kBytes, "served"});
     v.EndItem();
   }
   v.EndList();
@@ -328,15 +333,20 @@ void ChunkStore::VisitTiers(CounterVisitor& v) const {
 void ChunkStore::VisitPromotions(CounterVisitor& v) const {
   auto load = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
   // Files larger than any tier: read from SOURCE, never promoted.
-  v.Gauge("untiered_files", static_cast<double>(catalog_->untiered_files()));
-  v.Counter("done", load(counters_.done));
-  v.Counter("failed", load(counters_.failed));
-  v.Counter("no_room", load(counters_.no_room));
-  v.Counter("evicted", load(counters_.evicted));
-  v.Counter("dropped", load(counters_.dropped));
-  v.Counter("copies_evicted", load(counters_.copies_evicted));
-  v.Counter("bytes", load(counters_.bytes));
-  v.Gauge("files_resident", static_cast<double>(catalog_->FullyResidentFiles()));
+  v.Gauge("untiered_files", static_cast<double>(catalog_->untiered_files()),
+          {"Files larger than any tier: always read from SOURCE."});
+  v.Counter("done", load(counters_.done), {"Chunks promoted into a tier."});
+  v.Counter("failed", load(counters_.failed), {"Chunk promotions that failed."});
+  v.Counter("no_room", load(counters_.no_room),
+            {"Chunk promotions refused because the chunk fit in no tier."});
+  v.Counter("evicted", load(counters_.evicted), {"Chunks evicted to make room."});
+  v.Counter("dropped", load(counters_.dropped),
+            {"Resident chunks found unreadable in their tier and dropped."});
+  v.Counter("copies_evicted", load(counters_.copies_evicted),
+            {"Chunks homed on other nodes evicted to make room for this node's own."});
+  v.Counter("bytes", load(counters_.bytes), {"Bytes promoted into the tiers.", Unit::kBytes});
+  v.Gauge("files_resident", static_cast<double>(catalog_->FullyResidentFiles()),
+          {"Files whose every chunk is resident in a tier."});
 }
 
 }  // namespace tierfs
