@@ -70,8 +70,9 @@ class MetricsTest(unittest.TestCase):
                                  stats["source"]["read_bytes"])
                 self.assertEqual(samples[("tierfs_namespace_files", "")], 50)
                 ram = 'tier="ram",kind="memory",path=""'
-                self.assertEqual(samples[("tierfs_tiers_used", ram)], stats["tiers"][0]["used"])
-                self.assertEqual(samples[("tierfs_tiers_budget", ram)], 64 * MiB)
+                self.assertEqual(samples[("tierfs_tiers_used_bytes", ram)],
+                                 stats["tiers"][0]["used"])
+                self.assertEqual(samples[("tierfs_tiers_budget_bytes", ram)], 64 * MiB)
                 self.assertEqual(samples[("tierfs_promotions_done_total", "")],
                                  stats["promotions"]["done"])
                 count = samples[("tierfs_requests_read_latency_seconds_count", "")]
@@ -80,8 +81,8 @@ class MetricsTest(unittest.TestCase):
                     samples[("tierfs_requests_read_latency_seconds_bucket", 'le="+Inf"')], count)
                 self.assertIn(("tierfs_prefetch_order_lead", ""), samples)
                 # Which SOURCE and mount: two mounts on a node are told apart.
-                self.assertEqual(samples[("tierfs_info", f'version="0.1.0",source_path="{src}",'
-                                          f'mountpoint="{mnt}",promotions_policy='
+                self.assertEqual(samples[("tierfs_info", f'version="0.1.0",source="{src}",'
+                                          f'mount="{mnt}",promotions_policy='
                                           '"next-use",prefetch_mode="on-access"')], 1)
                 self.assertEqual((stats["source_path"], stats["mountpoint"]), (src, mnt))
                 with self.assertRaises(urllib.error.HTTPError) as cm:
