@@ -1,6 +1,46 @@
 #include "prefetch/planners/hint_parser.h"
 
+#include <fmt/format.h>
+
 namespace tierfs {
+namespace {
+
+// The length of the valid UTF-8 sequence at the start of `s` (0: none).
+size_t Utf8Length(std::string_view s) {
+  const auto b = static_cast<unsigned char>(s[0]);
+  size_t n = b >= 0xf0 && b <= 0xf4 ? 4 : b >= 0xe0 ? 3 : b >= 0xc2 && b < 0xe0 ? 2 : 0;
+  if (n == 0 || n > s.size()) return 0;
+  for (size_t i = 1; i < n; ++i) {
+    if ((static_cast<unsigned char>(s[i]) & 0xc0) != 0x80) return 0;
+  }
+  const auto b1 = static_cast<unsigned char>(s[1]);
+  if ((b == 0xe0 && b1 < 0xa0) || (b == 0xed && b1 >= 0xa0) || (b == 0xf0 && b1 < 0x90) ||
+      (b == 0xf4 && b1 >= 0x90)) {
+    return 0;  // overlong, a surrogate, or beyond U+10FFFF
+  }
+  return n;
+}
+
+}  // namespace
+
+std::string HintParser::Shown(std::string_view line) {
+  std::string out;
+  size_t i = 0;
+  while (i < line.size() && i < kMaxShown) {
+    const auto c = static_cast<unsigned char>(line[i]);
+    if (c >= 0x20 && c < 0x7f && c != '\\') {
+      out.push_back(line[i++]);
+    } else if (size_t n = c >= 0x80 ? Utf8Length(line.substr(i)) : 0; n > 0) {
+      out.append(line.substr(i, n));
+      i += n;
+    } else {
+      out += fmt::format("\\x{:02x}", c);
+      ++i;
+    }
+  }
+  if (i < line.size()) out += "...";
+  return out;
+}
 
 HintParser::HintParser(const Namespace* ns, std::string mountpoint, bool directories,
                        bool directives)
@@ -27,6 +67,7 @@ void HintParser::Feed(uint64_t writer, uint64_t offset, std::string_view data, R
     it = tails_.emplace(writer, Tail{}).first;
   }
   Tail& tail = it->second;
+  if (tail.next_offset != offset) tail.has_rejected = false;  // a new stream of writes
   tail.next_offset = offset + data.size();
   tail.last = now;
   while (!data.empty()) {
@@ -34,8 +75,10 @@ void HintParser::Feed(uint64_t writer, uint64_t offset, std::string_view data, R
     std::string_view piece = data.substr(0, nl);
     if (!tail.overlong) {
       if (tail.text.size() + piece.size() > kMaxLine) {
-        tail.overlong = true;  // keep nothing more of this line
-        tail.text.clear();
+        tail.overlong = true;  // keep nothing more of this line than what is shown
+        tail.text.append(piece.substr(0, kMaxShown + 1));
+        tail.text.resize(std::min(tail.text.size(), kMaxShown + 1));
+        tail.text.shrink_to_fit();
       } else {
         tail.text.append(piece);
       }
@@ -75,37 +118,53 @@ void HintParser::FlushTails(std::chrono::steady_clock::duration age, Result* out
 }
 
 void HintParser::EndTail(Tail& tail, Result* out) {
+  std::optional<Rejection> rejected;
   if (tail.overlong) {
     out->rejected++;
+    rejected = Rejection{Shown(tail.text), fmt::format("longer than {} bytes", kMaxLine)};
   } else {
-    ResolveLine(tail.text, out);
+    rejected = ResolveLine(tail.text, out);
+  }
+  if (rejected && !tail.has_rejected) {
+    tail.has_rejected = true;
+    last_rejected_ = std::move(rejected);
   }
   tail.text.clear();
   tail.overlong = false;
 }
 
-void HintParser::ResolveLine(std::string_view line, Result* out) const {
+std::optional<HintParser::Rejection> HintParser::ResolveLine(std::string_view line,
+                                                             Result* out) const {
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-  if (line.empty()) return;
-  if (line.find('\0') != std::string_view::npos) {
+  if (line.empty()) return std::nullopt;
+  const std::string_view whole = line;
+  auto reject = [&](std::string reason) {
     out->rejected++;
-    return;
+    return Rejection{Shown(whole), std::move(reason)};
+  };
+  if (line.find('\0') != std::string_view::npos) return reject("holds a NUL byte");
+  if (line.substr(0, 2) == "//") {
+    auto rejected = ResolveDirective(line.substr(2), out);
+    if (rejected) rejected->line = Shown(line);
+    return rejected;
   }
-  if (line.substr(0, 2) == "//") return ResolveDirective(line.substr(2), out);
   if (line.front() == '/') {
     std::string_view mp = mountpoint_;
     if (mp.empty() || line.substr(0, mp.size()) != mp ||
         (line.size() > mp.size() && line[mp.size()] != '/')) {
-      out->rejected++;  // an absolute path outside the mount
-      return;
+      return reject(mp.empty() ? "an absolute path (write it relative to the mount)"
+                               : fmt::format("an absolute path outside the mount ({})", mp));
     }
     line.remove_prefix(mp.size());
   }
   // Resolve() refuses ".." components, so nothing escapes the mount.
   auto id = ns_->Resolve(line);
   if (!id) {
-    out->rejected++;
-    return;
+    const bool climbs = line == ".." || line.substr(0, 3) == "../" ||
+                        line.find("/../") != std::string_view::npos ||
+                        (line.size() >= 3 && line.substr(line.size() - 3) == "/..");
+    return reject(climbs ? "climbs with '..' (paths are relative to the mount's root)"
+                         : "not in the mount (paths are relative to its root)");
   }
   const Node& n = ns_->node(*id);
   if (S_ISREG(n.mode)) {
@@ -113,13 +172,22 @@ void HintParser::ResolveLine(std::string_view line, Result* out) const {
   } else if (S_ISDIR(n.mode) && directories_) {
     AddTree(*id, out);
   } else {
-    out->rejected++;
-    return;
+    return reject(S_ISDIR(n.mode) ? "a directory (name its files)" : "not a regular file");
   }
   out->valid++;
+  return std::nullopt;
 }
 
-void HintParser::ResolveDirective(std::string_view d, Result* out) const {
+void HintParser::VisitRejected(CounterVisitor& v) const {
+  if (!last_rejected_) return;
+  v.BeginGroup("last_rejected");
+  v.Note("line", last_rejected_->line);
+  v.Note("reason", last_rejected_->reason);
+  v.EndGroup();
+}
+
+std::optional<HintParser::Rejection> HintParser::ResolveDirective(std::string_view d,
+                                                                  Result* out) const {
   auto name_ok = [](std::string_view name) {
     if (name.empty() || name.size() > kMaxStreamName) return false;
     for (char c : name) {
@@ -129,15 +197,22 @@ void HintParser::ResolveDirective(std::string_view d, Result* out) const {
     }
     return true;
   };
-  if (directives_ && d == "epoch") {
-    out->marks.push_back(Mark{out->files.size(), Mark::Kind::kEpoch, {}});
-  } else if (directives_ && d.substr(0, 7) == "stream " && name_ok(d.substr(7))) {
-    out->marks.push_back(Mark{out->files.size(), Mark::Kind::kStream, std::string(d.substr(7))});
-  } else {
+  auto reject = [&](std::string reason) {
     out->rejected++;
-    return;
+    return Rejection{std::string(), std::move(reason)};  // the caller shows the line
+  };
+  if (!directives_) return reject("'//' begins a directive, and this file takes none");
+  if (d == "epoch") {
+    out->marks.push_back(Mark{out->files.size(), Mark::Kind::kEpoch, {}});
+  } else if (d.substr(0, 7) == "stream " && name_ok(d.substr(7))) {
+    out->marks.push_back(Mark{out->files.size(), Mark::Kind::kStream, std::string(d.substr(7))});
+  } else if (d.substr(0, 7) == "stream ") {
+    return reject(fmt::format("a stream name is 1-{} of [A-Za-z0-9._:-]", kMaxStreamName));
+  } else {
+    return reject("an unknown directive (//stream NAME, //epoch)");
   }
   out->valid++;
+  return std::nullopt;
 }
 
 void HintParser::AddTree(NodeId dir, Result* out) const {

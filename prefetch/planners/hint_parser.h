@@ -10,15 +10,22 @@
 // with one): "//stream NAME" sends the writer's later lines to the stream
 // NAME (1-64 of [A-Za-z0-9._:-]) instead of its own; "//epoch" starts a new
 // epoch of the stream (what it declared before and was not read is dropped).
+//
+// Every rejected line is counted; the first one of each writer's stream of
+// writes (writes at consecutive offsets) is kept with why, for people
+// (.tierfs/stats: "last_rejected"), so the writer of a bad list can be told
+// which line was wrong without reading the daemon's log.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "tiering/base/counter_visitor.h"
 #include "tiering/namespace/namespace.h"
 
 namespace tierfs {
@@ -42,6 +49,15 @@ class HintParser {
     uint64_t rejected = 0;      // lines that did not (counted, never fatal)
   };
   static constexpr size_t kMaxStreamName = 64;
+  // A rejected line as shown to people, and why it was rejected.
+  struct Rejection {
+    std::string line;  // Shown(): at most kMaxShown bytes, printable
+    std::string reason;
+  };
+  static constexpr size_t kMaxShown = 200;
+  // `line` for a person's terminal: valid UTF-8 is kept, other bytes and
+  // control characters become \xNN, and more than kMaxShown bytes end in "...".
+  static std::string Shown(std::string_view line);
 
   // `mountpoint`: absolute paths below it are accepted. `directories`: a
   // line naming a directory stands for every file below it (stage); else it
@@ -56,25 +72,33 @@ class HintParser {
   void FlushTails(std::chrono::steady_clock::duration age, Result* out);
   // The same, each writer's lines apart (directives apply per writer).
   void FlushTails(std::chrono::steady_clock::duration age, std::map<uint64_t, Result>* by_writer);
-  // Resolves one line (without its newline). Empty lines are ignored.
-  void ResolveLine(std::string_view line, Result* out) const;
+  // Resolves one line (without its newline). Empty lines are ignored. A
+  // rejected line is counted in `out` and returned with why.
+  std::optional<Rejection> ResolveLine(std::string_view line, Result* out) const;
+
+  // The first rejected line of the latest stream of writes that had one.
+  const std::optional<Rejection>& last_rejected() const { return last_rejected_; }
+  // "last_rejected": {line, reason} when there is one (JSON only: free text).
+  void VisitRejected(CounterVisitor& v) const;
 
  private:
   struct Tail {
     std::string text;
     uint64_t next_offset = 0;
-    bool overlong = false;
+    bool overlong = false;      // text holds the line's first kMaxShown bytes
+    bool has_rejected = false;  // this stream's first rejection was kept
     std::chrono::steady_clock::time_point last;
   };
   void EndTail(Tail& tail, Result* out);
   void AddTree(NodeId dir, Result* out) const;
-  void ResolveDirective(std::string_view line, Result* out) const;
+  std::optional<Rejection> ResolveDirective(std::string_view line, Result* out) const;
 
   const Namespace* const ns_;
   const std::string mountpoint_;
   const bool directories_;
   const bool directives_;
   std::map<uint64_t, Tail> tails_;  // by writer
+  std::optional<Rejection> last_rejected_;
 };
 
 }  // namespace tierfs

@@ -347,12 +347,17 @@ void Prefetcher::VisitCounters(CounterVisitor& v) const {
     std::lock_guard lock(mu_);
     v.Counter("valid_lines", order_valid_, {"Paths written to .tierfs/order and accepted."});
     v.Counter("rejected_lines", order_rejected_, {"Lines written to .tierfs/order and rejected."});
+    order_parser_.VisitRejected(v);
     v.Gauge("lookahead", tuner_.window(), {"Files promoted ahead of the readers at most."});
     planner_.VisitCounters(v);
   }
   v.EndGroup();
   v.BeginGroup("stage");
   stage_.VisitCounters(v, background_idle);
+  {
+    std::lock_guard lock(mu_);
+    stage_parser_.VisitRejected(v);
+  }
   v.EndGroup();
   v.BeginGroup("autotune");
   tuner_.VisitCounters(v);

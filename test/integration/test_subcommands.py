@@ -133,6 +133,34 @@ class SubcommandTest(unittest.TestCase):
             self.assertIn("accepted 3 of 3 paths, rejected 0", out.stdout)
             self.assertEqual(m.stats()["prefetch"]["order"]["valid_lines"], 9)
 
+    def test_hint_says_which_line_was_rejected_and_why(self):
+        with harness.Mount(self.src, self.mnt, ["ram=16M", "prefetch=order"]) as m:
+            names = sorted(self.files)[:2]
+            out = self.tierfs("hint", self.mnt, "-",
+                              input="\n".join([names[0], "no/such/file", "../escape", names[1]]))
+            self.assertEqual(out.returncode, 0, out.stderr)
+            self.assertIn("tierfs hint: rejected 2 of 4 lines; first: 'no/such/file': not in the "
+                          "mount (paths are relative to its root)", out.stderr)
+            order = m.stats()["prefetch"]["order"]
+            self.assertEqual(order["last_rejected"], {
+                "line": "no/such/file", "reason": "not in the mount (paths are relative to its root)"})
+
+            # Nothing accepted: the reason, and a failure.
+            out = self.tierfs("hint", self.mnt, "-", input="d1\n" + names[0] + "/x\n")
+            self.assertEqual(out.returncode, 1)
+            self.assertIn("rejected 2 of 2 lines; first: 'd1': a directory (name its files)",
+                          out.stderr)
+            self.assertIn("no valid path", out.stderr)
+
+            # Written directly: EINVAL, and the stats tell why, the line made
+            # printable and bounded.
+            with self.assertRaises(OSError):
+                with open(os.path.join(self.mnt, ".tierfs", "order"), "ab") as f:
+                    f.write(b"\x1b[2J" + b"y" * 300 + b"\n")
+            shown = m.stats()["prefetch"]["order"]["last_rejected"]
+            self.assertEqual(shown["line"], "\\x1b[2J" + "y" * 196 + "...")
+            self.assertIn("not in the mount", shown["reason"])
+
     def test_hint_with_no_valid_line_fails(self):
         with harness.Mount(self.src, self.mnt, ["ram=16M", "prefetch=order"]) as m:
             out = self.tierfs("hint", self.mnt, "-", input="nope\nnot/here\n")
@@ -192,6 +220,23 @@ class SubcommandTest(unittest.TestCase):
             self.assertEqual(out.returncode, 1)
             self.assertIn("'d2/no-such-file' does not exist", out.stderr)
             self.assertEqual(m.stats()["prefetch"]["stage"]["requested_files"], 0)
+
+    def test_stage_says_why_the_daemon_rejected_a_path(self):
+        os.symlink("d1", os.path.join(self.src, "link"))
+        with harness.Mount(self.src, self.mnt, ["ram=16M"]) as m:
+            out = self.tierfs("stage", self.mnt, "link")
+            self.assertEqual(out.returncode, 1)
+            self.assertIn("tierfs stage: rejected 1 of 1 lines; first: 'link': not a regular "
+                          "file", out.stderr)
+            self.assertIn("nothing staged", out.stderr)
+            # The rest is staged; the request still fails, saying which one.
+            out = self.tierfs("stage", self.mnt, "d2", "link", "--quiet")
+            self.assertEqual(out.returncode, 1)
+            self.assertIn("rejected 1 of 2 lines; first: 'link': not a regular file", out.stderr)
+            stage = m.stats()["prefetch"]["stage"]
+            self.assertEqual(stage["last_rejected"], {"line": "link",
+                                                      "reason": "not a regular file"})
+            self.assertEqual(stage["done_files"], len([r for r in self.files if r.startswith("d2/")]))
 
     def test_stage_on_a_mount_without_tiers_fails(self):
         with harness.Mount(self.src, self.mnt):

@@ -260,6 +260,81 @@ TEST_CASE("HintParser keeps at most kMaxWriters unfinished lines", "[hint_parser
   CHECK(r.rejected == 0);
 }
 
+// The reason ResolveLine gives for `line` ("" when accepted).
+std::string Reason(const HintParser& parser, std::string_view line) {
+  Result r;
+  auto rejected = parser.ResolveLine(line, &r);
+  CHECK(r.rejected == (rejected ? 1u : 0u));
+  return rejected ? rejected->reason : "";
+}
+
+TEST_CASE("HintParser says why it rejects a line", "[hint_parser]") {
+  Files fs;
+  HintParser order(fs.ns(), "/mnt", false, /*directives=*/true);
+  CHECK(Reason(order, "alpha") == "");
+  CHECK(Reason(order, "//epoch") == "");
+  CHECK(Reason(order, "nope/x.jpg") == "not in the mount (paths are relative to its root)");
+  CHECK(Reason(order, "dir/../alpha") ==
+        "climbs with '..' (paths are relative to the mount's root)");
+  CHECK(Reason(order, "/data/alpha") == "an absolute path outside the mount (/mnt)");
+  CHECK(Reason(order, "dir") == "a directory (name its files)");
+  CHECK(Reason(order, "link") == "not a regular file");
+  CHECK(Reason(order, std::string("al\0pha", 6)) == "holds a NUL byte");
+  CHECK(Reason(order, "//stream bad name") == "a stream name is 1-64 of [A-Za-z0-9._:-]");
+  CHECK(Reason(order, "//rewind") == "an unknown directive (//stream NAME, //epoch)");
+  HintParser stage(fs.ns(), "", true);
+  CHECK(Reason(stage, "dir") == "");
+  CHECK(Reason(stage, "//epoch") == "'//' begins a directive, and this file takes none");
+  CHECK(Reason(stage, "/alpha") == "an absolute path (write it relative to the mount)");
+  Result r;
+  CHECK(stage.ResolveLine("/x/nope\r", &r)->line == "/x/nope");
+}
+
+TEST_CASE("HintParser shows a rejected line bounded and printable", "[hint_parser]") {
+  CHECK(HintParser::Shown("train/a b.jpg") == "train/a b.jpg");
+  CHECK(HintParser::Shown("\x1b[2Jx\\y\x7f") == "\\x1b[2Jx\\x5cy\\x7f");
+  CHECK(HintParser::Shown("caf\xc3\xa9/\xe6\x97\xa5.jpg") == "caf\xc3\xa9/\xe6\x97\xa5.jpg");
+  // Invalid UTF-8: a lone continuation byte, a cut sequence, an overlong '/'.
+  CHECK(HintParser::Shown("a\x80z\xc3") == "a\\x80z\\xc3");
+  CHECK(HintParser::Shown("\xc0\xaf") == "\\xc0\\xaf");
+  CHECK(HintParser::Shown("\xed\xa0\x80") == "\\xed\\xa0\\x80");  // a surrogate
+  const std::string longer(HintParser::kMaxShown + 1, 'x');
+  CHECK(HintParser::Shown(longer) == std::string(HintParser::kMaxShown, 'x') + "...");
+  CHECK(HintParser::Shown(longer.substr(1)) == longer.substr(1));
+}
+
+TEST_CASE("HintParser keeps the first rejected line of the latest stream of writes",
+          "[hint_parser]") {
+  Files fs;
+  HintParser parser(fs.ns(), "/mnt", false);
+  Result r;
+  CHECK(!parser.last_rejected());
+  parser.Feed(1, 0, "alpha\nfirst/bad\nsecond/bad\n", &r);
+  REQUIRE(parser.last_rejected());
+  CHECK(parser.last_rejected()->line == "first/bad");
+  CHECK(parser.last_rejected()->reason == "not in the mount (paths are relative to its root)");
+  parser.Feed(1, 27, "third/bad\nbe", &r);  // the same stream: its first one stays
+  CHECK(parser.last_rejected()->line == "first/bad");
+  parser.Feed(2, 0, "fourth/", &r);  // another writer, its line split over writes
+  parser.Feed(2, 7, "bad\n", &r);
+  CHECK(parser.last_rejected()->line == "fourth/bad");
+  parser.Feed(1, 0, "x\ny\n", &r);  // writer 1 anew: "be" ends, then a new stream
+  CHECK(parser.last_rejected()->line == "x");
+  CHECK(r.rejected == 7);  // "be" too
+
+  SECTION("an overlong line shows its beginning") {
+    parser.Feed(3, 0, std::string(HintParser::kMaxLine, 'z'), &r);
+    parser.Feed(3, HintParser::kMaxLine, "zz\n", &r);
+    CHECK(parser.last_rejected()->line == std::string(HintParser::kMaxShown, 'z') + "...");
+    CHECK(parser.last_rejected()->reason == "longer than 4096 bytes");
+  }
+  SECTION("a last line without a newline, flushed") {
+    parser.Feed(4, 0, "alpha\nno-newline", &r);
+    parser.FlushTails(std::chrono::steady_clock::duration::zero(), &r);
+    CHECK(parser.last_rejected()->line == "no-newline");
+  }
+}
+
 TEST_CASE("HintParser without a mountpoint rejects absolute paths", "[hint_parser]") {
   // A mount on /dev/fd/N has no mountpoint path: "/alpha" (or any absolute
   // path such as "/data/train/x") must not resolve relative to SOURCE's root.

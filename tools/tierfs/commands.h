@@ -17,6 +17,10 @@ int RunWatch(const MountControl& mount, double seconds, uint64_t count);
 int RunHint(const MountControl& mount, const std::string& list_path);
 int RunStage(const MountControl& mount, const std::vector<std::string>& paths, bool quiet);
 
+// "rejected R of N lines; first: 'LINE': REASON", from a control file's
+// stats group (prefetch.order or prefetch.stage) read after the write.
+std::string RejectedLines(const JsonValue& group, uint64_t rejected, uint64_t lines);
+
 // 1536 -> "1.5 KiB"; below 1 KiB "N B".
 std::string HumanBytes(uint64_t bytes);
 // 1234567 -> "1,234,567".

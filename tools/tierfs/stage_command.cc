@@ -94,13 +94,30 @@ int RunStage(const MountControl& mount, const std::vector<std::string>& paths, b
   }
   StageCounters before = StageCounters::From(stats);
   auto start = std::chrono::steady_clock::now();
-  if (int err = mount.WriteControl("stage", text); err != 0) {
-    throw ControlError(fmt::format(
-        "writing {}: {}{}", mount.ControlPath("stage"), std::strerror(err),
-        err == EINVAL ? " (no path names a file or directory in the mount, relative to its root)"
-                      : ""));
+  const int err = mount.WriteControl("stage", text);
+  if (err != 0 && err != EINVAL) {
+    throw ControlError(
+        fmt::format("writing {}: {}", mount.ControlPath("stage"), std::strerror(err)));
   }
-  if (!mount.ReadStats().Find("prefetch.stage")) {
+  const JsonValue written = mount.ReadStats();
+  const JsonValue* group = written.Find("prefetch.stage");
+  // The daemon's count of rejected lines, this write's share (as tierfs hint).
+  uint64_t rejected = 0;
+  if (group && group->Member("rejected_lines")) {
+    rejected = std::min<uint64_t>(
+        paths.size(), group->Uint("rejected_lines") - stats.Uint("prefetch.stage.rejected_lines"));
+  }
+  if (rejected > 0 || err == EINVAL) {
+    std::fprintf(stderr, "tierfs stage: %s\n",
+                 group
+                     ? RejectedLines(*group, std::max<uint64_t>(rejected, 1), paths.size()).c_str()
+                     : "the daemon rejected every path (EINVAL)");
+  }
+  if (err == EINVAL) {
+    throw ControlError(
+        "nothing staged: no path names a file or directory in the mount, relative to its root");
+  }
+  if (!group) {
     if (!quiet) std::printf("staging requested (this daemon does not report its progress)\n");
     return 0;
   }
@@ -157,7 +174,7 @@ int RunStage(const MountControl& mount, const std::vector<std::string>& paths, b
                  Grouped(failed).c_str());
     return 1;
   }
-  return 0;
+  return rejected > 0 ? 1 : 0;  // a path asked for was not staged
 }
 
 }  // namespace tierfs::cli

@@ -31,7 +31,8 @@ constexpr Spec kSubcommands[] = {
      "    relative to MOUNT, or to the current directory when they name something\n"
      "    in MOUNT from there, as `find MOUNT` prints them; '-' = standard input)\n"
      "    to .tierfs/order and report\n"
-     "    how many the daemon accepted; fails if none was valid"},
+     "    how many the daemon accepted, and the first rejected line and why;\n"
+     "    fails if none was valid"},
     {"stage", "MOUNT [PATH...] [--quiet]",
      "promote PATHs (files or directories, relative to MOUNT; default '.' =\n"
      "    everything) into the tiers now, with a progress bar until done"},
@@ -185,14 +186,25 @@ int RunHint(const MountControl& mount, const std::string& list_path) {
   std::printf("accepted %s of %s paths, rejected %s; declared order now %s paths (mode %s)\n",
               Grouped(valid).c_str(), Grouped(lines).c_str(), Grouped(rejected).c_str(),
               Grouped(order->Uint("declared")).c_str(), after.String("prefetch.mode", "?").c_str());
+  if (rejected > 0 || err == EINVAL) {
+    std::fprintf(stderr, "tierfs hint: %s\n",
+                 RejectedLines(*order, std::max<uint64_t>(rejected, 1), lines).c_str());
+  }
   if (err == EINVAL || valid == 0) {
     std::fprintf(stderr,
                  "tierfs hint: no valid path: each line must name a file in the mount, relative "
-                 "to %s (see the daemon's log for the rejected lines)\n",
+                 "to %s\n",
                  mount.mount().c_str());
     return 1;
   }
   return 0;
+}
+
+std::string RejectedLines(const JsonValue& group, uint64_t rejected, uint64_t lines) {
+  std::string s = fmt::format("rejected {} of {} lines", Grouped(rejected), Grouped(lines));
+  const JsonValue* last = group.Member("last_rejected");
+  if (last == nullptr || !last->is_object()) return s + " (see the daemon's log for why)";
+  return s + fmt::format("; first: '{}': {}", last->String("line"), last->String("reason"));
 }
 
 std::string HumanBytes(uint64_t bytes) {
