@@ -40,8 +40,10 @@ class SubcommandTest(unittest.TestCase):
             self.assertIn("namespace   40 files, 5 directories", text)
             self.assertRegex(text, r"tiers +ram +memory +[0-9.]+ KiB / 16\.0 MiB")
             self.assertIn(f"SOURCE      {used / 1024:.1f} KiB read in", text)
-            self.assertIn("promotions  10 done", text)
-            self.assertIn("10 of 40 files fully resident", text)
+            self.assertIn("promotions  10 chunks copied into the tiers", text)
+            self.assertIn("queued 0 foreground (being read), 0 look-ahead, 0 background", text)
+            self.assertIn("0 refused (queue full), 0 fit in no tier, 0 evicted; "
+                          "10 of 40 files fully resident", text)
             self.assertIn("prefetch    mode on-access", text)
             # A tier's hits are the pieces read from its finished copies; those
             # read from a copy still being made from SOURCE (reads.early) are
@@ -57,6 +59,25 @@ class SubcommandTest(unittest.TestCase):
             self.assertAlmostEqual(float(shown.group(2)), 100 * hits / pieces, delta=0.05)
             self.assertIn(f"reads       {hits} served from tiers (", text)
             self.assertIn(f"), {r['early']} from copies still being made from SOURCE (", text)
+
+    def test_stat_says_what_each_figure_is(self):
+        # No bare figures ("queued 0+0") and no raw keys ("source_latency_ms
+        # 140.03527659574468"): each number is named in words.
+        with harness.Mount(self.src, self.mnt, ["ram=16M", "prefetch=order"]):
+            self.tierfs("hint", self.mnt, "-", input="d1/f00001\nno/such\n")
+            self.tierfs("stage", self.mnt, "d2", "--quiet")
+            text = self.tierfs("stat", self.mnt).stdout
+            self.assertNotRegex(text, r"\d\+\d")
+            self.assertNotRegex(text, r"[a-z]+_[a-z_]+ \d")  # a JSON key and its value
+            self.assertNotRegex(text, r"\d\.\d{3,}")  # rounded for people
+            self.assertRegex(text, r"readers past 0 of 1 declared files \(0\.0%\); look-ahead "
+                                   r"window \d+ files, \d+ resident ahead of the readers")
+            self.assertIn("hint lines accepted 1, rejected 1 (last: 'no/such': not in the mount",
+                          text)
+            self.assertRegex(text, r"stage     10 of 10 requested files staged \(\S+ \S+ of \S+ "
+                                   r"\S+\), 0 failed, 0 queued; 0 paths rejected")
+            self.assertRegex(text, r"autotune  \d+ SOURCE reads at once \(tuned\), look-ahead "
+                                   r"window tuned; SOURCE latency [0-9.]+ ms \(best [0-9.]+ ms\)")
 
     def test_stat_json_is_the_raw_stats(self):
         with harness.Mount(self.src, self.mnt) as m:

@@ -77,6 +77,30 @@ void PrintTiers(const JsonValue& stats) {
   }
 }
 
+// " (last: 'LINE': REASON)" for a control file's group with a rejected line.
+std::string LastRejected(const JsonValue& group) {
+  const JsonValue* last = group.Member("last_rejected");
+  if (last == nullptr || !last->is_object()) return "";
+  return fmt::format(" (last: '{}': {})", last->String("line"), last->String("reason"));
+}
+
+// The "autotune" group in words: what is tuned, where it stands, why.
+std::string Autotune(const JsonValue& a) {
+  auto yes = [&a](const char* key) {
+    const JsonValue* v = a.Member(key);
+    return v != nullptr && v->type() == JsonValue::Type::kBool && v->boolean();
+  };
+  std::string out = fmt::format(
+      "{} SOURCE reads at once ({}), look-ahead window {}; SOURCE latency {:.1f} ms (best "
+      "{:.1f} ms), {} backoffs, {} decisions",
+      Grouped(a.Uint("parallelism")), yes("tune_parallelism") ? "tuned" : "fixed",
+      yes("tune_lookahead") ? "tuned" : "fixed", a.Number("source_latency_ms"),
+      a.Number("best_source_latency_ms"), Grouped(a.Uint("backoffs")),
+      Grouped(a.Uint("decisions")));
+  if (std::string last = a.String("last"); !last.empty()) out += "; last: " + last;
+  return out;
+}
+
 void PrintPrefetch(const JsonValue& stats) {
   const JsonValue* p = stats.Member("prefetch");
   if (!p || !p->is_object()) {
@@ -86,37 +110,29 @@ void PrintPrefetch(const JsonValue& stats) {
   Line("prefetch", fmt::format("mode {}", p->String("mode", "?")));
   if (const JsonValue* o = p->Member("order"); o && o->is_object()) {
     uint64_t declared = o->Uint("declared"), position = o->Uint("position");
-    Line("  order", fmt::format("position {} of {} declared ({}), lookahead {}, lead {}",
+    Line("  order", fmt::format("readers past {} of {} declared files ({}); look-ahead window {} "
+                                "files, {} resident ahead of the readers",
                                 Grouped(position), Grouped(declared), Percent(position, declared),
                                 Grouped(o->Uint("lookahead")), Grouped(o->Uint("lead"))));
     std::string dropped;
     if (const JsonValue* d = o->Member("dropped"); d && d->is_number()) {
-      dropped = fmt::format(", dropped {}", Grouped(o->Uint("dropped")));
+      dropped = fmt::format(", {} declared files dropped (the order held too many)",
+                            Grouped(o->Uint("dropped")));
     }
-    Line("", fmt::format("hint lines accepted {}, rejected {}{}", Grouped(o->Uint("valid_lines")),
-                         Grouped(o->Uint("rejected_lines")), dropped));
+    Line("", fmt::format("hint lines accepted {}, rejected {}{}{}", Grouped(o->Uint("valid_lines")),
+                         Grouped(o->Uint("rejected_lines")), LastRejected(*o), dropped));
   }
   if (const JsonValue* s = p->Member("stage"); s && s->is_object()) {
     uint64_t files = s->Uint("requested_files"), bytes = s->Uint("requested_bytes");
-    Line("  stage",
-         fmt::format("{} of {} files, {} of {}, failed {}", Grouped(s->Uint("done_files")),
-                     Grouped(files), HumanBytes(s->Uint("done_bytes")), HumanBytes(bytes),
-                     Grouped(s->Uint("failed_files"))));
+    Line("  stage", fmt::format("{} of {} requested files staged ({} of {}), {} failed, {} "
+                                "queued; {} paths rejected{}",
+                                Grouped(s->Uint("done_files")), Grouped(files),
+                                HumanBytes(s->Uint("done_bytes")), HumanBytes(bytes),
+                                Grouped(s->Uint("failed_files")), Grouped(s->Uint("queued_files")),
+                                Grouped(s->Uint("rejected_lines")), LastRejected(*s)));
   }
   if (const JsonValue* a = p->Member("autotune"); a && a->is_object() && !a->members().empty()) {
-    std::string fields;
-    for (const auto& [key, value] : a->members()) {
-      if (value.is_string() && value.string().empty()) continue;
-      if (!fields.empty()) fields += ", ";
-      if (value.is_number()) {
-        fields += fmt::format("{} {}", key, value.number());
-      } else if (value.is_string()) {
-        fields += fmt::format("{} {}", key, value.string());
-      } else if (value.type() == JsonValue::Type::kBool) {
-        fields += fmt::format("{} {}", key, value.boolean() ? "yes" : "no");
-      }
-    }
-    Line("  autotune", fields);
+    Line("  autotune", Autotune(*a));
   }
 }
 
@@ -157,15 +173,19 @@ int RunStat(const MountControl& mount, bool json) {
                    Grouped(s.Uint("requests.read")), HumanBytes(s.Uint("requests.read_bytes")),
                    Grouped(s.Uint("requests.lookup")), Grouped(s.Uint("requests.errors"))));
   if (const JsonValue* p = s.Member("promotions"); p && p->is_object()) {
+    // Counts of chunks (of up to chunk_size bytes), and of files where said.
     Line("promotions",
-         fmt::format("{} done ({}), {} failed, {} running, queued {}+{}, {} rejected, {} no room, "
-                     "{} evicted; {} of {} files fully resident",
+         fmt::format("{} chunks copied into the tiers ({}), {} failed, {} running; queued {} "
+                     "foreground (being read), {} look-ahead, {} background",
                      Grouped(p->Uint("done")), HumanBytes(p->Uint("bytes")),
                      Grouped(p->Uint("failed")), Grouped(p->Uint("running")),
-                     Grouped(p->Uint("queued_foreground")), Grouped(p->Uint("queued_background")),
-                     Grouped(p->Uint("rejected")), Grouped(p->Uint("no_room")),
-                     Grouped(p->Uint("evicted")), Grouped(p->Uint("files_resident")),
-                     Grouped(s.Uint("namespace.files"))));
+                     Grouped(p->Uint("queued_foreground")), Grouped(p->Uint("queued_lookahead")),
+                     Grouped(p->Uint("queued_background"))));
+    Line("", fmt::format("{} refused (queue full), {} fit in no tier, {} evicted; {} of {} files "
+                         "fully resident",
+                         Grouped(p->Uint("rejected")), Grouped(p->Uint("no_room")),
+                         Grouped(p->Uint("evicted")), Grouped(p->Uint("files_resident")),
+                         Grouped(s.Uint("namespace.files"))));
   }
   PrintPrefetch(s);
   PrintPeers(s);
