@@ -53,7 +53,7 @@ std::unique_ptr<TieredStore> TieredStore::Open(const TieringConfig& config, cons
     store->read_path_ = std::make_unique<ReadPath>(ns, source, nullptr, nullptr);
     // Hints are still parsed and counted, so helpers work against any mount.
     store->prefetcher_ = std::make_unique<Prefetcher>(config.prefetch, ns, nullptr, nullptr,
-                                                      nullptr, nullptr, nullptr, nullptr);
+                                                      nullptr, nullptr, nullptr, nullptr, nullptr);
     return store;
   }
   std::vector<std::unique_ptr<Tier>> tiers = OpenTiers(config, source_dev, error);
@@ -63,11 +63,14 @@ std::unique_ptr<TieredStore> TieredStore::Open(const TieringConfig& config, cons
   uint64_t largest = 0;
   for (const auto& t : tiers) largest = std::max(largest, t->budget());
   auto catalog = std::make_unique<Catalog>(*ns, config.chunk_size, largest / config.chunk_size + 1);
-  // Only the next-use policy is clairvoyant: it takes next uses and window sizes.
+  // The planner writes when files are needed next; the store owns the table.
+  auto next_uses = std::make_unique<NextUseTable>(ns->size());
+  // Only the next-use policy is clairvoyant: it reads the table and takes
+  // the look-ahead window's size.
   std::unique_ptr<EvictionPolicy> policy;
   BeladyPolicy* belady = nullptr;
   if (IsNextUsePolicy(config.policy)) {
-    auto next_use = NewBeladyPolicy(static_cast<int>(tiers.size()), catalog.get());
+    auto next_use = NewBeladyPolicy(static_cast<int>(tiers.size()), catalog.get(), next_uses.get());
     belady = next_use.get();
     policy = std::move(next_use);
   } else {
@@ -77,9 +80,8 @@ std::unique_ptr<TieredStore> TieredStore::Open(const TieringConfig& config, cons
     *error = fmt::format("unknown policy '{}'", config.policy);
     return nullptr;
   }
-  store->belady_ = belady;
-  store->chunks_ =
-      std::make_unique<ChunkStore>(ns, std::move(catalog), std::move(tiers), std::move(policy));
+  store->chunks_ = std::make_unique<ChunkStore>(ns, std::move(catalog), std::move(tiers),
+                                                std::move(policy), std::move(next_uses));
   store->chunks_->RecoverDirectoryTiers(config.source_id);
   if (config.peers_enabled()) {
     JobPeersConfig peers = config.peers;
@@ -97,19 +99,14 @@ std::unique_ptr<TieredStore> TieredStore::Open(const TieringConfig& config, cons
   }
   PrefetchConfig prefetch = config.prefetch;
   prefetch.max_lookahead_bytes = std::max<uint64_t>(store->chunks_->tier_bytes() / 4, 1);
-  store->prefetcher_ = std::make_unique<Prefetcher>(prefetch, ns, store->chunks_.get(),
-                                                    store->promoter_.get(), store->executor_.get(),
-                                                    belady, &store->read_path_->counters(), source);
-  if (belady) belady->SetOracle(store->prefetcher_.get());
+  store->prefetcher_ = std::make_unique<Prefetcher>(
+      prefetch, ns, store->chunks_.get(), store->promoter_.get(), store->executor_.get(), belady,
+      &store->chunks_->next_uses(), &store->read_path_->counters(), source);
   store->read_path_->SetObserver(store->prefetcher_.get());
   return store;
 }
 
-TieredStore::~TieredStore() {
-  Shutdown();
-  // The policy asks the prefetcher for next uses until it is told not to.
-  if (belady_) belady_->SetOracle(nullptr);
-}
+TieredStore::~TieredStore() { Shutdown(); }
 
 namespace {
 // What a directory tier's lock file says of its holder (LockHolder reads it).

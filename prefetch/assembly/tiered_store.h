@@ -79,7 +79,6 @@ class TieredStore {
   TieringConfig config_;
   std::unique_ptr<ChunkStore> chunks_;
   bool shut_down_ = false;  // Shutdown ran (it may run again, from the destructor)
-  BeladyPolicy* belady_ = nullptr;  // chunks_'s policy when it is next-use, else null
   std::unique_ptr<JobPeers> peers_;
   std::unique_ptr<Executor> executor_;
   std::unique_ptr<Promoter> promoter_;

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "tiering/namespace/namespace.h"
-#include "tiering/store/next_use.h"
+#include "tiering/store/next_use_table.h"
 
 namespace tierfs {
 

@@ -30,7 +30,8 @@ bool ParsePrefetchMode(std::string_view name, PrefetchMode* out) {
 
 Prefetcher::Prefetcher(const PrefetchConfig& config, const Namespace* ns, const ChunkStore* store,
                        Promoter* promoter, Executor* executor, BeladyPolicy* policy,
-                       const ReadCounters* reads, const SourceReader* source)
+                       NextUseTable* next_uses, const ReadCounters* reads,
+                       const SourceReader* source)
     : config_(config),
       ns_(ns),
       store_(store),
@@ -38,9 +39,10 @@ Prefetcher::Prefetcher(const PrefetchConfig& config, const Namespace* ns, const 
       promoter_(promoter),
       executor_(executor),
       policy_(policy),
+      next_uses_(next_uses),
       reads_(reads),
       mode_(PrefetchMode::kOnAccess),
-      planner_(ns->size(), config.max_order_entries),
+      planner_(ns->size(), config.max_order_entries, next_uses),
       order_parser_(ns, config.mountpoint, /*directories=*/false, /*directives=*/true),
       stage_parser_(ns, config.mountpoint, /*directories=*/true),
       tuner_(executor, store, reads, source, config.tune_parallelism, config.lookahead),
@@ -66,6 +68,8 @@ void Prefetcher::Shutdown() {
 
 void Prefetcher::SetMode(PrefetchMode mode) {
   PrefetchMode old = mode_.exchange(mode);
+  // Declared uses count only in order mode.
+  if (next_uses_) next_uses_->SetActive(mode == PrefetchMode::kOrder);
   {
     if (mode == PrefetchMode::kStageIn && old != PrefetchMode::kStageIn) stage_.StageAll();
   }
@@ -94,6 +98,7 @@ void Prefetcher::OnRead(NodeId id, uint64_t off, uint64_t len, bool hit) {
       if (chunk > it->second.chunk) {
         it->second.chunk = chunk;
         moved = true;
+        if (next_uses_) next_uses_->SetReading(id, chunk, it->second.occurrence);
       }
     }
     // The chunks it passed are read: their transient copies may go.
@@ -115,6 +120,7 @@ void Prefetcher::Consume(NodeId id, bool hit, std::chrono::steady_clock::time_po
       if (reading_.size() >= kMaxReading && !reading_.count(id)) ExpireReading(now, &changed);
       if (reading_.size() < kMaxReading || reading_.count(id)) {
         reading_[id] = Reading{*chunk, occurrence, now};
+        if (next_uses_) next_uses_->SetReading(id, *chunk, occurrence);
       }
       reading_size_.store(reading_.size(), std::memory_order_relaxed);
     }
@@ -131,27 +137,13 @@ void Prefetcher::ExpireReading(std::chrono::steady_clock::time_point now,
   for (auto it = reading_.begin(); it != reading_.end();) {
     if (now - it->second.last >= kReadingIdle) {
       changed->push_back(it->first);
+      if (next_uses_) next_uses_->ClearReading(it->first);
       it = reading_.erase(it);
     } else {
       ++it;
     }
   }
   reading_size_.store(reading_.size(), std::memory_order_relaxed);
-}
-
-NextUses Prefetcher::NextUse(ChunkKey key) const {
-  if (mode_.load(std::memory_order_relaxed) != PrefetchMode::kOrder) return NextUses{};
-  std::lock_guard lock(mu_);
-  NextUses u = planner_.NextUse(key.node);
-  // The chunk before the reader's counts too: the kernel's read-ahead may
-  // still be fetching its last pieces.
-  auto it = reading_.find(key.node);
-  if (it != reading_.end() && key.chunk + 1 >= it->second.chunk) {
-    u.after = u.next;
-    u.next = 0;
-    u.next_id = it->second.occurrence;
-  }
-  return u;
 }
 
 void Prefetcher::NotifyChanged(std::vector<NodeId>& changed) {

@@ -7,8 +7,9 @@
 //   Tatebe); foreground misses and look-ahead always run first.
 // - order: files declared in .tierfs/order are promoted a window ahead of the
 //   reader (look-ahead lane), the reader's position is tracked from its reads,
-//   and full tiers evict the chunk needed farthest in the future (Belady,
-//   through BeladyPolicy, which asks NextUse).
+//   and full tiers evict the chunk needed farthest in the future (Belady:
+//   the planner keeps the store's NextUseTable up to date, BeladyPolicy
+//   reads it).
 // A planner thread pumps look-ahead and stage-in, completes stale hint lines
 // and runs the autotuner once a second.
 #pragma once
@@ -36,7 +37,7 @@
 #include "prefetch/planners/stage_planner.h"
 #include "prefetch/planners/stream_planner.h"
 #include "tiering/store/eviction_policy.h"
-#include "tiering/store/next_use.h"
+#include "tiering/store/next_use_table.h"
 
 namespace tierfs {
 
@@ -55,13 +56,15 @@ struct PrefetchConfig {
   std::string mountpoint;  // absolute hint paths below it are accepted
 };
 
-class Prefetcher final : public ReadObserver, public NextUseOracle {
+class Prefetcher final : public ReadObserver {
  public:
   // With a null promoter (no tiers) hints are parsed and counted but nothing
   // is promoted. All pointers must outlive the prefetcher.
-  // `policy` is null unless the eviction policy is the Belady one.
+  // `policy` is null unless the eviction policy is the Belady one;
+  // `next_uses` (the store's, or null without tiers) is written with every
+  // file's declared uses.
   Prefetcher(const PrefetchConfig& config, const Namespace* ns, const ChunkStore* store,
-             Promoter* promoter, Executor* executor, BeladyPolicy* policy,
+             Promoter* promoter, Executor* executor, BeladyPolicy* policy, NextUseTable* next_uses,
              const ReadCounters* reads, const SourceReader* source);
   ~Prefetcher() override;
 
@@ -76,10 +79,6 @@ class Prefetcher final : public ReadObserver, public NextUseOracle {
   ssize_t WriteStage(uint64_t writer, uint64_t off, std::string_view data);
   ssize_t WriteMode(std::string_view data);
   std::string ModeText() const;
-  // When a chunk is next needed, and after that (OrderPlan::kNever outside
-  // order mode). A file's occurrence is consumed by its read at offset 0;
-  // while that read goes on, the chunks it has not reached are needed now.
-  NextUses NextUse(ChunkKey key) const override;
 
   // The "prefetch" group's figures: mode, order, stage, autotune.
   void VisitCounters(CounterVisitor& v) const;
@@ -115,6 +114,7 @@ class Prefetcher final : public ReadObserver, public NextUseOracle {
   Promoter* const promoter_;
   Executor* const executor_;
   BeladyPolicy* const policy_;
+  NextUseTable* const next_uses_;
   const ReadCounters* const reads_;
   std::atomic<PrefetchMode> mode_;
 
@@ -129,7 +129,8 @@ class Prefetcher final : public ReadObserver, public NextUseOracle {
   // Files of more than one chunk being read: their occurrence was consumed
   // at offset 0, but the chunks from `chunk` on are still to be read. Without
   // this they would count as never needed again and be the first victims
-  // while their reader is still on its way to them. Bounded (kMaxReading);
+  // while their reader is still on its way to them (each entry is mirrored
+  // in the next-use table: NextUseTable::SetReading). Bounded (kMaxReading);
   // an entry goes when its reader has been quiet for kReadingIdle (a read
   // at the end does not end it: read-ahead may still be fetching earlier
   // pieces).

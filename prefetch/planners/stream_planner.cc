@@ -23,8 +23,51 @@ uint64_t OccurrenceId(uint64_t serial, uint64_t pos) {
 
 }  // namespace
 
-StreamPlanner::StreamPlanner(size_t nodes, size_t max_entries)
-    : nodes_(nodes), max_entries_(max_entries) {}
+StreamPlanner::StreamPlanner(size_t nodes, size_t max_entries, NextUseTable* next_uses)
+    : nodes_(nodes), max_entries_(max_entries), next_uses_(next_uses) {}
+
+void StreamPlanner::PublishCursor(const Stream& s) {
+  if (next_uses_) next_uses_->SetCursor(s.slot, s.plan.cursor());
+}
+
+// The same choice as NextUse, as (slot, position) pairs that count down as
+// cursors move.
+void StreamPlanner::Publish(const std::vector<NodeId>& ids) {
+  for (NodeId id : ids) Publish(id);
+}
+
+void StreamPlanner::Publish(NodeId id) {
+  if (!next_uses_) return;
+  {
+    NextUseTable::Uses uses;
+    const Stream* first = nullptr;
+    uint64_t best = kNever, second = kNever;
+    NextUseTable::Use second_use;
+    for (const auto& [name, s] : streams_) {
+      const uint64_t pos = s->plan.NextUse(id);
+      const uint64_t lead = Lead(pos, s->plan.cursor());
+      const auto slot = static_cast<uint8_t>(s->slot);
+      if (lead < best) {
+        second = best;
+        second_use = uses.next;
+        best = lead;
+        uses.next = {pos, slot};
+        uses.next_id = OccurrenceId(s->serial, pos);
+        first = s.get();
+      } else if (lead < second) {
+        second = lead;
+        second_use = {pos, slot};
+      }
+    }
+    if (first) {
+      const uint64_t following = first->plan.FollowingUse(id);
+      uses.after = second < Lead(following, first->plan.cursor())
+                       ? second_use
+                       : NextUseTable::Use{following, static_cast<uint8_t>(first->slot)};
+    }
+    next_uses_->Set(id, uses);
+  }
+}
 
 void StreamPlanner::PendingFiles(const OrderPlan& plan, std::vector<NodeId>* out) {
   for (uint64_t p = plan.begin(); p < plan.size(); ++p) {
@@ -75,6 +118,7 @@ StreamPlanner::Stream* StreamPlanner::StreamFor(uint64_t writer, const std::stri
     auto stream = std::unique_ptr<Stream>(new Stream{
         key, next_serial_++, OrderPlan(nodes_, max_entries_), 0, 0, 0, 0, 0, now, 0, {}});
     AssignSeries(stream.get(), by_pid);
+    PublishCursor(*stream);
     it = streams_.emplace(key, std::move(stream)).first;
   }
   it->second->active = now;
@@ -118,10 +162,12 @@ void StreamPlanner::Append(uint64_t writer, const HintParser::Result& r, Appende
       PendingFiles(stream->plan, &abandoned);
       stream->abandoned += stream->plan.StartEpoch();
       stream->epochs++;
+      PublishCursor(*stream);
       out->changed.insert(out->changed.end(), abandoned.begin(), abandoned.end());
     }
   }
   append(done, r.files.size());
+  Publish(out->changed);
 }
 
 std::vector<NodeId> StreamPlanner::Clear() {
@@ -129,6 +175,7 @@ std::vector<NodeId> StreamPlanner::Clear() {
   for (const auto& [name, s] : streams_) PendingFiles(s->plan, &changed);
   streams_.clear();
   writer_stream_.clear();
+  Publish(changed);
   return changed;
 }
 
@@ -148,6 +195,8 @@ bool StreamPlanner::Consume(NodeId id, bool hit, Clock::time_point now, uint64_t
   consumed_total_++;
   (hit ? best->hits : best->misses)++;
   best->active = now;
+  PublishCursor(*best);
+  Publish(id);
   return true;
 }
 
@@ -178,8 +227,11 @@ std::vector<NodeId> StreamPlanner::Lookahead(size_t window, uint64_t max_bytes,
                                              std::vector<NodeId>* changed, Clock::time_point now) {
   for (auto it = streams_.begin(); it != streams_.end();) {
     if (now - it->second->active > kIdle) {
-      Drop(it++, changed);
+      std::vector<NodeId> dropped;
+      Drop(it++, &dropped);
       dropped_streams_++;
+      Publish(dropped);
+      changed->insert(changed->end(), dropped.begin(), dropped.end());
     } else {
       ++it;
     }

@@ -29,14 +29,14 @@
 #include "prefetch/planners/hint_parser.h"
 #include "prefetch/planners/order_plan.h"
 #include "tiering/base/counter_visitor.h"
-#include "tiering/store/next_use.h"
+#include "tiering/store/next_use_table.h"
 
 namespace tierfs {
 
 class StreamPlanner {
  public:
   using Clock = std::chrono::steady_clock;
-  static constexpr size_t kMaxStreams = 64;
+  static constexpr size_t kMaxStreams = NextUseTable::kSlots;
   static constexpr size_t kMaxWriters = 256;               // remembered //stream choices
   static constexpr auto kIdle = std::chrono::minutes(10);  // then a stream is dropped
   // Streams with a Prometheus series of their own (a bounded set, whatever
@@ -47,7 +47,9 @@ class StreamPlanner {
   static constexpr size_t kSeries = 16;
 
   // `nodes`: the namespace size; `max_entries`: positions held, all streams.
-  StreamPlanner(size_t nodes, size_t max_entries);
+  // `next_uses` (may be null) is kept up to date with every file's declared
+  // uses and every stream's cursor, and must outlive the planner.
+  StreamPlanner(size_t nodes, size_t max_entries, NextUseTable* next_uses = nullptr);
 
   struct Appended {
     uint64_t files = 0;           // appended
@@ -97,6 +99,10 @@ class StreamPlanner {
     size_t slot = 0;     // see kSeries
     std::string series;  // the name of its Prometheus series
   };
+  // Writes the uses of `ids` into next_uses_ as they are now.
+  void Publish(const std::vector<NodeId>& ids);
+  void Publish(NodeId id);
+  void PublishCursor(const Stream& s);
   // Sets a new stream's slot and series (not yet in streams_).
   void AssignSeries(Stream* stream, bool by_pid) const;
   Stream* StreamFor(uint64_t writer, const std::string& name, Clock::time_point now,
@@ -107,6 +113,7 @@ class StreamPlanner {
 
   const size_t nodes_;
   const size_t max_entries_;
+  NextUseTable* const next_uses_;
   uint64_t next_serial_ = 1;
   uint64_t dropped_entries_ = 0, dropped_streams_ = 0;
   uint64_t consumed_total_ = 0;  // reads matched to a stream, ever

@@ -16,40 +16,33 @@ namespace {
 using testing::RecordingPolicy;
 using testing::TempTree;
 
-// The declared order, answering next uses as the prefetcher does.
-class PlanOracle final : public NextUseOracle {
- public:
-  PlanOracle(size_t nodes, size_t max_order) : plan(nodes, max_order) {}
-  NextUses NextUse(ChunkKey key) const override {
-    const NodeId id = key.node;
-    return {plan.NextUse(id), plan.FollowingUse(id), plan.NextUse(id)};
-  }
-  OrderPlan plan;
-};
-
 // SOURCE holds one-byte files named by `names`; one RAM tier holds
 // `capacity` of them, in a ChunkStore with the production first-fit
 // (Belady) policy. The test plays the prefetcher: it declares the order in
 // an OrderPlan, promotes (Claim, Write, Publish) and consumes reads
-// (OrderPlan::Consume, then NextUseChanged), and records what the store
+// (OrderPlan::Consume), writes the file's uses into the next-use table as
+// the planner does (one stream, its positions absolute: cursor 0), tells
+// the policy (NextUseChanged), and records what the store
 // evicted.
 class Sim {
  public:
   Sim(const std::vector<std::string>& names, uint64_t capacity, size_t max_order = 1000) {
     for (const auto& n : names) tree_.Write(n, "x");
     ns_ = testing::ScanTree(tree_);
-    oracle_ = std::make_unique<PlanOracle>(ns_->size(), max_order);
+    plan_ = std::make_unique<OrderPlan>(ns_->size(), max_order);
+    auto next_uses = std::make_unique<NextUseTable>(ns_->size());
+    next_uses_ = next_uses.get();
+    next_uses_->SetActive(true);
     auto catalog = std::make_unique<Catalog>(*ns_, 4096);
-    auto belady = NewBeladyPolicy(1, catalog.get());
+    auto belady = NewBeladyPolicy(1, catalog.get(), next_uses_);
     belady_ = belady.get();
-    belady_->SetOracle(oracle_.get());
     belady_->SetTransientLimit(1);
     auto recording = std::make_unique<RecordingPolicy>(std::move(belady));
     recorder_ = recording.get();
     std::vector<std::unique_ptr<Tier>> tiers;
     tiers.push_back(NewMemoryTier("ram", capacity));
     store_ = std::make_unique<ChunkStore>(ns_.get(), std::move(catalog), std::move(tiers),
-                                          std::move(recording));
+                                          std::move(recording), std::move(next_uses));
   }
 
   NodeId Id(const std::string& name) const { return *ns_->Resolve(name); }
@@ -63,7 +56,7 @@ class Sim {
     std::vector<NodeId> ids;
     for (char c : order) ids.push_back(Id(std::string(1, c)));
     REQUIRE(plan().Append(ids) == ids.size());
-    for (NodeId id : ids) belady_->NextUseChanged(id);
+    for (NodeId id : ids) Changed(id);
   }
 
   // Claims `name` as the promoter would; "bypassed" if refused, else the
@@ -100,7 +93,7 @@ class Sim {
     std::string name = Name(plan().at(p));
     std::string outcome = Resident(name) ? "hit" : Promote(name);
     REQUIRE(plan().Consume(Id(name)));
-    belady_->NextUseChanged(Id(name));
+    Changed(Id(name));
     return "read " + name + ": " + outcome;
   }
   // The look-ahead promotes plan position p before it is read.
@@ -113,12 +106,19 @@ class Sim {
   RecordingPolicy& recorder() { return *recorder_; }
   uint64_t evictions() const { return store_->counters().evicted; }
   Tier& tier() { return *store_->tiers()[0]; }
-  OrderPlan& plan() { return oracle_->plan; }
+  OrderPlan& plan() { return *plan_; }
+  // `id`'s uses changed in the plan: into the table, and the policy hears.
+  void Changed(NodeId id) {
+    const uint64_t next = plan_->NextUse(id);
+    next_uses_->Set(id, {{next, 0}, {plan_->FollowingUse(id), 0}, next});
+    belady_->NextUseChanged(id);
+  }
 
  private:
   TempTree tree_;
   std::unique_ptr<Namespace> ns_;
-  std::unique_ptr<PlanOracle> oracle_;
+  std::unique_ptr<OrderPlan> plan_;
+  NextUseTable* next_uses_;  // store_'s
   BeladyPolicy* belady_;
   RecordingPolicy* recorder_;
   std::unique_ptr<ChunkStore> store_;
@@ -208,7 +208,7 @@ TEST_CASE("BeladyPolicy without a declared order is first-fit", "[belady]") {
   CHECK(sim.Promote("C") == "promoted");
   CHECK(sim.Promote("D") == "bypassed");
   CHECK(sim.Promote("E") == "bypassed");
-  for (const char* n : {"A", "B", "C"}) sim.policy().NextUseChanged(sim.Id(n));  // reads
+  for (const char* n : {"A", "B", "C"}) sim.Changed(sim.Id(n));  // reads
   CHECK(sim.Promote("D") == "bypassed");
   CHECK(sim.evictions() == 0);
   CHECK(sim.tier().used() == 3);
@@ -272,7 +272,7 @@ TEST_CASE("Regression: a transient chunk read before Published was never recycle
   // Between the catalog's publish and the policy's, the reader's OnRead.
   sim.recorder().before_published = [&](ChunkKey r) {
     REQUIRE(sim.plan().Consume(r.node));
-    sim.policy().NextUseChanged(r.node);
+    sim.Changed(r.node);
   };
   CHECK(sim.Promote("R").rfind("promoted, evicted ", 0) == 0);  // transient, in P's or Q's place
   sim.recorder().before_published = nullptr;

@@ -49,6 +49,8 @@ class Store {
 
   static constexpr uint64_t kChunk = 64 << 10;
   Prefetcher& prefetcher() { return store_->prefetcher(); }
+  // What the planner wrote in the store's next-use table.
+  NextUses NextUse(ChunkKey key) const { return store_->chunks()->next_uses().NextUse(key); }
   TieredStore& store() { return *store_; }
   NodeId Id(const std::string& rel) const { return *ns_->Resolve(rel); }
 
@@ -88,21 +90,21 @@ TEST_CASE("Prefetcher WriteOrder declares files and refuses only all-invalid wri
   CHECK(s.Stat("order", "declared") == 4);
   CHECK(s.Stat("order", "valid_lines") == 4);
   CHECK(s.Stat("order", "rejected_lines") == 4);
-  CHECK(p.NextUse({s.Id("f0"), 0}).next == 0);
-  CHECK(p.NextUse({s.Id("f0"), 0}).after == kNever);
-  CHECK(p.NextUse({s.Id("f3"), 0}).next == 3);
-  CHECK(p.NextUse({s.Id("f5"), 0}).next == kNever);
+  CHECK(s.NextUse({s.Id("f0"), 0}).next == 0);
+  CHECK(s.NextUse({s.Id("f0"), 0}).after == kNever);
+  CHECK(s.NextUse({s.Id("f3"), 0}).next == 3);
+  CHECK(s.NextUse({s.Id("f5"), 0}).next == kNever);
   CHECK(p.WriteOrder(1, 38, "f0\n") == 3);  // a second epoch, same writer
-  CHECK(p.NextUse({s.Id("f0"), 0}).after == 4);
+  CHECK(s.NextUse({s.Id("f0"), 0}).after == 4);
   CHECK(p.WriteOrder(2, 0, "f0\n") == 3);        // another process: its own stream
-  CHECK(p.NextUse({s.Id("f0"), 0}).after == 0);  // its first read is f0
+  CHECK(s.NextUse({s.Id("f0"), 0}).after == 0);  // its first read is f0
   CHECK(s.Stat("order", "active_streams") == 2);
 
   p.ClearOrder();
   CHECK(s.Stat("order", "declared") == 0);
-  CHECK(p.NextUse({s.Id("f0"), 0}).next == kNever);
+  CHECK(s.NextUse({s.Id("f0"), 0}).next == kNever);
   CHECK(p.WriteOrder(1, 0, "f5\n") == 3);
-  CHECK(p.NextUse({s.Id("f5"), 0}).next == 0);
+  CHECK(s.NextUse({s.Id("f5"), 0}).next == 0);
 }
 
 TEST_CASE("Prefetcher OnRead consumes the order only at offset 0 and in order mode",
@@ -115,11 +117,11 @@ TEST_CASE("Prefetcher OnRead consumes the order only at offset 0 and in order mo
   p.OnRead(s.Id("f1"), 0, 1, false);
   CHECK(s.Stat("order", "consumed") == 1);
   CHECK(s.Stat("order", "position") == 2);
-  CHECK(p.NextUse({s.Id("f0"), 0}).next == 0);  // a straggler
+  CHECK(s.NextUse({s.Id("f0"), 0}).next == 0);  // a straggler
   p.OnRead(s.Id("f0"), 0, 1, false);
   // Next uses are leads: f0's next occurrence (position 2) is the stream's
   // next read.
-  CHECK(p.NextUse({s.Id("f0"), 0}).next == 0);
+  CHECK(s.NextUse({s.Id("f0"), 0}).next == 0);
   CHECK(s.Stat("order", "position") == 2);
   p.OnRead(s.Id("f5"), 0, 1, false);  // undeclared
   CHECK(s.Stat("order", "consumed") == 2);
@@ -127,7 +129,7 @@ TEST_CASE("Prefetcher OnRead consumes the order only at offset 0 and in order mo
   REQUIRE(p.WriteMode("on-access\n") > 0);
   p.OnRead(s.Id("f0"), 0, 1, false);
   CHECK(s.Stat("order", "consumed") == 2);
-  CHECK(p.NextUse({s.Id("f0"), 0}).next == kNever);  // no order outside order mode
+  CHECK(s.NextUse({s.Id("f0"), 0}).next == kNever);  // no order outside order mode
 }
 
 TEST_CASE("Prefetcher WriteMode switches modes and needs a tier to promote", "[prefetcher]") {
@@ -204,18 +206,18 @@ TEST_CASE("Prefetcher: the chunks of a file being read stay needed until its rea
   Prefetcher& p = s.prefetcher();
   const NodeId big = s.Id("big");
   REQUIRE(p.WriteOrder(1, 0, "big\nf0\n") == 7);
-  CHECK(p.NextUse({big, 4}).next == 0);
+  CHECK(s.NextUse({big, 4}).next == 0);
   p.OnRead(big, 0, 4096, false);  // consumed; no later use is declared
-  for (uint32_t c = 0; c < 5; ++c) CHECK(p.NextUse({big, c}).next == 0);
-  CHECK(p.NextUse({big, 4}).after == kNever);
-  CHECK(p.NextUse({s.Id("f0"), 0}).next == 0);    // the stream's next read
+  for (uint32_t c = 0; c < 5; ++c) CHECK(s.NextUse({big, c}).next == 0);
+  CHECK(s.NextUse({big, 4}).after == kNever);
+  CHECK(s.NextUse({s.Id("f0"), 0}).next == 0);    // the stream's next read
   p.OnRead(big, 3 * Store::kChunk, 4096, false);  // the reader is in chunk 3
-  CHECK(p.NextUse({big, 0}).next == kNever);      // passed
-  CHECK(p.NextUse({big, 1}).next == kNever);
-  CHECK(p.NextUse({big, 2}).next == 0);  // read-ahead may still be fetching it
-  CHECK(p.NextUse({big, 4}).next == 0);
+  CHECK(s.NextUse({big, 0}).next == kNever);      // passed
+  CHECK(s.NextUse({big, 1}).next == kNever);
+  CHECK(s.NextUse({big, 2}).next == 0);  // read-ahead may still be fetching it
+  CHECK(s.NextUse({big, 4}).next == 0);
   // A reader that went quiet: after a second, the order alone speaks.
-  CHECK(testing::Eventually([&] { return p.NextUse({big, 4}).next == kNever; }));
+  CHECK(testing::Eventually([&] { return s.NextUse({big, 4}).next == kNever; }));
 }
 
 }  // namespace

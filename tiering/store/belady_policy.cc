@@ -28,12 +28,10 @@ namespace {
 
 class Belady final : public BeladyPolicy {
  public:
-  Belady(int tiers, const Catalog* catalog)
-      : catalog_(catalog), per_tier_(static_cast<size_t>(tiers)) {}
+  Belady(int tiers, const Catalog* catalog, const NextUseTable* next_uses)
+      : catalog_(catalog), next_uses_(next_uses), per_tier_(static_cast<size_t>(tiers)) {}
 
   const char* name() const override { return "next-use"; }
-
-  void SetOracle(const NextUseOracle* oracle) override { oracle_.store(oracle); }
 
   void SetTransientLimit(size_t chunks) override {
     std::lock_guard lock(mu_);
@@ -166,8 +164,7 @@ class Belady final : public BeladyPolicy {
   };
 
   NextUses NextUseOf(ChunkKey key) const {
-    const NextUseOracle* oracle = oracle_.load(std::memory_order_acquire);
-    return oracle ? oracle->NextUse(key) : NextUses{};
+    return next_uses_ ? next_uses_->NextUse(key) : NextUses{};
   }
 
   // REQUIRES: mu_ held; `it` is a transient chunk. Once the use it was
@@ -233,9 +230,9 @@ class Belady final : public BeladyPolicy {
   }
 
   const Catalog* const catalog_;
-  std::atomic<const NextUseOracle*> oracle_{nullptr};
-  // Guards the rest. Lock order: before the oracle's lock (next uses are
-  // asked with it held); nothing else is called while it is held.
+  const NextUseTable* const next_uses_;
+  // Guards the rest. Lock order: before the next-use table's stripes (read
+  // with it held, leaves); nothing else is called while it is held.
   mutable std::mutex mu_;
   std::vector<TierState> per_tier_;
   std::unordered_map<ChunkKey, Placing, ChunkKeyHash> placing_;  // admitted, not yet published
@@ -244,8 +241,9 @@ class Belady final : public BeladyPolicy {
 
 }  // namespace
 
-std::unique_ptr<BeladyPolicy> NewBeladyPolicy(int tiers, const Catalog* catalog) {
-  return std::make_unique<Belady>(tiers, catalog);
+std::unique_ptr<BeladyPolicy> NewBeladyPolicy(int tiers, const Catalog* catalog,
+                                              const NextUseTable* next_uses) {
+  return std::make_unique<Belady>(tiers, catalog, next_uses);
 }
 
 }  // namespace tierfs

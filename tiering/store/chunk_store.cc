@@ -60,8 +60,13 @@ void ChunkClaim::Undo(const char* what, int err) {
 
 ChunkStore::ChunkStore(const Namespace* ns, std::unique_ptr<Catalog> catalog,
                        std::vector<std::unique_ptr<Tier>> tiers,
-                       std::unique_ptr<EvictionPolicy> policy)
-    : ns_(ns), catalog_(std::move(catalog)), owned_(std::move(tiers)), policy_(std::move(policy)) {
+                       std::unique_ptr<EvictionPolicy> policy,
+                       std::unique_ptr<NextUseTable> next_uses)
+    : ns_(ns),
+      catalog_(std::move(catalog)),
+      owned_(std::move(tiers)),
+      next_uses_(next_uses ? std::move(next_uses) : std::make_unique<NextUseTable>(ns->size())),
+      policy_(std::move(policy)) {
   for (const auto& t : owned_) tiers_.push_back(t.get());
 }
 

@@ -85,10 +85,12 @@ class ChunkStore {
   enum class ClaimResult { kClaimed, kBusy, kNoRoom };
 
   // `catalog` must describe `ns`; `policy` must have been made for
-  // tiers.size() tiers and this catalog. Directory tiers must be recovered
-  // through RecoverDirectoryTiers before the first claim.
+  // tiers.size() tiers, this catalog and `next_uses` (null: the store makes
+  // an empty table). Directory tiers must be recovered through
+  // RecoverDirectoryTiers before the first claim.
   ChunkStore(const Namespace* ns, std::unique_ptr<Catalog> catalog,
-             std::vector<std::unique_ptr<Tier>> tiers, std::unique_ptr<EvictionPolicy> policy);
+             std::vector<std::unique_ptr<Tier>> tiers, std::unique_ptr<EvictionPolicy> policy,
+             std::unique_ptr<NextUseTable> next_uses = nullptr);
 
   // Reuses what directory tiers kept from an earlier mount of the same
   // `source` (an identity string the journals must name): complete copies
@@ -123,6 +125,8 @@ class ChunkStore {
   const Catalog& catalog() const { return *catalog_; }
   const std::vector<Tier*>& tiers() const { return tiers_; }
   EvictionPolicy& policy() { return *policy_; }
+  // When files are needed next: the planner writes it, the policy reads it.
+  NextUseTable& next_uses() { return *next_uses_; }
   uint64_t tier_bytes() const;  // the sum of the tiers' budgets
   const StoreCounters& counters() const { return counters_; }
 
@@ -149,6 +153,7 @@ class ChunkStore {
   const std::unique_ptr<Catalog> catalog_;
   const std::vector<std::unique_ptr<Tier>> owned_;
   std::vector<Tier*> tiers_;
+  const std::unique_ptr<NextUseTable> next_uses_;  // before policy_: it reads it
   const std::unique_ptr<EvictionPolicy> policy_;
   InFlightTable in_flight_;
   StoreCounters counters_;

@@ -19,9 +19,10 @@ std::string CanonicalPolicyName(const std::string& name) {
 bool IsNextUsePolicy(const std::string& name) { return CanonicalPolicyName(name) == "next-use"; }
 
 std::unique_ptr<EvictionPolicy> NewEvictionPolicy(const std::string& name, int tiers,
-                                                  const Catalog* catalog) {
+                                                  const Catalog* catalog,
+                                                  const NextUseTable* next_uses) {
   const std::string canonical = CanonicalPolicyName(name);
-  if (canonical == "next-use") return NewBeladyPolicy(tiers, catalog);
+  if (canonical == "next-use") return NewBeladyPolicy(tiers, catalog, next_uses);
   if (canonical == "lru") return NewLruPolicy(tiers);
   return nullptr;
 }

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "tiering/store/catalog.h"
-#include "tiering/store/next_use.h"
+#include "tiering/store/next_use_table.h"
 #include "tiering/store/tier.h"
 
 namespace tierfs {
@@ -59,10 +59,8 @@ class EvictionPolicy {
 // name, still accepted).
 class BeladyPolicy : public EvictionPolicy {
  public:
-  // Where next uses come from; null (the default) = never.
-  virtual void SetOracle(const NextUseOracle* oracle) = 0;
-  // `node` was read (its coming use consumed) or newly declared. Must be
-  // called without the oracle's lock held.
+  // `node`'s entry in the next-use table changed (its coming use was
+  // consumed, or uses were declared or dropped).
   virtual void NextUseChanged(NodeId node) = 0;
   // Most transient chunks held per tier (the look-ahead window).
   virtual void SetTransientLimit(size_t chunks) = 0;
@@ -71,7 +69,10 @@ class BeladyPolicy : public EvictionPolicy {
   virtual size_t ordering_entries() const = 0;
 };
 
-std::unique_ptr<BeladyPolicy> NewBeladyPolicy(int tiers, const Catalog* catalog);
+// Next uses come from `next_uses` (null: every use is "never"), which must
+// outlive the policy.
+std::unique_ptr<BeladyPolicy> NewBeladyPolicy(int tiers, const Catalog* catalog,
+                                              const NextUseTable* next_uses);
 // Least recently read chunks go first.
 std::unique_ptr<EvictionPolicy> NewLruPolicy(int tiers);
 
@@ -84,6 +85,7 @@ std::string CanonicalPolicyName(const std::string& name);
 bool IsNextUsePolicy(const std::string& name);
 // nullptr for an unknown name.
 std::unique_ptr<EvictionPolicy> NewEvictionPolicy(const std::string& name, int tiers,
-                                                  const Catalog* catalog);
+                                                  const Catalog* catalog,
+                                                  const NextUseTable* next_uses = nullptr);
 
 }  // namespace tierfs
