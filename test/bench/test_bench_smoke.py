@@ -31,11 +31,29 @@ def main():
         scenarios = sorted({r["scenario"] for r in rows})
         torch = subprocess.run(["/usr/bin/python3", "-c", "import torch"],
                                capture_output=True).returncode == 0
-        want = ["shards-2x", "shards-fits", "small-2x", "small-fits"] + (["torch-ranks"] if torch else [])
+        want = (["resnet50-like", "shards-2x", "shards-fits", "small-2x", "small-fits"]
+                + (["torch-ranks"] if torch else []) + ["unet3d-like"])
         checks.check(scenarios == want, f"all scenarios ran: {scenarios} (torch: {torch})")
         with open(os.path.join(work, "results", "results.md")) as f:
             results = f.read()
         checks.check("| epoch 1 / bound | cold / bound |" in results, "results.md has the bound columns")
+        # MLPerf Storage's terms: AU per epoch beside the epoch times, for the
+        # two MLPerf-like scenarios (emulated compute), none elsewhere.
+        checks.check("| epoch 2 s | AU per epoch |" in results, "results.md has the AU column")
+        checks.check("AU (accelerator utilization, MLPerf Storage's definition)" in results,
+                     "results.md defines AU")
+        for (sc, name), r in sorted(by.items()):
+            if r.get("skipped"):
+                continue
+            au = r.get("au") or []
+            if sc in ("resnet50-like", "unet3d-like"):
+                checks.check(len(au) == 2 and all(a is not None and 0 < a <= 1.05 for a in au),
+                             f"{sc}/{name}: an AU per epoch, in (0, 1]: {au}")
+            else:
+                checks.check(all(a is None for a in au), f"{sc}/{name}: no AU without compute")
+        checks.check("resnet50-like: MLPerf Storage resnet50, scaled down: 60 files" in results
+                     and "unet3d-like: MLPerf Storage unet3d, scaled down: 4 files" in results,
+                     "results.md says how the MLPerf workloads are scaled")
         for sc in scenarios:
             ran = [r for r in rows if r["scenario"] == sc and not r.get("skipped")]
             floor = (ran[0].get("pfs_floor") if ran else None) or {}
@@ -62,7 +80,7 @@ def main():
                 checks.check(order.get("hinted") == [1, 1], f"every rank declared its order: {order.get('hinted')}")
             checks.check("| rank epochs s |" in results, "results.md has the per-rank table")
         for sc in [s for s in scenarios if s != "torch-ranks"]:
-            files = 60 if sc.startswith("small") else 2
+            files = {"unet3d-like": 4, "shards-fits": 2, "shards-2x": 2}.get(sc, 60)
             for name in ("direct", "copy-first", "native"):
                 r = by.get((sc, name), {})
                 checks.check(not r.get("skipped") and r.get("files") == files and r.get("errors") == 0

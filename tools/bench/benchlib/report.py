@@ -5,6 +5,7 @@ figures of multi-rank loaders (torch_ranks.py)."""
 import json
 
 from . import bound as bounds
+from . import mlperf
 
 
 def summarize(scenario, contender, setup_s, setup_pfs, rows, rss_mb, note, cpu=None):
@@ -18,6 +19,7 @@ def summarize(scenario, contender, setup_s, setup_pfs, rows, rss_mb, note, cpu=N
         "scenario": scenario, "contender": contender, "setup_s": setup_s,
         "list_s": listing[0]["wall_s"] if listing else 0.0,
         "epoch_s": [r["wall_s"] for r in epochs],
+        "au": [mlperf.au(r) for r in epochs],
         "total_s": setup_s + sum(r["wall_s"] for r in listing + epochs),
         "files": epochs[-1]["files"] if epochs else 0,
         "errors": sum(r["errors"] for r in epochs),
@@ -71,7 +73,7 @@ def markdown(summaries):
     """A Markdown table with absolute figures and ratios per scenario."""
     max_epochs = max((len(s.get("epoch_s", [])) for s in summaries), default=0)
     head = (["scenario", "contender", "setup s"] + [f"epoch {i + 1} s" for i in range(max_epochs)]
-            + ["total s", "total / direct", "last epoch / native", "last MB/s", "p99 ms",
+            + ["AU per epoch", "total s", "total / direct", "last epoch / native", "last MB/s", "p99 ms",
                "PFS meta ops", "PFS MB read", "RSS MB", "CPU s: PFS / daemon / loader"])
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     by_scenario = {}
@@ -90,8 +92,9 @@ def markdown(summaries):
             vs_direct = s["total_s"] / direct["total_s"] if direct else None
             vs_native = (s["epoch_s"][-1] / native["epoch_s"][-1]
                          if native and s["epoch_s"] and native["epoch_s"] else None)
+            au = [a for a in s.get("au") or [] if a is not None]
             cells = ([scenario, s["contender"], _fmt(s["setup_s"])] + [_fmt(e) for e in epochs]
-                     + [_fmt(s["total_s"]), _fmt(vs_direct), _fmt(vs_native, 1),
+                     + [" ".join(_fmt(a) for a in au) or "-", _fmt(s["total_s"]), _fmt(vs_direct), _fmt(vs_native, 1),
                         _fmt(s["last_mb_per_s"], 1), _fmt(s["p99_ms"], 1),
                         str(s["pfs_meta_ops"]), _fmt(s["pfs_read_mb"], 1), _fmt(s["rss_mb"], 0),
                         " / ".join(_fmt(s.get("cpu", {}).get(k), 1)
