@@ -76,6 +76,7 @@ class JournaledDirectoryTier final : public DirectoryTier {
                  std::unique_ptr<ChunkWriter>* out) override;
   int Read(ChunkKey key, uint64_t off, size_t n, char* scratch, TierRead* out) override;
   uint64_t Remove(ChunkKey key) override;
+  int OpenBacking(ChunkKey key) override;
   size_t chunks() const override {
     std::shared_lock lock(mu_);
     return index_.size();
@@ -117,6 +118,13 @@ class JournaledDirectoryTier final : public DirectoryTier {
     uint64_t seq;
     uint64_t length;
   };
+  // Where chunk `key` is, if stored.
+  std::optional<Entry> Find(ChunkKey key) const {
+    std::shared_lock lock(mu_);
+    auto it = index_.find(key);
+    if (it == index_.end()) return std::nullopt;
+    return it->second;
+  }
   // Recovery failed with `err`: forget and delete everything, take nothing more.
   int GiveUp(const char* what, int err);
   static constexpr uint64_t kSyncBatch = 64;
@@ -311,14 +319,9 @@ int JournaledDirectoryTier::BeginStore(ChunkKey key, const ChunkOrigin& origin,
 
 int JournaledDirectoryTier::Read(ChunkKey key, uint64_t off, size_t n, char* scratch,
                                  TierRead* out) {
-  uint64_t seq, length;
-  {
-    std::shared_lock lock(mu_);
-    auto it = index_.find(key);
-    if (it == index_.end()) return -ENOENT;
-    seq = it->second.seq;
-    length = it->second.length;
-  }
+  std::optional<Entry> e = Find(key);
+  if (!e) return -ENOENT;
+  const uint64_t seq = e->seq, length = e->length;
   std::unique_ptr<LocalFile> file;
   // Removed meanwhile: -ENOENT, and the caller falls back to SOURCE.
   if (int err = io_->open(FileOf(seq), O_RDONLY, 0, &file); err < 0) return err;
@@ -329,6 +332,24 @@ int JournaledDirectoryTier::Read(ChunkKey key, uint64_t off, size_t n, char* scr
   out->data = scratch;
   out->size = want;
   return 0;
+}
+
+// A chunk file holds the chunk's bytes at offsets 0..length, no header.
+// Opened directly, not through FileIo: the kernel needs a real descriptor.
+// Remove unlinks the file, so a descriptor handed out keeps the bytes.
+int JournaledDirectoryTier::OpenBacking(ChunkKey key) {
+  std::optional<Entry> e = Find(key);
+  if (!e) return -ENOENT;
+  const uint64_t length = e->length;
+  int fd = ::open(FileOf(e->seq).c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return -errno;  // removed meanwhile: -ENOENT
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+      static_cast<uint64_t>(st.st_size) != length) {
+    ::close(fd);
+    return -EIO;  // not the copy recorded
+  }
+  return fd;
 }
 
 uint64_t JournaledDirectoryTier::Remove(ChunkKey key) {

@@ -1,8 +1,15 @@
-// The RAM tier: each chunk is one heap buffer. Reads reply straight from it
-// (no copy); a chunk removed while being read stays alive until the reply.
+// The RAM tier: each chunk is one heap buffer, or (UseMemoryFiles) a chunk
+// that is a whole file is one memory file (memfd). Reads reply straight from
+// a heap buffer (no copy) or copy from the memory file; a chunk removed while
+// being read stays alive until the reply. A memory file is sealed once
+// written, and OpenBacking hands out descriptors of it: the kernel then reads
+// the file's bytes from the tier's own pages (FUSE passthrough), so they are
+// held once in memory, not again in the page cache of the mount.
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -35,6 +42,46 @@ void Prefault(char* data, size_t n) {
   if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE);
 }
 
+// Memory files open now, shared with the chunks (a chunk may outlive the
+// tier in a reply's hold).
+using FileCount = std::atomic<uint64_t>;
+
+// One stored chunk: a heap buffer, or a sealed memory file of `size` bytes.
+struct MemChunk {
+  Buffer heap;
+  int fd = -1;
+  uint64_t size = 0;
+  std::shared_ptr<FileCount> files;  // with fd
+  MemChunk() = default;
+  MemChunk(const MemChunk&) = delete;
+  MemChunk& operator=(const MemChunk&) = delete;
+  ~MemChunk() {
+    if (fd >= 0) {
+      ::close(fd);
+      files->fetch_sub(1, std::memory_order_relaxed);
+    }
+  }
+};
+
+// A memory file of `length` bytes with its pages allocated (so the tier
+// never fails for want of memory half-way), or -errno.
+int NewMemoryFile(uint64_t length) {
+  int fd = ::memfd_create("tierfs-chunk", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (fd < 0) return -errno;
+  int err = 0;
+  while (::fallocate(fd, 0, 0, static_cast<off_t>(length)) != 0) {
+    if (errno != EINTR) {
+      err = -errno;
+      break;
+    }
+  }
+  if (err < 0) {
+    ::close(fd);
+    return err;
+  }
+  return fd;
+}
+
 class MemoryTier final : public Tier {
  public:
   MemoryTier(std::string name, uint64_t budget) : Tier(std::move(name), Kind::kMemory, budget) {}
@@ -42,28 +89,47 @@ class MemoryTier final : public Tier {
   int BeginStore(ChunkKey key, const ChunkOrigin& origin,
                  std::unique_ptr<ChunkWriter>* out) override;
 
-  int Read(ChunkKey key, uint64_t off, size_t n, char*, TierRead* out) override {
-    std::shared_ptr<const Buffer> buf;
-    {
-      std::shared_lock lock(mu_);
-      auto it = chunks_.find(key);
-      if (it == chunks_.end()) return -ENOENT;
-      buf = it->second;
+  int Read(ChunkKey key, uint64_t off, size_t n, char* scratch, TierRead* out) override {
+    std::shared_ptr<const MemChunk> c = Find(key);
+    if (!c) return -ENOENT;
+    const size_t want = off >= c->size ? 0 : std::min<size_t>(n, c->size - off);
+    if (c->fd < 0) {
+      out->size = want;
+      out->data = c->heap.data() + std::min<size_t>(off, c->size);
+      out->hold = std::move(c);
+      return 0;
     }
-    out->size = off >= buf->size() ? 0 : std::min<size_t>(n, buf->size() - off);
-    out->data = buf->data() + std::min<size_t>(off, buf->size());
-    out->hold = std::move(buf);
+    size_t got = 0;
+    while (got < want) {
+      ssize_t r = ::pread(c->fd, scratch + got, want - got, static_cast<off_t>(off + got));
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0) return -errno;
+      if (r == 0) return -EIO;  // shorter than stored: never, the file is sealed
+      got += static_cast<size_t>(r);
+    }
+    out->size = want;
+    out->data = scratch;
     return 0;
   }
 
+  int OpenBacking(ChunkKey key) override {
+    std::shared_ptr<const MemChunk> c = Find(key);
+    if (!c) return -ENOENT;
+    if (c->fd < 0) return -EOPNOTSUPP;
+    int fd = ::fcntl(c->fd, F_DUPFD_CLOEXEC, 0);
+    return fd < 0 ? -errno : fd;
+  }
+
+  void UseMemoryFiles(uint64_t max_files) override { max_files_ = max_files; }
+
   uint64_t Remove(ChunkKey key) override {
-    std::shared_ptr<const Buffer> dropped;  // freed after the lock is released
+    std::shared_ptr<const MemChunk> dropped;  // freed after the lock is released
     std::unique_lock lock(mu_);
     auto it = chunks_.find(key);
     if (it == chunks_.end()) return 0;
     dropped = std::move(it->second);
     chunks_.erase(it);
-    return dropped->size();
+    return dropped->size;
   }
 
   size_t chunks() const override {
@@ -71,57 +137,119 @@ class MemoryTier final : public Tier {
     return chunks_.size();
   }
 
-  void Publish(ChunkKey key, std::shared_ptr<const Buffer> buf) {
+  void Publish(ChunkKey key, std::shared_ptr<const MemChunk> c) {
     std::unique_lock lock(mu_);
-    chunks_[key] = std::move(buf);
+    chunks_[key] = std::move(c);
   }
 
+  // A memory file for a chunk of `length` bytes that is the whole file, or
+  // -1 (then a heap buffer): not asked for, too many open, or none to be had.
+  int TakeMemoryFile(const ChunkOrigin& origin) {
+    if (max_files_ == 0 || origin.chunk != 0 || origin.length != origin.file_size ||
+        origin.length == 0) {
+      return -1;
+    }
+    if (files_->fetch_add(1, std::memory_order_relaxed) >= max_files_) {
+      files_->fetch_sub(1, std::memory_order_relaxed);
+      return -1;
+    }
+    int fd = NewMemoryFile(origin.length);
+    if (fd < 0) files_->fetch_sub(1, std::memory_order_relaxed);
+    return fd < 0 ? -1 : fd;
+  }
+  const std::shared_ptr<FileCount>& files() const { return files_; }
+
  private:
+  std::shared_ptr<const MemChunk> Find(ChunkKey key) const {
+    std::shared_lock lock(mu_);
+    auto it = chunks_.find(key);
+    return it == chunks_.end() ? nullptr : it->second;
+  }
+
+  uint64_t max_files_ = 0;  // set before any store
+  const std::shared_ptr<FileCount> files_ = std::make_shared<FileCount>(0);
   mutable std::shared_mutex mu_;  // guards chunks_; a leaf lock
-  std::unordered_map<ChunkKey, std::shared_ptr<const Buffer>, ChunkKeyHash> chunks_;
+  std::unordered_map<ChunkKey, std::shared_ptr<const MemChunk>, ChunkKeyHash> chunks_;
 };
 
 class MemoryWriter final : public ChunkWriter {
  public:
-  MemoryWriter(MemoryTier* tier, ChunkKey key, uint64_t length)
-      : tier_(tier), key_(key), length_(length), buf_(std::make_shared<Buffer>()) {
-    buf_->reserve(length);
-    Prefault(buf_->data(), length);
+  // `fd`: a memory file to write into (owned from now on), or -1 for heap.
+  MemoryWriter(MemoryTier* tier, ChunkKey key, uint64_t length, int fd)
+      : tier_(tier), key_(key), length_(length), chunk_(std::make_shared<MemChunk>()) {
+    chunk_->size = length;
+    if (fd >= 0) {
+      chunk_->fd = fd;
+      chunk_->files = tier->files();
+    } else {
+      chunk_->heap.reserve(length);
+      Prefault(chunk_->heap.data(), length);
+    }
   }
   int Append(const char* data, size_t n) override {
-    if (!buf_ || buf_->size() + n > length_) return -EOVERFLOW;  // more than was reserved
-    buf_->insert(buf_->end(), data, data + n);
+    if (!chunk_ || written_ + n > length_) return -EOVERFLOW;  // more than was reserved
+    if (chunk_->fd < 0) {
+      chunk_->heap.insert(chunk_->heap.end(), data, data + n);
+      written_ += n;
+      return 0;
+    }
+    for (size_t done = 0; done < n;) {
+      ssize_t w = ::pwrite(chunk_->fd, data + done, n - done, static_cast<off_t>(written_));
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) {
+        int err = w < 0 ? -errno : -EIO;
+        Abort();
+        return err;
+      }
+      done += static_cast<size_t>(w);
+      written_ += static_cast<uint64_t>(w);
+    }
     return 0;
   }
   int Commit() override {
-    if (!buf_ || buf_->size() != length_) {  // incomplete
+    if (!chunk_ || written_ != length_) {  // incomplete
       Abort();
       return -EIO;
     }
-    tier_->Publish(key_, std::move(buf_));
+    // Sealed: no one holding a descriptor (the kernel, for passthrough)
+    // can change, shrink or grow it.
+    if (chunk_->fd >= 0 && ::fcntl(chunk_->fd, F_ADD_SEALS,
+                                   F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0) {
+      int err = -errno;
+      Abort();
+      return err;
+    }
+    tier_->Publish(key_, std::move(chunk_));
     return 0;
   }
-  void Abort() override { buf_.reset(); }
-  // The buffer was reserved whole: appending never moves its bytes.
+  void Abort() override { chunk_.reset(); }
+  // A heap buffer was reserved whole: appending never moves its bytes. A
+  // memory file is read only once published.
   const char* Contents(std::shared_ptr<const void>* hold) override {
-    if (!buf_) return nullptr;
-    *hold = buf_;
-    return buf_->data();
+    if (!chunk_ || chunk_->fd >= 0) return nullptr;
+    *hold = chunk_;
+    return chunk_->heap.data();
   }
 
  private:
   MemoryTier* const tier_;
   const ChunkKey key_;
   const uint64_t length_;
-  std::shared_ptr<Buffer> buf_;
+  std::shared_ptr<MemChunk> chunk_;
+  uint64_t written_ = 0;
 };
 
 int MemoryTier::BeginStore(ChunkKey key, const ChunkOrigin& origin,
                            std::unique_ptr<ChunkWriter>* out) {
+  int fd = TakeMemoryFile(origin);
   try {
-    *out = std::make_unique<MemoryWriter>(this, key, origin.length);
+    *out = std::make_unique<MemoryWriter>(this, key, origin.length, fd);
     return 0;
   } catch (const std::bad_alloc&) {
+    if (fd >= 0) {
+      ::close(fd);
+      files_->fetch_sub(1, std::memory_order_relaxed);
+    }
     return -ENOMEM;
   }
 }

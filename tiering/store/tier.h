@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -91,6 +92,20 @@ class Tier {
   // releases the budget.
   virtual uint64_t Remove(ChunkKey key) = 0;
   virtual size_t chunks() const = 0;
+
+  // A new file descriptor of a file that holds stored chunk `key`'s bytes
+  // at offsets 0..length and nothing else (for the kernel to read it
+  // directly: FUSE passthrough), or -errno: -ENOENT if the chunk is not
+  // stored, -EOPNOTSUPP if this tier keeps it in no such file. The caller
+  // closes it. The file never changes while it is open: Remove unlinks or
+  // lets go of it, never truncates or rewrites it.
+  virtual int OpenBacking(ChunkKey /*key*/) { return -EOPNOTSUPP; }
+  // A memory tier keeps each chunk that is a whole file in a memory file
+  // (memfd) that OpenBacking can hand out, at most `max_files` at a time
+  // (each holds a file descriptor; beyond that, and for chunks of larger
+  // files, heap memory). Other tiers ignore it.
+  // REQUIRES: before the first BeginStore.
+  virtual void UseMemoryFiles(uint64_t /*max_files*/) {}
 
   // Counters of reads served.
   void CountHit(size_t bytes) {
