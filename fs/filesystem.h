@@ -15,6 +15,7 @@
 
 #include "fs/control.h"
 #include "fs/parallel_dirops.h"
+#include "fs/passthrough.h"
 #include "fs/source_permissions.h"
 #include "prefetch/assembly/tiered_store.h"
 #include "tiering/base/latency_histogram.h"
@@ -81,6 +82,18 @@ class FsContext {
   }
   // The INIT exchange, for NegotiateParallelDirops<FsContext>.
   InitReplyPatch& init_patch() { return init_patch_; }
+  // FUSE passthrough: its state and the files open in it.
+  PassthroughOpens& passthrough() { return passthrough_; }
+  // The session's /dev/fuse descriptor (backing files are registered on it).
+  // REQUIRES: set before the session starts.
+  void set_device_fd(int fd) { device_fd_ = fd; }
+  int device_fd() const { return device_fd_; }
+  // A descriptor of a file holding all of regular file `id`'s bytes at its
+  // own offsets (the one tier file of a one-chunk file), or -errno.
+  int OpenBackingFile(NodeId id);
+  // A file opened in passthrough mode will be read without the daemon
+  // hearing of it: the planner and the eviction policy hear of it now.
+  void NotePassthroughOpen(NodeId id);
   // Whether the process behind `req` may access node `id` with `mask`
   // (R_OK, W_OK, X_OK) and search every directory above it.
   bool MayAccess(fuse_req_t req, NodeId id, int mask) const;
@@ -111,6 +124,8 @@ class FsContext {
   SourcePermissions* source_permissions_ = nullptr;
   std::string source_path_, mount_path_;
   InitReplyPatch init_patch_;
+  PassthroughOpens passthrough_;
+  int device_fd_ = -1;
 };
 
 // The handler table. Userdata passed to fuse_session_new must be an FsContext*.

@@ -69,6 +69,9 @@ void FsContext::VisitCounters(CounterVisitor& v) const {
           {"Time since the mount started.", Unit::kSeconds});
   v.Flag("parallel_dirops", init_patch_.negotiated(),
          {"1 if the kernel runs the LOOKUPs of one directory in parallel."});
+  v.Gauge("max_request_bytes", init_patch_.max_pages_replied() * 4096.0,
+          {"The largest read request the kernel sends to the daemon.", Unit::kBytes});
+  passthrough_.VisitCounters(v);
   v.BeginGroup("namespace");
   ns_->VisitCounters(v);
   v.EndGroup();
@@ -97,6 +100,25 @@ std::string FsContext::PrometheusText() const {
   PrometheusCounterWriter prometheus;
   VisitCounters(prometheus);
   return prometheus.Finish();
+}
+
+int FsContext::OpenBackingFile(NodeId id) {
+  ChunkStore* chunks = store_->chunks();
+  if (chunks == nullptr) return -ENOENT;
+  const Catalog& catalog = chunks->catalog();
+  // One chunk holding the whole file: its tier file is the file.
+  if (ns_->node(id).size == 0 || catalog.chunks(id) != 1) return -EOPNOTSUPP;
+  const ChunkKey key{id, 0};
+  const uint8_t state = catalog.state(key);
+  if (!Catalog::IsResident(state)) return -ENOENT;
+  return chunks->tiers()[static_cast<size_t>(Catalog::TierOf(state))]->OpenBacking(key);
+}
+
+void FsContext::NotePassthroughOpen(NodeId id) {
+  const uint64_t size = ns_->node(id).size;
+  passthrough_.CountOpened(size);
+  if (ChunkStore* chunks = store_->chunks()) chunks->policy().Touched(ChunkKey{id, 0});
+  store_->prefetcher().OnRead(id, 0, size, true);
 }
 
 bool FsContext::MayAccess(fuse_req_t req, NodeId id, int mask) const {

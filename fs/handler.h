@@ -49,6 +49,8 @@ void OpStatfs(fuse_req_t req, fuse_ino_t ino);
 void OpGetxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size);
 void OpListxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
 void OpOpen(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi);
+void OpOpendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi);
+void OpRelease(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi);
 void OpRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info* fi);
 void SetReadOnlyOps(fuse_lowlevel_ops* ops);
 

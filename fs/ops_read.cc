@@ -1,5 +1,5 @@
-// The read path: zero-message open, then reads served from memory (control
-// files) or through the ReadPath (tiers, then SOURCE).
+// The read path: reads served from memory (control files) or through the
+// ReadPath (tiers, then SOURCE). Opens are in fs/ops_open.cc.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -11,41 +11,6 @@
 #include "tiering/base/aligned_buffer.h"
 
 namespace tierfs {
-
-// Zero-message open: answering ENOSYS makes the kernel stop sending OPEN and
-// RELEASE (and OPENDIR/RELEASEDIR) for the rest of the mount, and keep each
-// file's page cache across opens (FOPEN_KEEP_CACHE is the no-open default).
-// With check_access (a mount made by mount.fuse3 -o drop_privileges), every
-// open asks the daemon, which checks the caller's permissions; with source
-// permissions (a root daemon with allow_other), every open is also asked of
-// SOURCE as the caller.
-void OpOpen(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
-  FsContext& c = Ctx(req);
-  if (!c.check_access() && c.source_permissions() == nullptr) {
-    return (void)fuse_reply_err(req, ENOSYS);  // not an error
-  }
-  Guarded(req, "open", [&] {
-    FsContext& ctx = Ctx(req);
-    if (ctx.IsNode(ino)) {
-      const bool read_only = (fi->flags & O_ACCMODE) == O_RDONLY;
-      if (!read_only) return ReplyError(req, EROFS);  // the mirror is read-only
-      const NodeId id = FsContext::NodeOf(ino);
-      if (ctx.check_access() && !ctx.MayAccess(req, id, R_OK)) return ReplyError(req, EACCES);
-      if (SourcePermissions* perms = ctx.source_permissions()) {
-        const fuse_ctx* caller = fuse_req_ctx(req);
-        if (caller->uid != 0) {
-          AccessCaller who{caller->uid, caller->gid, {}};
-          gid_t groups[256];
-          int n = fuse_req_getgroups(req, 256, groups);
-          if (n > 0) who.groups.assign(groups, groups + std::min(n, 256));
-          if (int err = perms->Check(who, id, R_OK); err != 0) return ReplyError(req, -err);
-        }
-      }
-    }
-    fi->keep_cache = 1;
-    fuse_reply_open(req, fi);
-  });
-}
 
 void OpRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info*) {
   Guarded(req, "read", [&] {

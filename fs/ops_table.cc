@@ -35,6 +35,10 @@ void InitConnection(void* userdata, struct fuse_conn_info* conn) {
   conn->max_background = 64;
   conn->congestion_threshold = 48;
   conn->time_gran = 1;
+  // The INIT request was read (the kernel's offer is known) and the reply
+  // is about to be written: passthrough is asked for now if the daemon may.
+  FsContext* ctx = static_cast<FsContext*>(userdata);
+  ctx->passthrough().AtInit(ctx->init_patch().passthrough_offered(), ctx->device_fd());
 }
 
 const fuse_lowlevel_ops& TierFsOps() {
@@ -47,7 +51,8 @@ const fuse_lowlevel_ops& TierFsOps() {
     o.getattr = OpGetattr;
     o.readlink = OpReadlink;
     o.open = OpOpen;
-    o.opendir = OpOpen;
+    o.opendir = OpOpendir;
+    o.release = OpRelease;
     o.read = OpRead;
     o.readdir = OpReaddir;
     o.readdirplus = OpReaddirplus;

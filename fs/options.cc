@@ -95,6 +95,16 @@ const std::vector<OwnOption>& OwnOptions() {
          }
          c.readdir = v;
        }},
+      {"passthrough", "MODE",
+       "FUSE passthrough, for files wholly in one tier file: the kernel reads them from that "
+       "file without asking the daemon. auto (default: on when the daemon has CAP_SYS_ADMIN and "
+       "the kernel accepts it, else off), on (refuse to mount without it) or off",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         if (v != "auto" && v != "on" && v != "off") {
+           throw OptionError(fmt::format("option '{}': '{}' is not one of auto, on, off", o, v));
+         }
+         c.passthrough = v;
+       }},
       {"permissions", "MODE",
        "who decides whether a caller may open a file: source (SOURCE, asked as the caller: "
        "ACLs included; the default for a root daemon with allow_other) or snapshot (the "

@@ -34,13 +34,14 @@ struct MountConfig {
   unsigned scan_threads = 0;  // metadata requests in flight during the scan; 0: auto (tuned)
   std::string index;          // saved namespace index: a file, "auto" or "" (none)
   IndexCheck index_check = IndexCheck::kDirs;
-  unsigned index_wait = 600;      // seconds to wait for another node building the index
-  std::string readdir = "plus";   // plus, plain or auto (ReaddirMode in fs/filesystem.h)
-  uint64_t max_open_files = 0;    // SOURCE fd cache; 0 = half of RLIMIT_NOFILE
-  double entry_timeout = 86400;   // seconds the kernel may cache names
-  double attr_timeout = 86400;    // seconds the kernel may cache attributes
-  unsigned read_ahead_kb = 1024;  // kernel readahead of the mount; 0 = kernel default
-  bool nonempty = false;          // allow mounting over a non-empty directory
+  unsigned index_wait = 600;         // seconds to wait for another node building the index
+  std::string readdir = "plus";      // plus, plain or auto (ReaddirMode in fs/filesystem.h)
+  std::string passthrough = "auto";  // auto, on or off (PassthroughWant in fs/passthrough.h)
+  uint64_t max_open_files = 0;       // SOURCE fd cache; 0 = half of RLIMIT_NOFILE
+  double entry_timeout = 86400;      // seconds the kernel may cache names
+  double attr_timeout = 86400;       // seconds the kernel may cache attributes
+  unsigned read_ahead_kb = 1024;     // kernel readahead of the mount; 0 = kernel default
+  bool nonempty = false;             // allow mounting over a non-empty directory
   LogLevel log_level = kInfo;
   // Where a detached daemon logs: "" (syslog where there is one, else a
   // file of its own), "syslog", "stderr", or an absolute file path.

@@ -59,6 +59,24 @@ void SetReadAhead(const std::string& mountpoint, unsigned kb) {
   }
 }
 
+// The kernel's cap on a FUSE request's pages (/proc/sys/fs/fuse/max_pages_limit,
+// Linux 6.13+; 256 before, libfuse's own 1 MiB), at most what max_pages holds.
+uint16_t MaxPagesLimit() {
+  std::ifstream in("/proc/sys/fs/fuse/max_pages_limit");
+  unsigned limit = 0;
+  if (!(in >> limit) || limit == 0) return 0;
+  return static_cast<uint16_t>(std::min(limit, 65535u));
+}
+
+// Reads and answers the kernel's INIT request (queued at mount). Best
+// effort: if it cannot be read now, the loop answers it.
+void AnswerInit(fuse_session* se) {
+  struct fuse_buf buf {};
+  int n = fuse_session_receive_buf(se, &buf);
+  if (n > 0) fuse_session_process_buf(se, &buf);
+  std::free(buf.mem);
+}
+
 std::string FuseOptionString(const MountConfig& config, const std::string& source) {
   // Defaults first; the user's options come later and win.
   std::string opts = "subtype=tierfs,default_permissions";
@@ -187,6 +205,13 @@ int RunMount(const MountConfig& config) {
   };
   ConfigCheck checked = CheckBeforeScan(config);
   if (!checked.error.empty()) return usage(checked.error);
+  const PassthroughWant passthrough = config.passthrough == "on"    ? PassthroughWant::kOn
+                                      : config.passthrough == "off" ? PassthroughWant::kOff
+                                                                    : PassthroughWant::kAuto;
+  const std::string no_passthrough = PassthroughUnavailable(passthrough);
+  if (passthrough == PassthroughWant::kOn && !no_passthrough.empty()) {
+    return usage(fmt::format("passthrough=on is impossible here: {}", no_passthrough));
+  }
   for (const auto& w : checked.warnings) TIERFS_LOG(kWarning, "{}", w);
   // The metrics port too: bound now, served once mounted.
   std::unique_ptr<MetricsServer> metrics;
@@ -296,6 +321,15 @@ int RunMount(const MountConfig& config) {
                        : config.readdir == "auto" ? ReaddirMode::kAuto
                                                   : ReaddirMode::kPlus);
   metrics_ctx = &ctx;
+  ctx.passthrough().Configure(passthrough, no_passthrough);
+  ctx.init_patch().WantPassthrough(ctx.passthrough().wanted());
+  ctx.init_patch().SetMaxPages(MaxPagesLimit());
+  if (ctx.passthrough().wanted() && store->chunks() != nullptr) {
+    // The RAM tier keeps whole files in memory files that can be backing
+    // files, as many as the open-file limit leaves room for.
+    const uint64_t spare = fd_limit > max_open + 1024 ? fd_limit - max_open - 1024 : 0;
+    for (Tier* t : store->chunks()->tiers()) t->UseMemoryFiles(spare);
+  }
 
   std::string opts = FuseOptionString(config, source);
   std::vector<std::string> argv_s = {"tierfs", "-o", opts};
@@ -322,7 +356,23 @@ int RunMount(const MountConfig& config) {
     fuse_session_destroy(se);
     return fail(fmt::format("cannot set up the FUSE session's I/O: {}", std::strerror(-err)));
   }
-  TIERFS_LOG(kInfo, "mounted {} on {}", source, mountpoint);
+  ctx.set_device_fd(fuse_session_fd(se));
+  if (ctx.passthrough().wanted()) {
+    // The INIT exchange now, before the parent returns: whether the kernel
+    // takes passthrough is known (and passthrough=on can still refuse).
+    AnswerInit(se);
+    if (passthrough == PassthroughWant::kOn && !ctx.passthrough().active()) {
+      fuse_session_unmount(se);
+      fuse_remove_signal_handlers(se);
+      fuse_session_destroy(se);
+      return usage(
+          fmt::format("passthrough=on is impossible here: {}", ctx.passthrough().why_not()));
+    }
+  }
+  TIERFS_LOG(kInfo, "mounted {} on {}{}", source, mountpoint,
+             ctx.passthrough().active()
+                 ? " (passthrough for files wholly in one tier file)"
+                 : fmt::format(" (passthrough off: {})", ctx.passthrough().why_not()));
   ShutdownGuard guard(se, config.shutdown_timeout);
   if (!config.foreground) {
     // No thread runs yet (the scan's have been joined, promotion threads start

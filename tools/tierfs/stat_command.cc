@@ -164,6 +164,16 @@ int RunStat(const MountControl& mount, bool json) {
                      HumanBytes(s.Uint("reads.source_bytes")), Grouped(s.Uint("reads.waits")),
                      from_peers == 0 ? "" : fmt::format(", {} from peers", Grouped(from_peers))));
   }
+  if (const JsonValue* pt = s.Member("passthrough"); pt && pt->is_object()) {
+    const JsonValue* active = pt->Member("active");
+    Line("passthrough",
+         active && active->boolean()
+             ? fmt::format("on: {} opens read by the kernel from tier files ({}), {} opened "
+                           "through the daemon",
+                           Grouped(pt->Uint("opens")), HumanBytes(pt->Uint("opened_bytes")),
+                           Grouped(pt->Uint("cached_opens")))
+             : fmt::format("off ({})", pt->String("why_not", "?")));
+  }
   Line("SOURCE", fmt::format("{} read in {} reads, {} opens, {} metadata ops, {} errors",
                              HumanBytes(s.Uint("source.read_bytes")),
                              Grouped(s.Uint("source.reads")), Grouped(s.Uint("source.opens")),

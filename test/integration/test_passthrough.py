@@ -1,0 +1,271 @@
+"""FUSE passthrough over a real mount (a root daemon, Linux 6.9 or later):
+- a file wholly in the RAM tier (a memory file) or in a directory tier (its
+  chunk file) is opened in passthrough mode: its reads and its mmap never
+  reach the daemon, and give SOURCE's bytes;
+- a file partly resident (some of its chunks in the tier) is opened as
+  before and reads right;
+- a file evicted while open in passthrough mode still reads its bytes
+  through the open descriptor and its mapping;
+- a file changed on SOURCE before it was promoted fails its reads with EIO,
+  as without passthrough;
+- passthrough=off keeps the zero-message open; a user's daemon works as
+  before and says passthrough is off and why; passthrough=on refuses to
+  mount there (exit 2).
+
+Skipped (exit 77) unless root on Linux 6.9 or later whose FUSE accepts
+passthrough."""
+import errno
+import mmap
+import os
+import platform
+import subprocess
+import sys
+import unittest
+
+import harness
+
+MiB = 1 << 20
+
+
+def kernel_has_passthrough():
+    try:
+        major, minor = (int(x) for x in platform.release().split(".")[:2])
+    except ValueError:
+        return False
+    return (major, minor) >= (6, 9)
+
+
+def read_through(path):
+    """The bytes of path read through an open descriptor, and then through a
+    mapping of it."""
+    with open(path, "rb", buffering=0) as f:
+        data = f.readall()
+        with mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ) as m:
+            mapped = m[:]
+    return data, mapped
+
+
+class PassthroughTest(unittest.TestCase):
+    def setUp(self):
+        self._work = harness.workdir()
+        self.src, self.mnt = self._work.__enter__()
+        self.tier = os.path.join(os.path.dirname(self.src), "tier")
+        os.mkdir(self.tier, 0o700)
+
+    def tearDown(self):
+        self._work.__exit__(None, None, None)
+
+    def write(self, rel, data):
+        path = os.path.join(self.src, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as f:
+            f.write(data)
+
+    def mount(self, *options):
+        m = harness.Mount(self.src, self.mnt, list(options))
+        pt = m.stats()["passthrough"]
+        if not pt["active"]:
+            m.close()
+            self.skipTest(f"passthrough is not active here: {pt['why_not']}")
+        return m
+
+    def wait_resident(self, m, files):
+        harness.wait_for(lambda: m.stats()["promotions"]["files_resident"] >= files,
+                         what=f"{files} files resident")
+
+    def check_served_without_daemon(self, m, files):
+        before = m.stats()
+        for rel, data in files.items():
+            got, mapped = read_through(os.path.join(self.mnt, rel))
+            self.assertEqual(got, data, rel)
+            self.assertEqual(mapped, data, rel)
+        after = m.stats()
+        self.assertEqual(after["requests"]["read"], before["requests"]["read"],
+                         "a read of a resident file reached the daemon")
+        self.assertEqual(after["passthrough"]["opens"] - before["passthrough"]["opens"],
+                         len(files))
+        self.assertEqual(after["passthrough"]["opened_bytes"] -
+                         before["passthrough"]["opened_bytes"], sum(map(len, files.values())))
+
+    def test_a_file_in_the_ram_tier_is_read_and_mapped_without_the_daemon(self):
+        files = {f"d/f{i}": os.urandom(100_000 + i) for i in range(20)}
+        for rel, data in files.items():
+            self.write(rel, data)
+        with self.mount("ram=64M", "prefetch=stage-in") as m:
+            self.wait_resident(m, len(files))
+            self.check_served_without_daemon(m, files)
+            # Once every open is closed, no backing file stays registered.
+            self.assertEqual(m.stats()["passthrough"]["backing_files"], 0)
+
+    def test_a_file_in_a_directory_tier_is_read_from_its_chunk_file(self):
+        files = {f"f{i}": os.urandom(300_000 + i) for i in range(5)}
+        for rel, data in files.items():
+            self.write(rel, data)
+        with self.mount(f"tier={self.tier}:64M", "prefetch=stage-in") as m:
+            self.wait_resident(m, len(files))
+            self.check_served_without_daemon(m, files)
+
+    def test_a_partly_resident_file_is_not_passed_through_and_reads_right(self):
+        # 5 chunks of 1 MiB, a RAM tier of 4 MiB: at most four are resident.
+        big = os.urandom(5 * MiB - 5)
+        self.write("big.bin", big)
+        with self.mount("ram=4M", "chunk_size=1M") as m:
+            self.assertEqual(harness.read_file(os.path.join(self.mnt, "big.bin")), big)
+            harness.wait_for(lambda: m.stats()["tiers"][0]["chunks"] > 0, what="a chunk resident")
+            s = m.stats()
+            self.assertLess(s["tiers"][0]["chunks"], 5)
+            before = s["passthrough"]
+            got, mapped = read_through(os.path.join(self.mnt, "big.bin"))
+            self.assertEqual(got, big)
+            self.assertEqual(mapped, big)
+            after = m.stats()["passthrough"]
+            self.assertEqual(after["opens"], before["opens"])
+            self.assertEqual(after["cached_opens"] - before["cached_opens"], 1)
+
+    def test_a_file_evicted_while_open_in_passthrough_keeps_its_bytes(self):
+        # Five files of 400 kB, a RAM tier of 1 MiB (two fit), LRU eviction.
+        files = {f"f{i}": os.urandom(400_000) for i in range(5)}
+        for rel, data in files.items():
+            self.write(rel, data)
+        for tiers in (["ram=1M"], [f"tier={self.tier}:1M"]):
+            with self.subTest(tiers=tiers[0].split("=")[0]):
+                with self.mount(*tiers, "policy=lru") as m:
+                    self.evict_while_open(m, files)
+                subprocess.run(["rm", "-rf", self.tier], check=True)
+                os.mkdir(self.tier, 0o700)
+
+    def evict_while_open(self, m, files):
+        first = os.path.join(self.mnt, "f0")
+        self.assertEqual(harness.read_file(first), files["f0"])
+        self.wait_resident(m, 1)
+        self.wait_released(m)
+        with open(first, "rb", buffering=0) as f:
+            self.assertEqual(m.stats()["passthrough"]["backing_files"], 1)
+            view = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
+            evicted = m.stats()["promotions"]["evicted"]
+            for rel in ("f1", "f2", "f3", "f4"):
+                self.assertEqual(harness.read_file(os.path.join(self.mnt, rel)), files[rel])
+            harness.wait_for(lambda: m.stats()["promotions"]["evicted"] > evicted,
+                             what="an eviction")
+            # f0 was the least recently used: gone from the tier, still read right.
+            self.assertEqual(os.pread(f.fileno(), 400_000, 0), files["f0"])
+            self.assertEqual(view[:], files["f0"])
+            view.close()
+        # Opened again: right, whether promoted again or not.
+        self.assertEqual(harness.read_file(first), files["f0"])
+
+    def wait_released(self, m):
+        """Until the kernel's RELEASEs of earlier opens have come (they are
+        sent in the background): a file open without passthrough is not
+        passed through."""
+        harness.wait_for(lambda: m.stats()["passthrough"]["cached_open_files"] == 0,
+                         what="the earlier opens released")
+
+    def test_a_source_change_is_detected_at_open(self):
+        data = os.urandom(200_000)
+        self.write("f", data)
+        self.write("g", os.urandom(1000))
+        with self.mount("ram=16M", "prefetch=on-access") as m:
+            # The same size and a new mtime: no longer the snapshot's file.
+            changed = os.urandom(len(data))
+            self.write("f", changed)
+            os.utime(os.path.join(self.src, "f"), ns=(0, 10**18))
+            with self.assertRaises(OSError) as e:
+                harness.read_file(os.path.join(self.mnt, "f"))
+            self.assertEqual(e.exception.errno, errno.EIO)
+            s = m.stats()
+            self.assertGreater(s["open_files"]["changed"], 0)
+            self.assertEqual(s["tiers"][0]["used"], 1000 if s["tiers"][0]["chunks"] else 0)
+            # Still refused when opened again, never passed through.
+            opens = s["passthrough"]["opens"]
+            with self.assertRaises(OSError):
+                harness.read_file(os.path.join(self.mnt, "f"))
+            self.assertEqual(m.stats()["passthrough"]["opens"], opens)
+            self.assertTrue(m.alive())
+
+    def test_passthrough_off_keeps_the_zero_message_open(self):
+        self.write("f", os.urandom(50_000))
+        with harness.Mount(self.src, self.mnt, ["ram=16M", "passthrough=off"]) as m:
+            harness.read_file(os.path.join(self.mnt, "f"))
+            s = m.stats()["passthrough"]
+            self.assertFalse(s["active"])
+            self.assertEqual(s["why_not"], "passthrough=off")
+            self.assertEqual(s["opens"] + s["cached_opens"], 0)  # no OPEN was answered
+
+
+class UserDaemonTest(unittest.TestCase):
+    """A daemon run as a user: no CAP_SYS_ADMIN."""
+
+    def setUp(self):
+        self.user = harness.unprivileged_user()
+        if self.user is None:
+            self.skipTest("needs root, useradd and setpriv")
+        mode = os.stat("/dev/fuse").st_mode & 0o777
+        if mode & 0o006 != 0o006:
+            os.chmod("/dev/fuse", 0o666)
+            self.addCleanup(os.chmod, "/dev/fuse", mode)
+        self._work = harness.workdir()
+        self.src, self.mnt = self._work.__enter__()
+        base = os.path.dirname(self.src)
+        for d in (base, self.src, self.mnt):
+            os.chown(d, *self.user)
+        self.data = os.urandom(70_000)
+        with open(os.path.join(self.src, "f"), "wb") as f:
+            f.write(self.data)
+        os.chown(os.path.join(self.src, "f"), *self.user)
+
+    def tearDown(self):
+        harness.as_user(self.user, "fusermount3", "-u", self.mnt)
+        self._work.__exit__(None, None, None)
+
+    def test_a_users_daemon_says_passthrough_is_off_and_why(self):
+        proc = subprocess.Popen(harness.user_command(self.user, harness.tierfs_bin(), self.src,
+                                                     self.mnt, "-f", "-o", "ram=8M"),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            harness.wait_for(lambda: harness.is_mounted(self.mnt) or proc.poll() is not None,
+                             what="the user's mount")
+            self.assertIsNone(proc.poll(), "the user's daemon exited")
+            probe = ("import json, os, sys\n"
+                     "m = sys.argv[1]\n"
+                     "for _ in range(2):\n"
+                     "    with open(os.path.join(m, 'f'), 'rb', buffering=0) as f:\n"
+                     "        data = f.readall()\n"
+                     "s = json.load(open(os.path.join(m, '.tierfs', 'stats')))\n"
+                     "print(json.dumps({'len': len(data), 'pt': s['passthrough']}))\n")
+            r = harness.as_user(self.user, sys.executable, "-c", probe, self.mnt)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            import json
+            out = json.loads(r.stdout)
+            self.assertEqual(out["len"], len(self.data))
+            self.assertFalse(out["pt"]["active"])
+            self.assertIn("CAP_SYS_ADMIN", out["pt"]["why_not"])
+            self.assertEqual(out["pt"]["opens"] + out["pt"]["cached_opens"], 0)
+            r = harness.as_user(self.user, harness.tierfs_bin(), "stat", self.mnt)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertRegex(r.stdout.decode(), r"passthrough\s+off \(.*CAP_SYS_ADMIN")
+        finally:
+            harness.as_user(self.user, "fusermount3", "-u", self.mnt)
+            proc.wait(timeout=20)
+
+    def test_passthrough_on_refuses_to_mount_without_the_capability(self):
+        r = harness.as_user(self.user, harness.tierfs_bin(), self.src, self.mnt, "-f", "-o",
+                            "ram=8M,passthrough=on")
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn(b"passthrough=on is impossible here", r.stderr)
+        self.assertIn(b"CAP_SYS_ADMIN", r.stderr)
+        self.assertFalse(harness.is_mounted(self.mnt))
+
+
+def tearDownModule():
+    harness.remove_made_users()
+
+
+if __name__ == "__main__":
+    if os.geteuid() != 0:
+        print("SKIPPED: FUSE passthrough needs a root daemon (CAP_SYS_ADMIN)")
+        sys.exit(harness.SKIP)
+    if not kernel_has_passthrough():
+        print(f"SKIPPED: the kernel ({platform.release()}) has no FUSE passthrough (6.9+)")
+        sys.exit(harness.SKIP)
+    harness.main()
