@@ -20,8 +20,9 @@
 
 namespace tierfs::testing {
 
-// kRead, kWrite, kSync and kClose act on a file and match the path it was
-// opened under; kRename matches either name.
+// kRead, kWrite, kSync, kClose, kMap and kTouch act on a file and match the
+// path it was opened under (so does kStat of an open file); kRename matches
+// either name; kStat also stands for lstat.
 enum class FileOp {
   kOpen,
   kRead,
@@ -34,9 +35,11 @@ enum class FileOp {
   kList,
   kStat,
   kAccess,
-  kLock
+  kLock,
+  kMap,
+  kTouch
 };
-inline constexpr size_t kFileOpCount = 12;
+inline constexpr size_t kFileOpCount = 14;
 
 class FaultFileIo final : public FileIoWrapper {
  public:
@@ -103,6 +106,10 @@ class FaultFileIo final : public FileIoWrapper {
     if (int err = Enter(FileOp::kStat, path)) return err;
     return target()->stat(path, st);
   }
+  int lstat(const std::string& path, struct stat* st) override {
+    if (int err = Enter(FileOp::kStat, path)) return err;
+    return target()->lstat(path, st);
+  }
   int access(const std::string& path, int mode) override {
     if (int err = Enter(FileOp::kAccess, path)) return err;
     return target()->access(path, mode);
@@ -113,32 +120,43 @@ class FaultFileIo final : public FileIoWrapper {
   }
 
  private:
-  class FaultFile final : public LocalFile {
+  class FaultFile final : public LocalFileWrapper {
    public:
     FaultFile(FaultFileIo* io, std::string path, std::unique_ptr<LocalFile> file)
-        : io_(io), path_(std::move(path)), file_(std::move(file)) {}
+        : LocalFileWrapper(std::move(file)), io_(io), path_(std::move(path)) {}
     ssize_t pread(void* buf, size_t n, uint64_t off) override {
       if (int err = io_->Enter(FileOp::kRead, path_)) return err;
-      return file_->pread(buf, n, off);
+      return target()->pread(buf, n, off);
     }
     ssize_t write(const void* buf, size_t n) override {
       if (int err = io_->Enter(FileOp::kWrite, path_)) return err;
-      return file_->write(buf, n);
+      return target()->write(buf, n);
     }
     int fdatasync() override {
       if (int err = io_->Enter(FileOp::kSync, path_)) return err;
-      return file_->fdatasync();
+      return target()->fdatasync();
+    }
+    int stat(struct stat* st) override {
+      if (int err = io_->Enter(FileOp::kStat, path_)) return err;
+      return target()->stat(st);
+    }
+    int map(uint64_t size, std::shared_ptr<const unsigned char>* out) override {
+      if (int err = io_->Enter(FileOp::kMap, path_)) return err;
+      return target()->map(size, out);
+    }
+    int touch() override {
+      if (int err = io_->Enter(FileOp::kTouch, path_)) return err;
+      return target()->touch();
     }
     int close() override {
       int err = io_->Enter(FileOp::kClose, path_);
-      int r = file_->close();
+      int r = target()->close();
       return err != 0 ? err : r;
     }
 
    private:
     FaultFileIo* const io_;
     const std::string path_;
-    const std::unique_ptr<LocalFile> file_;
   };
 
   struct Rule {

@@ -9,6 +9,8 @@
 
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <random>
@@ -16,6 +18,7 @@
 #include <thread>
 
 #include "fault_backend.h"
+#include "fault_file_io.h"
 #include "temp_tree.h"
 #include "tiering/base/xxh64.h"
 #include "tiering/io/counting_backend.h"
@@ -504,6 +507,127 @@ TEST_CASE("CheckPrivateDirectory refuses directories others can write", "[namesp
   CHECK_THAT(CheckPrivateDirectory(t.Abs("mine")), Catch::Contains("writable by others"));
   t.Symlink("mine", "link");
   CHECK_THAT(CheckPrivateDirectory(t.Abs("link")), Catch::Contains("not a directory"));
+}
+
+}  // namespace
+}  // namespace tierfs
+
+namespace tierfs {
+namespace {
+
+using testing::FaultFileIo;
+using testing::FileOp;
+
+// The index and its lock through a failing FileIo: the shared-index
+// protocol meets a full device, a failing one, and a lock it cannot make.
+struct FaultyIndex : Fixture {
+  std::shared_ptr<FaultFileIo> io = std::make_shared<FaultFileIo>(DefaultFileIo());
+  // Temporary files left beside the index.
+  int Leftovers() const {
+    int n = 0;
+    const std::string dir = index.substr(0, index.rfind('/'));
+    const std::string stem = index.substr(index.rfind('/') + 1) + ".tmp.";
+    for (const auto& e : std::filesystem::directory_iterator(dir)) {
+      if (e.path().filename().string().rfind(stem, 0) == 0) n++;
+    }
+    return n;
+  }
+  std::unique_ptr<Namespace> OpenThrough(IndexCheck check, OpenReport* report) {
+    OpenOptions o;
+    o.index = index;
+    o.check = check;
+    o.scan_threads = 4;
+    o.wait_s = 20;
+    o.racy_margin_ns = 0;
+    o.io = io;
+    std::string error;
+    auto ns = OpenNamespace(backend.get(), id, o, report, &error);
+    INFO(error);
+    REQUIRE(ns);
+    return ns;
+  }
+  std::string Notes(const OpenReport& r) const {
+    std::string all;
+    for (const auto& n : r.notes) all += n + "\n";
+    return all;
+  }
+};
+
+TEST_CASE("Index faults: a full device while writing leaves the old index and no temporary file",
+          "[namespace_index][faults]") {
+  FaultyIndex f;
+  f.Save();
+  const std::string before = f.Bytes();
+  f.io->Fail(FileOp::kWrite, ".tmp.", ENOSPC, /*after=*/1);  // the header goes, the nodes do not
+  std::string err = WriteIndex(*f.Scan(), f.id, RealtimeNanos(), f.index, f.io.get());
+  CHECK(err.find(std::strerror(ENOSPC)) != std::string::npos);
+  CHECK(f.io->injected(FileOp::kWrite) == 1);
+  CHECK(f.Bytes() == before);
+  CHECK(f.Leftovers() == 0);
+  // A failing sync or rename: the same.
+  f.io->Heal();
+  f.io->Fail(FileOp::kSync, ".tmp.", EIO);
+  CHECK(WriteIndex(*f.Scan(), f.id, RealtimeNanos(), f.index, f.io.get()) != "");
+  f.io->Heal();
+  f.io->Fail(FileOp::kRename, ".tmp.", EIO);
+  CHECK(WriteIndex(*f.Scan(), f.id, RealtimeNanos(), f.index, f.io.get()) != "");
+  CHECK(f.Bytes() == before);
+  CHECK(f.Leftovers() == 0);
+  // A mount that cannot write its index serves the scan and says why.
+  f.io->Heal();
+  ::unlink(f.index.c_str());
+  f.io->Fail(FileOp::kWrite, ".tmp.", ENOSPC);
+  OpenReport report;
+  auto ns = f.OpenThrough(IndexCheck::kDirs, &report);
+  Expect(report, false, true, false);
+  CHECK(f.Notes(report).find(std::strerror(ENOSPC)) != std::string::npos);
+  CHECK(Dump(*ns) == Dump(*f.Scan()));
+}
+
+TEST_CASE("Index faults: an index that cannot be mapped or read is refused and SOURCE scanned",
+          "[namespace_index][faults]") {
+  FaultyIndex f;
+  f.Save();
+  f.io->Fail(FileOp::kMap, ".index", EIO);
+  std::string error;
+  CHECK(LoadIndex(f.index, &f.id, &error, nullptr, f.io.get()) == nullptr);
+  CHECK(error.find("cannot map it") != std::string::npos);
+  CHECK(error.find(std::strerror(EIO)) != std::string::npos);
+  OpenReport report;
+  auto ns = f.OpenThrough(IndexCheck::kNone, &report);
+  CHECK(report.scanned);
+  CHECK(f.Notes(report).find("cannot map it") != std::string::npos);
+  CHECK(Listing(*ns) == Listing(*f.Scan()));
+  // Reading the header fails the same way.
+  f.io->Heal();
+  f.io->Fail(FileOp::kRead, ".index", EIO);
+  CHECK(LoadIndex(f.index, &f.id, &error, nullptr, f.io.get()) == nullptr);
+  CHECK(error.find("cannot read its header") != std::string::npos);
+  f.io->Heal();
+  CHECK(LoadIndex(f.index, &f.id, &error, nullptr, f.io.get()) != nullptr);
+}
+
+TEST_CASE("Index faults: a lock that cannot be created is reported and the node scans itself",
+          "[namespace_index][faults]") {
+  FaultyIndex f;
+  f.io->Fail(FileOp::kOpen, ".lock", EACCES);
+  OpenReport report;
+  const auto start = std::chrono::steady_clock::now();
+  auto ns = f.OpenThrough(IndexCheck::kDirs, &report);
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));  // no wait for it
+  CHECK(report.scanned);
+  CHECK(f.Notes(report).find("cannot create") != std::string::npos);
+  CHECK(f.Notes(report).find(std::strerror(EACCES)) != std::string::npos);
+  CHECK(report.written);  // the index itself could still be written
+  CHECK(f.io->injected(FileOp::kOpen) >= 1);
+  CHECK(::access((f.index + ".lock").c_str(), F_OK) != 0);
+  // The builder's heartbeat failing does not stop the build.
+  f.io->Heal();
+  ::unlink(f.index.c_str());
+  f.io->Fail(FileOp::kTouch, ".lock", EIO);
+  OpenReport again;
+  f.OpenThrough(IndexCheck::kDirs, &again);
+  CHECK(again.written);
 }
 
 }  // namespace

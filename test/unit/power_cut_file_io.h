@@ -99,21 +99,17 @@ class PowerCutFileIo final : public FileIoWrapper {
     return slash == std::string::npos ? "." : path.substr(0, slash);
   }
   // A file whose fdatasync makes its current length durable.
-  class File final : public LocalFile {
+  class File final : public LocalFileWrapper {
    public:
     File(std::unique_ptr<LocalFile> f, PowerCutFileIo* io, std::string path)
-        : f_(std::move(f)), io_(io), path_(std::move(path)) {}
-    ssize_t pread(void* buf, size_t n, uint64_t off) override { return f_->pread(buf, n, off); }
-    ssize_t write(const void* buf, size_t n) override { return f_->write(buf, n); }
+        : LocalFileWrapper(std::move(f)), io_(io), path_(std::move(path)) {}
     int fdatasync() override {
-      int err = f_->fdatasync();
+      int err = target()->fdatasync();
       if (err == 0) io_->Synced(path_);
       return err;
     }
-    int close() override { return f_->close(); }
 
    private:
-    std::unique_ptr<LocalFile> f_;
     PowerCutFileIo* io_;
     const std::string path_;  // as opened: a file renamed since is found by its new name
   };

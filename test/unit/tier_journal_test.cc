@@ -185,22 +185,19 @@ class RendezvousFileIo final : public FileIoWrapper {
   }
 
  private:
-  class File final : public LocalFile {
+  class File final : public LocalFileWrapper {
    public:
-    File(RendezvousFileIo* io, std::unique_ptr<LocalFile> file) : io_(io), file_(std::move(file)) {}
-    ssize_t pread(void* buf, size_t n, uint64_t off) override { return file_->pread(buf, n, off); }
+    File(RendezvousFileIo* io, std::unique_ptr<LocalFile> file)
+        : LocalFileWrapper(std::move(file)), io_(io) {}
     ssize_t write(const void* buf, size_t n) override {
       io_->Meet();
-      ssize_t r = file_->write(buf, n);
+      ssize_t r = target()->write(buf, n);
       io_->Leave();
       return r;
     }
-    int fdatasync() override { return file_->fdatasync(); }
-    int close() override { return file_->close(); }
 
    private:
     RendezvousFileIo* const io_;
-    const std::unique_ptr<LocalFile> file_;
   };
 
   void Meet() {

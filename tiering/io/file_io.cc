@@ -5,6 +5,8 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -41,6 +43,23 @@ class PosixLocalFile final : public LocalFile {
   int fdatasync() override {
     if (fd_ < 0) return -EBADF;
     return Retrying([&] { return ::fdatasync(fd_); });
+  }
+  int stat(struct stat* st) override {
+    if (fd_ < 0) return -EBADF;
+    return ::fstat(fd_, st) == 0 ? 0 : PosixError();
+  }
+  int map(uint64_t size, std::shared_ptr<const unsigned char>* out) override {
+    if (fd_ < 0) return -EBADF;
+    if (size == 0) return -EINVAL;
+    void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd_, 0);
+    if (p == MAP_FAILED) return PosixError();
+    *out = {static_cast<const unsigned char*>(p),
+            [size](const unsigned char* q) { ::munmap(const_cast<unsigned char*>(q), size); }};
+    return 0;
+  }
+  int touch() override {
+    if (fd_ < 0) return -EBADF;
+    return ::futimens(fd_, nullptr) == 0 ? 0 : PosixError();
   }
   int close() override {
     if (fd_ < 0) return -EBADF;
@@ -98,6 +117,9 @@ class PosixFileIo final : public FileIo {
   int stat(const std::string& path, struct stat* st) override {
     return Retrying([&] { return ::stat(path.c_str(), st); });
   }
+  int lstat(const std::string& path, struct stat* st) override {
+    return Retrying([&] { return ::lstat(path.c_str(), st); });
+  }
   int access(const std::string& path, int mode) override {
     return Retrying([&] { return ::access(path.c_str(), mode); });
   }
@@ -149,6 +171,11 @@ int WriteAll(LocalFile* file, const char* data, size_t n) {
 }
 
 std::unique_ptr<FileIo> NewPosixFileIo() { return std::make_unique<PosixFileIo>(); }
+
+std::shared_ptr<FileIo> DefaultFileIo() {
+  static const std::shared_ptr<FileIo> io = NewPosixFileIo();
+  return io;
+}
 
 bool LockHolder(const std::string& path, std::string* note) {
   note->clear();

@@ -33,9 +33,38 @@ class LocalFile {
   // O_APPEND). Returns the byte count written (may be short) or -errno.
   virtual ssize_t write(const void* buf, size_t n) = 0;
   virtual int fdatasync() = 0;
+  // fstat(2).
+  virtual int stat(struct stat* st) = 0;
+  // Maps the first `size` bytes read-only (a private mapping that outlives
+  // the file's close; unmapped when the last copy of *out goes). 0 or -errno.
+  virtual int map(uint64_t size, std::shared_ptr<const unsigned char>* out) = 0;
+  // Sets the file's times to now (a heartbeat others can see). 0 or -errno.
+  virtual int touch() = 0;
   // Closes the file; 0 or -errno (a write error reported late). Later calls
   // return -EBADF.
   virtual int close() = 0;
+};
+
+// Forwards every call to a target file; subclasses override what they
+// change (tests: faults, power cuts, rendezvous).
+class LocalFileWrapper : public LocalFile {
+ public:
+  explicit LocalFileWrapper(std::unique_ptr<LocalFile> target) : target_(std::move(target)) {}
+  ssize_t pread(void* buf, size_t n, uint64_t off) override { return target_->pread(buf, n, off); }
+  ssize_t write(const void* buf, size_t n) override { return target_->write(buf, n); }
+  int fdatasync() override { return target_->fdatasync(); }
+  int stat(struct stat* st) override { return target_->stat(st); }
+  int map(uint64_t size, std::shared_ptr<const unsigned char>* out) override {
+    return target_->map(size, out);
+  }
+  int touch() override { return target_->touch(); }
+  int close() override { return target_->close(); }
+
+ protected:
+  LocalFile* target() const { return target_.get(); }
+
+ private:
+  const std::unique_ptr<LocalFile> target_;
 };
 
 // Writes all n bytes with as many write() calls as it takes. 0 or -errno
@@ -74,6 +103,8 @@ class FileIo {
   virtual int list(const std::string& dir, std::vector<std::string>* names) = 0;
   // stat(2): follows symbolic links.
   virtual int stat(const std::string& path, struct stat* st) = 0;
+  // lstat(2): a final symbolic link is described, not followed.
+  virtual int lstat(const std::string& path, struct stat* st) = 0;
   // access(2) with R_OK/W_OK/X_OK bits.
   virtual int access(const std::string& path, int mode) = 0;
   // fsync(2) of directory `dir`: the names made, renamed or removed in it
@@ -86,6 +117,8 @@ class FileIo {
 
 // The local file system, through POSIX calls.
 std::unique_ptr<FileIo> NewPosixFileIo();
+// One shared PosixFileIo, for callers given none.
+std::shared_ptr<FileIo> DefaultFileIo();
 
 // Forwards every call to a target; subclasses override what they change.
 class FileIoWrapper : public FileIo {
@@ -105,6 +138,7 @@ class FileIoWrapper : public FileIo {
     return target_->list(dir, names);
   }
   int stat(const std::string& path, struct stat* st) override { return target_->stat(path, st); }
+  int lstat(const std::string& path, struct stat* st) override { return target_->lstat(path, st); }
   int access(const std::string& path, int mode) override { return target_->access(path, mode); }
   int sync_dir(const std::string& dir) override { return target_->sync_dir(dir); }
   int lock(const std::string& path, std::unique_ptr<FileLock>* out) override {

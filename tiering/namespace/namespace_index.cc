@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
@@ -71,28 +72,16 @@ uint64_t HeaderChecksum(const char* block) {
   return Xxh64(copy.data(), copy.size());
 }
 
-int WriteAll(int fd, const void* data, size_t n) {
-  const char* p = static_cast<const char*>(data);
-  while (n > 0) {
-    ssize_t w = ::write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return w < 0 ? -errno : -EIO;
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-  return 0;
-}
-
 // The file's bytes, mapped or copied; the deleter frees them.
-std::shared_ptr<const unsigned char> Bytes(int fd, uint64_t size, bool map, std::string* why) {
+std::shared_ptr<const unsigned char> Bytes(LocalFile* file, uint64_t size, bool map,
+                                           std::string* why) {
   if (map) {
-    void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (p == MAP_FAILED) {
-      *why = fmt::format("cannot map it: {}", std::strerror(errno));
+    std::shared_ptr<const unsigned char> mapped;
+    if (int err = file->map(size, &mapped); err < 0) {
+      *why = fmt::format("cannot map it: {}", std::strerror(-err));
       return nullptr;
     }
-    return {static_cast<const unsigned char*>(p),
-            [size](const unsigned char* q) { ::munmap(const_cast<unsigned char*>(q), size); }};
+    return mapped;
   }
   if (size > kMaxCopiedFile) {
     *why = "too large to copy";
@@ -108,11 +97,9 @@ std::shared_ptr<const unsigned char> Bytes(int fd, uint64_t size, bool map, std:
                                              [words](const unsigned char*) { delete[] words; });
   auto* out = reinterpret_cast<char*>(words);
   for (uint64_t done = 0; done < size;) {
-    ssize_t r =
-        ::pread(fd, out + done, std::min<uint64_t>(size - done, 1 << 20), static_cast<off_t>(done));
-    if (r < 0 && errno == EINTR) continue;
+    ssize_t r = file->pread(out + done, std::min<uint64_t>(size - done, 1 << 20), done);
     if (r <= 0) {
-      *why = r < 0 ? fmt::format("cannot read it: {}", std::strerror(errno))
+      *why = r < 0 ? fmt::format("cannot read it: {}", std::strerror(static_cast<int>(-r)))
                    : "it was truncated while being read";
       return nullptr;
     }
@@ -160,7 +147,9 @@ int64_t RealtimeNanos() {
 }
 
 std::string WriteIndex(const Namespace& ns, const SourceIdentity& source, int64_t created_ns,
-                       const std::string& path) {
+                       const std::string& path, FileIo* io) {
+  std::shared_ptr<FileIo> fallback = io ? nullptr : DefaultFileIo();
+  if (io == nullptr) io = fallback.get();
   if (ns.size() == 0) return "cannot save an empty namespace";
   auto header = std::make_unique<IndexHeader>();
   std::memset(header.get(), 0, sizeof(IndexHeader));
@@ -194,48 +183,55 @@ std::string WriteIndex(const Namespace& ns, const SourceIdentity& source, int64_
   h.path_len = static_cast<uint32_t>(source.path.size());
   std::memcpy(h.path, source.path.data(), source.path.size());
 
-  std::string tmp = path + ".tmp.XXXXXX";
-  int fd = ::mkostemp(tmp.data(), O_CLOEXEC);  // O_EXCL, mode 0600
-  if (fd < 0) return fmt::format("cannot create '{}': {}", tmp, std::strerror(errno));
+  // A name of its own beside `path` (O_EXCL: nothing is followed or reused).
+  static std::atomic<uint64_t> serial{0};
+  std::string tmp;
+  std::unique_ptr<LocalFile> file;
+  int err = -EEXIST;
+  for (int attempt = 0; attempt < 16 && err == -EEXIST; ++attempt) {
+    tmp = fmt::format("{}.tmp.{}.{}", path, ::getpid(), serial.fetch_add(1));
+    err = io->open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600, &file);
+  }
+  if (err < 0) return fmt::format("cannot create '{}': {}", tmp, std::strerror(-err));
   std::vector<char> head(kHeaderSize, 0);
   std::memcpy(head.data(), &h, sizeof(h));
   h.header_checksum = HeaderChecksum(head.data());
   std::memcpy(head.data(), &h, sizeof(h));
-  int err = WriteAll(fd, head.data(), head.size());
-  if (err == 0) err = WriteAll(fd, nodes.data(), nodes.size_bytes());
-  if (err == 0) err = WriteAll(fd, arena.data(), arena.size());
-  if (err == 0 && ::fsync(fd) != 0) err = -errno;
-  if (::close(fd) != 0 && err == 0) err = -errno;
-  if (err == 0 && ::rename(tmp.c_str(), path.c_str()) != 0) err = -errno;
+  err = WriteAll(file.get(), head.data(), head.size());
+  if (err == 0) {
+    err = WriteAll(file.get(), reinterpret_cast<const char*>(nodes.data()), nodes.size_bytes());
+  }
+  if (err == 0) err = WriteAll(file.get(), arena.data(), arena.size());
+  if (err == 0) err = file->fdatasync();
+  if (int closed = file->close(); closed < 0 && err == 0) err = closed;
+  if (err == 0) err = io->rename(tmp, path);
   if (err < 0) {
-    ::unlink(tmp.c_str());
+    io->unlink(tmp);
     return fmt::format("cannot write index '{}': {}", path, std::strerror(-err));
   }
   return "";
 }
 
 std::unique_ptr<Namespace> LoadIndex(const std::string& path, const SourceIdentity* expected,
-                                     std::string* error, IndexInfo* info) {
+                                     std::string* error, IndexInfo* info, FileIo* io) {
+  std::shared_ptr<FileIo> fallback = io ? nullptr : DefaultFileIo();
+  if (io == nullptr) io = fallback.get();
   auto refuse = [&](const std::string& why) {
     *error = fmt::format("index '{}' refused: {}", path, why);
     return nullptr;
   };
-  int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) {
-    *error = fmt::format("index '{}': {}", path, std::strerror(errno));
+  std::unique_ptr<LocalFile> file;
+  if (int err = io->open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0, &file); err < 0) {
+    *error = fmt::format("index '{}': {}", path, std::strerror(-err));
     return nullptr;
   }
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
   struct stat st;
-  if (::fstat(fd, &st) != 0) return refuse(std::strerror(errno));
+  if (int err = file->stat(&st); err < 0) return refuse(std::strerror(-err));
   if (!S_ISREG(st.st_mode)) return refuse("not a regular file");
   const uint64_t size = static_cast<uint64_t>(st.st_size);
   if (size < kHeaderSize) return refuse(fmt::format("it is truncated ({} bytes)", size));
   std::vector<char> block(kHeaderSize);
-  if (::pread(fd, block.data(), kHeaderSize, 0) != static_cast<ssize_t>(kHeaderSize)) {
+  if (file->pread(block.data(), kHeaderSize, 0) != static_cast<ssize_t>(kHeaderSize)) {
     return refuse("cannot read its header");
   }
   auto header = std::make_unique<IndexHeader>();
@@ -260,7 +256,7 @@ std::unique_ptr<Namespace> LoadIndex(const std::string& path, const SourceIdenti
   // under a mapping, which would bypass every check below.
   const bool map = st.st_uid == ::geteuid();
   std::string why;
-  std::shared_ptr<const unsigned char> bytes = Bytes(fd, size, map, &why);
+  std::shared_ptr<const unsigned char> bytes = Bytes(file.get(), size, map, &why);
   if (!bytes) return refuse(why);
   std::span<const Node> nodes(reinterpret_cast<const Node*>(bytes.get() + h.nodes_off),
                               h.node_count);

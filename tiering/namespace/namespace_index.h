@@ -15,6 +15,7 @@
 #include <memory>
 #include <string>
 
+#include "tiering/io/file_io.h"
 #include "tiering/namespace/namespace.h"
 
 namespace tierfs {
@@ -39,14 +40,16 @@ struct IndexInfo {
 // Writes `ns` to `path`: a temporary file beside it (O_EXCL, mode 0600),
 // fsync, then rename over `path`, so readers see the old or the new index,
 // never half of one. Returns "" or a message for the user.
+// Every file operation goes through `io` (null: the local file system).
 std::string WriteIndex(const Namespace& ns, const SourceIdentity& source, int64_t created_ns,
-                       const std::string& path);
+                       const std::string& path, FileIo* io = nullptr);
 
 // Loads an index written by WriteIndex. `expected`: refuse one that describes
 // another SOURCE (path or root inode; st_dev only logs, see above). Returns
 // nullptr and sets *error to a message naming the file and what is wrong.
 std::unique_ptr<Namespace> LoadIndex(const std::string& path, const SourceIdentity* expected,
-                                     std::string* error, IndexInfo* info = nullptr);
+                                     std::string* error, IndexInfo* info = nullptr,
+                                     FileIo* io = nullptr);
 
 // The wall clock in ns (for created_ns).
 int64_t RealtimeNanos();

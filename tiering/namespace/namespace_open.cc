@@ -32,25 +32,27 @@ constexpr double kLockStale = 30;
 // while held. Removed by the destructor.
 class BuildLock {
  public:
+  explicit BuildLock(FileIo* io) : io_(io) {}
   // Tries to create the lock; false if another builder holds it (or it
   // cannot be created: then *error says why and nobody will build).
   bool TryAcquire(const std::string& index, std::string* error) {
     path_ = index + ".lock";
-    int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0) {
-      if (errno != EEXIST)
-        *error = fmt::format("cannot create '{}': {}", path_, std::strerror(errno));
+    std::unique_ptr<LocalFile> file;
+    int err = io_->open(path_, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600, &file);
+    if (err < 0) {
+      if (err != -EEXIST)
+        *error = fmt::format("cannot create '{}': {}", path_, std::strerror(-err));
       return false;
     }
     char host[256] = "?";
     ::gethostname(host, sizeof(host) - 1);
     std::string who = fmt::format("{} {}\n", host, ::getpid());
-    (void)!::write(fd, who.data(), who.size());
+    (void)WriteAll(file.get(), who.data(), who.size());
     held_ = true;
-    beat_ = std::thread([this, fd] {
+    beat_ = std::thread([this, f = std::move(file)] {
       std::unique_lock lock(mu_);
-      while (!cv_.wait_for(lock, kLockBeat, [this] { return done_; })) ::futimens(fd, nullptr);
-      ::close(fd);
+      while (!cv_.wait_for(lock, kLockBeat, [this] { return done_; })) (void)f->touch();
+      (void)f->close();
     });
     return true;
   }
@@ -62,10 +64,11 @@ class BuildLock {
     }
     cv_.notify_all();
     beat_.join();
-    ::unlink(path_.c_str());
+    io_->unlink(path_);
   }
 
  private:
+  FileIo* const io_;
   std::string path_;
   bool held_ = false;
   std::thread beat_;
@@ -75,9 +78,9 @@ class BuildLock {
 };
 
 // Whether `path` exists (without following a final symlink); its age in s.
-bool Exists(const std::string& path, double* age_s) {
+bool Exists(FileIo* io, const std::string& path, double* age_s) {
   struct stat st;
-  if (::lstat(path.c_str(), &st) != 0) return false;
+  if (io->lstat(path, &st) != 0) return false;
   *age_s = static_cast<double>(::time(nullptr) - st.st_mtime);
   return true;
 }
@@ -85,9 +88,9 @@ bool Exists(const std::string& path, double* age_s) {
 // Why lock `path` is not one to wait for ("" if it is): another user's (a
 // name in a shared directory can be taken first by anyone), not a regular
 // file, dated in the future, or not touched for kLockStale.
-std::string UnworthyLock(const std::string& path) {
+std::string UnworthyLock(FileIo* io, const std::string& path) {
   struct stat st;
-  if (::lstat(path.c_str(), &st) != 0) return "";
+  if (io->lstat(path, &st) != 0) return "";
   if (st.st_uid != ::geteuid()) {
     return fmt::format("it belongs to uid {}, not to this daemon's user (planted?)", st.st_uid);
   }
@@ -100,12 +103,12 @@ std::string UnworthyLock(const std::string& path) {
 
 // Whether lock file `path` was left by a builder on this host that is gone
 // (its "host pid" line names a process that no longer exists).
-bool LockOfDeadProcess(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return false;
+bool LockOfDeadProcess(FileIo* io, const std::string& path) {
+  std::unique_ptr<LocalFile> file;
+  if (io->open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0, &file) < 0) return false;
   char buf[320] = {};
-  ssize_t n = ::read(fd, buf, sizeof(buf) - 1);
-  ::close(fd);
+  ssize_t n = file->pread(buf, sizeof(buf) - 1, 0);
+  file->close();
   if (n <= 0) return false;
   char host[256] = {};
   ::gethostname(host, sizeof(host) - 1);
@@ -188,6 +191,8 @@ std::unique_ptr<Namespace> OpenNamespace(Backend* backend, const SourceIdentity&
                                          std::string* error, ScanReport* live) {
   const auto start = Clock::now();
   const int64_t created = RealtimeNanos();
+  const std::shared_ptr<FileIo> io_owner = options.io ? options.io : DefaultFileIo();
+  FileIo* const io = io_owner.get();
   ScanReport local;
   ScanReport& scan = live ? *live : local;
   auto finish = [&](std::unique_ptr<Namespace> ns, std::string how) {
@@ -209,14 +214,14 @@ std::unique_ptr<Namespace> OpenNamespace(Backend* backend, const SourceIdentity&
   // instead of heap). Keeps `ns` when the index cannot be written.
   auto save = [&](std::unique_ptr<Namespace> ns) {
     if (!options.write) return ns;
-    std::string err = WriteIndex(*ns, source, created, options.index);
+    std::string err = WriteIndex(*ns, source, created, options.index, io);
     if (!err.empty()) {
       report->notes.push_back(err + "; the index on disk stays as it was");
       return ns;
     }
     report->written = true;
     std::string reload_error;
-    if (auto mapped = LoadIndex(options.index, &source, &reload_error)) return mapped;
+    if (auto mapped = LoadIndex(options.index, &source, &reload_error, nullptr, io)) return mapped;
     report->notes.push_back(reload_error);
     return ns;
   };
@@ -229,45 +234,45 @@ std::unique_ptr<Namespace> OpenNamespace(Backend* backend, const SourceIdentity&
   std::unique_ptr<Namespace> saved;
   IndexInfo info;
   if (options.check != IndexCheck::kFull) {
-    saved = LoadIndex(options.index, &source, &load_error, &info);
+    saved = LoadIndex(options.index, &source, &load_error, &info, io);
     if (!saved) {
       // Another node may be building it: wait for its lock to go, then retry.
-      BuildLock lock;
+      BuildLock lock(io);
       std::string lock_error;
       double age = 0;
       if (lock.TryAcquire(options.index, &lock_error)) {
-        saved = LoadIndex(options.index, &source, &load_error, &info);  // written meanwhile?
+        saved = LoadIndex(options.index, &source, &load_error, &info, io);  // written meanwhile?
       } else if (lock_error.empty()) {
         TIERFS_LOG(kInfo, "index '{}' is being built elsewhere: waiting up to {} s", options.index,
                    options.wait_s);
-        while (Exists(options.index + ".lock", &age) && age < options.wait_s &&
+        while (Exists(io, options.index + ".lock", &age) && age < options.wait_s &&
                Since(start) < options.wait_s) {
-          if (std::string why = UnworthyLock(options.index + ".lock"); !why.empty()) {
+          if (std::string why = UnworthyLock(io, options.index + ".lock"); !why.empty()) {
             report->notes.push_back(
                 fmt::format("index '{}': its lock is not waited for: {}", options.index, why));
             if (why.find("uid") == std::string::npos) {  // ours: break it and build here
-              ::unlink((options.index + ".lock").c_str());
+              io->unlink(options.index + ".lock");
               lock.TryAcquire(options.index, &lock_error);
             }
             break;
           }
-          if (LockOfDeadProcess(options.index + ".lock")) {
+          if (LockOfDeadProcess(io, options.index + ".lock")) {
             report->notes.push_back(fmt::format(
                 "index '{}': its builder on this host died; removing its lock", options.index));
-            ::unlink((options.index + ".lock").c_str());
+            io->unlink(options.index + ".lock");
             lock.TryAcquire(options.index, &lock_error);  // build it here; others wait for us
             break;
           }
           std::this_thread::sleep_for(std::chrono::milliseconds(100));
         }
-        if (Exists(options.index + ".lock", &age) &&
-            UnworthyLock(options.index + ".lock").empty()) {
+        if (Exists(io, options.index + ".lock", &age) &&
+            UnworthyLock(io, options.index + ".lock").empty()) {
           report->notes.push_back(fmt::format(
               "index '{}' still locked after {:.0f} s (lock {:.0f} s old): scanning here",
               options.index, Since(start), age));
-          if (age >= options.wait_s) ::unlink((options.index + ".lock").c_str());  // stale
+          if (age >= options.wait_s) io->unlink(options.index + ".lock");  // stale
         }
-        saved = LoadIndex(options.index, &source, &load_error, &info);
+        saved = LoadIndex(options.index, &source, &load_error, &info, io);
       }
       if (!saved) {
         if (!lock_error.empty()) report->notes.push_back(lock_error);
@@ -282,7 +287,7 @@ std::unique_ptr<Namespace> OpenNamespace(Backend* backend, const SourceIdentity&
     }
   }
   if (!saved) {  // check=full: a scan, saved for the next mount
-    BuildLock lock;
+    BuildLock lock(io);
     std::string lock_error;
     lock.TryAcquire(options.index, &lock_error);
     auto ns = full_scan(error);
@@ -309,7 +314,7 @@ std::unique_ptr<Namespace> OpenNamespace(Backend* backend, const SourceIdentity&
   std::vector<bool> flags(saved->size(), false);
   for (NodeId id : changed) flags[id] = true;
   report->scanned = true;
-  BuildLock lock;
+  BuildLock lock(io);
   std::string lock_error;
   lock.TryAcquire(options.index, &lock_error);  // best effort: writing is atomic anyway
   auto ns =

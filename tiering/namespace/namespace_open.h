@@ -44,6 +44,7 @@ struct OpenOptions {
   unsigned wait_s = 600;      // longest wait for another node's build
   bool write = true;          // write the index when it was (re)built
   int64_t racy_margin_ns = kRacyMarginNs;
+  std::shared_ptr<FileIo> io;  // the index's and its lock's file I/O; null: the local one
 };
 
 // What OpenNamespace did, for the log and for `tierfs index`.
