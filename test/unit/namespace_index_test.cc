@@ -90,6 +90,7 @@ struct Fixture {
   std::shared_ptr<Backend> backend;
   SourceIdentity id;
   std::string index;
+  std::shared_ptr<FileIo> io_for_open;  // OpenQuietly's; null: the local file system
 
   Fixture() {
     int err = 0;
@@ -134,6 +135,7 @@ struct Fixture {
     o.scan_threads = 4;
     o.wait_s = 20;
     o.racy_margin_ns = 0;
+    o.io = io_for_open;
     return OpenNamespace(via ? via : backend.get(), id, o, report, error);
   }
   std::unique_ptr<Namespace> Open(IndexCheck check, OpenReport* report, Backend* via = nullptr) {
@@ -532,19 +534,9 @@ struct FaultyIndex : Fixture {
     }
     return n;
   }
+  FaultyIndex() { io_for_open = io; }
   std::unique_ptr<Namespace> OpenThrough(IndexCheck check, OpenReport* report) {
-    OpenOptions o;
-    o.index = index;
-    o.check = check;
-    o.scan_threads = 4;
-    o.wait_s = 20;
-    o.racy_margin_ns = 0;
-    o.io = io;
-    std::string error;
-    auto ns = OpenNamespace(backend.get(), id, o, report, &error);
-    INFO(error);
-    REQUIRE(ns);
-    return ns;
+    return Open(check, report);
   }
   std::string Notes(const OpenReport& r) const {
     std::string all;
