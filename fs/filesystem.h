@@ -84,9 +84,13 @@ class FsContext {
   InitReplyPatch& init_patch() { return init_patch_; }
   // FUSE passthrough: its state and the files open in it.
   PassthroughOpens& passthrough() { return passthrough_; }
-  // The session's /dev/fuse descriptor (backing files are registered on it).
-  // REQUIRES: set before the session starts.
-  void set_device_fd(int fd) { device_fd_ = fd; }
+  // The session (for notifications) and its /dev/fuse descriptor (backing
+  // files are registered on it). REQUIRES: set before the session starts.
+  void set_session(fuse_session* se) {
+    session_ = se;
+    device_fd_ = fuse_session_fd(se);
+  }
+  fuse_session* session() const { return session_; }
   int device_fd() const { return device_fd_; }
   // A descriptor of a file holding all of regular file `id`'s bytes at its
   // own offsets (the one tier file of a one-chunk file), or -errno.
@@ -125,6 +129,7 @@ class FsContext {
   std::string source_path_, mount_path_;
   InitReplyPatch init_patch_;
   PassthroughOpens passthrough_;
+  fuse_session* session_ = nullptr;
   int device_fd_ = -1;
 };
 

@@ -29,6 +29,14 @@ constexpr uint64_t kFhUntracked = 0;
 constexpr uint64_t kFhCached = 1;       // counted as a cached open of the inode
 constexpr uint64_t kFhPassthrough = 2;  // counted as a passthrough open
 
+// Drops the mount's page cache of `ino`. Called after the reply: the
+// kernel waits for nothing of this request while it invalidates.
+void DropPageCache(FsContext& ctx, fuse_ino_t ino) {
+  if (fuse_lowlevel_notify_inval_inode(ctx.session(), ino, 0, 0) == 0) {
+    ctx.passthrough().CountCacheDropped();
+  }
+}
+
 // Whether the caller may open `id` for reading; replies the error if not.
 bool Allowed(fuse_req_t req, FsContext& ctx, NodeId id, int flags) {
   if ((flags & O_ACCMODE) != O_RDONLY) {
@@ -68,8 +76,9 @@ void Open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi, bool dir) {
       const NodeId id = FsContext::NodeOf(ino);
       if (!Allowed(req, ctx, id, fi->flags)) return;
       if (passthrough && S_ISREG(ctx.ns().node(id).mode)) {
-        const int backing =
-            ctx.passthrough().Open(ino, [&ctx, id] { return ctx.OpenBackingFile(id); });
+        bool registered = false;
+        const int backing = ctx.passthrough().Open(
+            ino, [&ctx, id] { return ctx.OpenBackingFile(id); }, &registered);
         if (backing >= 0) {
           fi->fh = kFhPassthrough;
           fi->keep_cache = 0;  // the kernel refuses FOPEN_KEEP_CACHE with passthrough
@@ -78,6 +87,8 @@ void Open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi, bool dir) {
           fuse_reply_open(req, fi);
           InitReplyPatch::PassThroughNextOpen(-1);
           ctx.NotePassthroughOpen(id);
+          // Pages of earlier opens without passthrough are no longer read.
+          if (registered) DropPageCache(ctx, ino);
           return;
         }
         fi->fh = kFhCached;
@@ -99,10 +110,20 @@ void OpOpendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
 }
 
 void OpRelease(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
+  FsContext& ctx = Ctx(req);
+  bool last_cached = false;
   if (fi->fh == kFhCached || fi->fh == kFhPassthrough) {
-    Ctx(req).passthrough().Release(ino, fi->fh == kFhPassthrough);
+    last_cached = ctx.passthrough().Release(ino, fi->fh == kFhPassthrough);
   }
   fuse_reply_err(req, 0);
+  if (!last_cached || !ctx.IsNode(ino)) return;
+  // The file was read through the page cache (opened before it was
+  // resident): if a tier file holds it now, its next opens pass through,
+  // and its pages in the mount's cache would only hold its bytes twice.
+  const int fd = ctx.OpenBackingFile(FsContext::NodeOf(ino));
+  if (fd < 0) return;
+  ::close(fd);
+  DropPageCache(ctx, ino);
 }
 
 }  // namespace tierfs

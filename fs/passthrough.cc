@@ -105,7 +105,9 @@ void PassthroughOpens::Unregister(int32_t id) {
   backing_files_.fetch_sub(1, std::memory_order_relaxed);
 }
 
-int PassthroughOpens::Open(fuse_ino_t ino, const std::function<int()>& open_backing) {
+int PassthroughOpens::Open(fuse_ino_t ino, const std::function<int()>& open_backing,
+                           bool* registered) {
+  *registered = false;
   auto cached = [this](InodeOpens& e, int err) {
     ++e.cached;
     cached_opens_.fetch_add(1, std::memory_order_relaxed);
@@ -141,23 +143,26 @@ int PassthroughOpens::Open(fuse_ino_t ino, const std::function<int()>& open_back
   if (id < 0) return cached(e, id);
   e.passed = 1;
   e.backing_id = id;
+  *registered = true;
   passed_opens_.fetch_add(1, std::memory_order_relaxed);
   return id;
 }
 
-void PassthroughOpens::Release(fuse_ino_t ino, bool passthrough) {
+bool PassthroughOpens::Release(fuse_ino_t ino, bool passthrough) {
   std::lock_guard lock(mu_);
   auto it = opens_.find(ino);
-  if (it == opens_.end()) return;
+  if (it == opens_.end()) return false;
   InodeOpens& e = it->second;
+  bool last_cached = false;
   if (passthrough && e.passed > 0 && --e.passed == 0) {
     Unregister(e.backing_id);
     e.backing_id = -1;
   } else if (!passthrough && e.cached > 0) {
-    --e.cached;
+    last_cached = --e.cached == 0;
     cached_now_.fetch_sub(1, std::memory_order_relaxed);
   }
   if (e.passed == 0 && e.cached == 0) opens_.erase(it);
+  return last_cached;
 }
 
 void PassthroughOpens::VisitCounters(CounterVisitor& v) const {
@@ -177,6 +182,9 @@ void PassthroughOpens::VisitCounters(CounterVisitor& v) const {
   v.Counter("busy", busy_.load(std::memory_order_relaxed),
             {"Opens of a resident file answered without passthrough because the file was open "
              "without it."});
+  v.Counter("cache_drops", cache_drops_.load(std::memory_order_relaxed),
+            {"Files whose page cache in the mount was dropped because a tier file holds them "
+             "(so their bytes are not held twice)."});
   v.Counter("register_failures", register_failed_.load(std::memory_order_relaxed),
             {"Backing files the kernel refused to register."});
   v.Gauge("cached_open_files", static_cast<double>(cached_now_.load(std::memory_order_relaxed)),

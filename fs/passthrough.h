@@ -54,10 +54,14 @@ class PassthroughOpens {
   // backing file or -errno (none). Returns the backing id to reply with
   // FOPEN_PASSTHROUGH, or -errno: reply a cached open. Either way the open
   // is counted until Release.
-  int Open(fuse_ino_t ino, const std::function<int()>& open_backing);
-  // The open answered with `backing_id` >= 0 (passthrough) or < 0 (cached)
-  // is released.
-  void Release(fuse_ino_t ino, bool passthrough);
+  // *registered: a backing file was registered for the inode (its first
+  // passthrough open since it had none).
+  int Open(fuse_ino_t ino, const std::function<int()>& open_backing, bool* registered);
+  // An open answered in passthrough mode or not is released. Returns true
+  // when it was the inode's last open without passthrough.
+  bool Release(fuse_ino_t ino, bool passthrough);
+  // The page cache of a file was dropped: its bytes are held by the tier.
+  void CountCacheDropped() { cache_drops_.fetch_add(1, std::memory_order_relaxed); }
   // A file of `bytes` was opened in passthrough mode (its reads are not seen).
   void CountOpened(uint64_t bytes) { opened_bytes_.fetch_add(bytes, std::memory_order_relaxed); }
 
@@ -80,8 +84,8 @@ class PassthroughOpens {
   int dev_fd_ = -1;
   std::mutex mu_;  // guards opens_; a leaf lock (the registration ioctls run under it)
   std::unordered_map<fuse_ino_t, InodeOpens> opens_;
-  std::atomic<uint64_t> cached_now_{0}, opened_bytes_{0}, passed_opens_{0}, cached_opens_{0},
-      busy_{0}, register_failed_{0}, backing_files_{0};
+  std::atomic<uint64_t> cache_drops_{0}, cached_now_{0}, opened_bytes_{0}, passed_opens_{0},
+      cached_opens_{0}, busy_{0}, register_failed_{0}, backing_files_{0};
 };
 
 }  // namespace tierfs

@@ -356,7 +356,7 @@ int RunMount(const MountConfig& config) {
     fuse_session_destroy(se);
     return fail(fmt::format("cannot set up the FUSE session's I/O: {}", std::strerror(-err)));
   }
-  ctx.set_device_fd(fuse_session_fd(se));
+  ctx.set_session(se);
   if (ctx.passthrough().wanted()) {
     // The INIT exchange now, before the parent returns: whether the kernel
     // takes passthrough is known (and passthrough=on can still refuse).

@@ -105,6 +105,21 @@ class PassthroughTest(unittest.TestCase):
             self.wait_resident(m, len(files))
             self.check_served_without_daemon(m, files)
 
+    def test_a_file_read_before_it_was_resident_drops_its_page_cache(self):
+        # Read while it is copied in (on-access): through the page cache.
+        # Once released and resident, the mount's pages of it are dropped
+        # (the tier holds its bytes) and its next open passes through.
+        data = os.urandom(300_000)
+        self.write("f", data)
+        with self.mount("ram=16M", "prefetch=on-access") as m:
+            with open(os.path.join(self.mnt, "f"), "rb", buffering=0) as f:
+                self.assertEqual(f.readall(), data)
+            self.wait_resident(m, 1)
+            harness.wait_for(lambda: m.stats()["passthrough"]["cache_drops"] == 1,
+                             what="the page cache of f dropped")
+            self.wait_released(m)
+            self.check_served_without_daemon(m, {"f": data})
+
     def test_a_partly_resident_file_is_not_passed_through_and_reads_right(self):
         # 5 chunks of 1 MiB, a RAM tier of 4 MiB: at most four are resident.
         big = os.urandom(5 * MiB - 5)
