@@ -8,7 +8,7 @@ namespace {
 // The length of the valid UTF-8 sequence at the start of `s` (0: none).
 size_t Utf8Length(std::string_view s) {
   const auto b = static_cast<unsigned char>(s[0]);
-  size_t n = b >= 0xf0 && b <= 0xf4 ? 4 : b >= 0xe0 ? 3 : b >= 0xc2 && b < 0xe0 ? 2 : 0;
+  const size_t n = b > 0xf4 ? 0 : b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : b >= 0xc2 ? 2 : 0;
   if (n == 0 || n > s.size()) return 0;
   for (size_t i = 1; i < n; ++i) {
     if ((static_cast<unsigned char>(s[i]) & 0xc0) != 0x80) return 0;

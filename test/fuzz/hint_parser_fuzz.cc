@@ -21,8 +21,9 @@
 // a small namespace mounted at /mnt (built in memory, no file is touched).
 // It aborts when a result breaks HintParser's contract: marks in order and
 // within the files, only regular files of the namespace, stream names
-// within the rules, no directive from the stage parser, and no unfinished
-// line left after a full flush.
+// within the rules, no directive from the stage parser, no unfinished
+// line left after a full flush, and every rejection shown with a reason, the
+// line bounded, printable and valid UTF-8.
 #include <sys/stat.h>
 
 #include <cstdint>
@@ -125,6 +126,34 @@ void CheckResult(const Namespace& ns, const HintParser::Result& r, bool directiv
   }
 }
 
+// A line shown to people (HintParser::Shown): bounded, no control
+// character, valid UTF-8 (a JSON reader and a terminal take it as it is).
+void CheckShown(const std::string& shown) {
+  if (shown.size() > 4 * HintParser::kMaxShown + 3) Fail("a shown line longer than its bound");
+  for (size_t i = 0; i < shown.size();) {
+    const auto c = static_cast<unsigned char>(shown[i]);
+    if (c < 0x20 || c == 0x7f) Fail("a control character in a shown line");
+    size_t n = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : 4;
+    if (c >= 0x80 && (c < 0xc2 || c > 0xf4)) Fail("a shown line that is not UTF-8");
+    if (i + n > shown.size()) Fail("a shown line with a cut UTF-8 sequence");
+    for (size_t k = 1; k < n; ++k) {
+      if ((static_cast<unsigned char>(shown[i + k]) & 0xc0) != 0x80) {
+        Fail("a shown line that is not UTF-8");
+      }
+    }
+    i += n;
+  }
+}
+
+// A rejection counted is a rejection shown (the first of its stream of writes).
+void CheckRejected(const HintParser& parser, const HintParser::Result& r) {
+  if (r.rejected > 0 && !parser.last_rejected()) Fail("a rejected line and nothing shown");
+  if (const auto& last = parser.last_rejected()) {
+    CheckShown(last->line);
+    if (last->reason.empty()) Fail("a rejection without a reason");
+  }
+}
+
 }  // namespace
 }  // namespace tierfs
 
@@ -149,6 +178,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     HintParser::Result rest;  // as ClearOrder and the stage ticker
     stage.FlushTails(Clock::duration::zero(), &rest);
     CheckResult(*ns, rest, false);
+    CheckRejected(stage, rest);
     HintParser::Result again;
     std::map<uint64_t, HintParser::Result> again_late;
     order.FlushTails(Clock::duration::zero(), &again);
@@ -165,9 +195,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     HintParser::Result r;
     order.Feed(writer, off, bytes, &r);
     append_order(writer, r);
+    CheckRejected(order, r);
     HintParser::Result s;
     stage.Feed(writer, off, bytes, &s);
     CheckResult(*ns, s, false);
+    CheckRejected(stage, s);
+    CheckShown(HintParser::Shown(bytes));
   };
 
   constexpr uint64_t kMaxExtraWriters = 300;  // more than kMaxWriters and kMaxStreams
