@@ -128,8 +128,21 @@ class HintedSamplerTest(unittest.TestCase):
             self.assertEqual(list(sampler), list(range(10)))
         self.assertEqual(len(w), 1)
         self.assertIn("rejected every path", str(w[0].message))
+        self.assertNotIn("first:", str(w[0].message))  # the stats (here none) do not say
         self.assertEqual(list(sampler), list(range(10)))  # works again
         self.assertEqual(self.m.order(), hinted(self.m.rel))
+
+    def test_a_rejected_write_names_the_daemons_reason(self):
+        with open(os.path.join(self.m.root, ".tierfs", "stats"), "w") as f:
+            f.write('{"prefetch": {"order": {"last_rejected": '
+                    '{"line": "c0/f000.jpg", "reason": "not in the mount"}}}}')
+        with warnings.catch_warnings(record=True) as w, \
+                mock.patch("os.write", side_effect=OSError(errno.EINVAL, "Invalid argument")):
+            warnings.simplefilter("always")
+            self.assertEqual(tierfs_hint.hint(self.m.root, self.m.samples), 0)
+        self.assertEqual(len(w), 1)
+        self.assertIn("rejected every path (none names a file in the mount); "
+                      "first: 'c0/f000.jpg': not in the mount", str(w[0].message))
 
     def test_an_index_without_a_path_disables_hints_not_training(self):
         with warnings.catch_warnings(record=True) as w:

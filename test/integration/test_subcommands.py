@@ -5,6 +5,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import time
 import unittest
 
@@ -184,6 +185,23 @@ class SubcommandTest(unittest.TestCase):
             shown = m.stats()["prefetch"]["order"]["last_rejected"]
             self.assertEqual(shown["line"], "\\x1b[2J" + "y" * 196 + "...")
             self.assertIn("not in the mount", shown["reason"])
+
+            # The Python helper's warning names it too: a file made on SOURCE
+            # after the mount is not in its snapshot.
+            with open(os.path.join(self.src, "late.jpg"), "w") as f:
+                f.write("x")
+            helper = ("import sys, warnings; sys.path.insert(0, sys.argv[1]); import tierfs_hint\n"
+                      "with warnings.catch_warnings(record=True) as w:\n"
+                      "    warnings.simplefilter('always')\n"
+                      "    print(tierfs_hint.hint(sys.argv[2], [sys.argv[2] + '/late.jpg']))\n"
+                      "print(*[str(x.message) for x in w])\n")
+            python = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+                os.path.abspath(__file__)))), "tools", "python")
+            out = subprocess.run([sys.executable, "-c", helper, python, self.mnt],
+                                 capture_output=True, text=True, timeout=30)
+            self.assertEqual(out.stdout.splitlines()[0], "0", out.stderr)
+            self.assertIn("rejected every path (none names a file in the mount); first: "
+                          "'late.jpg': not in the mount", out.stdout)
 
     def test_hint_with_no_valid_line_fails(self):
         with harness.Mount(self.src, self.mnt, ["ram=16M", "prefetch=order"]) as m:

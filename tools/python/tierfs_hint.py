@@ -28,6 +28,7 @@ or an older tierfs) or a write fails, a RuntimeWarning is issued once and the
 job goes on without hints. Standard library only; torch is not imported.
 """
 import errno
+import json
 import os
 import sys
 import warnings
@@ -97,6 +98,7 @@ class _Writer:
 
     def __init__(self, mount):
         self.path = os.path.join(mount, ORDER_FILE)
+        self.stats_path = os.path.join(mount, ".tierfs", "stats")
         self.disabled = False
         self._warned = set()
 
@@ -124,6 +126,7 @@ class _Writer:
             why = "it has no .tierfs/order (not a tierfs mount, or a tierfs without order hints)"
         elif e.errno == errno.EINVAL:
             why = "the daemon rejected every path (none names a file in the mount)"
+            why += self._first_rejected()
         else:
             why = os.strerror(e.errno or 0)
         if e.errno in _PERMANENT:
@@ -132,6 +135,16 @@ class _Writer:
         if e.errno not in self._warned:
             self._warned.add(e.errno)
             _warn(f"cannot declare the read order to {self.path}: {why}")
+
+    def _first_rejected(self):
+        """"; first: 'LINE': REASON" from the daemon's stats (the first rejected
+        line of the latest write that had one), or "" if it does not say."""
+        try:
+            with open(self.stats_path, "rb") as f:
+                last = json.loads(f.read())["prefetch"]["order"]["last_rejected"]
+            return f"; first: '{last['line']}': {last['reason']}"
+        except (OSError, ValueError, KeyError, TypeError):
+            return ""
 
 
 def hint(mount, paths):
