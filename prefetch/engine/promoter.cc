@@ -26,8 +26,7 @@ bool Promoter::Request(ChunkKey key, Executor::Lane lane, From from) {
     return false;
   }
   // A job dropped unrun (lane full, shutdown) destroys the claim, undoing it.
-  if (!executor_->Submit(lane,
-                         Executor::Job{[this, claim, home] { Copy(*claim, home); }})) {
+  if (!executor_->Submit(lane, Executor::Job{[this, claim, home] { Copy(*claim, home); }})) {
     rejected_.fetch_add(1, std::memory_order_relaxed);
     return false;
   }
@@ -35,24 +34,12 @@ bool Promoter::Request(ChunkKey key, Executor::Lane lane, From from) {
   return true;
 }
 
-void Promoter::AskHomeAhead(ChunkKey key) {
-  if (peers_ == nullptr) return;
-  {
-    std::lock_guard lock(asked_mu_);
-    if (!asked_.insert(key).second) return;
-    asked_order_.push_back(key);
-    if (asked_order_.size() > kMaxAsked) {
-      asked_.erase(asked_order_.front());
-      asked_order_.pop_front();
-    }
-  }
+bool Promoter::AskHome(ChunkKey key) {
+  if (peers_ == nullptr) return true;
   auto ask = [this, key] {
     if (int home = peers_->Home(key); home >= 0) peers_->AskAhead(home, key);
   };
-  if (!executor_->Submit(Executor::Lane::kLookahead, Executor::Job{ask})) {
-    std::lock_guard lock(asked_mu_);
-    asked_.erase(key);  // the lane is full: ask again next time
-  }
+  return executor_->Submit(Executor::Lane::kLookahead, Executor::Job{ask});
 }
 
 void Promoter::Copy(ChunkClaim& claim, int home) {

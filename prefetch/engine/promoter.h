@@ -45,16 +45,10 @@ class Promoter {
   // True unless another live peer is `key`'s home (always true without peers).
   bool HomedHere(ChunkKey key) const { return peers_ == nullptr || peers_->Home(key) < 0; }
   // Look-ahead for a chunk another node homes and this one has no room to
-  // copy: asks the home (on the look-ahead lane) to promote it now. Each
-  // chunk is asked once among the last kMaxAsked.
-  void AskHomeAhead(ChunkKey key);
-  // True if `key`'s home was asked (among the last kMaxAsked): look-ahead
-  // counts it as ready.
-  bool AskedAhead(ChunkKey key) const {
-    std::lock_guard lock(asked_mu_);
-    return asked_.count(key) != 0;
-  }
-  static constexpr size_t kMaxAsked = 1 << 16;
+  // copy: asks the home (on the look-ahead lane) to promote it now. False
+  // if the lane is full (not asked). Remembering what was asked is the
+  // planner's.
+  bool AskHome(ChunkKey key);
 
   uint64_t requested() const { return requested_.load(std::memory_order_relaxed); }
   uint64_t rejected() const { return rejected_.load(std::memory_order_relaxed); }
@@ -69,10 +63,6 @@ class Promoter {
   SourceReader* const source_;
   Executor* const executor_;
   JobPeers* const peers_;
-  // Guards asked_ and asked_order_. A leaf lock (taken under Prefetcher::mu_).
-  mutable std::mutex asked_mu_;
-  std::unordered_set<ChunkKey, ChunkKeyHash> asked_;
-  std::deque<ChunkKey> asked_order_;    // oldest first, at most kMaxAsked
   std::atomic<uint64_t> requested_{0};  // chunks put in flight
   std::atomic<uint64_t> rejected_{0};   // the executor's lane was full
 };

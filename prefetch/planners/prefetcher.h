@@ -1,4 +1,9 @@
-// Prefetcher: the planners and the control plane of promotion.
+// Prefetcher: the planner loop of promotion, and the control files' front.
+// Its parts, one job each: HintIntake parses what is written to the control
+// files; OrderModel keeps the declared orders and readers' positions (the
+// next-use model, written to the store's NextUseTable); StagePlanner queues
+// stage-in; PromotionTuner tunes. The Prefetcher owns the mode and the
+// planner thread, and remembers which chunks' homes it asked ahead.
 //
 // Modes (-o prefetch=..., or written to .tierfs/prefetch at runtime):
 // - on-access: a chunk is promoted when first read (ReadPath does it).
@@ -25,15 +30,16 @@
 #include <string>
 #include <string_view>
 #include <thread>
-#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "prefetch/engine/executor.h"
 #include "prefetch/engine/promoter.h"
 #include "prefetch/engine/promotion_tuner.h"
 #include "prefetch/engine/read_path.h"
+#include "prefetch/planners/hint_intake.h"
 #include "prefetch/planners/hint_parser.h"
-#include "prefetch/planners/order_plan.h"
+#include "prefetch/planners/order_model.h"
 #include "prefetch/planners/stage_planner.h"
 #include "prefetch/planners/stream_planner.h"
 #include "tiering/store/eviction_policy.h"
@@ -87,6 +93,21 @@ class Prefetcher final : public ReadObserver {
   void set_round_hook(std::function<void()> hook) { round_hook_ = std::move(hook); }
 
  private:
+  // Chunks whose home (another node) was asked to promote them ahead: look-
+  // ahead counts them as ready. The last kMax asked; the planner thread's
+  // alone (no lock).
+  class AskedAhead {
+   public:
+    static constexpr size_t kMax = 1 << 16;
+    bool Contains(ChunkKey key) const { return set_.count(key) != 0; }
+    bool Remember(ChunkKey key);  // false if already remembered
+    void Forget(ChunkKey key) { set_.erase(key); }
+
+   private:
+    std::unordered_set<ChunkKey, ChunkKeyHash> set_;
+    std::deque<ChunkKey> order_;  // oldest first
+  };
+
   void SetMode(PrefetchMode mode);
   void Loop();
   // One round of the planner thread: wait, flush late lines, look ahead,
@@ -97,55 +118,22 @@ class Prefetcher final : public ReadObserver {
   // false: stopped (no room, lane full). `home_share`: only the chunks this
   // node homes (stage-in with peers).
   bool Promote(NodeId id, Executor::Lane lane, bool home_share = false);
-  void AppendOrder(uint64_t writer, const HintParser::Result& result);
-  // Tells the policy; REQUIRES: mu_ not held.
-  void NotifyChanged(std::vector<NodeId>& changed);
-  // A read at offset 0: consumes `id`'s declared use; with `chunk` (a file
-  // of several chunks), records it as being read, its reader in `chunk`.
-  void Consume(NodeId id, bool hit, std::chrono::steady_clock::time_point now,
-               std::optional<uint32_t> chunk = std::nullopt);
-  // Forgets files whose reader went quiet (into *changed). REQUIRES: mu_.
-  void ExpireReading(std::chrono::steady_clock::time_point now, std::vector<NodeId>* changed);
+  void Declare(uint64_t writer, const HintParser::Result& result);
 
   const PrefetchConfig config_;
   const Namespace* const ns_;
-  const ChunkStore* const store_;
-  const Catalog* const catalog_;  // store_'s
+  const Catalog* const catalog_;  // the store's; null without tiers
   Promoter* const promoter_;
   Executor* const executor_;
   BeladyPolicy* const policy_;
-  NextUseTable* const next_uses_;
-  const ReadCounters* const reads_;
   std::atomic<PrefetchMode> mode_;
 
-  // Lock order: BeladyPolicy's mutex, then mu_, then Promoter::asked_mu_
-  // (the look-ahead's ready check calls Promoter::AskedAhead, which takes
-  // nothing else). Nothing else is called with mu_ held: not the policy, not
-  // the tuner, not the promoter's other methods, not the executor.
-  mutable std::mutex mu_;  // guards planner_, the parsers and reading_
-  StreamPlanner planner_;
-  HintParser order_parser_, stage_parser_;
-  uint64_t order_valid_ = 0, order_rejected_ = 0;
-  // Files of more than one chunk being read: their occurrence was consumed
-  // at offset 0, but the chunks from `chunk` on are still to be read. Without
-  // this they would count as never needed again and be the first victims
-  // while their reader is still on its way to them (each entry is mirrored
-  // in the next-use table: NextUseTable::SetReading). Bounded (kMaxReading);
-  // an entry goes when its reader has been quiet for kReadingIdle (a read
-  // at the end does not end it: read-ahead may still be fetching earlier
-  // pieces).
-  struct Reading {
-    uint32_t chunk;       // the chunk the reader is in
-    uint64_t occurrence;  // the occurrence being read (NextUses::next_id)
-    std::chrono::steady_clock::time_point last;
-  };
-  static constexpr size_t kMaxReading = 4096;
-  static constexpr auto kReadingIdle = std::chrono::seconds(1);
-  std::unordered_map<NodeId, Reading> reading_;
-  std::atomic<size_t> reading_size_{0};  // reads at offset > 0 skip mu_ when 0
-  PromotionTuner tuner_;                 // not under mu_: it has its own lock
-  StagePlanner stage_;                   // likewise
-
+  HintIntake intake_;     // has its own lock
+  OrderModel model_;      // likewise
+  PromotionTuner tuner_;  // likewise
+  StagePlanner stage_;    // likewise
+  AskedAhead asked_;      // the planner thread's
+  std::mutex mu_;         // guards stop_; a leaf lock (the wake-up's)
   std::condition_variable wake_;
   bool stop_ = false;
   std::atomic<uint64_t> loop_errors_{0};  // rounds of the planner thread lost to a throw

@@ -1,0 +1,55 @@
+#include "prefetch/planners/hint_intake.h"
+
+namespace tierfs {
+
+HintIntake::HintIntake(const Namespace* ns, const std::string& mountpoint)
+    : order_(ns, mountpoint, /*directories=*/false, /*directives=*/true),
+      stage_(ns, mountpoint, /*directories=*/true) {}
+
+HintParser::Result HintIntake::FeedOrder(uint64_t writer, uint64_t off, std::string_view data) {
+  HintParser::Result result;
+  std::lock_guard lock(mu_);
+  order_.Feed(writer, off, data, &result);
+  order_valid_ += result.valid;
+  order_rejected_ += result.rejected;
+  return result;
+}
+
+HintParser::Result HintIntake::FeedStage(uint64_t writer, uint64_t off, std::string_view data) {
+  HintParser::Result result;
+  std::lock_guard lock(mu_);
+  stage_.Feed(writer, off, data, &result);
+  return result;
+}
+
+void HintIntake::DropOrderTails() {
+  HintParser::Result dropped;
+  std::lock_guard lock(mu_);
+  order_.FlushTails(std::chrono::steady_clock::duration::zero(), &dropped);
+}
+
+void HintIntake::FlushLate(std::chrono::steady_clock::duration age,
+                           std::map<uint64_t, HintParser::Result>* order,
+                           HintParser::Result* stage) {
+  std::lock_guard lock(mu_);
+  order_.FlushTails(age, order);
+  for (const auto& [writer, r] : *order) {
+    order_valid_ += r.valid;
+    order_rejected_ += r.rejected;
+  }
+  stage_.FlushTails(age, stage);
+}
+
+void HintIntake::VisitOrderCounters(CounterVisitor& v) const {
+  std::lock_guard lock(mu_);
+  v.Counter("valid_lines", order_valid_, {"Paths written to .tierfs/order and accepted."});
+  v.Counter("rejected_lines", order_rejected_, {"Lines written to .tierfs/order and rejected."});
+  order_.VisitRejected(v);
+}
+
+void HintIntake::VisitStageCounters(CounterVisitor& v) const {
+  std::lock_guard lock(mu_);
+  stage_.VisitRejected(v);
+}
+
+}  // namespace tierfs

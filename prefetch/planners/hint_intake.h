@@ -1,0 +1,46 @@
+// HintIntake: the bytes written to .tierfs/order and .tierfs/stage turned
+// into files and directives (one HintParser per control file, lines split
+// across writes joined per writer), with the counts of lines accepted and
+// refused and the last one refused. It only parses: what the lines mean is
+// the order model's and the stage planner's business.
+//
+// Thread-safe; its lock is a leaf.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include "prefetch/planners/hint_parser.h"
+#include "tiering/base/counter_visitor.h"
+
+namespace tierfs {
+
+class HintIntake {
+ public:
+  // Absolute paths below `mountpoint` are accepted as well as relative ones.
+  HintIntake(const Namespace* ns, const std::string& mountpoint);
+
+  HintParser::Result FeedOrder(uint64_t writer, uint64_t off, std::string_view data);
+  HintParser::Result FeedStage(uint64_t writer, uint64_t off, std::string_view data);
+  // Forgets the order file's unfinished lines (the order is being cleared).
+  void DropOrderTails();
+  // The lines whose writer has not sent the newline for `age`, taken as
+  // complete: the order's by writer, the stage file's together.
+  void FlushLate(std::chrono::steady_clock::duration age,
+                 std::map<uint64_t, HintParser::Result>* order, HintParser::Result* stage);
+
+  // valid_lines, rejected_lines and the last line refused, of each file.
+  void VisitOrderCounters(CounterVisitor& v) const;
+  void VisitStageCounters(CounterVisitor& v) const;
+
+ private:
+  mutable std::mutex mu_;  // guards the rest. A leaf lock.
+  HintParser order_, stage_;
+  uint64_t order_valid_ = 0, order_rejected_ = 0;
+};
+
+}  // namespace tierfs
