@@ -14,6 +14,7 @@ test_slurm_real.py's.
 
 A renamed option, a moved file or a command that stops working fails here.
 """
+import hashlib
 import json
 import os
 import random
@@ -21,6 +22,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import tempfile
 import unittest
 
 import harness
@@ -63,11 +65,33 @@ def commands(block):
 
 
 class SingleBoxQuickstart(unittest.TestCase):
+    """Run as README says: by the user who trains (an unprivileged account
+    when the tests run as root), `~` being that user's home, the dataset
+    readable by that user only."""
+
     def setUp(self):
-        self._work = harness.workdir()
-        self.src, self.mnt = self._work.__enter__()
-        self.addCleanup(self._work.__exit__, None, None, None)
-        self.tier = os.path.join(os.path.dirname(self.src), "nvme", "tierfs")
+        self.user = harness.unprivileged_user() if os.geteuid() == 0 else None
+        if os.geteuid() == 0 and self.user is None:
+            self.skipTest("no unprivileged account can be made here (useradd, setpriv)")
+        if self.user and os.stat("/dev/fuse").st_mode & 0o006 != 0o006:
+            # A user's daemon needs /dev/fuse (0666 on Debian; some containers
+            # make it root's only): opened up for this test, and restored.
+            mode = os.stat("/dev/fuse").st_mode & 0o777
+            os.chmod("/dev/fuse", 0o666)
+            self.addCleanup(os.chmod, "/dev/fuse", mode)
+        self.base = tempfile.mkdtemp(prefix="tierfs-readme-")
+        os.chmod(self.base, 0o755)
+        self.addCleanup(shutil.rmtree, self.base, ignore_errors=True)
+        self.src = os.path.join(self.base, "dataset")
+        self.home = os.path.join(self.base, "home")
+        self.mnt = os.path.join(self.home, "imagenet")  # README's ~/imagenet
+        if self.user:  # after the unmount below: its daemon ends, then the account may go
+            self.addCleanup(harness.wait_for, lambda: subprocess.run(
+                ["pgrep", "-u", str(self.user[0])], capture_output=True).returncode == 1,
+                what="the user's daemons to exit")
+        self.addCleanup(harness.force_unmount, self.mnt)
+        scratch = os.path.join(self.base, "nvme")  # the user's directory on the NVMe
+        self.tier = os.path.join(scratch, "tierfs")
         # An ImageNet-like tree: train/CLASS/IMAGE.JPEG and a val/ beside it.
         rnd = random.Random(25)
         self.files = {}
@@ -79,23 +103,42 @@ class SingleBoxQuickstart(unittest.TestCase):
                 with open(os.path.join(self.src, rel), "wb") as f:
                     f.write(data)
                 self.files[rel] = data
-        self.env = dict(os.environ, PATH=harness.BIN_DIR + ":" + os.environ["PATH"])
+        for d in (self.home, scratch):
+            os.mkdir(d)
+        if self.user:
+            uid, gid = self.user
+            for d in (self.src, self.home, scratch):
+                subprocess.run(["chown", "-R", f"{uid}:{gid}", d], check=True, timeout=30)
+            subprocess.run(["chmod", "-R", "go-rwx", self.src], check=True, timeout=30)
+        self.env = dict(os.environ, PATH=harness.BIN_DIR + ":" + os.environ["PATH"],
+                        HOME=self.home)
         self.env.pop("PYTHONPATH", None)
 
     # What README tells a user to replace: its placeholder, and ours (sizes
     # this shared test machine has: tierfs refuses a ram= above its memory).
+    # ~/imagenet stays: `~` is the user's home.
     def substitutions(self):
-        return [("/nfs/datasets/imagenet", self.src), ("~/imagenet", self.mnt),
-                ("/local/nvme/tierfs", self.tier), ("ram=16G", "ram=64M"), (":400G", ":256M")]
+        return [("/nfs/datasets/imagenet", self.src), ("/local/nvme/tierfs", self.tier),
+                ("ram=16G", "ram=64M"), (":400G", ":256M")]
 
     def substitute(self, text):
         for placeholder, ours in self.substitutions():
             text = text.replace(placeholder, ours)
         return text
 
+    def as_user(self, *cmd, timeout=120):
+        """cmd run as the user who trains; text output captured."""
+        argv = harness.user_command(self.user, *cmd) if self.user else list(cmd)
+        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
+                              env=self.env)
+
     def run_shell(self, command):
-        return subprocess.run(["bash", "-o", "pipefail", "-c", self.substitute(command)],
-                              capture_output=True, text=True, timeout=120, env=self.env)
+        return self.as_user("bash", "-o", "pipefail", "-c", self.substitute(command))
+
+    def stats(self):
+        r = self.as_user("cat", os.path.join(self.mnt, ".tierfs", "stats"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return json.loads(r.stdout)
 
     def is_mount_command(self, command):
         words = shlex.split(command, comments=True)
@@ -104,20 +147,31 @@ class SingleBoxQuickstart(unittest.TestCase):
 
     def mount(self, command):
         """A mount line: unmount the previous one (as README says), mount,
-        and read the whole dataset back through it."""
+        and read the whole dataset back through it, as the user."""
         harness.force_unmount(self.mnt)
         r = self.run_shell(command)
         self.assertEqual(r.returncode, 0, (command, r.stdout, r.stderr))
         self.assertTrue(harness.is_mounted(self.mnt), command)
-        for rel, data in self.files.items():
-            self.assertEqual(harness.read_file(os.path.join(self.mnt, rel)), data, (command, rel))
-        return harness.mount_stats(self.mnt)
+        digest = ("import hashlib, os, sys\n"
+                  "for d, _, names in sorted(os.walk(sys.argv[1])):\n"
+                  "    for n in sorted(names):\n"
+                  "        p = os.path.join(d, n)\n"
+                  "        with open(p, 'rb') as f:\n"
+                  "            print(os.path.relpath(p, sys.argv[1]),"
+                  " hashlib.sha256(f.read()).hexdigest())\n")
+        r = self.as_user(SYSTEM_PYTHON, "-c", digest, self.mnt)
+        self.assertEqual(r.returncode, 0, (command, r.stderr))
+        want = sorted(f"{rel} {hashlib.sha256(data).hexdigest()}"
+                      for rel, data in self.files.items())
+        self.assertEqual(sorted(r.stdout.splitlines()), want, command)
+        return self.stats()
 
     def shell_blocks(self):
         found = blocks("sh single-box")
         self.assertGreaterEqual(len(found), 3, "README: the single-box quickstart's sh blocks")
         text = "".join(found) + "".join(blocks("python single-box"))
-        for placeholder, _ in self.substitutions():  # else a user's edit would be ours to guess
+        for placeholder in [p for p, _ in self.substitutions()] + ["~/imagenet"]:
+            # Else what a user must replace would be ours to guess.
             self.assertIn(placeholder, text, "README no longer names this placeholder")
         return found
 
@@ -160,7 +214,7 @@ class SingleBoxQuickstart(unittest.TestCase):
             for command in commands(block):
                 r = self.run_shell(command)
                 self.assertEqual(r.returncode, 0, (command, r.stdout, r.stderr))
-        stats = harness.mount_stats(self.mnt)
+        stats = self.stats()
         train = [r for r in self.files if r.startswith("train/")]
         order = stats["prefetch"]["order"]
         self.assertGreaterEqual(order["valid_lines"], len(train))
@@ -197,13 +251,12 @@ class SingleBoxQuickstart(unittest.TestCase):
         epilogue = ("seen = sum(int(b.sum()) for b in loader)\n"
                     "print(json.dumps({'bytes': seen, 'hinted': sampler.epochs_hinted}))\n")
         script = prelude + "import json\n" + self.substitute(snippet[0]) + epilogue
-        r = subprocess.run([SYSTEM_PYTHON, "-c", script], capture_output=True, text=True,
-                           timeout=300, env=self.env)
+        r = self.as_user(SYSTEM_PYTHON, "-c", script, timeout=300)
         self.assertEqual(r.returncode, 0, r.stderr)
         result = json.loads(r.stdout.strip().splitlines()[-1])
         train = {k: v for k, v in self.files.items() if k.startswith("train/")}
         self.assertEqual(result, {"bytes": sum(map(len, train.values())), "hinted": 1})
-        order = harness.mount_stats(self.mnt)["prefetch"]["order"]
+        order = self.stats()["prefetch"]["order"]
         self.assertEqual((order["valid_lines"], order["rejected_lines"]), (len(train) + 1, 0))
 
 
@@ -296,6 +349,10 @@ class SlurmQuickstart(unittest.TestCase):
             text = f.read()
         root = re.search(r"(?m)^\s*MOUNT_ROOT=(\S+)", lib).group(1)
         self.assertIn(f"`{root}/$SLURM_JOB_ID`", text)
+
+
+def tearDownModule():
+    harness.remove_made_users()
 
 
 if __name__ == "__main__":
