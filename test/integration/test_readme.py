@@ -1,11 +1,12 @@
 """README.md's two quickstarts, followed as a user would.
 
 The single box: the fenced blocks marked `sh single-box` are run command by
-command, as written, with the README's placeholders replaced the way it
-tells a user to (the dataset, the mount point, the NVMe directory, the
-sizes), against a generated dataset; every mount is checked by reading the
-whole dataset back through it. The block marked `python single-box` runs
-under Debian's python3 with PyTorch (skipped without it).
+command, as written, by an unprivileged user (README: not as root) whose
+home is `~`, with the README's placeholders replaced the way it tells a user
+to (the dataset, the NVMe directory, the sizes), against a generated dataset
+only that user may read; every mount is checked by reading the whole
+dataset back through it as that user. The block marked `python single-box`
+runs under Debian's python3 with PyTorch (skipped without it).
 
 The Slurm job: every path, option and slurm.conf line the quickstart names
 is checked against what the package installs, what the SPANK plugin
