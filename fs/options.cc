@@ -148,7 +148,9 @@ const std::vector<OwnOption>& OwnOptions() {
        [](MountConfig& c, const std::string& v, const std::string& o) {
          c.attr_timeout = ParseSeconds(v, o);
        }},
-      {"read_ahead_kb", "KB", "kernel readahead of the mount (default 1024; 0 keeps the kernel's)",
+      {"read_ahead_kb", "KB",
+       "kernel readahead of the mount (default: the largest read request the kernel sends, "
+       "at least 1024; 0 keeps the kernel's)",
        [](MountConfig& c, const std::string& v, const std::string& o) {
          c.read_ahead_kb = ParseUnsigned(v, o, 0, 1u << 20);
        }},

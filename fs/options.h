@@ -40,8 +40,11 @@ struct MountConfig {
   uint64_t max_open_files = 0;       // SOURCE fd cache; 0 = half of RLIMIT_NOFILE
   double entry_timeout = 86400;      // seconds the kernel may cache names
   double attr_timeout = 86400;       // seconds the kernel may cache attributes
-  unsigned read_ahead_kb = 1024;     // kernel readahead of the mount; 0 = kernel default
-  bool nonempty = false;             // allow mounting over a non-empty directory
+  // Kernel readahead of the mount in KiB; 0 = the kernel's default;
+  // kMaxRequestReadAhead = the largest read request (max_pages), at least 1 MiB.
+  static constexpr unsigned kMaxRequestReadAhead = ~0u;
+  unsigned read_ahead_kb = kMaxRequestReadAhead;
+  bool nonempty = false;  // allow mounting over a non-empty directory
   LogLevel log_level = kInfo;
   // Where a detached daemon logs: "" (syslog where there is one, else a
   // file of its own), "syslog", "stderr", or an absolute file path.

@@ -43,10 +43,15 @@ uint64_t RaiseFileLimit() {
 
 // Raises the mount's readahead (the kernel only ever lowers it from
 // max_readahead, so 1 MiB reads of shards need this). Runs once the loop
-// serves requests: stat() of the mount point is answered by ourselves.
-void SetReadAhead(const std::string& mountpoint, unsigned kb) {
+// serves requests: stat() of the mount point is answered by ourselves, and
+// INIT has been answered. `kb` kMaxRequestReadAhead: the largest request
+// the kernel sends, at least 1 MiB.
+void SetReadAhead(const std::string& mountpoint, unsigned kb, const InitReplyPatch& init) {
   struct stat st;
   if (kb == 0 || ::stat(mountpoint.c_str(), &st) != 0) return;
+  if (kb == MountConfig::kMaxRequestReadAhead) {
+    kb = std::max(1024u, static_cast<unsigned>(init.max_pages_replied()) * 4);
+  }
   std::string path =
       fmt::format("/sys/class/bdi/{}:{}/read_ahead_kb", major(st.st_dev), minor(st.st_dev));
   std::ofstream out(path);
@@ -400,7 +405,8 @@ int RunMount(const MountConfig& config) {
   fuse_loop_cfg_set_max_threads(loop, config.threads);
   fuse_loop_cfg_set_idle_threads(loop, std::min(config.threads, 16u));
   fuse_loop_cfg_set_clone_fd(loop, 1);
-  std::thread tune([&] { SetReadAhead(mountpoint, fd_mount ? 0 : config.read_ahead_kb); });
+  std::thread tune(
+      [&] { SetReadAhead(mountpoint, fd_mount ? 0 : config.read_ahead_kb, ctx.init_patch()); });
   NotifyReady(fmt::format("serving {} on {} ({} files)", source, mountpoint, ns->file_count()));
   int rc = fuse_session_loop_mt(se, loop);
   NotifyStopping("unmounting: stopping promotions");

@@ -40,7 +40,7 @@ TEST_CASE("ParseCommandLine takes SOURCE and MOUNTPOINT with defaults", "[option
   CHECK(c.max_open_files == 0);
   CHECK(c.entry_timeout == 86400);
   CHECK(c.attr_timeout == 86400);
-  CHECK(c.read_ahead_kb == 1024);
+  CHECK(c.read_ahead_kb == MountConfig::kMaxRequestReadAhead);
   CHECK_FALSE(c.nonempty);
   CHECK(c.log_level == kInfo);
   CHECK(c.fuse_options.empty());
@@ -266,6 +266,15 @@ TEST_CASE("ParseCommandLine takes the listing mode", "[options]") {
 
 namespace tierfs {
 namespace {
+
+TEST_CASE("ParseCommandLine takes the passthrough mode", "[options]") {
+  CHECK(Parse({"s", "m"}).passthrough == "auto");
+  for (const char* mode : {"auto", "on", "off"}) {
+    CHECK(Parse({"s", "m", "-o", std::string("passthrough=") + mode}).passthrough == mode);
+  }
+  CHECK(ErrorOf({"s", "m", "-o", "passthrough=yes"}) ==
+        "option 'passthrough': 'yes' is not one of auto, on, off");
+}
 
 TEST_CASE("ParseCommandLine resolves the peers", "[options][peer]") {
   MountConfig c = Parse({"/d", "/m", "-o",
