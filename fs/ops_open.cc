@@ -29,9 +29,12 @@ constexpr uint64_t kFhUntracked = 0;
 constexpr uint64_t kFhCached = 1;       // counted as a cached open of the inode
 constexpr uint64_t kFhPassthrough = 2;  // counted as a passthrough open
 
-// Drops the mount's page cache of `ino`. Called after the reply: the
-// kernel waits for nothing of this request while it invalidates.
+// Drops the mount's page cache of `ino` if it may hold pages (the file
+// was opened without passthrough since). Called after the reply: the
+// kernel waits for nothing of this request while it invalidates. The
+// kernel forgets the file's attributes too (one GETATTR later).
 void DropPageCache(FsContext& ctx, fuse_ino_t ino) {
+  if (!ctx.passthrough().TakePaged(ino)) return;
   if (fuse_lowlevel_notify_inval_inode(ctx.session(), ino, 0, 0) == 0) {
     ctx.passthrough().CountCacheDropped();
   }

@@ -108,8 +108,9 @@ void PassthroughOpens::Unregister(int32_t id) {
 int PassthroughOpens::Open(fuse_ino_t ino, const std::function<int()>& open_backing,
                            bool* registered) {
   *registered = false;
-  auto cached = [this](InodeOpens& e, int err) {
+  auto cached = [this, ino](InodeOpens& e, int err) {
     ++e.cached;
+    paged_.insert(ino);
     cached_opens_.fetch_add(1, std::memory_order_relaxed);
     cached_now_.fetch_add(1, std::memory_order_relaxed);
     return err;
@@ -163,6 +164,11 @@ bool PassthroughOpens::Release(fuse_ino_t ino, bool passthrough) {
   }
   if (e.passed == 0 && e.cached == 0) opens_.erase(it);
   return last_cached;
+}
+
+bool PassthroughOpens::TakePaged(fuse_ino_t ino) {
+  std::lock_guard lock(mu_);
+  return paged_.erase(ino) > 0;
 }
 
 void PassthroughOpens::VisitCounters(CounterVisitor& v) const {

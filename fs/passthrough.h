@@ -22,6 +22,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "tiering/base/counter_visitor.h"
 
@@ -60,6 +61,9 @@ class PassthroughOpens {
   // An open answered in passthrough mode or not is released. Returns true
   // when it was the inode's last open without passthrough.
   bool Release(fuse_ino_t ino, bool passthrough);
+  // Whether the mount's page cache may hold pages of `ino` (it was opened
+  // without passthrough since the last call); the caller is to drop them.
+  bool TakePaged(fuse_ino_t ino);
   // The page cache of a file was dropped: its bytes are held by the tier.
   void CountCacheDropped() { cache_drops_.fetch_add(1, std::memory_order_relaxed); }
   // A file of `bytes` was opened in passthrough mode (its reads are not seen).
@@ -82,8 +86,11 @@ class PassthroughOpens {
   std::atomic<bool> active_{false};
   std::atomic<bool> refused_{false};  // wanted, and the kernel did not offer it
   int dev_fd_ = -1;
-  std::mutex mu_;  // guards opens_; a leaf lock (the registration ioctls run under it)
+  std::mutex mu_;  // guards opens_ and paged_; a leaf lock (the registration ioctls run under it)
   std::unordered_map<fuse_ino_t, InodeOpens> opens_;
+  // Files opened without passthrough whose pages have not been dropped
+  // since: at most the files read before they were resident.
+  std::unordered_set<fuse_ino_t> paged_;
   std::atomic<uint64_t> cache_drops_{0}, cached_now_{0}, opened_bytes_{0}, passed_opens_{0},
       cached_opens_{0}, busy_{0}, register_failed_{0}, backing_files_{0};
 };
