@@ -10,8 +10,9 @@
 namespace tierfs {
 namespace {
 
-// An INIT request as the kernel writes it, offering `flags`.
-std::vector<char> InitRequest(uint64_t unique, uint32_t flags) {
+// An INIT request as the kernel writes it, offering `flags` (and `flags2`,
+// the upper half of the 64-bit flags, which need FUSE_INIT_EXT).
+std::vector<char> InitRequest(uint64_t unique, uint32_t flags, uint32_t flags2 = 0) {
   fuse_in_header in{};
   fuse_init_in init{};
   in.len = sizeof in + sizeof init;
@@ -20,6 +21,7 @@ std::vector<char> InitRequest(uint64_t unique, uint32_t flags) {
   init.major = FUSE_KERNEL_VERSION;
   init.minor = FUSE_KERNEL_MINOR_VERSION;
   init.flags = flags;
+  init.flags2 = flags2;
   std::vector<char> msg(sizeof in + sizeof init);
   std::memcpy(msg.data(), &in, sizeof in);
   std::memcpy(msg.data() + sizeof in, &init, sizeof init);
@@ -50,12 +52,17 @@ struct Wire {
   }
 };
 
-uint32_t FlagsOf(const std::vector<char>& reply) {
+fuse_init_out InitOf(const std::vector<char>& reply) {
   fuse_init_out init;
   REQUIRE(reply.size() >= sizeof(fuse_out_header) + sizeof init);
   std::memcpy(&init, reply.data() + sizeof(fuse_out_header), sizeof init);
-  return init.flags;
+  return init;
 }
+
+uint32_t FlagsOf(const std::vector<char>& reply) { return InitOf(reply).flags; }
+
+constexpr uint32_t kInitExt = 1u << 30;              // FUSE_INIT_EXT
+constexpr uint32_t kPassthrough2 = 1u << (37 - 32);  // FUSE_PASSTHROUGH in flags2
 
 TEST_CASE("the INIT reply gains FUSE_PARALLEL_DIROPS when the kernel offered it",
           "[parallel_dirops]") {
@@ -124,6 +131,88 @@ TEST_CASE("a short or foreign request is not taken for INIT", "[parallel_dirops]
   fuse_init_out init{};
   CHECK(FlagsOf(wire.Send(patch, 3, 0, &init, sizeof init)) == 0);
   CHECK_FALSE(patch.negotiated());
+}
+
+TEST_CASE("the INIT reply asks for passthrough when wanted and offered", "[parallel_dirops]") {
+  fuse_init_out init{};
+  init.flags = FUSE_ASYNC_READ | FUSE_MAX_PAGES;
+  init.max_pages = 256;
+  SECTION("wanted and offered: FUSE_INIT_EXT, the flags2 bit, max_stack_depth 1") {
+    InitReplyPatch patch;
+    Wire wire;
+    patch.WantPassthrough(true);
+    auto request = InitRequest(4, FUSE_ASYNC_READ | kInitExt, kPassthrough2);
+    patch.OnRequest(request.data(), request.size());
+    CHECK(patch.passthrough_offered());
+    fuse_init_out sent = InitOf(wire.Send(patch, 4, 0, &init, sizeof init));
+    CHECK(sent.flags == (FUSE_ASYNC_READ | FUSE_MAX_PAGES | kInitExt));
+    CHECK(sent.flags2 == kPassthrough2);
+    CHECK(sent.unused[0] == 1);  // max_stack_depth
+    CHECK(patch.passthrough_negotiated());
+    CHECK(patch.max_pages_replied() == 256);
+  }
+  SECTION("not offered (no FUSE_INIT_EXT, or no flag): left alone") {
+    for (auto [flags, flags2] : {std::pair{uint32_t{FUSE_ASYNC_READ}, kPassthrough2},
+                                 std::pair{FUSE_ASYNC_READ | kInitExt, 0u}}) {
+      InitReplyPatch patch;
+      Wire wire;
+      patch.WantPassthrough(true);
+      auto request = InitRequest(4, flags, flags2);
+      patch.OnRequest(request.data(), request.size());
+      CHECK_FALSE(patch.passthrough_offered());
+      fuse_init_out sent = InitOf(wire.Send(patch, 4, 0, &init, sizeof init));
+      CHECK(sent.flags2 == 0);
+      CHECK(sent.unused[0] == 0);
+      CHECK_FALSE(patch.passthrough_negotiated());
+    }
+  }
+  SECTION("offered, not wanted: left alone") {
+    InitReplyPatch patch;
+    Wire wire;
+    auto request = InitRequest(4, kInitExt, kPassthrough2);
+    patch.OnRequest(request.data(), request.size());
+    fuse_init_out sent = InitOf(wire.Send(patch, 4, 0, &init, sizeof init));
+    CHECK(sent.flags == (FUSE_ASYNC_READ | FUSE_MAX_PAGES));
+    CHECK(sent.flags2 == 0);
+    CHECK_FALSE(patch.passthrough_negotiated());
+  }
+  SECTION("max_pages raised to the limit given, never lowered") {
+    for (auto [limit, want] : {std::pair{4096, 4096}, std::pair{16, 256}, std::pair{0, 256}}) {
+      InitReplyPatch patch;
+      Wire wire;
+      patch.SetMaxPages(static_cast<uint16_t>(limit));
+      auto request = InitRequest(4, FUSE_MAX_PAGES);
+      patch.OnRequest(request.data(), request.size());
+      CHECK(InitOf(wire.Send(patch, 4, 0, &init, sizeof init)).max_pages == want);
+      CHECK(patch.max_pages_replied() == want);
+    }
+  }
+}
+
+TEST_CASE("an OPEN reply announced on this thread carries the backing id", "[parallel_dirops]") {
+  InitReplyPatch patch;
+  Wire wire;
+  fuse_open_out open{};
+  open.fh = 2;
+  open.open_flags = FOPEN_KEEP_CACHE;
+  InitReplyPatch::PassThroughNextOpen(17);
+  auto sent = wire.Send(patch, 30, 0, &open, sizeof open);
+  fuse_open_out got;
+  std::memcpy(&got, sent.data() + sizeof(fuse_out_header), sizeof got);
+  CHECK(got.fh == 2);
+  CHECK(got.open_flags == (1u << 7));  // FOPEN_PASSTHROUGH alone: not with keep_cache
+  CHECK(got.padding == 17);            // backing_id since protocol 7.40
+  // Once only: the next reply of the same shape is sent as written.
+  sent = wire.Send(patch, 31, 0, &open, sizeof open);
+  std::memcpy(&got, sent.data() + sizeof(fuse_out_header), sizeof got);
+  CHECK(got.open_flags == FOPEN_KEEP_CACHE);
+  CHECK(got.padding == 0);
+  // Cleared by the handler after its reply: nothing is patched.
+  InitReplyPatch::PassThroughNextOpen(5);
+  InitReplyPatch::PassThroughNextOpen(-1);
+  sent = wire.Send(patch, 32, 0, &open, sizeof open);
+  std::memcpy(&got, sent.data() + sizeof(fuse_out_header), sizeof got);
+  CHECK(got.padding == 0);
 }
 
 }  // namespace
