@@ -87,8 +87,10 @@ void Open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi, bool dir) {
           fi->keep_cache = 0;  // the kernel refuses FOPEN_KEEP_CACHE with passthrough
           fi->noflush = 1;
           InitReplyPatch::PassThroughNextOpen(backing);
-          fuse_reply_open(req, fi);
+          const int sent = fuse_reply_open(req, fi);
           InitReplyPatch::PassThroughNextOpen(-1);
+          // Not delivered (the open was interrupted): no RELEASE will come.
+          if (sent != 0) return (void)ctx.passthrough().Release(ino, true);
           ctx.NotePassthroughOpen(id);
           // Pages of earlier opens without passthrough are no longer read.
           if (registered) DropPageCache(ctx, ino);
@@ -98,7 +100,9 @@ void Open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi, bool dir) {
       }
     }
     fi->keep_cache = 1;
-    fuse_reply_open(req, fi);
+    if (fuse_reply_open(req, fi) != 0 && fi->fh == kFhCached) {
+      ctx.passthrough().Release(ino, false);  // not delivered: no RELEASE will come
+    }
   });
 }
 

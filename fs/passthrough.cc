@@ -109,8 +109,8 @@ int PassthroughOpens::Open(fuse_ino_t ino, const std::function<int()>& open_back
                            bool* registered) {
   *registered = false;
   auto cached = [this, ino](InodeOpens& e, int err) {
+    paged_.insert(ino);  // first: it may throw, and then nothing is counted
     ++e.cached;
-    paged_.insert(ino);
     cached_opens_.fetch_add(1, std::memory_order_relaxed);
     cached_now_.fetch_add(1, std::memory_order_relaxed);
     return err;
