@@ -1,6 +1,7 @@
 #include "fs/session.h"
 
 #include <fmt/format.h>
+#include <poll.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -74,8 +75,11 @@ uint16_t MaxPagesLimit() {
 }
 
 // Reads and answers the kernel's INIT request (queued at mount). Best
-// effort: if it cannot be read now, the loop answers it.
+// effort: if it is not there within 5 s, or cannot be read, the loop
+// answers it.
 void AnswerInit(fuse_session* se) {
+  struct pollfd pfd = {fuse_session_fd(se), POLLIN, 0};
+  if (::poll(&pfd, 1, 5000) != 1 || (pfd.revents & POLLIN) == 0) return;
   struct fuse_buf buf {};
   int n = fuse_session_receive_buf(se, &buf);
   if (n > 0) fuse_session_process_buf(se, &buf);
