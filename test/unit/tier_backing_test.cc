@@ -85,6 +85,28 @@ TEST_CASE("MemoryTier keeps a whole file in a sealed memory file it hands out",
   }
 }
 
+TEST_CASE("MemoryTier serves a memory file's bytes while it is written", "[tier][memory_tier]") {
+  auto tier = NewMemoryTier("ram", 1 << 20);
+  tier->UseMemoryFiles(4);
+  const std::string data = testing::BytesOf(5, 20000);
+  const ChunkKey key{5, 0};
+  std::unique_ptr<ChunkWriter> writer;
+  REQUIRE(tier->BeginStore(key, PartOf(data.size(), 0, data.size()), &writer) == 0);
+  REQUIRE(writer->Append(data.data(), 8000) == 0);
+  std::shared_ptr<const void> hold;
+  const char* early = writer->Contents(&hold);
+  REQUIRE(early != nullptr);
+  CHECK(std::string(early, 8000) == data.substr(0, 8000));
+  REQUIRE(writer->Append(data.data() + 8000, data.size() - 8000) == 0);
+  REQUIRE(writer->Commit() == 0);
+  // The early reader's bytes stay readable after the publication.
+  CHECK(std::string(early, data.size()) == data);
+  hold.reset();
+  int fd = tier->OpenBacking(key);
+  CHECK(::pwrite(fd, "x", 1, 0) < 0);  // sealed
+  CHECK(Contents(fd) == data);
+}
+
 TEST_CASE("DirectoryTier hands out its chunk file, which keeps its bytes after Remove",
           "[directory_tier]") {
   testing::TempTree dir;

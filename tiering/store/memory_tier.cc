@@ -1,8 +1,9 @@
 // The RAM tier: each chunk is one heap buffer, or (UseMemoryFiles) a chunk
-// that is a whole file is one memory file (memfd). Reads reply straight from
-// a heap buffer (no copy) or copy from the memory file; a chunk removed while
-// being read stays alive until the reply. A memory file is sealed once
-// written, and OpenBacking hands out descriptors of it: the kernel then reads
+// that is a whole file is one memory file (memfd), written through a
+// mapping that also serves reads while it is written. Reads reply straight
+// from a heap buffer (no copy) or copy from the memory file; a chunk
+// removed while being read stays alive until the reply. A memory file is
+// sealed once written, and OpenBacking hands out descriptors of it: the kernel then reads
 // the file's bytes from the tier's own pages (FUSE passthrough), so they are
 // held once in memory, not again in the page cache of the mount.
 #include <fcntl.h>
@@ -63,23 +64,51 @@ struct MemChunk {
   }
 };
 
-// A memory file of `length` bytes with its pages allocated (so the tier
-// never fails for want of memory half-way), or -errno.
-int NewMemoryFile(uint64_t length) {
-  int fd = ::memfd_create("tierfs-chunk", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-  if (fd < 0) return -errno;
+#ifndef F_SEAL_FUTURE_WRITE
+#define F_SEAL_FUTURE_WRITE 0x0010  // Linux 5.1
+#endif
+
+// A shared mapping of a memory file being written, unmapped by the last
+// holder: the writer, and readers served from it before it is published.
+struct Mapping {
+  char* addr = nullptr;
+  size_t length = 0;
+  Mapping(const Mapping&) = delete;
+  Mapping& operator=(const Mapping&) = delete;
+  Mapping(char* a, size_t n) : addr(a), length(n) {}
+  ~Mapping() { ::munmap(addr, length); }
+};
+
+// A memory file of `length` bytes, mapped, its pages allocated (so the
+// tier never fails for want of memory half-way): 0 with *fd and *map set,
+// or -errno (nothing left open).
+int NewMemoryFile(uint64_t length, int* fd, std::shared_ptr<Mapping>* map) {
+  int f = ::memfd_create("tierfs-chunk", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (f < 0) return -errno;
   int err = 0;
-  while (::fallocate(fd, 0, 0, static_cast<off_t>(length)) != 0) {
-    if (errno != EINTR) {
-      err = -errno;
-      break;
+  void* addr = MAP_FAILED;
+  if (::ftruncate(f, static_cast<off_t>(length)) != 0) {
+    err = -errno;
+  } else if ((addr = ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED, f, 0)) ==
+             MAP_FAILED) {
+    err = -errno;
+  } else if (::madvise(addr, length, MADV_POPULATE_WRITE) != 0) {
+    // Before Linux 5.14 (EINVAL) allocate without mapping; a failure is
+    // the want of memory.
+    err = errno == EINVAL && ::fallocate(f, 0, 0, static_cast<off_t>(length)) == 0 ? 0 : -errno;
+  }
+  if (err == 0) {
+    try {
+      *map = std::make_shared<Mapping>(static_cast<char*>(addr), length);
+      *fd = f;
+      return 0;
+    } catch (const std::bad_alloc&) {
+      err = -ENOMEM;
     }
   }
-  if (err < 0) {
-    ::close(fd);
-    return err;
-  }
-  return fd;
+  if (addr != MAP_FAILED) ::munmap(addr, length);
+  ::close(f);
+  return err;
 }
 
 class MemoryTier final : public Tier {
@@ -142,20 +171,20 @@ class MemoryTier final : public Tier {
     chunks_[key] = std::move(c);
   }
 
-  // A memory file for a chunk of `length` bytes that is the whole file, or
-  // -1 (then a heap buffer): not asked for, too many open, or none to be had.
-  int TakeMemoryFile(const ChunkOrigin& origin) {
+  // A memory file for a chunk that is a whole file, mapped for writing: 0,
+  // or -1 (then a heap buffer): not asked for, too many open, or none to
+  // be had.
+  int TakeMemoryFile(const ChunkOrigin& origin, int* fd, std::shared_ptr<Mapping>* map) {
     if (max_files_ == 0 || origin.chunk != 0 || origin.length != origin.file_size ||
         origin.length == 0) {
       return -1;
     }
-    if (files_->fetch_add(1, std::memory_order_relaxed) >= max_files_) {
+    if (files_->fetch_add(1, std::memory_order_relaxed) >= max_files_ ||
+        NewMemoryFile(origin.length, fd, map) < 0) {
       files_->fetch_sub(1, std::memory_order_relaxed);
       return -1;
     }
-    int fd = NewMemoryFile(origin.length);
-    if (fd < 0) files_->fetch_sub(1, std::memory_order_relaxed);
-    return fd < 0 ? -1 : fd;
+    return 0;
   }
   const std::shared_ptr<FileCount>& files() const { return files_; }
 
@@ -174,9 +203,15 @@ class MemoryTier final : public Tier {
 
 class MemoryWriter final : public ChunkWriter {
  public:
-  // `fd`: a memory file to write into (owned from now on), or -1 for heap.
-  MemoryWriter(MemoryTier* tier, ChunkKey key, uint64_t length, int fd)
-      : tier_(tier), key_(key), length_(length), chunk_(std::make_shared<MemChunk>()) {
+  // `fd` and `map`: a memory file to write into (owned from now on), or -1
+  // and null for a heap buffer.
+  MemoryWriter(MemoryTier* tier, ChunkKey key, uint64_t length, int fd,
+               std::shared_ptr<Mapping> map)
+      : tier_(tier),
+        key_(key),
+        length_(length),
+        chunk_(std::make_shared<MemChunk>()),
+        map_(std::move(map)) {
     chunk_->size = length;
     if (fd >= 0) {
       chunk_->fd = fd;
@@ -188,22 +223,12 @@ class MemoryWriter final : public ChunkWriter {
   }
   int Append(const char* data, size_t n) override {
     if (!chunk_ || written_ + n > length_) return -EOVERFLOW;  // more than was reserved
-    if (chunk_->fd < 0) {
+    if (map_) {
+      std::memcpy(map_->addr + written_, data, n);
+    } else {
       chunk_->heap.insert(chunk_->heap.end(), data, data + n);
-      written_ += n;
-      return 0;
     }
-    for (size_t done = 0; done < n;) {
-      ssize_t w = ::pwrite(chunk_->fd, data + done, n - done, static_cast<off_t>(written_));
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) {
-        int err = w < 0 ? -errno : -EIO;
-        Abort();
-        return err;
-      }
-      done += static_cast<size_t>(w);
-      written_ += static_cast<uint64_t>(w);
-    }
+    written_ += n;
     return 0;
   }
   int Commit() override {
@@ -212,21 +237,31 @@ class MemoryWriter final : public ChunkWriter {
       return -EIO;
     }
     // Sealed: no one holding a descriptor (the kernel, for passthrough)
-    // can change, shrink or grow it.
-    if (chunk_->fd >= 0 && ::fcntl(chunk_->fd, F_ADD_SEALS,
-                                   F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0) {
+    // can change, shrink or grow it. (F_SEAL_FUTURE_WRITE, not
+    // F_SEAL_WRITE: early readers may still hold the writer's mapping.)
+    if (chunk_->fd >= 0 &&
+        ::fcntl(chunk_->fd, F_ADD_SEALS,
+                F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE | F_SEAL_SEAL) != 0) {
       int err = -errno;
       Abort();
       return err;
     }
+    map_.reset();  // unmapped once early readers are done with it
     tier_->Publish(key_, std::move(chunk_));
     return 0;
   }
-  void Abort() override { chunk_.reset(); }
-  // A heap buffer was reserved whole: appending never moves its bytes. A
-  // memory file is read only once published.
+  void Abort() override {
+    map_.reset();
+    chunk_.reset();
+  }
+  // Reserved whole (a heap buffer) or mapped whole (a memory file):
+  // appending never moves the bytes.
   const char* Contents(std::shared_ptr<const void>* hold) override {
-    if (!chunk_ || chunk_->fd >= 0) return nullptr;
+    if (!chunk_) return nullptr;
+    if (map_) {
+      *hold = map_;
+      return map_->addr;
+    }
     *hold = chunk_;
     return chunk_->heap.data();
   }
@@ -236,14 +271,17 @@ class MemoryWriter final : public ChunkWriter {
   const ChunkKey key_;
   const uint64_t length_;
   std::shared_ptr<MemChunk> chunk_;
+  std::shared_ptr<Mapping> map_;  // a memory file's, until published
   uint64_t written_ = 0;
 };
 
 int MemoryTier::BeginStore(ChunkKey key, const ChunkOrigin& origin,
                            std::unique_ptr<ChunkWriter>* out) {
-  int fd = TakeMemoryFile(origin);
+  int fd = -1;
+  std::shared_ptr<Mapping> map;
+  TakeMemoryFile(origin, &fd, &map);
   try {
-    *out = std::make_unique<MemoryWriter>(this, key, origin.length, fd);
+    *out = std::make_unique<MemoryWriter>(this, key, origin.length, fd, std::move(map));
     return 0;
   } catch (const std::bad_alloc&) {
     if (fd >= 0) {
