@@ -109,7 +109,7 @@ int PassthroughOpens::Open(fuse_ino_t ino, const std::function<int()>& open_back
                            bool* registered) {
   *registered = false;
   auto cached = [this, ino](InodeOpens& e, int err) {
-    paged_.insert(ino);  // first: it may throw, and then nothing is counted
+    if (paged_.size() < kMaxPaged) paged_.insert(ino);  // first: it may throw
     ++e.cached;
     cached_opens_.fetch_add(1, std::memory_order_relaxed);
     cached_now_.fetch_add(1, std::memory_order_relaxed);

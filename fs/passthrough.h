@@ -89,7 +89,10 @@ class PassthroughOpens {
   std::mutex mu_;  // guards opens_ and paged_; a leaf lock (the registration ioctls run under it)
   std::unordered_map<fuse_ino_t, InodeOpens> opens_;
   // Files opened without passthrough whose pages have not been dropped
-  // since: at most the files read before they were resident.
+  // since: the files read before they were resident, and those that never
+  // are (no room). Bounded: beyond kMaxPaged, a file's pages are left to
+  // the kernel's reclaim.
+  static constexpr size_t kMaxPaged = 1 << 16;
   std::unordered_set<fuse_ino_t> paged_;
   std::atomic<uint64_t> cache_drops_{0}, cached_now_{0}, opened_bytes_{0}, passed_opens_{0},
       cached_opens_{0}, busy_{0}, register_failed_{0}, backing_files_{0};
