@@ -1,4 +1,6 @@
-// FUSE_PARALLEL_DIROPS for libfuse versions that never send it.
+// FUSE_PARALLEL_DIROPS for libfuse versions that never send it, and the
+// other INIT and OPEN reply fields libfuse 3.14 cannot write (passthrough,
+// max_pages beyond 1 MiB): see InitReplyPatch.
 //
 // Without FUSE_PARALLEL_DIROPS in the INIT reply the kernel holds a
 // directory's lock across every LOOKUP and READDIR in it: the lookups of one
@@ -7,7 +9,8 @@
 // capability in conn->want but never in the reply, so a file system built
 // against Debian's 3.14 cannot have it. InitReplyPatch adds the flag to the
 // INIT reply on its way to the kernel, through libfuse's custom session I/O,
-// when the kernel offered it. Every other message passes untouched.
+// when the kernel offered it. Every other message passes untouched but
+// the OPEN replies a handler announces (PassThroughNextOpen).
 #pragma once
 
 // REQUIRES: FUSE_USE_VERSION defined by the includer, as for libfuse itself.
