@@ -208,6 +208,36 @@ class PassthroughTest(unittest.TestCase):
             self.assertEqual(s["opens"] + s["cached_opens"], 0)  # no OPEN was answered
 
 
+class LargeRequestsTest(unittest.TestCase):
+    """max_pages: as many pages per read request as the kernel allows."""
+
+    LIMIT = "/proc/sys/fs/fuse/max_pages_limit"
+
+    def test_read_requests_grow_to_the_kernels_limit(self):
+        if not os.path.exists(self.LIMIT):
+            self.skipTest("no /proc/sys/fs/fuse/max_pages_limit (Linux 6.13+)")
+        with open(self.LIMIT) as f:
+            old = f.read().strip()
+        self.addCleanup(lambda: open(self.LIMIT, "w").write(old + "\n"))
+        with open(self.LIMIT, "w") as f:
+            f.write("1024\n")  # 4 MiB requests
+        with harness.workdir() as (src, mnt):
+            data = os.urandom(16 * MiB)
+            with open(os.path.join(src, "big"), "wb") as f:
+                f.write(data)
+            with harness.Mount(src, mnt, ["passthrough=off"]) as m:
+                self.assertEqual(m.stats()["max_request_bytes"], 4 * MiB)
+                st = os.stat(mnt)
+                bdi = f"/sys/class/bdi/{os.major(st.st_dev)}:{os.minor(st.st_dev)}/read_ahead_kb"
+                harness.wait_for(lambda: open(bdi).read().strip() == "4096",
+                                 what="the mount's readahead at 4 MiB")
+                with open(os.path.join(mnt, "big"), "rb", buffering=0) as f:
+                    self.assertEqual(f.read(16 * MiB), data)
+                s = m.stats()["requests"]
+                self.assertEqual(s["read_bytes"], 16 * MiB)
+                self.assertLessEqual(s["read"], 5)  # 4 MiB each, not 16 of 1 MiB
+
+
 class UserDaemonTest(unittest.TestCase):
     """A daemon run as a user: no CAP_SYS_ADMIN."""
 
