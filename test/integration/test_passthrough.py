@@ -6,11 +6,15 @@
   before and reads right;
 - a file evicted while open in passthrough mode still reads its bytes
   through the open descriptor and its mapping;
+- a file read before it was resident has its pages in the mount's cache
+  dropped once a tier file holds it, then passes through;
 - a file changed on SOURCE before it was promoted fails its reads with EIO,
   as without passthrough;
 - passthrough=off keeps the zero-message open; a user's daemon works as
   before and says passthrough is off and why; passthrough=on refuses to
-  mount there (exit 2).
+  mount there (exit 2);
+- read requests grow to the kernel's max_pages_limit, and the readahead
+  with them.
 
 Skipped (exit 77) unless root on Linux 6.9 or later whose FUSE accepts
 passthrough."""
