@@ -34,6 +34,19 @@ bool Promoter::Request(ChunkKey key, Executor::Lane lane, From from) {
   return true;
 }
 
+bool Promoter::PromoteHere(ChunkKey key, From from) {
+  if (store_->state(key) != Catalog::kOnSource) return false;
+  const int home = peers_ != nullptr && from == From::kHome ? peers_->Home(key) : -1;
+  ChunkClaim claim;
+  if (store_->Claim(key, &claim, /*may_evict=*/home < 0) != ChunkStore::ClaimResult::kClaimed) {
+    return false;
+  }
+  requested_.fetch_add(1, std::memory_order_relaxed);
+  inline_.fetch_add(1, std::memory_order_relaxed);
+  Copy(claim, home);
+  return true;
+}
+
 bool Promoter::AskHome(ChunkKey key) {
   if (peers_ == nullptr) return true;
   auto ask = [this, key] {
@@ -71,6 +84,8 @@ void Promoter::VisitCounters(CounterVisitor& v) const {
   v.Counter("requested", requested(), {"Chunk promotions put in flight."});
   v.Counter("rejected", rejected(),
             {"Chunk promotions refused because the executor's lane was full."});
+  v.Counter("inline", inline_copies(),
+            {"Chunk promotions copied by the reader's own thread (small chunks it missed)."});
 }
 
 }  // namespace tierfs

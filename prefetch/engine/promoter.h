@@ -42,6 +42,12 @@ class Promoter {
   // put it in flight (the caller may then wait on the store).
   bool Request(ChunkKey key, Executor::Lane lane, From from = From::kHome);
 
+  // Promotes `key` on the calling thread, now: claims it and copies it
+  // (a reader's miss on a small chunk: no hand-off to a pool thread, no
+  // wait). True if this call claimed it: it is resident when it returns, or
+  // on SOURCE again if the copy failed.
+  bool PromoteHere(ChunkKey key, From from = From::kHome);
+
   // True unless another live peer is `key`'s home (always true without peers).
   bool HomedHere(ChunkKey key) const { return peers_ == nullptr || peers_->Home(key) < 0; }
   // Look-ahead for a chunk another node homes and this one has no room to
@@ -52,6 +58,7 @@ class Promoter {
 
   uint64_t requested() const { return requested_.load(std::memory_order_relaxed); }
   uint64_t rejected() const { return rejected_.load(std::memory_order_relaxed); }
+  uint64_t inline_copies() const { return inline_.load(std::memory_order_relaxed); }
   // requested and rejected, into the "promotions" group.
   void VisitCounters(CounterVisitor& v) const;
 
@@ -65,6 +72,7 @@ class Promoter {
   JobPeers* const peers_;
   std::atomic<uint64_t> requested_{0};  // chunks put in flight
   std::atomic<uint64_t> rejected_{0};   // the executor's lane was full
+  std::atomic<uint64_t> inline_{0};     // chunks copied by PromoteHere
 };
 
 }  // namespace tierfs

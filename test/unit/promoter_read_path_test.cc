@@ -217,6 +217,26 @@ TEST_CASE("A cold read promotes the file; the next read needs no SOURCE read",
   CHECK(r == 0);
 }
 
+TEST_CASE("A miss on a small chunk is copied by the reader's own thread: no hand-off, no wait",
+          "[promoter][read_path]") {
+  // File 0 fits one SOURCE request (1 MiB); file 1's 3 MiB chunk does not.
+  Source source({100000, 3 * kMiB});
+  Stack stack(&source, Ram(16 * kMiB), 4 * kMiB);
+  stack.ReadFile(0);
+  CHECK(stack.promoter().inline_copies() == 1);
+  CHECK(stack.reads().waits == 0);  // it never waited for a pool thread
+  CHECK(stack.reads().tier_reads >= 1);
+  CHECK(stack.reads().source_reads == 0);
+  CHECK(stack.Resident(0));
+  CHECK(source.read_bytes() == 100000);
+  // A larger chunk goes to the pool: the reader takes its first bytes early.
+  stack.ReadFile(1);
+  CHECK(stack.promoter().inline_copies() == 1);
+  CHECK(stack.reads().waits >= 1);
+  CHECK(stack.Resident(1));
+  CHECK(source.read_bytes() == 100000 + 3 * kMiB);
+}
+
 TEST_CASE("16 concurrent readers of a cold file read SOURCE once", "[promoter][read_path]") {
   Source source({300000});
   source.faults().SetDelay(20ms);  // the promotion is slow: the readers overlap it
