@@ -563,7 +563,7 @@ std::string UsageText(const std::string& program) {
     s += item;
     col += item.size();
   }
-  s += "\n\nSee docs/USAGE.md for the full reference.\n";
+  s += "\n\nThe full reference: man tierfs (installed), or docs/USAGE.md in the source tree.\n";
   return s;
 }
 
