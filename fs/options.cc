@@ -97,8 +97,10 @@ const std::vector<OwnOption>& OwnOptions() {
        }},
       {"passthrough", "MODE",
        "FUSE passthrough, for files wholly in one tier file: the kernel reads them from that "
-       "file without asking the daemon. auto (default: on when the daemon has CAP_SYS_ADMIN and "
-       "the kernel accepts it, else off), on (refuse to mount without it) or off",
+       "file, and the RAM tier is not cached a second time. It costs a request per open, so "
+       "small-file epochs whose data fits in memory twice are faster without it. off "
+       "(default), auto (on when the daemon has CAP_SYS_ADMIN and the kernel accepts it) or on "
+       "(refuse to mount without it)",
        [](MountConfig& c, const std::string& v, const std::string& o) {
          if (v != "auto" && v != "on" && v != "off") {
            throw OptionError(fmt::format("option '{}': '{}' is not one of auto, on, off", o, v));

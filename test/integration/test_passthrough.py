@@ -66,7 +66,7 @@ class PassthroughTest(unittest.TestCase):
             f.write(data)
 
     def mount(self, *options):
-        m = harness.Mount(self.src, self.mnt, list(options))
+        m = harness.Mount(self.src, self.mnt, ["passthrough=auto", *options])
         pt = m.stats()["passthrough"]
         if not pt["active"]:
             m.close()
@@ -269,7 +269,8 @@ class UserDaemonTest(unittest.TestCase):
 
     def test_a_users_daemon_says_passthrough_is_off_and_why(self):
         proc = subprocess.Popen(harness.user_command(self.user, harness.tierfs_bin(), self.src,
-                                                     self.mnt, "-f", "-o", "ram=8M"),
+                                                     self.mnt, "-f", "-o",
+                                                     "ram=8M,passthrough=auto"),
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             harness.wait_for(lambda: harness.is_mounted(self.mnt) or proc.poll() is not None,
