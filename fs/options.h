@@ -34,12 +34,12 @@ struct MountConfig {
   unsigned scan_threads = 0;  // metadata requests in flight during the scan; 0: auto (tuned)
   std::string index;          // saved namespace index: a file, "auto" or "" (none)
   IndexCheck index_check = IndexCheck::kDirs;
-  unsigned index_wait = 600;         // seconds to wait for another node building the index
-  std::string readdir = "plus";      // plus, plain or auto (ReaddirMode in fs/filesystem.h)
+  unsigned index_wait = 600;        // seconds to wait for another node building the index
+  std::string readdir = "plus";     // plus, plain or auto (ReaddirMode in fs/filesystem.h)
   std::string passthrough = "off";  // auto, on or off (PassthroughWant in fs/passthrough.h)
-  uint64_t max_open_files = 0;       // SOURCE fd cache; 0 = half of RLIMIT_NOFILE
-  double entry_timeout = 86400;      // seconds the kernel may cache names
-  double attr_timeout = 86400;       // seconds the kernel may cache attributes
+  uint64_t max_open_files = 0;      // SOURCE fd cache; 0 = half of RLIMIT_NOFILE
+  double entry_timeout = 86400;     // seconds the kernel may cache names
+  double attr_timeout = 86400;      // seconds the kernel may cache attributes
   // Kernel readahead of the mount in KiB; 0 = the kernel's default;
   // kMaxRequestReadAhead = the largest read request (max_pages), at least 1 MiB.
   static constexpr unsigned kMaxRequestReadAhead = ~0u;

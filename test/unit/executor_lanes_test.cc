@@ -22,12 +22,12 @@ class Jobs {
  public:
   Executor::Job Held(std::string name) {
     return Executor::Job{[this, name] {
-                           std::unique_lock lock(mu_);
-                           order_ += name + " ";
-                           at_start_max_ = std::max(at_start_max_, ++now_);
-                           cv_.wait(lock, [&] { return open_; });
-                           --now_;
-                         }};
+      std::unique_lock lock(mu_);
+      order_ += name + " ";
+      at_start_max_ = std::max(at_start_max_, ++now_);
+      cv_.wait(lock, [&] { return open_; });
+      --now_;
+    }};
   }
   void Open() {
     {

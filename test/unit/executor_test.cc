@@ -60,9 +60,9 @@ TEST_CASE("Executor runs foreground jobs before queued background ones", "[execu
   std::shared_future<void> gate = open_gate.get_future().share();
   std::atomic<bool> gate_running{false};
   REQUIRE(executor.Submit(Lane::kBackground, Executor::Job{[&] {
-                                                             gate_running = true;
-                                                             gate.wait();
-                                                           }}));
+                            gate_running = true;
+                            gate.wait();
+                          }}));
   executor.Start();
   REQUIRE(Eventually([&] { return gate_running.load(); }));  // the one thread is busy
   REQUIRE(executor.Submit(Lane::kBackground, journal.Job("b1")));
@@ -119,18 +119,15 @@ TEST_CASE("Executor Shutdown cancels queued jobs and waits for running ones", "[
   Journal journal;  // outlives the executor, whose threads write to it
   Executor executor(1, 8);
   std::atomic<bool> started{false}, saw_stopping{false}, finished{false};
-  REQUIRE(
-      executor.Submit(Lane::kForeground, Executor::Job{[&] {
-                                                         started = true;
-                                                         // A long job polls stopping() to give up
-                                                         // early.
-                                                         while (!executor.stopping())
-                                                           std::this_thread::sleep_for(1ms);
-                                                         saw_stopping = true;
-                                                         std::this_thread::sleep_for(
-                                                             30ms);  // Shutdown must wait for this
-                                                         finished = true;
-                                                       }}));
+  REQUIRE(executor.Submit(Lane::kForeground, Executor::Job{[&] {
+                            started = true;
+                            // A long job polls stopping() to give up
+                            // early.
+                            while (!executor.stopping()) std::this_thread::sleep_for(1ms);
+                            saw_stopping = true;
+                            std::this_thread::sleep_for(30ms);  // Shutdown must wait for this
+                            finished = true;
+                          }}));
   executor.Start();
   REQUIRE(Eventually([&] { return started.load(); }));
   REQUIRE(executor.Submit(Lane::kForeground, journal.Job("f")));
