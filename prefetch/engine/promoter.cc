@@ -17,14 +17,9 @@ bool Promoter::Request(ChunkKey key, Executor::Lane lane, From from) {
     rejected_.fetch_add(1, std::memory_order_relaxed);
     return false;
   }
-  // Cheap before the claim: a chunk resident or in flight needs no home.
-  if (store_->state(key) != Catalog::kOnSource) return false;
-  const int home = peers_ != nullptr && from == From::kHome ? peers_->Home(key) : -1;
   auto claim = std::make_shared<ChunkClaim>();
-  if (store_->Claim(key, claim.get(), /*may_evict=*/home < 0) !=
-      ChunkStore::ClaimResult::kClaimed) {
-    return false;
-  }
+  int home;
+  if (!ClaimFor(key, from, claim.get(), &home)) return false;
   // A job dropped unrun (lane full, shutdown) destroys the claim, undoing it.
   if (!executor_->Submit(lane, Executor::Job{[this, claim, home] { Copy(*claim, home); }})) {
     rejected_.fetch_add(1, std::memory_order_relaxed);
@@ -34,13 +29,18 @@ bool Promoter::Request(ChunkKey key, Executor::Lane lane, From from) {
   return true;
 }
 
-bool Promoter::PromoteHere(ChunkKey key, From from) {
+bool Promoter::ClaimFor(ChunkKey key, From from, ChunkClaim* claim, int* home) {
+  // Cheap before the claim: a chunk resident or in flight needs no home.
   if (store_->state(key) != Catalog::kOnSource) return false;
-  const int home = peers_ != nullptr && from == From::kHome ? peers_->Home(key) : -1;
+  *home = peers_ != nullptr && from == From::kHome ? peers_->Home(key) : -1;
+  // A copy of a chunk homed elsewhere takes free room only.
+  return store_->Claim(key, claim, /*may_evict=*/*home < 0) == ChunkStore::ClaimResult::kClaimed;
+}
+
+bool Promoter::PromoteHere(ChunkKey key, From from) {
   ChunkClaim claim;
-  if (store_->Claim(key, &claim, /*may_evict=*/home < 0) != ChunkStore::ClaimResult::kClaimed) {
-    return false;
-  }
+  int home;
+  if (!ClaimFor(key, from, &claim, &home)) return false;
   requested_.fetch_add(1, std::memory_order_relaxed);
   inline_.fetch_add(1, std::memory_order_relaxed);
   Copy(claim, home);

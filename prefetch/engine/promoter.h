@@ -63,6 +63,9 @@ class Promoter {
   void VisitCounters(CounterVisitor& v) const;
 
  private:
+  // Claims `key` if it is on SOURCE only; *home: the peer link to copy
+  // from, or -1 for SOURCE. False if it was not claimed.
+  bool ClaimFor(ChunkKey key, From from, ChunkClaim* claim, int* home);
   // `home`: the peer link to copy from, or -1 for SOURCE.
   void Copy(ChunkClaim& claim, int home);
 

@@ -119,18 +119,11 @@ ssize_t ReadPath::ReadChunk(ChunkKey key, uint64_t off, size_t n, char* scratch,
     // A chunk of at most one SOURCE request is copied by this thread: the
     // reader needs all of it about as soon as the copy has it, and a
     // hand-off to a pool thread and back costs more CPU than the copy.
-    if (store_->catalog().length(key.node, key.chunk) <= Promoter::kReadSize) {
-      if (promoter_->PromoteHere(key, from)) {
-        PromoteRestOf(key);
-        continue;  // resident now (or on SOURCE again, if the copy failed)
-      }
-      if (store_->state(key) == Catalog::kOnSource) {  // no room
-        NoteBypassed(key);
-        return ReadUncached(key, off, n, scratch, out, local);
-      }
-      continue;  // another reader put it in flight since our look: wait for that
-    }
-    if (!promoter_->Request(key, Executor::Lane::kForeground, from)) {
+    // A larger one goes to the pool and is waited for (its first bytes early).
+    const bool started = store_->catalog().length(key.node, key.chunk) <= Promoter::kReadSize
+                             ? promoter_->PromoteHere(key, from)
+                             : promoter_->Request(key, Executor::Lane::kForeground, from);
+    if (!started) {
       // Another reader may have put it in flight since our look: wait for
       // that rather than read SOURCE a second time.
       if (store_->state(key) == Catalog::kOnSource) {  // no room, or queue full
@@ -139,7 +132,7 @@ ssize_t ReadPath::ReadChunk(ChunkKey key, uint64_t off, size_t n, char* scratch,
       }
       continue;
     }
-    PromoteRestOf(key);
+    PromoteRestOf(key);  // then: resident (copied here), in flight, or on SOURCE (failed)
   }
   return ReadSource(key, off, n, scratch, out);
 }

@@ -38,35 +38,33 @@ void StreamPlanner::Publish(const std::vector<NodeId>& ids) {
 
 void StreamPlanner::Publish(NodeId id) {
   if (!next_uses_) return;
-  {
-    NextUseTable::Uses uses;
-    const Stream* first = nullptr;
-    uint64_t best = kNever, second = kNever;
-    NextUseTable::Use second_use;
-    for (const auto& [name, s] : streams_) {
-      const uint64_t pos = s->plan.NextUse(id);
-      const uint64_t lead = Lead(pos, s->plan.cursor());
-      const auto slot = static_cast<uint8_t>(s->slot);
-      if (lead < best) {
-        second = best;
-        second_use = uses.next;
-        best = lead;
-        uses.next = {pos, slot};
-        uses.next_id = OccurrenceId(s->serial, pos);
-        first = s.get();
-      } else if (lead < second) {
-        second = lead;
-        second_use = {pos, slot};
-      }
+  NextUseTable::Uses uses;
+  const Stream* first = nullptr;
+  uint64_t best = kNever, second = kNever;
+  NextUseTable::Use second_use;
+  for (const auto& [name, s] : streams_) {
+    const uint64_t pos = s->plan.NextUse(id);
+    const uint64_t lead = Lead(pos, s->plan.cursor());
+    const auto slot = static_cast<uint8_t>(s->slot);
+    if (lead < best) {
+      second = best;
+      second_use = uses.next;
+      best = lead;
+      uses.next = {pos, slot};
+      uses.next_id = OccurrenceId(s->serial, pos);
+      first = s.get();
+    } else if (lead < second) {
+      second = lead;
+      second_use = {pos, slot};
     }
-    if (first) {
-      const uint64_t following = first->plan.FollowingUse(id);
-      uses.after = second < Lead(following, first->plan.cursor())
-                       ? second_use
-                       : NextUseTable::Use{following, static_cast<uint8_t>(first->slot)};
-    }
-    next_uses_->Set(id, uses);
   }
+  if (first) {
+    const uint64_t following = first->plan.FollowingUse(id);
+    uses.after = second < Lead(following, first->plan.cursor())
+                     ? second_use
+                     : NextUseTable::Use{following, static_cast<uint8_t>(first->slot)};
+  }
+  next_uses_->Set(id, uses);
 }
 
 void StreamPlanner::PendingFiles(const OrderPlan& plan, std::vector<NodeId>* out) {

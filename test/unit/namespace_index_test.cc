@@ -535,9 +535,6 @@ struct FaultyIndex : Fixture {
     return n;
   }
   FaultyIndex() { io_for_open = io; }
-  std::unique_ptr<Namespace> OpenThrough(IndexCheck check, OpenReport* report) {
-    return Open(check, report);
-  }
   std::string Notes(const OpenReport& r) const {
     std::string all;
     for (const auto& n : r.notes) all += n + "\n";
@@ -570,7 +567,7 @@ TEST_CASE("Index faults: a full device while writing leaves the old index and no
   ::unlink(f.index.c_str());
   f.io->Fail(FileOp::kWrite, ".tmp.", ENOSPC);
   OpenReport report;
-  auto ns = f.OpenThrough(IndexCheck::kDirs, &report);
+  auto ns = f.Open(IndexCheck::kDirs, &report);
   Expect(report, false, true, false);
   CHECK(f.Notes(report).find(std::strerror(ENOSPC)) != std::string::npos);
   CHECK(Dump(*ns) == Dump(*f.Scan()));
@@ -586,7 +583,7 @@ TEST_CASE("Index faults: an index that cannot be mapped or read is refused and S
   CHECK(error.find("cannot map it") != std::string::npos);
   CHECK(error.find(std::strerror(EIO)) != std::string::npos);
   OpenReport report;
-  auto ns = f.OpenThrough(IndexCheck::kNone, &report);
+  auto ns = f.Open(IndexCheck::kNone, &report);
   CHECK(report.scanned);
   CHECK(f.Notes(report).find("cannot map it") != std::string::npos);
   CHECK(Listing(*ns) == Listing(*f.Scan()));
@@ -605,7 +602,7 @@ TEST_CASE("Index faults: a lock that cannot be created is reported and the node 
   f.io->Fail(FileOp::kOpen, ".lock", EACCES);
   OpenReport report;
   const auto start = std::chrono::steady_clock::now();
-  auto ns = f.OpenThrough(IndexCheck::kDirs, &report);
+  auto ns = f.Open(IndexCheck::kDirs, &report);
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));  // no wait for it
   CHECK(report.scanned);
   CHECK(f.Notes(report).find("cannot create") != std::string::npos);
@@ -618,7 +615,7 @@ TEST_CASE("Index faults: a lock that cannot be created is reported and the node 
   ::unlink(f.index.c_str());
   f.io->Fail(FileOp::kTouch, ".lock", EIO);
   OpenReport again;
-  f.OpenThrough(IndexCheck::kDirs, &again);
+  f.Open(IndexCheck::kDirs, &again);
   CHECK(again.written);
 }
 

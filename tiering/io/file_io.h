@@ -117,7 +117,8 @@ class FileIo {
 
 // The local file system, through POSIX calls.
 std::unique_ptr<FileIo> NewPosixFileIo();
-// One shared PosixFileIo, for callers given none.
+// One shared PosixFileIo, for callers given none; it lives as long as the
+// process (a raw pointer to it never dangles).
 std::shared_ptr<FileIo> DefaultFileIo();
 
 // Forwards every call to a target; subclasses override what they change.

@@ -148,8 +148,7 @@ int64_t RealtimeNanos() {
 
 std::string WriteIndex(const Namespace& ns, const SourceIdentity& source, int64_t created_ns,
                        const std::string& path, FileIo* io) {
-  std::shared_ptr<FileIo> fallback = io ? nullptr : DefaultFileIo();
-  if (io == nullptr) io = fallback.get();
+  if (io == nullptr) io = DefaultFileIo().get();  // lives as long as the process
   if (ns.size() == 0) return "cannot save an empty namespace";
   auto header = std::make_unique<IndexHeader>();
   std::memset(header.get(), 0, sizeof(IndexHeader));
@@ -214,8 +213,7 @@ std::string WriteIndex(const Namespace& ns, const SourceIdentity& source, int64_
 
 std::unique_ptr<Namespace> LoadIndex(const std::string& path, const SourceIdentity* expected,
                                      std::string* error, IndexInfo* info, FileIo* io) {
-  std::shared_ptr<FileIo> fallback = io ? nullptr : DefaultFileIo();
-  if (io == nullptr) io = fallback.get();
+  if (io == nullptr) io = DefaultFileIo().get();  // lives as long as the process
   auto refuse = [&](const std::string& why) {
     *error = fmt::format("index '{}' refused: {}", path, why);
     return nullptr;

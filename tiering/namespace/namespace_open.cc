@@ -191,8 +191,7 @@ std::unique_ptr<Namespace> OpenNamespace(Backend* backend, const SourceIdentity&
                                          std::string* error, ScanReport* live) {
   const auto start = Clock::now();
   const int64_t created = RealtimeNanos();
-  const std::shared_ptr<FileIo> io_owner = options.io ? options.io : DefaultFileIo();
-  FileIo* const io = io_owner.get();
+  FileIo* const io = options.io ? options.io.get() : DefaultFileIo().get();
   ScanReport local;
   ScanReport& scan = live ? *live : local;
   auto finish = [&](std::unique_ptr<Namespace> ns, std::string how) {
