@@ -40,6 +40,12 @@ class Jobs {
     std::lock_guard lock(mu_);
     return order_;
   }
+  // How many jobs are inside their body now (the executor counts a job as
+  // running a moment before its body starts).
+  int inside() const {
+    std::lock_guard lock(mu_);
+    return now_;
+  }
   // The most jobs running when one started, since the last reset.
   int TakeMax() {
     std::lock_guard lock(mu_);
@@ -102,6 +108,7 @@ TEST_CASE("Executor runs at most active_limit jobs at once", "[executor_lanes]")
   for (int i = 0; i < 10; ++i) REQUIRE(executor.Submit(Lane::kBackground, jobs.Held("j")));
   executor.Start();
   REQUIRE(Eventually([&] { return executor.running() == 2; }));
+  REQUIRE(Eventually([&] { return jobs.inside() == 2; }));
   std::this_thread::sleep_for(50ms);  // two idle threads must stay idle
   CHECK(executor.running() == 2);
   CHECK(jobs.TakeMax() == 2);
@@ -109,6 +116,7 @@ TEST_CASE("Executor runs at most active_limit jobs at once", "[executor_lanes]")
 
   executor.SetActiveLimit(4);  // raising wakes the idle threads
   REQUIRE(Eventually([&] { return executor.running() == 4; }));
+  REQUIRE(Eventually([&] { return jobs.inside() == 4; }));  // all four recorded
   CHECK(executor.queued(Lane::kBackground) == 6);
   jobs.TakeMax();
 
