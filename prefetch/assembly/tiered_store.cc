@@ -50,7 +50,8 @@ std::unique_ptr<TieredStore> TieredStore::Open(const TieringConfig& config, cons
                            PrefetchModeName(config.prefetch.mode));
       return nullptr;
     }
-    store->read_path_ = std::make_unique<ReadPath>(ns, source, nullptr, nullptr);
+    store->source_ = std::make_unique<ChunkSource>(source, config.chunk_size);
+    store->read_path_ = std::make_unique<ReadPath>(ns, store->source_.get(), nullptr, nullptr);
     // Hints are still parsed and counted, so helpers work against any mount.
     store->prefetcher_ = std::make_unique<Prefetcher>(config.prefetch, ns, nullptr, nullptr,
                                                       nullptr, nullptr, nullptr, nullptr, nullptr);
@@ -89,11 +90,11 @@ std::unique_ptr<TieredStore> TieredStore::Open(const TieringConfig& config, cons
     store->peers_ = std::make_unique<JobPeers>(std::move(peers), ns);
   }
   store->executor_ = std::make_unique<Executor>(config.promote_threads, config.promote_queue);
-  store->promoter_ = std::make_unique<Promoter>(store->chunks_.get(), source,
-                                                store->executor_.get(), store->peers_.get());
-  store->read_path_ =
-      std::make_unique<ReadPath>(ns, source, store->chunks_.get(), store->promoter_.get(),
-                                 std::chrono::seconds(10), store->peers_.get());
+  store->source_ = std::make_unique<ChunkSource>(source, config.chunk_size, store->peers_.get());
+  store->promoter_ = std::make_unique<Promoter>(store->chunks_.get(), store->source_.get(),
+                                                store->executor_.get());
+  store->read_path_ = std::make_unique<ReadPath>(ns, store->source_.get(), store->chunks_.get(),
+                                                 store->promoter_.get());
   if (store->peers_) {
     store->peer_reader_ = std::make_unique<PeerChunkReader>(ns, store->read_path_.get());
   }

@@ -80,6 +80,7 @@ class TieredStore {
   std::unique_ptr<ChunkStore> chunks_;
   bool shut_down_ = false;  // Shutdown ran (it may run again, from the destructor)
   std::unique_ptr<JobPeers> peers_;
+  std::unique_ptr<ChunkSource> source_;  // home, then SOURCE
   std::unique_ptr<Executor> executor_;
   std::unique_ptr<Promoter> promoter_;
   std::unique_ptr<ReadPath> read_path_;

@@ -7,8 +7,8 @@
 
 namespace tierfs {
 
-Promoter::Promoter(ChunkStore* store, SourceReader* source, Executor* executor, JobPeers* peers)
-    : store_(store), source_(source), executor_(executor), peers_(peers) {}
+Promoter::Promoter(ChunkStore* store, ChunkSource* source, Executor* executor)
+    : store_(store), source_(source), executor_(executor) {}
 
 bool Promoter::Request(ChunkKey key, Executor::Lane lane, From from) {
   // A full lane would reject the job after the claim made room for it:
@@ -32,9 +32,10 @@ bool Promoter::Request(ChunkKey key, Executor::Lane lane, From from) {
 bool Promoter::ClaimFor(ChunkKey key, From from, ChunkClaim* claim, int* home) {
   // Cheap before the claim: a chunk resident or in flight needs no home.
   if (store_->state(key) != Catalog::kOnSource) return false;
-  *home = peers_ != nullptr && from == From::kHome ? peers_->Home(key) : -1;
+  *home = from == From::kHome ? source_->Home(key) : ChunkSource::kSource;
   // A copy of a chunk homed elsewhere takes free room only.
-  return store_->Claim(key, claim, /*may_evict=*/*home < 0) == ChunkStore::ClaimResult::kClaimed;
+  return store_->Claim(key, claim, /*may_evict=*/*home == ChunkSource::kSource) ==
+         ChunkStore::ClaimResult::kClaimed;
 }
 
 bool Promoter::PromoteHere(ChunkKey key, From from) {
@@ -48,11 +49,9 @@ bool Promoter::PromoteHere(ChunkKey key, From from) {
 }
 
 bool Promoter::AskHome(ChunkKey key) {
-  if (peers_ == nullptr) return true;
-  auto ask = [this, key] {
-    if (int home = peers_->Home(key); home >= 0) peers_->AskAhead(home, key);
-  };
-  return executor_->Submit(Executor::Lane::kLookahead, Executor::Job{ask});
+  if (!source_->has_peers()) return true;
+  return executor_->Submit(Executor::Lane::kLookahead,
+                           Executor::Job{[this, key] { source_->AskHome(key); }});
 }
 
 void Promoter::Copy(ChunkClaim& claim, int home) {
@@ -63,15 +62,10 @@ void Promoter::Copy(ChunkClaim& claim, int home) {
   } catch (const std::bad_alloc&) {
     return claim.Fail(-ENOMEM, "no memory for the copy buffer");
   }
-  const uint64_t start = static_cast<uint64_t>(claim.key().chunk) * store_->catalog().chunk_size();
   for (uint64_t done = 0; done < claim.length();) {
     if (executor_->stopping()) return claim.Fail(-ECANCELED, "cancelled at shutdown");
     size_t want = static_cast<size_t>(std::min<uint64_t>(kReadSize, claim.length() - done));
-    ssize_t n = home >= 0 ? peers_->Fetch(home, claim.key(), done, want, buf) : -1;
-    if (n != static_cast<ssize_t>(want)) {
-      home = -1;  // no home, or it failed us (counted): SOURCE for the rest of the chunk
-      n = source_->Read(claim.key().node, buf, want, start + done);
-    }
+    ssize_t n = source_->Read(claim.key(), done, want, buf, &home);
     if (n < 0) return claim.Fail(static_cast<int>(n), "SOURCE read failed");
     if (static_cast<size_t>(n) != want) return claim.Fail(-EIO, "SOURCE read short");
     if (int err = claim.Write(buf, want); err < 0) return claim.Fail(err, "tier write failed");

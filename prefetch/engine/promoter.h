@@ -5,10 +5,10 @@
 // other outcome (a failure, a job dropped at shutdown, an exception) undoes
 // the claim: nothing partial is visible and the chunk is served from SOURCE.
 //
-// With peers, a chunk another node homes is copied from that node instead
-// (it reads SOURCE for the job), into free room only, never evicting this
-// node's own chunks for it; a piece the home does not deliver is read from
-// SOURCE, and so is the rest of that chunk.
+// The bytes come from a ChunkSource: with peers, a chunk another node homes
+// is copied from that node instead (it reads SOURCE for the job), into free
+// room only, never evicting this node's own chunks for it; a piece the home
+// does not deliver is read from SOURCE, and so is the rest of that chunk.
 #pragma once
 
 #include <atomic>
@@ -17,10 +17,9 @@
 #include <mutex>
 #include <unordered_set>
 
+#include "prefetch/engine/chunk_source.h"
 #include "prefetch/engine/executor.h"
 #include "tiering/base/counter_visitor.h"
-#include "tiering/peer/job_peers.h"
-#include "tiering/source/source_reader.h"
 #include "tiering/store/chunk_store.h"
 
 namespace tierfs {
@@ -30,8 +29,8 @@ class Promoter {
   static constexpr size_t kReadSize = 1 << 20;  // one SOURCE request
 
   // Everything must outlive the promoter; the executor must be shut down
-  // before the store is destroyed. `peers` may be null (no peers).
-  Promoter(ChunkStore* store, SourceReader* source, Executor* executor, JobPeers* peers = nullptr);
+  // before the store is destroyed.
+  Promoter(ChunkStore* store, ChunkSource* source, Executor* executor);
 
   // Where a promotion may get the bytes: from the chunk's home if another
   // node homes it, or from SOURCE only (a peer asked this node: it is the
@@ -49,7 +48,7 @@ class Promoter {
   bool PromoteHere(ChunkKey key, From from = From::kHome);
 
   // True unless another live peer is `key`'s home (always true without peers).
-  bool HomedHere(ChunkKey key) const { return peers_ == nullptr || peers_->Home(key) < 0; }
+  bool HomedHere(ChunkKey key) const { return source_->HomedHere(key); }
   // Look-ahead for a chunk another node homes and this one has no room to
   // copy: asks the home (on the look-ahead lane) to promote it now. False
   // if the lane is full (not asked). Remembering what was asked is the
@@ -64,15 +63,14 @@ class Promoter {
 
  private:
   // Claims `key` if it is on SOURCE only; *home: the peer link to copy
-  // from, or -1 for SOURCE. False if it was not claimed.
+  // from, or ChunkSource::kSource. False if it was not claimed.
   bool ClaimFor(ChunkKey key, From from, ChunkClaim* claim, int* home);
-  // `home`: the peer link to copy from, or -1 for SOURCE.
+  // `home`: the peer link to copy from, or ChunkSource::kSource.
   void Copy(ChunkClaim& claim, int home);
 
   ChunkStore* const store_;
-  SourceReader* const source_;
+  ChunkSource* const source_;
   Executor* const executor_;
-  JobPeers* const peers_;
   std::atomic<uint64_t> requested_{0};  // chunks put in flight
   std::atomic<uint64_t> rejected_{0};   // the executor's lane was full
   std::atomic<uint64_t> inline_{0};     // chunks copied by PromoteHere

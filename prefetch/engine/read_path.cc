@@ -7,14 +7,9 @@
 
 namespace tierfs {
 
-ReadPath::ReadPath(const Namespace* ns, SourceReader* source, ChunkStore* store, Promoter* promoter,
-                   std::chrono::milliseconds wait_limit, JobPeers* peers)
-    : ns_(ns),
-      source_(source),
-      store_(store),
-      promoter_(promoter),
-      wait_limit_(wait_limit),
-      peers_(peers) {}
+ReadPath::ReadPath(const Namespace* ns, ChunkSource* source, ChunkStore* store, Promoter* promoter,
+                   std::chrono::milliseconds wait_limit)
+    : ns_(ns), source_(source), store_(store), promoter_(promoter), wait_limit_(wait_limit) {}
 
 ssize_t ReadPath::ReadLocal(NodeId id, uint64_t off, size_t size, char* scratch, TierRead* out,
                             InFlight::Deadline deadline) {
@@ -139,19 +134,18 @@ ssize_t ReadPath::ReadChunk(ChunkKey key, uint64_t off, size_t n, char* scratch,
 
 ssize_t ReadPath::ReadUncached(ChunkKey key, uint64_t off, size_t n, char* scratch, TierRead* out,
                                bool local) {
-  if (peers_ != nullptr && !local) {
-    if (int home = peers_->Home(key); home >= 0) {
-      ssize_t r = peers_->Fetch(home, key, off, n, scratch);
-      if (r == static_cast<ssize_t>(n)) {
-        counters_.peer_reads.fetch_add(1, std::memory_order_relaxed);
-        counters_.peer_bytes.fetch_add(n, std::memory_order_relaxed);
-        out->data = scratch;
-        out->size = n;
-        return r;
-      }
-    }
+  int home = local ? ChunkSource::kSource : source_->Home(key);
+  ssize_t r = source_->Read(key, off, n, scratch, &home);
+  if (r < 0) return r;
+  if (home != ChunkSource::kSource) {
+    counters_.peer_reads.fetch_add(1, std::memory_order_relaxed);
+    counters_.peer_bytes.fetch_add(static_cast<uint64_t>(r), std::memory_order_relaxed);
+  } else {
+    CountSource(r);
   }
-  return ReadSource(key, off, n, scratch, out);
+  out->data = scratch;
+  out->size = static_cast<size_t>(r);
+  return r;
 }
 
 namespace {
@@ -183,13 +177,17 @@ void ReadPath::PromoteRestOf(ChunkKey key) {
 
 ssize_t ReadPath::ReadSource(ChunkKey key, uint64_t off, size_t n, char* scratch, TierRead* out) {
   uint64_t file_off = store_ ? key.chunk * store_->catalog().chunk_size() + off : off;
-  ssize_t r = source_->Read(key.node, scratch, n, file_off);
+  ssize_t r = source_->ReadFile(key.node, file_off, n, scratch);
   if (r < 0) return r;
-  counters_.source_reads.fetch_add(1, std::memory_order_relaxed);
-  counters_.source_bytes.fetch_add(static_cast<uint64_t>(r), std::memory_order_relaxed);
+  CountSource(r);
   out->data = scratch;
   out->size = static_cast<size_t>(r);
   return r;
+}
+
+void ReadPath::CountSource(ssize_t bytes) {
+  counters_.source_reads.fetch_add(1, std::memory_order_relaxed);
+  counters_.source_bytes.fetch_add(static_cast<uint64_t>(bytes), std::memory_order_relaxed);
 }
 
 void ReadPath::VisitCounters(CounterVisitor& v) const {

@@ -6,7 +6,8 @@
 // With peers, a chunk homed on another node is promoted from its home (the
 // Promoter's choice) and, when this node has no free room for a copy, the
 // bytes the reader wants are fetched from the home without keeping them
-// (forwarded); SOURCE only if the home fails.
+// (forwarded); SOURCE only if the home fails. Both go through one
+// ChunkSource, which makes that choice.
 #pragma once
 
 #include <array>
@@ -14,9 +15,9 @@
 #include <chrono>
 #include <cstdint>
 
+#include "prefetch/engine/chunk_source.h"
 #include "prefetch/engine/promoter.h"
 #include "tiering/base/counter_visitor.h"
-#include "tiering/source/source_reader.h"
 #include "tiering/store/chunk_store.h"
 
 namespace tierfs {
@@ -49,10 +50,8 @@ class ReadPath {
   // Without a store and promoter (no tiers), every read goes to SOURCE. A
   // read waits for a promotion in flight at most `wait_limit`, then reads
   // SOURCE itself.
-  // `peers` may be null.
-  ReadPath(const Namespace* ns, SourceReader* source, ChunkStore* store, Promoter* promoter,
-           std::chrono::milliseconds wait_limit = std::chrono::seconds(10),
-           JobPeers* peers = nullptr);
+  ReadPath(const Namespace* ns, ChunkSource* source, ChunkStore* store, Promoter* promoter,
+           std::chrono::milliseconds wait_limit = std::chrono::seconds(10));
 
   // Reads up to `size` bytes of regular file `id` at `off`. The bytes are at
   // out->data (in `scratch`, which must hold `size` bytes, or in tier memory
@@ -82,6 +81,7 @@ class ReadPath {
   ssize_t ReadUncached(ChunkKey key, uint64_t off, size_t n, char* scratch, TierRead* out,
                        bool local);
   ssize_t ReadSource(ChunkKey key, uint64_t off, size_t n, char* scratch, TierRead* out);
+  void CountSource(ssize_t bytes);
   void PromoteRestOf(ChunkKey key);
   // The chunk of a file last read from SOURCE for want of room, in a small
   // direct-mapped table: a reader part-way through a chunk it reads from
@@ -91,11 +91,10 @@ class ReadPath {
   void NoteBypassed(ChunkKey key);
 
   const Namespace* const ns_;
-  SourceReader* const source_;
+  ChunkSource* const source_;
   ChunkStore* const store_;
   Promoter* const promoter_;
   const std::chrono::milliseconds wait_limit_;
-  JobPeers* const peers_;
   ReadCounters counters_;
   std::atomic<ReadObserver*> observer_{nullptr};
   static constexpr size_t kBypassSlots = 1024;

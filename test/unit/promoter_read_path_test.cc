@@ -113,8 +113,9 @@ class Stack {
     store_ = std::make_unique<ChunkStore>(source->ns(), std::move(catalog), std::move(tiers),
                                           std::move(p));
     executor_ = std::make_unique<Executor>(threads, queue);
-    promoter_ = std::make_unique<Promoter>(store_.get(), source->reader(), executor_.get());
-    read_path_ = std::make_unique<ReadPath>(source->ns(), source->reader(), store_.get(),
+    chunks_ = std::make_unique<ChunkSource>(source->reader(), chunk_size);
+    promoter_ = std::make_unique<Promoter>(store_.get(), chunks_.get(), executor_.get());
+    read_path_ = std::make_unique<ReadPath>(source->ns(), chunks_.get(), store_.get(),
                                             promoter_.get(), wait_limit);
     executor_->Start();
   }
@@ -160,6 +161,7 @@ class Stack {
   Source* const source_;
   std::unique_ptr<ChunkStore> store_;
   std::unique_ptr<Executor> executor_;
+  std::unique_ptr<ChunkSource> chunks_;
   std::unique_ptr<Promoter> promoter_;
   std::unique_ptr<ReadPath> read_path_;
 };

@@ -35,8 +35,9 @@ TEST_CASE("PromotionTuner raises parallelism that pays and backs off when SOURCE
   tiers.push_back(NewMemoryTier("ram", 1ull << 30));
   ChunkStore store(ns.get(), std::move(catalog), std::move(tiers), std::move(policy));
   Executor executor(32, 8192);
-  Promoter promoter(&store, &reader, &executor);
-  ReadPath read_path(ns.get(), &reader, &store, &promoter);
+  ChunkSource source(&reader, 1 << 20);
+  Promoter promoter(&store, &source, &executor);
+  ReadPath read_path(ns.get(), &source, &store, &promoter);
   PromotionTuner tuner(&executor, &store, &read_path.counters(), &reader, true, 0);
   CHECK(executor.active_limit() == PromotionTuner::kStartParallel);
   for (size_t i = 0; i < kFiles; ++i) {

@@ -1,0 +1,58 @@
+// ChunkSource: where the bytes of a chunk that no tier of this node holds
+// come from. With peers, a chunk another live node homes is fetched from that
+// node (it reads SOURCE for the whole job); a home that fails is counted by
+// JobPeers and SOURCE is read instead, for the rest of that chunk too.
+// Without peers, or for a chunk this node homes, SOURCE.
+//
+// The one "home, then SOURCE" decision: the promoter copies through it and
+// the read path forwards through it, so both fall back alike.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+
+#include "tiering/namespace/chunk_key.h"
+#include "tiering/peer/job_peers.h"
+#include "tiering/source/source_reader.h"
+
+namespace tierfs {
+
+class ChunkSource {
+ public:
+  static constexpr int kSource = -1;  // a "home" that is SOURCE itself
+
+  // `source` and `peers` (which may be null: no peers) must outlive this.
+  ChunkSource(SourceReader* source, uint64_t chunk_size, JobPeers* peers = nullptr)
+      : source_(source), chunk_size_(chunk_size), peers_(peers) {}
+
+  // The peer link that homes `key`, or kSource when this node does (or
+  // there are no peers, or nobody else is up).
+  int Home(ChunkKey key) const { return peers_ != nullptr ? peers_->Home(key) : kSource; }
+  bool HomedHere(ChunkKey key) const { return Home(key) == kSource; }
+
+  // Reads [off, off+n) of chunk `key` (off within the chunk) into `buf`,
+  // from peer `*home`, or from SOURCE when *home is kSource or the peer
+  // does not deliver all n bytes; then *home becomes kSource, so a caller
+  // reading a chunk piece by piece goes on from SOURCE. The count (short
+  // only at SOURCE's EOF) or -errno.
+  ssize_t Read(ChunkKey key, uint64_t off, size_t n, char* buf, int* home);
+  // Reads up to n bytes of file `node` at file offset `off` from SOURCE.
+  ssize_t ReadFile(NodeId node, uint64_t off, size_t n, char* buf) {
+    return source_->Read(node, buf, n, off);
+  }
+  // Asks `key`'s home, if another node, to promote it now (look-ahead for
+  // a chunk this node has no room to copy). True if there is no such home
+  // or it answered.
+  bool AskHome(ChunkKey key);
+
+  bool has_peers() const { return peers_ != nullptr; }
+  uint64_t chunk_size() const { return chunk_size_; }
+
+ private:
+  SourceReader* const source_;
+  const uint64_t chunk_size_;
+  JobPeers* const peers_;
+};
+
+}  // namespace tierfs
