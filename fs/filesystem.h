@@ -16,6 +16,7 @@
 #include "fs/control.h"
 #include "fs/parallel_dirops.h"
 #include "fs/passthrough.h"
+#include "fs/peers/peer_service.h"
 #include "fs/source_permissions.h"
 #include "prefetch/assembly/tiered_store.h"
 #include "tiering/base/latency_histogram.h"
@@ -72,6 +73,9 @@ class FsContext {
   // after SOURCE, asked as the caller, allows it (fs/source_permissions.h).
   // REQUIRES: before the session starts; `p` outlives it.
   void set_source_permissions(SourcePermissions* p) { source_permissions_ = p; }
+  // The peer front door, for its figures; set before the loop and the
+  // metrics endpoint start (null: this node does not serve).
+  void set_peer_service(const PeerService* s) { peer_service_ = s; }
   SourcePermissions* source_permissions() const { return source_permissions_; }
   // What this mount serves and where: in the stats and tierfs_info's
   // labels, so that two mounts on a node can be told apart.
@@ -126,6 +130,7 @@ class FsContext {
   ReaddirMode readdir_mode_ = ReaddirMode::kPlus;
   bool check_access_ = false;
   SourcePermissions* source_permissions_ = nullptr;
+  const PeerService* peer_service_ = nullptr;
   std::string source_path_, mount_path_;
   InitReplyPatch init_patch_;
   PassthroughOpens passthrough_;

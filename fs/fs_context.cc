@@ -85,6 +85,12 @@ void FsContext::VisitCounters(CounterVisitor& v) const {
   requests_.VisitCounters(v);
   v.EndGroup();
   store_->VisitCounters(v);
+  if (const JobPeers* peers = store_->peers()) {
+    v.BeginGroup("peers");
+    peers->VisitCounters(v);
+    PeerService::VisitCounters(peer_service_, v);
+    v.EndGroup();
+  }
   v.BeginGroup("open_files");
   reader_->open_files().VisitCounters(v);
   v.EndGroup();

@@ -125,9 +125,28 @@ std::string IndexPath(const MountConfig& config, std::string* path) {
 // ShutdownGuard bounds how long this may take (a PFS read can hang): the
 // mount is still taken down and tiers stay consistent (journaled copies are
 // complete; temporary files are removed at the next mount).
-void FinishPromotions(TieredStore* store, MetricsServer* metrics) {
+void FinishPromotions(TieredStore* store, MetricsServer* metrics, PeerService* peer_service) {
   if (metrics) metrics->Stop();
+  if (peer_service) peer_service->Stop();  // its requests read through the store
   store->Shutdown();
+}
+
+// The second front door, once the store has started asking the peers: if
+// it cannot open, this node stops asking too (a node the others cannot
+// reach is not live to them, and should not count itself so).
+std::unique_ptr<PeerService> StartPeerService(TieredStore* store, const Namespace* ns) {
+  JobPeers* peers = store->peers();
+  if (peers == nullptr || !peers->started()) return nullptr;
+  auto service = PeerService::Start(peers, ns, &store->read_path());
+  if (!service.ok()) {
+    TIERFS_LOG(kError,
+               "peers: {}; this node neither asks nor serves peers (its misses read SOURCE)",
+               service.status().message());
+    peers->Stop();
+    return nullptr;
+  }
+  TIERFS_LOG(kInfo, "peers: '{}' of {} serving and asking", peers->self(), peers->size());
+  return std::move(service).value();
 }
 
 }  // namespace
@@ -403,6 +422,8 @@ int RunMount(const MountConfig& config) {
   }
 
   store->Start();  // threads only now: they would not survive the fork
+  std::unique_ptr<PeerService> peer_service = StartPeerService(store.get(), ns.get());
+  ctx.set_peer_service(peer_service.get());
   if (metrics) metrics->Start();
   guard.Start();
   struct fuse_loop_config* loop = fuse_loop_cfg_create();
@@ -417,7 +438,7 @@ int RunMount(const MountConfig& config) {
   tune.join();
   fuse_loop_cfg_destroy(loop);
   fuse_remove_signal_handlers(se);
-  FinishPromotions(store.get(), metrics.get());
+  FinishPromotions(store.get(), metrics.get(), peer_service.get());
   guard.Finish();
   fuse_session_unmount(se);
   fuse_session_destroy(se);

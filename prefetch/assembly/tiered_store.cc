@@ -95,9 +95,6 @@ std::unique_ptr<TieredStore> TieredStore::Open(const TieringConfig& config, cons
                                                 store->executor_.get());
   store->read_path_ = std::make_unique<ReadPath>(ns, store->source_.get(), store->chunks_.get(),
                                                  store->promoter_.get());
-  if (store->peers_) {
-    store->peer_reader_ = std::make_unique<PeerChunkReader>(ns, store->read_path_.get());
-  }
   PrefetchConfig prefetch = config.prefetch;
   prefetch.max_lookahead_bytes = std::max<uint64_t>(store->chunks_->tier_bytes() / 4, 1);
   store->prefetcher_ = std::make_unique<Prefetcher>(
@@ -122,13 +119,10 @@ void TieredStore::Start() {
   if (executor_) executor_->Start();
   if (prefetcher_) prefetcher_->Start();
   if (peers_) {
-    std::string error;
-    if (peers_->Start(peer_reader_.get(), &error) < 0) {
+    if (Status s = peers_->Start(); !s.ok()) {
       TIERFS_LOG(kError,
                  "peers: {}; this node neither asks nor serves peers (its misses read SOURCE)",
-                 error);
-    } else {
-      TIERFS_LOG(kInfo, "peers: '{}' of {} serving and asking", peers_->self(), peers_->size());
+                 s.message());
     }
   }
 }
@@ -138,7 +132,7 @@ void TieredStore::Shutdown() {
   // instead of being refused.
   if (chunks_ && !shut_down_) chunks_->NoteTierHolder(HolderNote(config_, "stopping"));
   shut_down_ = true;
-  // Peers first: answering them reads through the promoter and the store.
+  // The peer service, which reads through the store, has stopped by now.
   if (peers_) peers_->Stop();
   if (read_path_) read_path_->SetObserver(nullptr);
   if (prefetcher_) prefetcher_->Shutdown();
@@ -168,11 +162,6 @@ void TieredStore::VisitCounters(CounterVisitor& v) const {
   v.BeginGroup("prefetch");
   prefetcher_->VisitCounters(v);
   v.EndGroup();
-  if (peers_) {
-    v.BeginGroup("peers");
-    peers_->VisitCounters(v);
-    v.EndGroup();
-  }
 }
 
 }  // namespace tierfs

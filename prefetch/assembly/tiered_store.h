@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "prefetch/engine/executor.h"
-#include "prefetch/engine/peer_chunk_reader.h"
 #include "prefetch/engine/promoter.h"
 #include "prefetch/engine/read_path.h"
 #include "prefetch/planners/prefetcher.h"
@@ -63,13 +62,18 @@ class TieredStore {
   Prefetcher& prefetcher() { return *prefetcher_; }
   // Null without tiers.
   ChunkStore* chunks() { return chunks_.get(); }
-  // Starts the promotion threads and the peers; call after the daemon has
-  // forked. Peers that cannot start are logged: this node then reads SOURCE.
+  // The job's peers as this node asks them; null without peers=. The peer
+  // service (fs/peers) answers them.
+  JobPeers* peers() { return peers_.get(); }
+  const JobPeers* peers() const { return peers_.get(); }
+  // Starts the promotion threads and asking the peers; call after the
+  // daemon has forked. Peers that cannot start are logged: this node then
+  // reads SOURCE.
   void Start();
-  // Stops serving peers and promotions: queued ones are dropped, running
-  // ones cancelled.
+  // Stops asking peers and promotions: queued ones are dropped, running
+  // ones cancelled. Stop the peer service first.
   void Shutdown();
-  // The "tiers", "reads", "promotions", "prefetch" and "peers" figures.
+  // The "tiers", "reads", "promotions" and "prefetch" figures.
   void VisitCounters(CounterVisitor& v) const;
 
  private:
@@ -85,7 +89,6 @@ class TieredStore {
   std::unique_ptr<Promoter> promoter_;
   std::unique_ptr<ReadPath> read_path_;
   std::unique_ptr<Prefetcher> prefetcher_;
-  std::unique_ptr<PeerChunkReader> peer_reader_;
 };
 
 }  // namespace tierfs

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Checks that the library's folders depend only downwards.
 
-Each folder of tiering/ and prefetch/ is one library (docs/ARCHITECTURE.md,
-"Folders and libraries"); a file may include headers of its own folder and
-of the folders below it, never of one above or beside it. FUSE headers appear
+Each folder of tiering/ and prefetch/, and fs/peers, is one library
+(docs/ARCHITECTURE.md, "Folders and libraries"); a file may include headers
+of its own folder and of the folders below it, never of one above or beside
+it. FUSE headers appear
 only in fs/ (and tools/). Exit status 1 lists every include that breaks this.
 """
 import pathlib
@@ -23,7 +24,10 @@ TIERING = set(BELOW)
 BELOW["prefetch/engine"] = TIERING
 BELOW["prefetch/planners"] = TIERING | {"prefetch/engine"}
 BELOW["prefetch/assembly"] = TIERING | {"prefetch/engine", "prefetch/planners"}
-BELOW["fs"] = TIERING | {"prefetch/engine", "prefetch/planners", "prefetch/assembly"}
+# The two front doors: the peer service (fs/peers) goes in through the
+# engine's read path only; the FUSE adapter (fs) assembles the daemon.
+BELOW["fs/peers"] = TIERING | {"prefetch/engine"}
+BELOW["fs"] = TIERING | {"prefetch/engine", "prefetch/planners", "prefetch/assembly", "fs/peers"}
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^">]+)[">]', re.M)
 FUSE = re.compile(r"^(fuse|fuse3)/|^fuse_")
@@ -53,11 +57,13 @@ def main() -> int:
                 if target not in allowed:
                     problems.append(f"{rel}: includes {inc} ({target} is not below {folder})")
     # Every source folder of the two layers is in the table.
-    for layer in ("tiering", "prefetch"):
+    for layer in ("tiering", "prefetch", "fs"):
         for d in sorted(p for p in (root / layer).iterdir() if p.is_dir()):
             name = d.relative_to(root).as_posix()
             if name not in BELOW:
                 problems.append(f"{name}: a folder the layer table does not know")
+        if layer in BELOW:  # fs/ holds the FUSE adapter's files itself
+            continue
         loose = sorted((root / layer).glob("*.[hc]*"))
         for f in loose:
             problems.append(f"{f.relative_to(root)}: a source outside the layer's folders")

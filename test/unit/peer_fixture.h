@@ -20,9 +20,9 @@
 #include <string>
 #include <vector>
 
+#include "fs/peers/peer_server.h"
 #include "munge_daemon.h"
 #include "tiering/peer/peer_client.h"
-#include "tiering/peer/peer_server.h"
 #include "tiering/peer/rendezvous.h"
 
 namespace tierfs::testing {
@@ -188,18 +188,24 @@ class TestNode {
     server.port = port;
     server.chunk_size = chunk_size;
     server.ucx = TestUcx();
-    server_ = std::make_unique<PeerServer>(&auth_, provider, server);
+    auto made = PeerServer::Make(&auth_, provider, server);
+    INFO(made.status().message());
+    REQUIRE(made.ok());
+    server_ = std::move(made).value();
   }
   void StartServer() {
-    std::string error;
-    INFO(error);
-    REQUIRE(server_->Start(&error) >= 0);
+    Status s = server_->Start();
+    INFO(s.message());
+    REQUIRE(s.ok());
   }
   void StartClient(std::vector<PeerAddress> peers, PeerClientOptions options = {}) {
     options.peers = std::move(peers);
     options.ucx = TestUcx();
     if (options.retry_max == 5000ms) options.retry_max = 400ms;
-    client_ = std::make_unique<PeerClient>(&auth_, options);
+    auto made = PeerClient::Make(&auth_, options);
+    INFO(made.status().message());
+    REQUIRE(made.ok());
+    client_ = std::move(made).value();
     client_->Start();
   }
   PeerAddress address() const { return {auth_.self().name, "127.0.0.1", server_->port()}; }

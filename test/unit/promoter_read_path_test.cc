@@ -232,6 +232,8 @@ TEST_CASE("A miss on a small chunk is copied by the reader's own thread: no hand
   CHECK(stack.Resident(0));
   CHECK(source.read_bytes() == 100000);
   // A larger chunk goes to the pool: the reader takes its first bytes early.
+  // (SOURCE is slowed so that the pool cannot finish before the reader looks.)
+  source.faults().SetDelay(20ms);
   stack.ReadFile(1);
   CHECK(stack.promoter().inline_copies() == 1);
   CHECK(stack.reads().waits >= 1);

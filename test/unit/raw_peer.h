@@ -17,8 +17,8 @@
 #include <thread>
 #include <vector>
 
+#include "fs/peers/peer_door.h"
 #include "peer_fixture.h"
-#include "tiering/peer/peer_door.h"
 #include "tiering/peer/peer_handshake.h"
 #include "tiering/peer/ucx_worker.h"
 #include "tiering/peer/wire.h"
@@ -36,9 +36,9 @@ class RawPeer {
     ucp_ep_h reply = nullptr;
   };
 
-  RawPeer() : ucx_(TestUcx()) {
-    ucx_.SetAmHandler(kPeerAmId, [this](const void* h, size_t hn, void* d, size_t n,
-                                        const ucp_am_recv_param_t* p) {
+  RawPeer() : ucx_(MakeUcx()) {
+    Status handler = ucx_->SetAmHandler(kPeerAmId, [this](const void* h, size_t hn, void* d,
+                                                          size_t n, const ucp_am_recv_param_t* p) {
       Received r;
       r.rndv = p->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV;
       r.status = DecodeHeader(h, hn, n, &r.m);
@@ -49,21 +49,22 @@ class RawPeer {
       received_.push_back(std::move(r));
       return UcxWorker::Discard(p);
     });
-    ucx_.SetEndpointErrorHandler([this](ucp_ep_h ep, ucs_status_t) {
+    REQUIRE(handler.ok());
+    ucx_->SetEndpointErrorHandler([this](ucp_ep_h ep, ucs_status_t) {
       std::lock_guard lock(mu_);
       if (ep == ep_) {
-        ucx_.Close(ep);
+        ucx_->Close(ep);
         ep_ = nullptr;
         closed_ = true;
       }
     });
-    ucx_.Start(nullptr);
+    ucx_->Start(nullptr);
   }
   ~RawPeer() {
     if (door_) door_->Stop();
-    ucx_.Stop(
+    ucx_->Stop(
         [this] {
-          if (ep_ != nullptr && !reply_ep_) ucx_.Close(ep_);
+          if (ep_ != nullptr && !reply_ep_) ucx_->Close(ep_);
         },
         std::chrono::milliseconds(1000));
   }
@@ -97,7 +98,7 @@ class RawPeer {
   uint16_t Serve(const std::string& name) {
     auth_ = std::make_unique<PeerAuth>(Identity(name), MungeDaemon::Get()->socket());
     PeerDoorOptions o;
-    door_ = std::make_unique<PeerDoor>(auth_.get(), o, ucx_.Address());
+    door_ = std::make_unique<PeerDoor>(auth_.get(), o, ucx_->Address());
     std::string error;
     INFO(error);
     int port = door_->Start(&error);
@@ -143,26 +144,26 @@ class RawPeer {
     auto send = [this, h, n, kept, flags, pause] {
       if (ep() != nullptr) {
         uint32_t f = flags | (reply_ep_ ? 0 : UCP_AM_SEND_FLAG_REPLY);
-        ucx_.Send(ep(), kPeerAmId, h, n, kept->data(), kept->size(), f, [](ucs_status_t) {});
+        ucx_->Send(ep(), kPeerAmId, h, n, kept->data(), kept->size(), f, [](ucs_status_t) {});
       }
       std::this_thread::sleep_for(pause);
     };
     if (pause.count() == 0)
       OnThread(send);
     else
-      REQUIRE(ucx_.Post(send));
+      REQUIRE(ucx_->Post(send));
   }
   // Sends to the worker at `address` from now on.
   void ConnectTo(const std::string& address) {
     OnThread([&] {
       std::string error;
-      ucp_ep_h ep = ucx_.Connect(address, &error);
+      ucp_ep_h ep = ucx_->Connect(address, &error);
       std::lock_guard lock(mu_);
       ep_ = ep;
     });
     REQUIRE(ep() != nullptr);
   }
-  std::string address() const { return ucx_.Address(); }
+  std::string address() const { return ucx_->Address(); }
   std::vector<Received> received() {
     std::lock_guard lock(mu_);
     return received_;
@@ -183,7 +184,7 @@ class RawPeer {
     std::mutex m;
     std::condition_variable cv;
     bool done = false;
-    REQUIRE(ucx_.Post([&] {
+    REQUIRE(ucx_->Post([&] {
       fn();
       std::lock_guard lock(m);
       done = true;
@@ -193,7 +194,13 @@ class RawPeer {
     REQUIRE(cv.wait_for(lock, 5s, [&] { return done; }));
   }
 
-  UcxWorker ucx_;
+  static std::unique_ptr<UcxWorker> MakeUcx() {
+    auto made = UcxWorker::Make(TestUcx());
+    INFO(made.status().message());
+    REQUIRE(made.ok());
+    return std::move(made).value();
+  }
+  std::unique_ptr<UcxWorker> ucx_;
   ClientSession session_;  // as a client; as a server, keys and id from the door
   uint64_t next_seq_ = 2;
   std::unique_ptr<PeerAuth> auth_;

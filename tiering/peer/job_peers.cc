@@ -18,7 +18,6 @@
 #include "tiering/base/log.h"
 #include "tiering/peer/peer_auth.h"
 #include "tiering/peer/peer_client.h"
-#include "tiering/peer/peer_server.h"
 
 namespace tierfs {
 namespace {
@@ -33,7 +32,7 @@ std::vector<std::string> Names(const std::vector<PeerEntry>& peers) {
 // daemon, in systemd's convention (LISTEN_PID is this process, LISTEN_FDS=1,
 // the socket is fd 3): a privileged parent binds the job's port so that no
 // user can take it first. Taken once, before the daemon forks.
-int TakeInheritedListenFd() {
+int ListenFdFromEnvironment() {
   const char* pid = std::getenv("LISTEN_PID");
   const char* fds = std::getenv("LISTEN_FDS");
   if (pid == nullptr || fds == nullptr || std::to_string(::getpid()) != pid ||
@@ -149,73 +148,48 @@ JobPeers::JobPeers(JobPeersConfig config, const Namespace* ns)
   for (size_t i = 0; i < rendezvous_.size(); ++i) {
     link_of_.push_back(static_cast<int>(i) == self_index_ ? -1 : link++);
   }
-  inherited_fd_ = TakeInheritedListenFd();
+  inherited_fd_ = ListenFdFromEnvironment();
 }
 
 JobPeers::~JobPeers() { Stop(); }
 
-int JobPeers::Start(ChunkProvider* provider, std::string* error) {
+Status JobPeers::Start() {
   if (self_index_ < 0) {
-    *error = "this node ('" + config_.self + "') is not in the peer list";
-    return -1;
+    return Status::Error(EINVAL, "this node ('" + config_.self + "') is not in the peer list");
   }
   const PeerEntry& me = config_.peers[static_cast<size_t>(self_index_)];
-  try {
-    auth_ = std::make_unique<PeerAuth>(
-        PeerIdentity{config_.job, config_.self, ::geteuid(), ::getegid()}, config_.munge_socket);
-    PeerServerOptions so;
-    so.listen_host = config_.listen;
-    if (so.listen_host.empty()) so.listen_host = OwnAddress(me, config_.peers, error);
-    if (so.listen_host.empty()) return -1;
-    so.port = me.port;
-    so.inherited_fd = inherited_fd_;
-    inherited_fd_ = -1;  // the server owns it now
-    // UCX's TCP transport listens too (for the endpoints made after the
-    // handshake): on this interface only, unless the site says otherwise.
-    std::string device =
-        std::getenv("UCX_NET_DEVICES") != nullptr ? "" : InterfaceOf(so.listen_host);
-    so.ucx.net_devices = device;
-    so.chunk_size = chunk_size_;
-    so.threads = config_.server_threads;
-    // Each peer asks at most PeerClientOptions::max_in_flight (8) at once;
-    // beyond this the answer is kBusy and the asker reads SOURCE.
-    so.max_in_flight = 256;
-    so.max_per_connection = 16;
-    // Bytes being read or sent for peers: 256 MiB, or two chunks if more; a
-    // peer may hold a quarter of it, or one chunk.
-    so.max_bytes_in_flight = std::max<uint64_t>(uint64_t{256} << 20, 2 * chunk_size_);
-    so.max_bytes_per_connection = std::max(so.max_bytes_in_flight / 4, chunk_size_);
-    so.ucx.tls = config_.ucx_tls;
-    server_ = std::make_unique<PeerServer>(auth_.get(), provider, so);
-    if (server_->Start(error) < 0) {
-      *error = fmt::format("cannot listen on {}:{}: {}", so.listen_host, so.port, *error);
-      server_.reset();
-      return -1;
-    }
-    PeerClientOptions co;
-    for (size_t i = 0; i < config_.peers.size(); ++i) {
-      if (static_cast<int>(i) == self_index_) continue;
-      const PeerEntry& p = config_.peers[i];
-      co.peers.push_back(PeerAddress{p.name, p.host, p.port});
-    }
-    co.connect_timeout = config_.timeout;
-    co.ucx.tls = config_.ucx_tls;
-    co.ucx.net_devices = device;
-    client_ = std::make_unique<PeerClient>(auth_.get(), co);
-    client_->Start();
-  } catch (const std::exception& e) {
-    *error = e.what();
-    client_.reset();
-    server_.reset();
-    return -1;
+  std::string error;
+  listen_host_ = config_.listen;
+  if (listen_host_.empty()) listen_host_ = OwnAddress(me, config_.peers, &error);
+  if (listen_host_.empty()) return Status::Error(EADDRNOTAVAIL, error);
+  // UCX's TCP transport listens too (for the endpoints made after the
+  // handshake): on this interface only, unless the site says otherwise.
+  net_device_ = std::getenv("UCX_NET_DEVICES") != nullptr ? "" : InterfaceOf(listen_host_);
+  auth_ = std::make_unique<PeerAuth>(
+      PeerIdentity{config_.job, config_.self, ::geteuid(), ::getegid()}, config_.munge_socket);
+  PeerClientOptions co;
+  for (size_t i = 0; i < config_.peers.size(); ++i) {
+    if (static_cast<int>(i) == self_index_) continue;
+    const PeerEntry& p = config_.peers[i];
+    co.peers.push_back(PeerAddress{p.name, p.host, p.port});
   }
-  started_.store(true);
-  return 0;
+  co.connect_timeout = config_.timeout;
+  co.ucx.tls = config_.ucx_tls;
+  co.ucx.net_devices = net_device_;
+  auto client = PeerClient::Make(auth_.get(), co);
+  if (!client.ok()) return client.status();
+  client_ = std::move(client).value();
+  client_->Start();
+  started_.store(true, std::memory_order_release);
+  return Status::Ok();
+}
+
+uint16_t JobPeers::listen_port() const {
+  return self_index_ < 0 ? 0 : config_.peers[static_cast<size_t>(self_index_)].port;
 }
 
 void JobPeers::Stop() {
-  // The server first: its provider calls read through the local store.
-  if (server_) server_->Stop();
+  started_.store(false, std::memory_order_release);  // nobody is asked from now on
   if (client_) client_->Stop();
 }
 
@@ -279,8 +253,6 @@ void JobPeers::VisitCounters(CounterVisitor& v) const {
   v.Text("self", config_.self, "peers_self");
   v.Gauge("size", static_cast<double>(rendezvous_.size()),
           {"Nodes of the job, this one included."});
-  v.Flag("serving", server_ != nullptr && started_.load(),
-         {"1 if this node answers the other nodes' requests."});
   v.Counter("fetched_chunks", fetched_chunks_.load(std::memory_order_relaxed),
             {"Chunks fetched from other nodes of the job."});
   v.Counter("fetched_bytes", fetched_bytes_.load(std::memory_order_relaxed),
@@ -294,18 +266,12 @@ void JobPeers::VisitCounters(CounterVisitor& v) const {
             {"Chunks whose home peer was asked to promote them ahead of the read."});
   v.Counter("asked_ahead_failed", asked_ahead_failed_.load(std::memory_order_relaxed),
             {"Requests to a home peer to promote a chunk ahead that failed."});
-  const PeerServerCounters* served = server_ ? &server_->counters() : nullptr;
-  v.Counter("served_chunks", served ? served->served_chunks.load() : 0,
-            {"Chunks this node sent to other nodes of the job."});
-  v.Counter("served_bytes", served ? served->served_bytes.load() : 0,
-            {"Bytes this node sent to other nodes of the job.", Unit::kBytes});
   if (client_) {
     client_->VisitCounters(v);
   } else {
     v.Gauge("up", 0, kPeersUp);
     v.Gauge("down", static_cast<double>(link_of_.size() > 0 ? link_of_.size() - 1 : 0), kPeersDown);
   }
-  if (server_) server_->VisitCounters(v);  // the "server" group
 }
 
 }  // namespace tierfs

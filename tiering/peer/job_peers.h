@@ -1,9 +1,11 @@
-// JobPeers: this node's place among the job's peers. It owns the MUNGE
-// identity, the PeerServer (answering the others) and the PeerClient (asking
-// them), and knows each chunk's home: the live peer that rendezvous hashing
-// picks for it (tiering/peer/rendezvous.h). The read path and the promoter
-// ask Home() on a miss and Fetch() from a remote home; a failed fetch is
-// theirs to serve from SOURCE (counted here as a fallback).
+// JobPeers: this node's place among the job's peers, as an asker. It owns
+// the MUNGE identity and the PeerClient (asking the others), knows this
+// node's address for them, and knows each chunk's home: the live peer that
+// rendezvous hashing picks for it (tiering/peer/rendezvous.h). The engine's
+// ChunkSource asks Home() on a miss and Fetch()es from a remote home; a
+// failed fetch is its to serve from SOURCE (counted here as a fallback).
+// Answering the others is the peer service's (fs/peers/), the daemon's
+// second front door, which takes the identity and address from here.
 //
 // A peer that is not up is not live: its chunks go to their next choice,
 // which may be this node (then SOURCE is read), and come back when it is up
@@ -20,20 +22,21 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tiering/base/counter_visitor.h"
+#include "tiering/base/status.h"
 #include "tiering/namespace/chunk_key.h"
 #include "tiering/namespace/namespace.h"
-#include "tiering/peer/chunk_provider.h"
 #include "tiering/peer/peer_list.h"
 #include "tiering/peer/rendezvous.h"
+#include "tiering/peer/wire.h"
 
 namespace tierfs {
 
 class PeerAuth;
 class PeerClient;
-class PeerServer;
 
 struct JobPeersConfig {
   std::vector<PeerEntry> peers;             // the whole job, this node included
@@ -53,17 +56,27 @@ class JobPeers {
   JobPeers(JobPeersConfig config, const Namespace* ns);
   ~JobPeers();  // Stop()
 
-  // Starts listening (serving chunks from `provider`, which must outlive
-  // Stop) and connecting to the others. 0, or -1 with *error: then this
-  // node asks nobody and serves nobody (its chunks are read from SOURCE).
-  // A port someone else holds is not an error: the server retries it (the
-  // "server" counters say so) and the client starts at once.
-  int Start(ChunkProvider* provider, std::string* error);
-  // Stops serving and asking; waits for the provider calls running. Idempotent.
+  // Makes this node's identity, finds its address and starts connecting to
+  // the others. An error leaves this node asking nobody (its chunks are
+  // read from SOURCE).
+  Status Start();
+  // Stops asking (fetches in progress fail: their callers read SOURCE).
+  // Idempotent.
   void Stop();
+  bool started() const { return started_.load(std::memory_order_acquire); }
 
+  const JobPeersConfig& config() const { return config_; }
   const std::string& self() const { return config_.self; }
   size_t size() const { return rendezvous_.size(); }
+  // --- After a successful Start: what the peer service listens with ---
+  PeerAuth* auth() const { return auth_.get(); }
+  const std::string& listen_host() const { return listen_host_; }
+  uint16_t listen_port() const;  // this node's port in the list
+  // The interface UCX's own TCP listeners are kept to ("" = UCX's choice).
+  const std::string& net_device() const { return net_device_; }
+  // A listening socket handed to the daemon (LISTEN_FDS), or -1; the
+  // caller owns it. Once.
+  int TakeInheritedListenFd() { return std::exchange(inherited_fd_, -1); }
 
   // The client link of the live peer that is `key`'s home, or -1 when that
   // is this node (or nobody else is up). Lock-free; allocates the path.
@@ -77,7 +90,8 @@ class JobPeers {
   // True if it answered. Not a fallback when it fails: nothing waits on it.
   bool AskAhead(int link, ChunkKey key);
 
-  // The "peers" group: totals, then the client's and the server's figures.
+  // This node's figures as an asker, into the "peers" group: totals, then
+  // the client's.
   void VisitCounters(CounterVisitor& v) const;
 
  private:
@@ -88,8 +102,8 @@ class JobPeers {
   int self_index_ = -1;
   std::vector<int> link_of_;  // rendezvous index -> client link (-1: this node)
   std::unique_ptr<PeerAuth> auth_;
-  std::unique_ptr<PeerServer> server_;
   std::unique_ptr<PeerClient> client_;  // set once Start succeeded
+  std::string listen_host_, net_device_;
   std::atomic<bool> started_{false};
   int inherited_fd_ = -1;  // a listening socket handed over at start (LISTEN_FDS)
   // The chunk as the asker's snapshot names it: [off, off+n) of it.

@@ -17,10 +17,25 @@ constexpr std::chrono::milliseconds kSettle(200);
 
 }  // namespace
 
-PeerClient::PeerClient(PeerAuth* auth, PeerClientOptions options)
+Result<std::unique_ptr<PeerClient>> PeerClient::Make(PeerAuth* auth, PeerClientOptions options) {
+  auto ucx = UcxWorker::Make(options.ucx);
+  if (!ucx.ok()) return ucx.status();
+  std::unique_ptr<PeerClient> c(new PeerClient(auth, std::move(options), std::move(ucx).value()));
+  if (Status s = c->ucx_->SetAmHandler(kPeerAmId,
+                                       [p = c.get()](const void* h, size_t hn, void* d, size_t n,
+                                                     const ucp_am_recv_param_t* param) {
+                                         return p->OnMessage(h, hn, d, n, param);
+                                       });
+      !s.ok()) {
+    return s;
+  }
+  return c;
+}
+
+PeerClient::PeerClient(PeerAuth* auth, PeerClientOptions options, std::unique_ptr<UcxWorker> ucx)
     : auth_(auth),
       options_(std::move(options)),
-      ucx_(options_.ucx),
+      ucx_(std::move(ucx)),
       pool_(4, 4 * 1024),
       buffers_(std::make_shared<BufferPool>(size_t{64} << 20)) {
   for (size_t i = 0; i < options_.peers.size(); ++i) {
@@ -30,11 +45,7 @@ PeerClient::PeerClient(PeerAuth* auth, PeerClientOptions options)
     l->backoff = options_.retry_min;
     links_.push_back(std::move(l));
   }
-  ucx_.SetAmHandler(
-      kPeerAmId, [this](const void* h, size_t hn, void* d, size_t n, const ucp_am_recv_param_t* p) {
-        return OnMessage(h, hn, d, n, p);
-      });
-  ucx_.SetEndpointErrorHandler([this](ucp_ep_h ep, ucs_status_t s) {
+  ucx_->SetEndpointErrorHandler([this](ucp_ep_h ep, ucs_status_t s) {
     auto it = by_ep_.find(ep);
     if (it != by_ep_.end()) Down(*it->second, ucs_status_string(s));
   });
@@ -43,12 +54,12 @@ PeerClient::PeerClient(PeerAuth* auth, PeerClientOptions options)
 PeerClient::~PeerClient() { Stop(); }
 
 void PeerClient::Start() {
-  ucx_.Start([this] { Tick(); });
+  ucx_->Start([this] { Tick(); });
 }
 
 void PeerClient::Stop() {
   if (stopped_.exchange(true)) return;
-  ucx_.Stop(
+  ucx_->Stop(
       [this] {
         for (auto& l : links_) Down(*l, "shutting down");
       },
@@ -109,7 +120,7 @@ ssize_t PeerClient::Fetch(size_t peer, const ChunkRef& ref, char* dest, Deadline
 }
 
 ssize_t PeerClient::Wait(Link& l, const std::shared_ptr<Pending>& p, Deadline deadline) {
-  if (!ucx_.Post([this, p] { Send(p); })) return -ESHUTDOWN;
+  if (!ucx_->Post([this, p] { Send(p); })) return -ESHUTDOWN;
   std::unique_lock lock(p->mu);
   if (p->cv.wait_until(lock, deadline, [&] { return p->phase == Pending::kDone; })) {
     return p->result;
@@ -122,7 +133,7 @@ ssize_t PeerClient::Wait(Link& l, const std::shared_ptr<Pending>& p, Deadline de
   // keeps alive: nothing is written to the caller's memory. The caller
   // waits a moment (one progress round; at most kSettle) for the peer to
   // be marked down, so that it is down when Fetch returns.
-  ucx_.Post([this, p] {
+  ucx_->Post([this, p] {
     Link& l = *links_[p->peer];
     if (p->generation == l.generation && l.state.load() == kUp) Down(l, "no answer in time");
     if (p->phase != Pending::kReceiving) Complete(l, p, -ETIMEDOUT);
@@ -151,7 +162,7 @@ ssize_t PeerClient::Open(Link& l, const std::shared_ptr<Pending>& p, char* dest)
              opened ? "replays an earlier one" : "does not authenticate");
   uint64_t generation = p->generation;
   size_t peer = p->peer;
-  ucx_.Post([this, peer, generation] {
+  ucx_->Post([this, peer, generation] {
     Link& l = *links_[peer];
     if (generation == l.generation && l.state.load() == kUp) Down(l, "a forged or replayed answer");
   });
@@ -185,10 +196,10 @@ void PeerClient::Send(const std::shared_ptr<Pending>& p) {
     return;
   }
   l.pending[p->id] = p;
-  ucx_.Send(l.ep, kPeerAmId, h, n, p->path.data(), p->path.size(), UCP_AM_SEND_FLAG_REPLY,
-            [this, p](ucs_status_t s) {
-              if (s != UCS_OK) Complete(*links_[p->peer], p, -ECONNRESET);
-            });
+  ucx_->Send(l.ep, kPeerAmId, h, n, p->path.data(), p->path.size(), UCP_AM_SEND_FLAG_REPLY,
+             [this, p](ucs_status_t s) {
+               if (s != UCS_OK) Complete(*links_[p->peer], p, -ECONNRESET);
+             });
 }
 
 ucs_status_t PeerClient::OnMessage(const void* header, size_t header_size, void* data, size_t size,
@@ -271,7 +282,7 @@ ucs_status_t PeerClient::OnData(Link& l, const std::shared_ptr<Pending>& p, cons
   }
   p->phase = Pending::kReceiving;
   lock.unlock();
-  return ucx_.ReceiveBody(data, p->sealed.get(), length, [this, p, length](ucs_status_t s) {
+  return ucx_->ReceiveBody(data, p->sealed.get(), length, [this, p, length](ucs_status_t s) {
     Link& l = *links_[p->peer];
     if (s == UCS_OK) l.backoff = options_.retry_min;  // it answers: retry soon if it fails later
     Complete(l, p, s == UCS_OK ? static_cast<ssize_t>(length) : -ECONNRESET);

@@ -82,9 +82,9 @@ class PeerClient {
  public:
   using Deadline = std::chrono::steady_clock::time_point;
 
-  // `auth` must outlive the client. Throws std::runtime_error if UCX cannot
-  // start. No connection is made before Start.
-  PeerClient(PeerAuth* auth, PeerClientOptions options);
+  // `auth` must outlive the client. An error if UCX cannot start. No
+  // connection is made before Start.
+  static Result<std::unique_ptr<PeerClient>> Make(PeerAuth* auth, PeerClientOptions options);
   ~PeerClient();  // Stop()
 
   void Start();
@@ -115,6 +115,7 @@ class PeerClient {
   void VisitCounters(CounterVisitor& v) const;
 
  private:
+  PeerClient(PeerAuth* auth, PeerClientOptions options, std::unique_ptr<UcxWorker> ucx);
   struct Pending;
   struct Link;
   enum State : int { kDown = 0, kConnecting = 1, kUp = 2 };
@@ -139,7 +140,7 @@ class PeerClient {
   PeerAuth* const auth_;
   const PeerClientOptions options_;
   std::vector<std::unique_ptr<Link>> links_;
-  UcxWorker ucx_;
+  std::unique_ptr<UcxWorker> ucx_;
   TaskPool pool_;
   std::shared_ptr<BufferPool> buffers_;  // answers' buffers, kept for reuse
   std::atomic<uint64_t> next_request_{1};

@@ -48,7 +48,7 @@ void PeerClient::Connect(Link& l) {
       r = RunClientHandshake(fd, *auth_, address.name, deadline, session.get(), &error);
       ::close(fd);
     }
-    ucx_.Post([this, index, generation, r, session, error]() mutable {
+    ucx_->Post([this, index, generation, r, session, error]() mutable {
       Link& l = *links_[index];
       if (generation != l.generation || l.state.load() != kConnecting) return;
       if (r != HandshakeResult::kOk) {
@@ -65,7 +65,7 @@ void PeerClient::Connect(Link& l) {
         Down(l, "a session id already in use");
         return;
       }
-      l.ep = ucx_.Connect(session->worker_address, &error);
+      l.ep = ucx_->Connect(session->worker_address, &error);
       if (l.ep == nullptr) {
         Down(l, "cannot reach its worker: " + error);
         return;
@@ -87,7 +87,7 @@ void PeerClient::Down(Link& l, const std::string& why) {
   int was = l.state.load();
   if (l.ep != nullptr) {
     by_ep_.erase(l.ep);
-    ucx_.Close(l.ep);  // ends its sends and receives
+    ucx_->Close(l.ep);  // ends its sends and receives
     l.ep = nullptr;
   }
   if (l.crypto) {

@@ -30,16 +30,24 @@ struct UcxWorker::Op {
 
 namespace {
 
-void Check(ucs_status_t s, const char* what) {
-  if (s != UCS_OK) throw std::runtime_error(fmt::format("{}: {}", what, ucs_status_string(s)));
+Status UcxError(ucs_status_t s, const char* what) {
+  return Status::Error(EIO, fmt::format("{}: {}", what, ucs_status_string(s)));
 }
 
 }  // namespace
 
-UcxWorker::UcxWorker(const Options& options) : options_(options) {
+Result<std::unique_ptr<UcxWorker>> UcxWorker::Make(const Options& options) {
+  std::unique_ptr<UcxWorker> w(new UcxWorker(options));
+  if (Status s = w->Init(); !s.ok()) return s;
+  return w;
+}
+
+UcxWorker::UcxWorker(const Options& options) : options_(options) {}
+
+Status UcxWorker::Init() {
   ucp_config_t* config = nullptr;
-  Check(ucp_config_read(nullptr, nullptr, &config), "ucp_config_read");
-  ucs_status_t s = UCS_OK;
+  ucs_status_t s = ucp_config_read(nullptr, nullptr, &config);
+  if (s != UCS_OK) return UcxError(s, "ucp_config_read");
   if (!options_.tls.empty()) s = ucp_config_modify(config, "TLS", options_.tls.c_str());
   if (s == UCS_OK && !options_.tcp_port_range.empty()) {
     s = ucp_config_modify(config, "TCP_PORT_RANGE", options_.tcp_port_range.c_str());
@@ -49,7 +57,7 @@ UcxWorker::UcxWorker(const Options& options) : options_(options) {
   }
   if (s != UCS_OK) {
     ucp_config_release(config);
-    Check(s, "ucp_config_modify");
+    return UcxError(s, "ucp_config_modify");
   }
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_NAME;
@@ -57,7 +65,10 @@ UcxWorker::UcxWorker(const Options& options) : options_(options) {
   params.name = "tierfs-peer";
   s = ucp_init(&params, config, &context_);
   ucp_config_release(config);
-  Check(s, "ucp_init");
+  if (s != UCS_OK) {
+    context_ = nullptr;
+    return UcxError(s, "ucp_init");
+  }
 
   ucp_worker_params_t wp{};
   wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
@@ -65,23 +76,23 @@ UcxWorker::UcxWorker(const Options& options) : options_(options) {
   s = ucp_worker_create(context_, &wp, &worker_);
   if (s != UCS_OK) {
     ucp_cleanup(context_);
-    Check(s, "ucp_worker_create");
+    context_ = nullptr;
+    worker_ = nullptr;
+    return UcxError(s, "ucp_worker_create");
   }
   ucp_worker_attr_t attr{};
   attr.field_mask = UCP_WORKER_ATTR_FIELD_MAX_AM_HEADER;
   int worker_fd = -1;
   if (ucp_worker_query(worker_, &attr) != UCS_OK || attr.max_am_header < kMaxHeader ||
       ucp_worker_get_efd(worker_, &worker_fd) != UCS_OK) {
-    ucp_worker_destroy(worker_);
-    ucp_cleanup(context_);
-    throw std::runtime_error("UCX worker: no event fd or active message headers too small");
+    Release();
+    return Status::Error(EIO, "UCX worker: no event fd or active message headers too small");
   }
   ucp_address_t* address = nullptr;
   size_t address_length = 0;
   if (ucp_worker_get_address(worker_, &address, &address_length) != UCS_OK) {
-    ucp_worker_destroy(worker_);
-    ucp_cleanup(context_);
-    throw std::runtime_error("UCX worker: no address");
+    Release();
+    return Status::Error(EIO, "UCX worker: no address");
   }
   address_.assign(reinterpret_cast<const char*>(address), address_length);
   ucp_worker_release_address(worker_, address);
@@ -94,23 +105,28 @@ UcxWorker::UcxWorker(const Options& options) : options_(options) {
   ok = ok && ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev) == 0;
   if (!ok) {
     int err = errno;
-    if (epoll_fd_ >= 0) ::close(epoll_fd_);
-    if (wake_fd_ >= 0) ::close(wake_fd_);
-    ucp_worker_destroy(worker_);
-    ucp_cleanup(context_);
-    throw std::runtime_error(fmt::format("UCX worker: epoll: {}", std::strerror(err)));
+    Release();
+    return Status::FromErrno(err, "UCX worker: epoll");
   }
+  return Status::Ok();
+}
+
+void UcxWorker::Release() {
+  if (epoll_fd_ >= 0) ::close(epoll_fd_);
+  if (wake_fd_ >= 0) ::close(wake_fd_);
+  epoll_fd_ = wake_fd_ = -1;
+  if (worker_ != nullptr) ucp_worker_destroy(worker_);
+  if (context_ != nullptr) ucp_cleanup(context_);
+  worker_ = nullptr;
+  context_ = nullptr;
 }
 
 UcxWorker::~UcxWorker() {
-  Stop([] {}, std::chrono::milliseconds(1000));
-  ucp_worker_destroy(worker_);
-  ucp_cleanup(context_);
-  ::close(epoll_fd_);
-  ::close(wake_fd_);
+  if (worker_ != nullptr) Stop([] {}, std::chrono::milliseconds(1000));
+  Release();
 }
 
-void UcxWorker::SetAmHandler(unsigned id, AmHandler handler) {
+Status UcxWorker::SetAmHandler(unsigned id, AmHandler handler) {
   handlers_.push_back(std::make_unique<Handler>(Handler{std::move(handler)}));
   ucp_am_handler_param_t p{};
   p.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_FLAGS |
@@ -119,7 +135,8 @@ void UcxWorker::SetAmHandler(unsigned id, AmHandler handler) {
   p.flags = UCP_AM_FLAG_WHOLE_MSG;
   p.cb = &UcxWorker::OnAm;
   p.arg = handlers_.back().get();
-  Check(ucp_worker_set_am_recv_handler(worker_, &p), "ucp_worker_set_am_recv_handler");
+  ucs_status_t s = ucp_worker_set_am_recv_handler(worker_, &p);
+  return s == UCS_OK ? Status::Ok() : UcxError(s, "ucp_worker_set_am_recv_handler");
 }
 
 void UcxWorker::SetEndpointErrorHandler(std::function<void(ucp_ep_h, ucs_status_t)> on_error) {

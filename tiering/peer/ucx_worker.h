@@ -27,11 +27,13 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "tiering/base/status.h"
 #include "tiering/peer/wire.h"
 
 namespace tierfs {
@@ -50,15 +52,16 @@ class UcxWorker {
                                                size_t size, const ucp_am_recv_param_t* param)>;
   using Completion = std::function<void(ucs_status_t)>;
 
-  // Throws std::runtime_error when UCX cannot start (a configuration error).
-  explicit UcxWorker(const Options& options);
+  // A worker ready for handlers, or why UCX cannot start (a configuration
+  // error, usually).
+  static Result<std::unique_ptr<UcxWorker>> Make(const Options& options);
   ~UcxWorker();  // Stop() if still running
   UcxWorker(const UcxWorker&) = delete;
   UcxWorker& operator=(const UcxWorker&) = delete;
 
   // Before Start. `on_error` hears of every endpoint that failed (the peer
   // went away or broke the protocol); it should Close it.
-  void SetAmHandler(unsigned id, AmHandler handler);
+  Status SetAmHandler(unsigned id, AmHandler handler);
   void SetEndpointErrorHandler(std::function<void(ucp_ep_h, ucs_status_t)> on_error);
   // Starts the progress thread; `tick` runs on it every round.
   void Start(std::function<void()> tick);
@@ -96,6 +99,9 @@ class UcxWorker {
   ucs_status_t ReceiveBody(void* descriptor, void* buf, size_t size, Completion done);
 
  private:
+  explicit UcxWorker(const Options& options);
+  Status Init();
+  void Release();  // what Init made
   void Loop();
   void RunPosted();
   void CloseDeferred();

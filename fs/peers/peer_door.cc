@@ -1,4 +1,4 @@
-#include "tiering/peer/peer_door.h"
+#include "fs/peers/peer_door.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

@@ -1,4 +1,4 @@
-#include "prefetch/engine/peer_chunk_reader.h"
+#include "fs/peers/peer_chunk_reader.h"
 
 #include <sys/stat.h>
 

@@ -1,4 +1,4 @@
-#include "tiering/peer/peer_server.h"
+#include "fs/peers/peer_server.h"
 
 #include <cerrno>
 
@@ -54,11 +54,30 @@ struct PeerServer::Job {
   size_t header_size = 0;
 };
 
-PeerServer::PeerServer(PeerAuth* auth, ChunkProvider* provider, PeerServerOptions options)
+Result<std::unique_ptr<PeerServer>> PeerServer::Make(PeerAuth* auth, ChunkProvider* provider,
+                                                     PeerServerOptions options) {
+  auto ucx = UcxWorker::Make(options.ucx);
+  if (!ucx.ok()) return ucx.status();
+  std::unique_ptr<PeerServer> server(
+      new PeerServer(auth, provider, std::move(options), std::move(ucx).value()));
+  if (Status s =
+          server->ucx_->SetAmHandler(kPeerAmId,
+                                     [p = server.get()](const void* h, size_t hn, void* d, size_t n,
+                                                        const ucp_am_recv_param_t* param) {
+                                       return p->OnMessage(h, hn, d, n, param);
+                                     });
+      !s.ok()) {
+    return s;
+  }
+  return server;
+}
+
+PeerServer::PeerServer(PeerAuth* auth, ChunkProvider* provider, PeerServerOptions options,
+                       std::unique_ptr<UcxWorker> ucx)
     : auth_(auth),
       provider_(provider),
       options_(std::move(options)),
-      ucx_(options_.ucx),
+      ucx_(std::move(ucx)),
       pool_(options_.threads, options_.max_in_flight + 8),
       buffers_(kKeptBuffers) {
   PeerDoorOptions door;
@@ -69,32 +88,29 @@ PeerServer::PeerServer(PeerAuth* auth, ChunkProvider* provider, PeerServerOption
   door.max_per_address = options_.max_handshakes_per_address;
   door.handshake_timeout = options_.hello_timeout;
   door.max_sessions = options_.max_connections;
-  door_ = std::make_unique<PeerDoor>(auth_, door, ucx_.Address());
-  ucx_.SetAmHandler(
-      kPeerAmId, [this](const void* h, size_t hn, void* d, size_t n, const ucp_am_recv_param_t* p) {
-        return OnMessage(h, hn, d, n, p);
-      });
+  door_ = std::make_unique<PeerDoor>(auth_, door, ucx_->Address());
 }
 
 PeerServer::~PeerServer() { Stop(); }
 
-int PeerServer::Start(std::string* error) {
-  int port = door_->Start(error);
-  if (port < 0) return -1;
-  ucx_.Start([this] { Tick(); });
+Status PeerServer::Start() {
+  std::string error;
+  int port = door_->Start(&error);
+  if (port < 0) return Status::Error(EADDRNOTAVAIL, std::move(error));
+  ucx_->Start([this] { Tick(); });
   if (port > 0) {
     TIERFS_LOG(kInfo, "peer server \"{}\" listening on {}:{}", auth_->self().name,
                options_.listen_host, port);
   } else {
     TIERFS_LOG(kWarning, "peer server \"{}\": {}; retrying until it is free", auth_->self().name,
-               *error);
+               error);
   }
-  return port;
+  return Status::Ok();
 }
 
 void PeerServer::Stop() {
   door_->Stop();
-  ucx_.Stop(
+  ucx_->Stop(
       [this] {
         by_session_.clear();
         counters_.open = 0;
@@ -253,7 +269,7 @@ void PeerServer::Run(const std::shared_ptr<Job>& job) {
     }
     if (job->data != job->buffer.get()) buffers_.Give(std::move(job->buffer));  // not sent from it
   }
-  ucx_.Post([this, job] { Answer(job->session, job); });
+  ucx_->Post([this, job] { Answer(job->session, job); });
 }
 
 void PeerServer::Answer(uint64_t session, std::shared_ptr<Job> job) {
@@ -295,15 +311,15 @@ void PeerServer::Answer(uint64_t session, std::shared_ptr<Job> job) {
     return;
   }
   c.sending[job->request_id] = Clock::now();
-  ucx_.Send(c.ep, kPeerAmId, job->header, job->header_size, job->data, length, 0,
-            [finish](ucs_status_t s) { finish(s == UCS_OK); });
+  ucx_->Send(c.ep, kPeerAmId, job->header, job->header_size, job->data, length, 0,
+             [finish](ucs_status_t s) { finish(s == UCS_OK); });
 }
 
 void PeerServer::SendError(Connection& c, uint64_t request_id, WireError error) {
   WireHeader h;
   size_t n = EncodeError(WireIds{request_id, c.session, c.crypto->next_seq++}, error, &h);
   if (!SealWire(c.crypto->keys.send, &h, n, nullptr, 0, nullptr)) return;
-  ucx_.Send(c.ep, kPeerAmId, h, n, nullptr, 0, 0, [](ucs_status_t) {});
+  ucx_->Send(c.ep, kPeerAmId, h, n, nullptr, 0, 0, [](ucs_status_t) {});
 }
 
 void PeerServer::CutOff(Connection& c, const char* why) {

@@ -22,7 +22,6 @@
 // The asker's deadline travels with the request: a request whose deadline
 // has passed is not read, and the provider gives up at it.
 #pragma once
-#pragma once
 
 #include <atomic>
 #include <chrono>
@@ -34,12 +33,12 @@
 #include <unordered_map>
 #include <vector>
 
+#include "fs/peers/chunk_provider.h"
+#include "fs/peers/peer_door.h"
 #include "tiering/base/counter_visitor.h"
 #include "tiering/base/latency_histogram.h"
 #include "tiering/peer/buffer_pool.h"
-#include "tiering/peer/chunk_provider.h"
 #include "tiering/peer/peer_auth.h"
-#include "tiering/peer/peer_door.h"
 #include "tiering/peer/task_pool.h"
 #include "tiering/peer/ucx_worker.h"
 
@@ -86,14 +85,15 @@ struct PeerServerCounters {
 
 class PeerServer {
  public:
-  // `auth` and `provider` must outlive the server. Throws std::runtime_error
-  // if UCX cannot start.
-  PeerServer(PeerAuth* auth, ChunkProvider* provider, PeerServerOptions options);
+  // `auth` and `provider` must outlive the server. An error if UCX cannot
+  // start.
+  static Result<std::unique_ptr<PeerServer>> Make(PeerAuth* auth, ChunkProvider* provider,
+                                                  PeerServerOptions options);
   ~PeerServer();  // Stop()
 
-  // Listens (or keeps trying, if the port is taken: listening() tells) and
-  // starts serving. The port bound, 0 while not bound, or -1 with *error.
-  int Start(std::string* error);
+  // Listens (or keeps trying, if the port is taken: listening() and port()
+  // tell) and starts serving. An error if it cannot listen at all.
+  Status Start();
   // Closes every connection and waits for the provider calls running. Idempotent.
   void Stop();
 
@@ -106,6 +106,8 @@ class PeerServer {
   void VisitCounters(CounterVisitor& v) const;
 
  private:
+  PeerServer(PeerAuth* auth, ChunkProvider* provider, PeerServerOptions options,
+             std::unique_ptr<UcxWorker> ucx);
   struct Connection;
   struct Job;
   ucs_status_t OnMessage(const void* header, size_t header_size, void* data, size_t size,
@@ -129,7 +131,7 @@ class PeerServer {
   PeerAuth* const auth_;
   ChunkProvider* const provider_;
   const PeerServerOptions options_;
-  UcxWorker ucx_;
+  std::unique_ptr<UcxWorker> ucx_;
   TaskPool pool_;
   BufferPool buffers_;
   std::unique_ptr<PeerDoor> door_;

@@ -1,0 +1,58 @@
+#include "fs/peers/peer_service.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdint>
+
+namespace tierfs {
+
+Result<std::unique_ptr<PeerService>> PeerService::Start(JobPeers* peers, const Namespace* ns,
+                                                        ReadPath* reads) {
+  if (!peers->started()) return Status::Error(EINVAL, "the peers have not started");
+  const JobPeersConfig& config = peers->config();
+  PeerServerOptions so;
+  so.listen_host = peers->listen_host();
+  so.port = peers->listen_port();
+  so.inherited_fd = peers->TakeInheritedListenFd();
+  so.ucx.net_devices = peers->net_device();
+  so.ucx.tls = config.ucx_tls;
+  so.chunk_size = config.chunk_size;
+  so.threads = config.server_threads;
+  // Each peer asks at most PeerClientOptions::max_in_flight (8) at once;
+  // beyond this the answer is kBusy and the asker reads SOURCE.
+  so.max_in_flight = 256;
+  so.max_per_connection = 16;
+  // Bytes being read or sent for peers: 256 MiB, or two chunks if more; a
+  // peer may hold a quarter of it, or one chunk.
+  so.max_bytes_in_flight = std::max<uint64_t>(uint64_t{256} << 20, 2 * config.chunk_size);
+  so.max_bytes_per_connection = std::max(so.max_bytes_in_flight / 4, config.chunk_size);
+
+  std::unique_ptr<PeerService> service(new PeerService(ns, reads));
+  auto server = PeerServer::Make(peers->auth(), &service->reader_, so);
+  if (!server.ok()) return server.status();
+  service->server_ = std::move(server).value();
+  if (Status s = service->server_->Start(); !s.ok()) {
+    return s.Context(fmt::format("cannot listen on {}:{}", so.listen_host, so.port));
+  }
+  return service;
+}
+
+PeerService::~PeerService() { Stop(); }
+
+void PeerService::Stop() {
+  if (server_) server_->Stop();
+}
+
+void PeerService::VisitCounters(const PeerService* service, CounterVisitor& v) {
+  const PeerServer* server = service != nullptr ? service->server_.get() : nullptr;
+  v.Flag("serving", server != nullptr, {"1 if this node answers the other nodes' requests."});
+  const PeerServerCounters* served = server != nullptr ? &server->counters() : nullptr;
+  v.Counter("served_chunks", served ? served->served_chunks.load() : 0,
+            {"Chunks this node sent to other nodes of the job."});
+  v.Counter("served_bytes", served ? served->served_bytes.load() : 0,
+            {"Bytes this node sent to other nodes of the job.", Unit::kBytes});
+  if (server != nullptr) server->VisitCounters(v);  // the "server" group
+}
+
+}  // namespace tierfs
