@@ -290,7 +290,7 @@ TEST_CASE("Regression: BeladyPolicy's eviction heap grew by one entry per read",
   for (uint64_t p = 0; p < 3; ++p) CHECK(sim.Read(p).find("promoted") != std::string::npos);
   for (uint64_t p = 3; p < epochs.size(); ++p)
     REQUIRE(sim.Read(p).find("hit") != std::string::npos);
-  CHECK(sim.policy().ordering_entries() <= 2 * 3 + 64 + 1);
+  CHECK(sim.policy().entries() <= 2 * 3 + 64 + 1);
   // The rebuilt heap still orders by next use: with D, A, B declared next,
   // C (never needed again) is the one to give way.
   sim.Declare("DAB");

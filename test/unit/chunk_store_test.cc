@@ -219,6 +219,7 @@ TEST_CASE("lru evicts the least recently read chunks first", "[chunk_store]") {
   CHECK(s->counters().evicted == 4);
   CHECK(s.tier(0).used() == 80);
   CHECK(s->state(s.K(2)) == Catalog::kOnSource);
+  CHECK(s->policy().entries() == 2);  // what it keeps is what is resident: 4 and 5
 }
 
 TEST_CASE("lru does not evict while some tier has room", "[chunk_store]") {

@@ -30,6 +30,7 @@ class RecordingPolicy final : public EvictionPolicy {
   void Abandoned(ChunkKey k, int t) override { inner_->Abandoned(k, t); }
   void Dropped(ChunkKey k, int t) override { inner_->Dropped(k, t); }
   void Touched(ChunkKey k) override { inner_->Touched(k); }
+  size_t entries() const override { return inner_->entries(); }
 
   // Not thread-safe: for single-threaded tests.
   std::vector<NodeId> victims;

@@ -119,7 +119,7 @@ class Belady final : public BeladyPolicy {
 
   void Touched(ChunkKey) override {}
 
-  size_t ordering_entries() const override {
+  size_t entries() const override {
     std::lock_guard lock(mu_);
     size_t n = 0;
     for (const auto& t : per_tier_) n += t.heap.size();

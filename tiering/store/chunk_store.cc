@@ -352,6 +352,8 @@ void ChunkStore::VisitPromotions(CounterVisitor& v) const {
   v.Counter("bytes", load(counters_.bytes), {"Bytes promoted into the tiers.", Unit::kBytes});
   v.Gauge("files_resident", static_cast<double>(catalog_->FullyResidentFiles()),
           {"Files whose every chunk is resident in a tier."});
+  v.Gauge("policy_entries", static_cast<double>(policy_->entries()),
+          {"Entries the eviction policy keeps to order evictions (its memory)."});
 }
 
 }  // namespace tierfs

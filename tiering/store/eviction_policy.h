@@ -51,6 +51,9 @@ class EvictionPolicy {
   virtual void Dropped(ChunkKey key, int tier) = 0;
   // A read was served from the chunk.
   virtual void Touched(ChunkKey key) = 0;
+  // Entries the policy keeps to order evictions, stale ones included (its
+  // memory): reported as `promotions.policy_entries`.
+  virtual size_t entries() const = 0;
 };
 
 // Clairvoyant eviction (HDMLP/NoPFS) on top of first-fit placement: the
@@ -63,10 +66,9 @@ class BeladyPolicy : public EvictionPolicy {
   // consumed, or uses were declared or dropped).
   virtual void NextUseChanged(NodeId node) = 0;
   // Most transient chunks held per tier (the look-ahead window).
+  // entries() is bounded by about twice the resident chunks, however many
+  // reads went by.
   virtual void SetTransientLimit(size_t chunks) = 0;
-  // Entries kept to order evictions, stale ones included: bounded by about
-  // twice the resident chunks, however many reads went by.
-  virtual size_t ordering_entries() const = 0;
 };
 
 // Next uses come from `next_uses` (null: every use is "never"), which must

@@ -43,6 +43,13 @@ class LruPolicy final : public EvictionPolicy {
     }
   }
 
+  size_t entries() const override {
+    std::lock_guard lock(mu_);
+    size_t n = 0;
+    for (const auto& list : lists_) n += list.order.size();
+    return n;
+  }
+
  private:
   struct List {
     std::list<ChunkKey> order;  // front = most recently used
@@ -59,7 +66,7 @@ class LruPolicy final : public EvictionPolicy {
       index.erase(it);
     }
   };
-  std::mutex mu_;  // guards lists_. Lock order: a leaf (nothing is called while held).
+  mutable std::mutex mu_;  // guards lists_. Lock order: a leaf (nothing is called while held).
   std::vector<List> lists_;
 };
 
