@@ -150,14 +150,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
 }  // namespace
 
-std::unique_ptr<MetricsServer> MetricsServer::Bind(const std::string& spec,
-                                                   std::function<std::string()> render,
-                                                   std::string* error) {
+Result<std::unique_ptr<MetricsServer>> MetricsServer::Bind(const std::string& spec,
+                                                           std::function<std::string()> render) {
   std::string host;
   uint16_t port;
   if (!ParseSpec(spec, &host, &port)) {
-    *error = fmt::format("metrics='{}' is not [HOST:]PORT (e.g. 9100 or 127.0.0.1:9100)", spec);
-    return nullptr;
+    return Status::Error(
+        EINVAL, fmt::format("metrics='{}' is not [HOST:]PORT (e.g. 9100 or 127.0.0.1:9100)", spec));
   }
   std::unique_ptr<MetricsServer> server(new MetricsServer());
   sockaddr_storage addr{};
@@ -174,17 +173,17 @@ std::unique_ptr<MetricsServer> MetricsServer::Bind(const std::string& spec,
     len = sizeof(*a6);
     server->v6_ = true;
   } else {
-    *error = fmt::format("metrics: '{}' is not a numeric IPv4 or IPv6 address", host);
-    return nullptr;
+    return Status::Error(EINVAL,
+                         fmt::format("metrics: '{}' is not a numeric IPv4 or IPv6 address", host));
   }
   int fd = ::socket(addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
   int one = 1;
   if (fd >= 0) ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
   if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
       ::listen(fd, SOMAXCONN) != 0) {
-    *error = fmt::format("metrics: cannot listen on {}: {}", spec, std::strerror(errno));
+    Status failed = Status::FromErrno(errno, fmt::format("metrics: cannot listen on {}", spec));
     if (fd >= 0) ::close(fd);
-    return nullptr;
+    return failed;
   }
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
   server->port_ = ntohs(server->v6_ ? a6->sin6_port : a4->sin_port);

@@ -18,16 +18,18 @@
 #include <string>
 #include <thread>
 
+#include "tiering/base/status.h"
+
 namespace tierfs {
 
 class MetricsServer {
  public:
   // Binds and listens on `spec` ("9100", "127.0.0.1:9100", "[::1]:9100",
   // "0.0.0.0:9100"); `render` makes the exposition text of each scrape.
-  // Returns nullptr with a message in *error.
-  static std::unique_ptr<MetricsServer> Bind(const std::string& spec,
-                                             std::function<std::string()> render,
-                                             std::string* error);
+  // Fails with a message: EINVAL for a bad spec, else the errno of
+  // socket/bind/listen (EADDRINUSE: the port is taken).
+  static Result<std::unique_ptr<MetricsServer>> Bind(const std::string& spec,
+                                                     std::function<std::string()> render);
   ~MetricsServer();
 
   void Start();  // the serving thread

@@ -59,52 +59,44 @@ bool IsMountPoint(const std::string& path) {
   return false;
 }
 
-std::string CheckSource(const std::string& source, std::string* resolved) {
+Status CheckSource(const std::string& source, std::string* resolved) {
+  const std::string named = fmt::format("SOURCE '{}'", source);
   struct stat st;
-  if (::stat(source.c_str(), &st) != 0) {
-    return fmt::format("SOURCE '{}': {}", source, std::strerror(errno));
-  }
-  if (!S_ISDIR(st.st_mode)) return fmt::format("SOURCE '{}' is not a directory", source);
+  if (::stat(source.c_str(), &st) != 0) return Status::FromErrno(errno, named);
+  if (!S_ISDIR(st.st_mode)) return Status::Error(ENOTDIR, named + " is not a directory");
   if (::access(source.c_str(), R_OK | X_OK) != 0) {
-    return fmt::format("SOURCE '{}' cannot be read: {}", source, std::strerror(errno));
+    return Status::FromErrno(errno, named + " cannot be read");
   }
-  if (!Resolve(source, resolved)) {
-    return fmt::format("SOURCE '{}': {}", source, std::strerror(errno));
-  }
-  return "";
+  if (!Resolve(source, resolved)) return Status::FromErrno(errno, named);
+  return Status::Ok();
 }
 
-std::string CheckMountpoint(const std::string& mountpoint, const std::string& source,
-                            bool allow_nonempty, std::string* resolved) {
+Status CheckMountpoint(const std::string& mountpoint, const std::string& source,
+                       bool allow_nonempty, std::string* resolved) {
+  const std::string named = fmt::format("MOUNTPOINT '{}'", mountpoint);
   struct stat st;
   if (::stat(mountpoint.c_str(), &st) != 0) {
-    if (errno == ENOTCONN) {
-      return StaleMountMessage(mountpoint);
-    }
-    return fmt::format("MOUNTPOINT '{}': {}", mountpoint, std::strerror(errno));
+    if (errno == ENOTCONN) return Status::Error(ENOTCONN, StaleMountMessage(mountpoint));
+    return Status::FromErrno(errno, named);
   }
-  if (!S_ISDIR(st.st_mode)) return fmt::format("MOUNTPOINT '{}' is not a directory", mountpoint);
-  if (!Resolve(mountpoint, resolved)) {
-    return fmt::format("MOUNTPOINT '{}': {}", mountpoint, std::strerror(errno));
-  }
+  if (!S_ISDIR(st.st_mode)) return Status::Error(ENOTDIR, named + " is not a directory");
+  if (!Resolve(mountpoint, resolved)) return Status::FromErrno(errno, named);
   if (*resolved == source) {
-    return fmt::format("MOUNTPOINT '{}' is SOURCE itself; mount the mirror elsewhere", mountpoint);
+    return Status::Error(EINVAL, named + " is SOURCE itself; mount the mirror elsewhere");
   }
   if (IsMountPoint(*resolved)) {
     struct statvfs fs;
     if (::statvfs(resolved->c_str(), &fs) != 0 && errno == ENOTCONN) {  // attributes may be cached
-      return StaleMountMessage(mountpoint);
+      return Status::Error(ENOTCONN, StaleMountMessage(mountpoint));
     }
-    return fmt::format(
-        "MOUNTPOINT '{}' is busy: something is already mounted there (unmount it first, e.g. "
-        "fusermount3 -u '{}')",
-        mountpoint, mountpoint);
+    return Status::Error(
+        EBUSY, fmt::format("{} is busy: something is already mounted there (unmount it first, "
+                           "e.g. fusermount3 -u '{}')",
+                           named, mountpoint));
   }
   if (!allow_nonempty) {
     DIR* dir = ::opendir(resolved->c_str());
-    if (dir == nullptr) {
-      return fmt::format("MOUNTPOINT '{}': {}", mountpoint, std::strerror(errno));
-    }
+    if (dir == nullptr) return Status::FromErrno(errno, named);
     bool empty = true;
     while (struct dirent* de = ::readdir(dir)) {
       if (std::strcmp(de->d_name, ".") != 0 && std::strcmp(de->d_name, "..") != 0) {
@@ -114,13 +106,12 @@ std::string CheckMountpoint(const std::string& mountpoint, const std::string& so
     }
     ::closedir(dir);
     if (!empty) {
-      return fmt::format(
-          "MOUNTPOINT '{}' is not empty; mounting would hide its files (use -o nonempty to "
-          "mount anyway)",
-          mountpoint);
+      return Status::Error(ENOTEMPTY, named +
+                                          " is not empty; mounting would hide its files (use -o "
+                                          "nonempty to mount anyway)");
     }
   }
-  return "";
+  return Status::Ok();
 }
 
 }  // namespace tierfs

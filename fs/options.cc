@@ -14,6 +14,7 @@
 #include <cstring>
 #include <functional>
 #include <optional>
+#include <stdexcept>
 
 #include "tiering/base/units.h"
 #include "tiering/peer/peer_list.h"
@@ -21,6 +22,26 @@
 
 namespace tierfs {
 namespace {
+
+// A bad command line: what() is a complete message for the user, code() an
+// errno. Thrown inside this file only, deep in the option table, and turned
+// into a Status by ParseCommandLine: it never leaves this file.
+class OptionError : public std::runtime_error {
+ public:
+  explicit OptionError(const std::string& message, int code = EINVAL)
+      : std::runtime_error(message), code_(code) {}
+  int code() const { return code_; }
+
+ private:
+  int code_;
+};
+
+// ParseSize for the option table: throws OptionError.
+uint64_t SizeOrThrow(const std::string& text, const std::string& option) {
+  Result<uint64_t> bytes = ParseSize(text, option);
+  if (!bytes.ok()) throw OptionError(bytes.status().message(), bytes.status().code());
+  return *bytes;
+}
 
 // One tierfs -o option: its name, the value it takes ("" for a flag), help.
 struct OwnOption {
@@ -158,7 +179,7 @@ const std::vector<OwnOption>& OwnOptions() {
        }},
       {"ram", "SIZE", "RAM tier budget, e.g. 8G (K/M/G/T suffixes; default 0: no RAM tier)",
        [](MountConfig& c, const std::string& v, const std::string& o) {
-         c.tiering.ram = ParseSize(v, o);
+         c.tiering.ram = SizeOrThrow(v, o);
        }},
       {"tier", "PATH:SIZE",
        "a directory tier (node-local NVMe, /dev/shm) and its budget; repeat for more, "
@@ -169,7 +190,7 @@ const std::vector<OwnOption>& OwnOptions() {
            throw OptionError(fmt::format(
                "option '{}': '{}' is not PATH:SIZE (e.g. tier=/local/nvme/tierfs:400G)", o, v));
          }
-         uint64_t budget = ParseSize(v.substr(colon + 1), o);
+         uint64_t budget = SizeOrThrow(v.substr(colon + 1), o);
          if (budget == 0) throw OptionError(fmt::format("option '{}': the budget is 0", o));
          c.tiering.dirs.push_back({v.substr(0, colon), budget});
        }},
@@ -211,7 +232,7 @@ const std::vector<OwnOption>& OwnOptions() {
        }},
       {"chunk_size", "SIZE", "large files are promoted in chunks of this size (default 8M)",
        [](MountConfig& c, const std::string& v, const std::string& o) {
-         uint64_t size = ParseSize(v, o);
+         uint64_t size = SizeOrThrow(v, o);
          if (size < (1u << 20) || size > (4ull << 30)) {
            throw OptionError(fmt::format("option '{}': {} is not between 1M and 4G", o, v));
          }
@@ -414,8 +435,9 @@ void ApplyOption(MountConfig& config, const std::string& opt) {
 std::string ReadPeerFile(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) {
-    throw OptionError(
-        fmt::format("option 'peers': cannot open '{}': {}", path, std::strerror(errno)));
+    const int err = errno;
+    throw OptionError(fmt::format("option 'peers': cannot open '{}': {}", path, std::strerror(err)),
+                      err);
   }
   struct stat st;
   std::string text;
@@ -486,18 +508,7 @@ void ResolvePeers(MountConfig& config) {
   }
 }
 
-}  // namespace
-
-uint64_t ParseSize(const std::string& text, const std::string& option) {
-  std::optional<uint64_t> bytes = ParseByteSize(text);
-  if (!bytes) {
-    throw OptionError(
-        fmt::format("option '{}': '{}' is not a size ({})", option, text, kByteSizeSyntax));
-  }
-  return *bytes;
-}
-
-MountConfig ParseCommandLine(const std::vector<std::string>& args) {
+MountConfig ParseOrThrow(const std::vector<std::string>& args) {
   MountConfig config;
   std::vector<std::string> positional;
   for (size_t i = 1; i < args.size(); ++i) {
@@ -536,6 +547,25 @@ MountConfig ParseCommandLine(const std::vector<std::string>& args) {
   config.mountpoint = positional[1];
   ResolvePeers(config);
   return config;
+}
+
+}  // namespace
+
+Result<uint64_t> ParseSize(const std::string& text, const std::string& option) {
+  std::optional<uint64_t> bytes = ParseByteSize(text);
+  if (!bytes) {
+    return Status::Error(
+        EINVAL, fmt::format("option '{}': '{}' is not a size ({})", option, text, kByteSizeSyntax));
+  }
+  return *bytes;
+}
+
+Result<MountConfig> ParseCommandLine(const std::vector<std::string>& args) {
+  try {
+    return ParseOrThrow(args);
+  } catch (const OptionError& e) {
+    return Status::Error(e.code(), e.what());
+  }
 }
 
 std::string UsageText(const std::string& program) {

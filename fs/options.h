@@ -4,21 +4,15 @@
 #pragma once
 
 #include <cstdint>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "prefetch/assembly/tiered_store.h"
 #include "tiering/base/log.h"
+#include "tiering/base/status.h"
 #include "tiering/namespace/namespace_open.h"
 
 namespace tierfs {
-
-// A bad command line. what() is a complete message for the user.
-class OptionError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 struct MountConfig {
   enum class Action { kMount, kHelp, kVersion };
@@ -74,12 +68,14 @@ struct MountConfig {
   std::vector<std::string> fuse_options;
 };
 
-// Parses argv (argv[0] is the program). Throws OptionError.
-MountConfig ParseCommandLine(const std::vector<std::string>& args);
+// Parses argv (argv[0] is the program). Fails with a complete message for
+// the user: EINVAL for a bad option or value, the errno of a peers= file
+// that cannot be opened.
+Result<MountConfig> ParseCommandLine(const std::vector<std::string>& args);
 
 // ParseByteSize (tiering/base/units.h) for the value of -o `option`: "512", "64K",
-// "8G", "1.5T" (binary units) into bytes. Throws OptionError naming `option`.
-uint64_t ParseSize(const std::string& text, const std::string& option);
+// "8G", "1.5T" (binary units) into bytes. Fails (EINVAL) naming `option`.
+Result<uint64_t> ParseSize(const std::string& text, const std::string& option);
 
 // The --help text.
 std::string UsageText(const std::string& program);

@@ -100,24 +100,25 @@ std::string FuseOptionString(const MountConfig& config, const std::string& sourc
 
 // The index file of -o index=: "" (none), the file given, or for "auto"
 // namespace.index in the first directory tier, if that directory is the
-// daemon's own. Returns "" or a message for the user.
-std::string IndexPath(const MountConfig& config, std::string* path) {
+// daemon's own. Returns ok or a message for the user (EINVAL).
+Status IndexPath(const MountConfig& config, std::string* path) {
   path->clear();
   if (config.index != "auto") {
     *path = config.index;
-    return "";
+    return Status::Ok();
   }
   if (config.tiering.dirs.empty()) {
-    return "index=auto keeps the index in the first directory tier: add tier=PATH:SIZE, or give "
-           "index=FILE";
+    return Status::Error(EINVAL,
+                         "index=auto keeps the index in the first directory tier: add "
+                         "tier=PATH:SIZE, or give index=FILE");
   }
   const std::string& dir = config.tiering.dirs.front().path;
-  if (std::string why = CheckPrivateDirectory(dir); !why.empty()) {
-    TIERFS_LOG(kWarning, "index=auto: not using {} for the index: {}", dir, why);
-    return "";
+  if (Status why = CheckPrivateDirectory(dir); !why.ok()) {
+    TIERFS_LOG(kWarning, "index=auto: not using {} for the index: {}", dir, why.message());
+    return Status::Ok();
   }
   *path = dir + "/namespace.index";
-  return "";
+  return Status::Ok();
 }
 
 // Stops promotion (queued ones dropped, running ones cancelled at their next
@@ -245,23 +246,22 @@ int RunMount(const MountConfig& config) {
   std::unique_ptr<MetricsServer> metrics;
   const FsContext* metrics_ctx = nullptr;
   if (!config.metrics.empty()) {
-    std::string error;
-    metrics = MetricsServer::Bind(
+    Result<std::unique_ptr<MetricsServer>> bound = MetricsServer::Bind(
         config.metrics,
-        [&metrics_ctx] { return metrics_ctx ? metrics_ctx->PrometheusText() : std::string(); },
-        &error);
-    if (!metrics) return usage(error);
+        [&metrics_ctx] { return metrics_ctx ? metrics_ctx->PrometheusText() : std::string(); });
+    if (!bound.ok()) return usage(bound.status().message());
+    metrics = std::move(bound).value();
   }
   std::string source, mountpoint;
-  if (auto err = CheckSource(config.source, &source); !err.empty()) return fail(err);
+  if (Status err = CheckSource(config.source, &source); !err.ok()) return fail(err.message());
   // mount.fuse3 -o drop_privileges mounts itself and hands over the FUSE
   // device as /dev/fd/N: libfuse takes that as the mount point.
   const bool fd_mount = config.mountpoint.rfind("/dev/fd/", 0) == 0;
   if (fd_mount) {
     mountpoint = config.mountpoint;
-  } else if (auto err = CheckMountpoint(config.mountpoint, source, config.nonempty, &mountpoint);
-             !err.empty()) {
-    return fail(err);
+  } else if (Status err = CheckMountpoint(config.mountpoint, source, config.nonempty, &mountpoint);
+             !err.ok()) {
+    return fail(err.message());
   }
 
   uint64_t fd_limit = RaiseFileLimit();
@@ -285,17 +285,17 @@ int RunMount(const MountConfig& config) {
   struct stat source_st {};
   ::stat(source.c_str(), &source_st);
   OpenOptions open_options;
-  if (std::string err = IndexPath(config, &open_options.index); !err.empty()) return fail(err);
+  if (Status err = IndexPath(config, &open_options.index); !err.ok()) return fail(err.message());
   open_options.check = config.index_check;
   open_options.scan_threads = config.scan_threads;
   open_options.wait_s = config.index_wait;
   SourceIdentity identity{source, source_st.st_dev, source_st.st_ino};
   OpenReport opened;
-  std::string scan_error;
-  std::unique_ptr<Namespace> ns =
-      OpenNamespace(&backend, identity, open_options, &opened, &scan_error);
+  Result<std::unique_ptr<Namespace>> scanned =
+      OpenNamespace(&backend, identity, open_options, &opened);
   for (const auto& note : opened.notes) TIERFS_LOG(kWarning, "{}", note);
-  if (!ns) return fail(scan_error);
+  if (!scanned.ok()) return fail(scanned.status().message());
+  std::unique_ptr<Namespace> ns = std::move(scanned).value();
   TIERFS_LOG(kInfo,
              "{}: {} files ({} bytes), {} directories, {} symlinks in {:.2f} s, {} metadata "
              "operations on SOURCE",
@@ -307,16 +307,16 @@ int RunMount(const MountConfig& config) {
   }
 
   SourceReader reader(&backend, ns.get(), max_open);
-  std::string tier_error;
   TieringConfig tiering = config.tiering;
   tiering.prefetch.mountpoint = fd_mount ? "" : mountpoint;
   tiering.source_id = fmt::format("{} ino {}", source, source_st.st_ino);
   // A daemon unmounted a moment ago may hold the tiers for up to its
   // shutdown_timeout (30 s by default) while it finishes its promotions.
   tiering.lock_wait_s = config.shutdown_timeout + 5;
-  std::unique_ptr<TieredStore> store =
-      TieredStore::Open(tiering, ns.get(), &reader, source_st.st_dev, &tier_error);
-  if (!store) return fail(tier_error);
+  Result<std::unique_ptr<TieredStore>> opened_store =
+      TieredStore::Open(tiering, ns.get(), &reader, source_st.st_dev);
+  if (!opened_store.ok()) return fail(opened_store.status().message());
+  std::unique_ptr<TieredStore> store = std::move(opened_store).value();
   const uid_t control_uid =
       config.control_uid >= 0 ? static_cast<uid_t>(config.control_uid) : ::getuid();
   const gid_t control_gid =

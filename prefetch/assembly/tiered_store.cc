@@ -10,15 +10,15 @@
 
 namespace tierfs {
 
-std::vector<std::unique_ptr<Tier>> TieredStore::OpenTiers(const TieringConfig& config,
-                                                          dev_t source_dev, std::string* error) {
+Result<std::vector<std::unique_ptr<Tier>>> TieredStore::OpenTiers(const TieringConfig& config,
+                                                                  dev_t source_dev) {
   std::vector<std::unique_ptr<Tier>> tiers;
   if (config.ram > 0) tiers.push_back(NewMemoryTier("ram", config.ram));
   for (size_t i = 0; i < config.dirs.size(); ++i) {
     const auto& spec = config.dirs[i];
     auto tier = OpenDirectoryTier(fmt::format("dir{}", i), spec.path, spec.budget, config.reset,
-                                  error, std::chrono::seconds(config.lock_wait_s));
-    if (!tier) return {};
+                                  std::chrono::seconds(config.lock_wait_s));
+    if (!tier.ok()) return tier.status();
     struct stat st;
     if (::stat(spec.path.c_str(), &st) == 0 && st.st_dev == source_dev) {
       TIERFS_LOG(kWarning,
@@ -26,29 +26,27 @@ std::vector<std::unique_ptr<Tier>> TieredStore::OpenTiers(const TieringConfig& c
                  "reads faster",
                  spec.path);
     }
-    tiers.push_back(std::move(tier));
+    tiers.push_back(std::move(tier).value());
   }
   if (tiers.size() > static_cast<size_t>(Catalog::kMaxTiers)) {
-    *error = fmt::format("at most {} tiers", Catalog::kMaxTiers);
-    return {};
+    return Status::Error(EINVAL, fmt::format("at most {} tiers", Catalog::kMaxTiers));
   }
   return tiers;
 }
 
-std::unique_ptr<TieredStore> TieredStore::Open(const TieringConfig& config, const Namespace* ns,
-                                               SourceReader* source, dev_t source_dev,
-                                               std::string* error) {
+Result<std::unique_ptr<TieredStore>> TieredStore::Open(const TieringConfig& config,
+                                                       const Namespace* ns, SourceReader* source,
+                                                       dev_t source_dev) {
   std::unique_ptr<TieredStore> store(new TieredStore());
   store->config_ = config;
   if (!config.enabled()) {
     if (config.peers_enabled()) {
-      *error = "peers= needs a tier to share (ram= or tier=)";
-      return nullptr;
+      return Status::Error(EINVAL, "peers= needs a tier to share (ram= or tier=)");
     }
     if (config.prefetch.mode != PrefetchMode::kOnAccess) {
-      *error = fmt::format("prefetch={} needs a tier to promote into (ram= or tier=)",
-                           PrefetchModeName(config.prefetch.mode));
-      return nullptr;
+      return Status::Error(EINVAL,
+                           fmt::format("prefetch={} needs a tier to promote into (ram= or tier=)",
+                                       PrefetchModeName(config.prefetch.mode)));
     }
     store->source_ = std::make_unique<ChunkSource>(source, config.chunk_size);
     store->read_path_ = std::make_unique<ReadPath>(ns, store->source_.get(), nullptr, nullptr);
@@ -57,8 +55,9 @@ std::unique_ptr<TieredStore> TieredStore::Open(const TieringConfig& config, cons
                                                       nullptr, nullptr, nullptr, nullptr, nullptr);
     return store;
   }
-  std::vector<std::unique_ptr<Tier>> tiers = OpenTiers(config, source_dev, error);
-  if (tiers.empty()) return nullptr;
+  Result<std::vector<std::unique_ptr<Tier>>> opened = OpenTiers(config, source_dev);
+  if (!opened.ok()) return opened.status();
+  std::vector<std::unique_ptr<Tier>> tiers = std::move(opened).value();
   // A file larger than every tier cannot be held: it is read from SOURCE
   // and gets no per-chunk state.
   uint64_t largest = 0;
@@ -78,8 +77,7 @@ std::unique_ptr<TieredStore> TieredStore::Open(const TieringConfig& config, cons
     policy = NewEvictionPolicy(config.policy, static_cast<int>(tiers.size()), catalog.get());
   }
   if (!policy) {
-    *error = fmt::format("unknown policy '{}'", config.policy);
-    return nullptr;
+    return Status::Error(EINVAL, fmt::format("unknown policy '{}'", config.policy));
   }
   store->chunks_ = std::make_unique<ChunkStore>(ns, std::move(catalog), std::move(tiers),
                                                 std::move(policy), std::move(next_uses));

@@ -51,11 +51,11 @@ struct TieringConfig {
 
 class TieredStore {
  public:
-  // Returns nullptr with a message in *error for an unusable configuration.
+  // Fails with a message for an unusable configuration (EINVAL) or a tier
+  // that cannot start (OpenDirectoryTier's error).
   // `source_dev` is SOURCE's st_dev: a tier on the same device gets a warning.
-  static std::unique_ptr<TieredStore> Open(const TieringConfig& config, const Namespace* ns,
-                                           SourceReader* source, dev_t source_dev,
-                                           std::string* error);
+  static Result<std::unique_ptr<TieredStore>> Open(const TieringConfig& config, const Namespace* ns,
+                                                   SourceReader* source, dev_t source_dev);
   ~TieredStore();
 
   ReadPath& read_path() { return *read_path_; }
@@ -78,8 +78,8 @@ class TieredStore {
 
  private:
   TieredStore() = default;
-  static std::vector<std::unique_ptr<Tier>> OpenTiers(const TieringConfig& config, dev_t source_dev,
-                                                      std::string* error);
+  static Result<std::vector<std::unique_ptr<Tier>>> OpenTiers(const TieringConfig& config,
+                                                              dev_t source_dev);
   TieringConfig config_;
   std::unique_ptr<ChunkStore> chunks_;
   bool shut_down_ = false;  // Shutdown ran (it may run again, from the destructor)

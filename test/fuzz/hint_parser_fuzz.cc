@@ -89,8 +89,8 @@ std::unique_ptr<Namespace> SmallNamespace() {
   (*nodes)[5].first_child = static_cast<uint32_t>(arena->size());
   (*nodes)[5].child_count = 5;
   *arena += "alpha";
-  if (std::string bad = CheckLayout(*nodes, *arena, totals); !bad.empty()) {
-    Fail("the test namespace is inconsistent: " + bad);
+  if (Status bad = CheckLayout(*nodes, *arena, totals); !bad.ok()) {
+    Fail("the test namespace is inconsistent: " + bad.message());
   }
   struct Owner {
     std::shared_ptr<std::string> arena;

@@ -28,10 +28,9 @@ namespace {
 }
 
 void CheckStringRoundTrip(const std::string& s) {
-  std::string error;
-  std::optional<JsonValue> again = ParseJson(JsonString(s), &error);
-  if (!again || !again->is_string() || again->string() != s) {
-    Fail("JsonString of a parsed string does not parse back to it: " + error);
+  Result<JsonValue> again = ParseJson(JsonString(s));
+  if (!again.ok() || !again->is_string() || again->string() != s) {
+    Fail("JsonString of a parsed string does not parse back to it: " + again.status().message());
   }
 }
 
@@ -67,10 +66,9 @@ void Walk(const JsonValue& root, const JsonValue& v, const std::string& path, bo
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace tierfs;
   std::string_view text(reinterpret_cast<const char*>(data), size);
-  std::string error;
-  std::optional<JsonValue> v = ParseJson(text, &error);
-  if (!v) {
-    if (error.empty()) Fail("a refused document without an error message");
+  Result<JsonValue> v = ParseJson(text);
+  if (!v.ok()) {
+    if (v.status().message().empty()) Fail("a refused document without an error message");
     return 0;
   }
   Walk(*v, *v, "", true, 0);

@@ -121,16 +121,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   struct statvfs vfs {};
   Namespace saved(nodes, arena, totals, vfs, nullptr);
   const SourceIdentity source{"/source", 1, 2};
-  if (std::string error = WriteIndex(saved, source, 0, index); !error.empty()) {
-    Fail("WriteIndex failed: " + error);
+  if (Status written = WriteIndex(saved, source, 0, index); !written.ok()) {
+    Fail("WriteIndex failed: " + written.message());
   }
-  std::string error;
-  std::unique_ptr<Namespace> loaded =
-      LoadIndex(index, (flags & 2) != 0 ? nullptr : &source, &error);
-  if (!loaded) {
-    if (error.empty()) Fail("a refused index without a message");
+  Result<std::unique_ptr<Namespace>> opened =
+      LoadIndex(index, (flags & 2) != 0 ? nullptr : &source);
+  if (!opened.ok()) {
+    if (opened.status().message().empty()) Fail("a refused index without a message");
     return 0;
   }
+  std::unique_ptr<Namespace> loaded = std::move(opened).value();
   if (loaded->size() != nodes.size() || loaded->arena() != arena ||
       std::memcmp(loaded->nodes().data(), nodes.data(), nodes.size() * sizeof(Node)) != 0) {
     Fail("the loaded index differs from the saved one");

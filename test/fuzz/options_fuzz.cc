@@ -10,7 +10,7 @@
 // (tier=PATH:SIZE and index=FILE are only recorded; the daemon opens them
 // later); only peers=FILE is read (a regular file of at most 1 MiB), so the
 // target writes no file. It aborts on any breach of:
-//   - a bad command line throws OptionError with a message, nothing else;
+//   - a bad command line fails with a message (a Status), nothing else;
 //   - an accepted one has values within the documented ranges;
 //   - a FUSE option handed on has every ',' and '\' escaped, so joining the
 //     list with commas (as the daemon does for libfuse) cannot split it.
@@ -74,13 +74,12 @@ void CheckRanges(const MountConfig& c) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace tierfs;
   std::vector<std::string> args = Args(std::string(reinterpret_cast<const char*>(data), size));
-  MountConfig config;
-  try {
-    config = ParseCommandLine(args);
-  } catch (const OptionError& e) {
-    if (std::string(e.what()).empty()) Fail("an OptionError without a message");
+  Result<MountConfig> parsed = ParseCommandLine(args);
+  if (!parsed.ok()) {
+    if (parsed.status().message().empty()) Fail("a refused command line without a message");
     return 0;
   }
+  const MountConfig& config = *parsed;
   if (config.action != MountConfig::Action::kMount) return 0;
   CheckRanges(config);
   for (const std::string& opt : config.fuse_options) CheckEscaped(opt);

@@ -107,9 +107,10 @@ struct Recovered {
 
 Recovered RecoverOnce(const std::shared_ptr<FileIo>& io, const std::string& path,
                       std::unique_ptr<DirectoryTier>* tier) {
-  std::string error;
-  *tier = OpenDirectoryTier(io, "fuzz", path, kBudget, false, &error);
-  if (!*tier) Fail("cannot open the tier: " + error);
+  Result<std::unique_ptr<DirectoryTier>> opened =
+      OpenDirectoryTier(io, "fuzz", path, kBudget, false);
+  if (!opened.ok()) Fail("cannot open the tier: " + opened.status().message());
+  *tier = std::move(opened).value();
   std::vector<ChunkKey> kept;
   if (int err = (*tier)->Recover(kSource, Accept, &kept); err != 0) Fail("Recover failed");
   Recovered r;

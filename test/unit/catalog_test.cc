@@ -6,6 +6,7 @@
 #include <future>
 #include <thread>
 
+#include "require_ok.h"
 #include "temp_tree.h"
 
 namespace tierfs {
@@ -30,9 +31,7 @@ class Files {
     int err = 0;
     auto backend = NewPosixBackend(tree_.root(), &err);
     REQUIRE(backend != nullptr);
-    std::string error;
-    ns_ = ScanNamespace(backend.get(), ScanOptions{}, &error);
-    REQUIRE(ns_ != nullptr);
+    ns_ = RequireOk(ScanNamespace(backend.get(), ScanOptions{}));
   }
   const Namespace& ns() const { return *ns_; }
   NodeId Id(const std::string& rel) const { return *ns_->Resolve(rel); }

@@ -14,6 +14,7 @@
 #include <set>
 #include <string>
 
+#include "require_ok.h"
 #include "temp_tree.h"
 #include "tiering/io/file_io.h"
 #include "tiering/store/tier.h"
@@ -24,10 +25,7 @@ namespace tierfs::testing {
 // Opens the directory tier "nvme" in `dir` over `io`.
 inline std::unique_ptr<DirectoryTier> OpenTier(const TempTree& dir, uint64_t budget,
                                                std::shared_ptr<FileIo> io, bool reset = false) {
-  std::string error;
-  auto tier = OpenDirectoryTier(std::move(io), "nvme", dir.root(), budget, reset, &error);
-  INFO(error);
-  REQUIRE(tier != nullptr);
+  auto tier = RequireOk(OpenDirectoryTier(std::move(io), "nvme", dir.root(), budget, reset));
   return tier;
 }
 

@@ -11,6 +11,7 @@
 #include "fs/counter_json.h"
 #include "fs/filesystem.h"
 #include "fs/prometheus.h"
+#include "require_ok.h"
 #include "scan_tree.h"
 #include "tiering/base/json_value.h"
 #include "tiering/io/counting_backend.h"
@@ -119,15 +120,12 @@ TEST_CASE("Every counter appears in the stats JSON and in Prometheus with one va
   for (int i = 0; i < 6; ++i) tree.Write(fmt::format("f{}", i), std::string(20000 + i, 'x'));
   int err = 0;
   CountingBackend backend(NewPosixBackend(tree.root(), &err));
-  std::string error;
-  auto ns = ScanNamespace(&backend, ScanOptions{}, &error);
-  REQUIRE(ns != nullptr);
+  auto ns = RequireOk(ScanNamespace(&backend, ScanOptions{}));
   SourceReader reader(&backend, ns.get(), 16);
   TieringConfig config;
   config.ram = 50000;
   config.dirs.push_back({tier_dir.root(), 1 << 20});
-  auto store = TieredStore::Open(config, ns.get(), &reader, 0, &error);
-  REQUIRE(store != nullptr);
+  auto store = RequireOk(TieredStore::Open(config, ns.get(), &reader, 0));
   store->Start();
   FsContext ctx(ns.get(), &reader, store.get(), &backend.counters(), FsTimeouts{}, 0, 0);
   std::vector<char> scratch(1 << 16);
@@ -146,12 +144,11 @@ TEST_CASE("Every counter appears in the stats JSON and in Prometheus with one va
   const std::string json_text = json.Finish();
   const std::string prom_text = prometheus.Finish();
 
-  auto root = ParseJson(json_text, &error);
-  INFO(error << "\n" << json_text);
-  REQUIRE(root.has_value());
+  INFO(json_text);
+  JsonValue root = RequireOk(ParseJson(json_text));
   Samples from_json;
   std::vector<std::string> words;
-  Flatten("tierfs", *root, "", &from_json, &words);
+  Flatten("tierfs", root, "", &from_json, &words);
 
   Samples from_prom;
   std::map<std::string, std::string> types;

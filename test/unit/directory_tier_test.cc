@@ -14,6 +14,7 @@
 #include <string>
 
 #include "chunk_files.h"
+#include "require_ok.h"
 #include "temp_tree.h"
 #include "tiering/io/file_io.h"
 #include "tiering/store/tier.h"
@@ -232,23 +233,22 @@ TEST_CASE("OpenDirectoryTier with reset starts empty", "[directory_tier]") {
 TEST_CASE("OpenDirectoryTier refuses a directory another tier holds", "[directory_tier]") {
   TempTree dir;
   auto first = Open(dir, 1 << 20);
-  std::string error;
-  CHECK(OpenDirectoryTier("again", dir.root(), 1 << 20, false, &error) == nullptr);
-  CHECK_THAT(error, Catch::Contains("in use"));
-  CHECK_THAT(error, Catch::Contains(dir.root()));
+  Status busy = OpenDirectoryTier("again", dir.root(), 1 << 20, false).status();
+  CHECK(busy.code() == EBUSY);
+  CHECK_THAT(busy.message(), Catch::Contains("in use"));
+  CHECK_THAT(busy.message(), Catch::Contains(dir.root()));
   first.reset();
-  error.clear();
-  CHECK(OpenDirectoryTier("again", dir.root(), 1 << 20, false, &error) != nullptr);
-  CHECK(error.empty());
+  CHECK(OpenDirectoryTier("again", dir.root(), 1 << 20, false).ok());
 }
 
 TEST_CASE("OpenDirectoryTier explains an unusable path", "[directory_tier]") {
   TempTree dir;
   dir.Write("file", "x");
   for (const std::string& path : {dir.Abs("missing"), dir.Abs("file"), dir.Abs("file/sub")}) {
-    std::string error;
-    CHECK(OpenDirectoryTier("bad", path, 1 << 20, false, &error) == nullptr);
-    CHECK_THAT(error, Catch::Contains(path) && Catch::Contains("not an existing directory"));
+    Status bad = OpenDirectoryTier("bad", path, 1 << 20, false).status();
+    CHECK_THAT(bad.message(),
+               Catch::Contains(path) && Catch::Contains("not an existing directory"));
+    CHECK(bad.code() == (path == dir.Abs("missing") ? ENOENT : ENOTDIR));
   }
 }
 
@@ -257,12 +257,10 @@ TEST_CASE("DirectoryTier given a relative path keeps working after a chdir (issu
   TempTree dir;
   const auto cwd = std::filesystem::current_path();
   std::filesystem::current_path(std::filesystem::path(dir.root()).parent_path());
-  std::string error;
-  auto tier = OpenDirectoryTier("rel", std::filesystem::path(dir.root()).filename().string(),
-                                1 << 20, false, &error);
+  auto opened = OpenDirectoryTier("rel", std::filesystem::path(dir.root()).filename().string(),
+                                  1 << 20, false);
   std::filesystem::current_path("/");  // as the daemon after daemonizing
-  INFO(error);
-  REQUIRE(tier != nullptr);
+  auto tier = RequireOk(std::move(opened));
   CHECK(tier->path() == dir.root());
   CHECK(tier->Recover(AcceptAll).empty());
   Store(*tier, ChunkKey{1, 0}, OriginOf(1, 100), BytesOf(1, 100));

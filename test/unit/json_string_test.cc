@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <string>
 
+#include "require_ok.h"
 #include "tiering/base/json_value.h"
 
 namespace tierfs {
@@ -33,12 +34,9 @@ TEST_CASE("ParseJson reads back every byte JsonString wrote") {
   std::string all;
   for (int b = 1; b < 256; ++b) all.push_back(static_cast<char>(b));
   all.push_back('\0');
-  std::string error;
-  std::optional<JsonValue> v = ParseJson(JsonString(all), &error);
-  INFO(error);
-  REQUIRE(v);
-  REQUIRE(v->is_string());
-  CHECK(v->string() == all);
+  JsonValue v = RequireOk(ParseJson(JsonString(all)));
+  REQUIRE(v.is_string());
+  CHECK(v.string() == all);
 }
 
 }  // namespace

@@ -3,21 +3,19 @@
 #include <catch2/catch.hpp>
 #include <string>
 
+#include "require_ok.h"
+
 namespace tierfs {
 namespace {
 
-JsonValue Parse(std::string_view text) {
-  std::string error;
-  std::optional<JsonValue> v = ParseJson(text, &error);
-  INFO(error);
-  REQUIRE(v);
-  return *v;
-}
+JsonValue Parse(std::string_view text) { return RequireOk(ParseJson(text)); }
 
+// The message of the error ParseJson fails with; its code is always EINVAL.
 std::string ErrorOf(std::string_view text) {
-  std::string error;
-  REQUIRE_FALSE(ParseJson(text, &error));
-  return error;
+  Result<JsonValue> v = ParseJson(text);
+  REQUIRE_FALSE(v.ok());
+  CHECK(v.status().code() == EINVAL);
+  return v.status().message();
 }
 
 TEST_CASE("JsonValue reads a stats-shaped document by dotted paths") {

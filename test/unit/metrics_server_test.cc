@@ -1,6 +1,7 @@
 #include "fs/metrics_server.h"
 
 #include <arpa/inet.h>
+#include <fmt/format.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -12,6 +13,8 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "require_ok.h"
 
 namespace tierfs {
 namespace {
@@ -64,9 +67,7 @@ std::string Get(uint16_t port, const std::string& request) {
 
 struct Server {
   explicit Server(std::function<std::string()> render) {
-    std::string error;
-    server = MetricsServer::Bind("127.0.0.1:0", std::move(render), &error);
-    REQUIRE(server);
+    server = RequireOk(MetricsServer::Bind("127.0.0.1:0", std::move(render)));
     server->Start();
   }
   std::unique_ptr<MetricsServer> server;
@@ -75,6 +76,20 @@ struct Server {
 const char* kGet = "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";
 
 }  // namespace
+
+TEST_CASE("metrics server refuses a bad address with EINVAL and a taken port with its errno",
+          "[metrics_server]") {
+  auto render = [] { return std::string(); };
+  Status bad = MetricsServer::Bind("localhost:x", render).status();
+  CHECK(bad.code() == EINVAL);
+  CHECK_THAT(bad.message(), Catch::Contains("is not [HOST:]PORT"));
+  CHECK(MetricsServer::Bind("example.org:9100", render).status().code() == EINVAL);
+  Server first(render);
+  Status taken =
+      MetricsServer::Bind(fmt::format("127.0.0.1:{}", first.server->port()), render).status();
+  CHECK(taken.code() == EADDRINUSE);
+  CHECK_THAT(taken.message(), Catch::Contains("cannot listen on"));
+}
 
 TEST_CASE("metrics server answers /metrics, 404, 405 and 400", "[metrics_server]") {
   Server s([] { return std::string("tierfs_up 1\n"); });

@@ -19,6 +19,7 @@
 
 #include "fault_backend.h"
 #include "fault_file_io.h"
+#include "require_ok.h"
 #include "temp_tree.h"
 #include "tiering/base/xxh64.h"
 #include "tiering/io/counting_backend.h"
@@ -85,6 +86,13 @@ void Expect(const OpenReport& r, bool from_index, bool scanned, bool written) {
   CHECK(r.written == written);
 }
 
+// A refusal: its message matches, its errno is `code`.
+template <class Matcher>
+void CheckRefusal(const Status& refused, const Matcher& message, int code) {
+  CHECK_THAT(refused.message(), message);
+  CHECK(refused.code() == code);
+}
+
 struct Fixture {
   std::unique_ptr<TempTree> tree = Dataset();
   std::shared_ptr<Backend> backend;
@@ -104,18 +112,13 @@ struct Fixture {
     ::unlink(index.c_str());
     ::unlink((index + ".lock").c_str());
   }
-  std::unique_ptr<Namespace> Scan() {
-    std::string error;
-    auto ns = ScanNamespace(backend.get(), {4}, &error);
-    REQUIRE(ns);
-    return ns;
-  }
-  void Save() { REQUIRE(WriteIndex(*Scan(), id, RealtimeNanos(), index) == ""); }
-  std::string Refusal(const SourceIdentity* expected) {
-    std::string error;
-    auto ns = LoadIndex(index, expected, &error);
-    CHECK(ns == nullptr);
-    return error;
+  std::unique_ptr<Namespace> Scan() { return RequireOk(ScanNamespace(backend.get(), {4})); }
+  void Save() { REQUIRE(WriteIndex(*Scan(), id, RealtimeNanos(), index).ok()); }
+  // Why LoadIndex refuses the index.
+  Status Refusal(const SourceIdentity* expected) {
+    Result<std::unique_ptr<Namespace>> ns = LoadIndex(index, expected);
+    CHECK_FALSE(ns.ok());
+    return ns.status();
   }
   std::string Bytes() {
     std::ifstream in(index, std::ios::binary);
@@ -127,8 +130,8 @@ struct Fixture {
     std::ofstream(index, std::ios::binary | std::ios::trunc) << bytes;
   }
   // No Catch2 assertion in here: threads call it (Catch2's are not thread-safe).
-  std::unique_ptr<Namespace> OpenQuietly(IndexCheck check, OpenReport* report, Backend* via,
-                                         std::string* error) {
+  Result<std::unique_ptr<Namespace>> OpenQuietly(IndexCheck check, OpenReport* report,
+                                                 Backend* via) {
     OpenOptions o;
     o.index = index;
     o.check = check;
@@ -136,14 +139,10 @@ struct Fixture {
     o.wait_s = 20;
     o.racy_margin_ns = 0;
     o.io = io_for_open;
-    return OpenNamespace(via ? via : backend.get(), id, o, report, error);
+    return OpenNamespace(via ? via : backend.get(), id, o, report);
   }
   std::unique_ptr<Namespace> Open(IndexCheck check, OpenReport* report, Backend* via = nullptr) {
-    std::string error;
-    auto ns = OpenQuietly(check, report, via, &error);
-    INFO(error);
-    REQUIRE(ns);
-    return ns;
+    return RequireOk(OpenQuietly(check, report, via));
   }
 };
 
@@ -158,12 +157,9 @@ TEST_CASE("An index round trip equals the scan, every attribute of every node",
           "[namespace_index]") {
   Fixture f;
   auto scanned = f.Scan();
-  REQUIRE(WriteIndex(*scanned, f.id, 1234, f.index) == "");
-  std::string error;
+  REQUIRE(WriteIndex(*scanned, f.id, 1234, f.index).ok());
   IndexInfo info;
-  auto loaded = LoadIndex(f.index, &f.id, &error, &info);
-  INFO(error);
-  REQUIRE(loaded);
+  auto loaded = RequireOk(LoadIndex(f.index, &f.id, &info));
   CHECK(Dump(*loaded) == Dump(*scanned));
   CHECK(loaded->arena() == scanned->arena());
   CHECK(loaded->fs_stats().f_blocks == scanned->fs_stats().f_blocks);
@@ -181,13 +177,13 @@ TEST_CASE("An index others could have written is not trusted", "[namespace_index
   Fixture f;
   f.Save();
   REQUIRE(::chmod(f.index.c_str(), 0620) == 0);
-  CHECK_THAT(f.Refusal(&f.id), Catch::Contains("writable by others (mode 620)"));
+  CheckRefusal(f.Refusal(&f.id), Catch::Contains("writable by others (mode 620)"), EACCES);
   REQUIRE(::chmod(f.index.c_str(), 0602) == 0);
-  CHECK_THAT(f.Refusal(&f.id), Catch::Contains("writable by others"));
+  CheckRefusal(f.Refusal(&f.id), Catch::Contains("writable by others"), EACCES);
   if (::geteuid() == 0) {  // another owner: only root can make one
     REQUIRE(::chmod(f.index.c_str(), 0600) == 0);
     REQUIRE(::chown(f.index.c_str(), 12345, 12345) == 0);
-    CHECK_THAT(f.Refusal(&f.id), Catch::Contains("belongs to uid 12345"));
+    CheckRefusal(f.Refusal(&f.id), Catch::Contains("belongs to uid 12345"), EACCES);
   }
 }
 
@@ -200,60 +196,61 @@ TEST_CASE("A damaged, truncated or foreign index is refused with a clear message
 
   SECTION("missing") {
     REQUIRE(::unlink(f.index.c_str()) == 0);
-    CHECK_THAT(f.Refusal(&f.id), Catch::Contains("No such file"));
+    CheckRefusal(f.Refusal(&f.id), Catch::Contains("No such file"), ENOENT);
   }
   SECTION("a byte of a node flipped") {
     std::string bad = good;
     bad[8192 + 100] ^= 1;
     f.Put(bad);
-    CHECK_THAT(f.Refusal(&f.id), Catch::Contains("corrupted (checksum)"));
+    CheckRefusal(f.Refusal(&f.id), Catch::Contains("corrupted (checksum)"), EUCLEAN);
   }
   SECTION("a byte of a name flipped") {
     std::string bad = good;
     bad[bad.size() - 3] ^= 0x20;
     f.Put(bad);
-    CHECK_THAT(f.Refusal(&f.id), Catch::Contains("corrupted (checksum)"));
+    CheckRefusal(f.Refusal(&f.id), Catch::Contains("corrupted (checksum)"), EUCLEAN);
   }
   SECTION("the header damaged") {
     std::string bad = good;
     bad[40] ^= 4;
     f.Put(bad);
-    CHECK_THAT(f.Refusal(&f.id), Catch::Contains("header is corrupted"));
+    CheckRefusal(f.Refusal(&f.id), Catch::Contains("header is corrupted"), EUCLEAN);
   }
   SECTION("truncated") {
     f.Put(good.substr(0, good.size() - 1));
-    CHECK_THAT(f.Refusal(&f.id), Catch::Contains("truncated"));
+    CheckRefusal(f.Refusal(&f.id), Catch::Contains("truncated"), EUCLEAN);
     f.Put(good.substr(0, 100));
-    CHECK_THAT(f.Refusal(&f.id), Catch::Contains("truncated"));
+    CheckRefusal(f.Refusal(&f.id), Catch::Contains("truncated"), EUCLEAN);
     f.Put("");
-    CHECK_THAT(f.Refusal(&f.id), Catch::Contains("truncated"));
+    CheckRefusal(f.Refusal(&f.id), Catch::Contains("truncated"), EUCLEAN);
   }
   SECTION("not an index") {
     f.Put(std::string(10000, 'z'));
-    CHECK_THAT(f.Refusal(&f.id), Catch::Contains("not a tierfs namespace index"));
+    CheckRefusal(f.Refusal(&f.id), Catch::Contains("not a tierfs namespace index"), EINVAL);
   }
   SECTION("another version") {
     std::string bad = good;
     bad[8] = static_cast<char>(kIndexVersion + 1);  // version follows the 8-byte magic
     f.Put(bad);
-    CHECK_THAT(f.Refusal(&f.id),
-               Catch::Contains(fmt::format("version {}; this tierfs reads version {}",
-                                           kIndexVersion + 1, kIndexVersion)));
+    CheckRefusal(f.Refusal(&f.id),
+                 Catch::Contains(fmt::format("version {}; this tierfs reads version {}",
+                                             kIndexVersion + 1, kIndexVersion)),
+                 EINVAL);
   }
   SECTION("another SOURCE") {
     SourceIdentity other = f.id;
     other.path = "/somewhere/else";
-    CHECK_THAT(f.Refusal(&other), Catch::Contains("describes SOURCE '" + f.id.path + "'"));
+    CheckRefusal(f.Refusal(&other), Catch::Contains("describes SOURCE '" + f.id.path + "'"),
+                 ESTALE);
     other = f.id;
     other.root_ino++;
-    CHECK_THAT(f.Refusal(&other), Catch::Contains("is another directory now"));
+    CheckRefusal(f.Refusal(&other), Catch::Contains("is another directory now"), ESTALE);
   }
   SECTION("a symlink") {
     std::string link = f.index + ".link";
     REQUIRE(::symlink(f.index.c_str(), link.c_str()) == 0);
-    std::string error;
-    CHECK(LoadIndex(link, &f.id, &error) == nullptr);
-    CHECK_THAT(error, Catch::Contains("Too many levels of symbolic links"));
+    CheckRefusal(LoadIndex(link, &f.id).status(),
+                 Catch::Contains("Too many levels of symbolic links"), ELOOP);
     ::unlink(link.c_str());
   }
 }
@@ -295,8 +292,8 @@ TEST_CASE("An index with valid checksums but an impossible tree is refused", "[n
     std::vector<Node> nodes(ns->nodes().begin(), ns->nodes().end());
     mutate(nodes);
     Namespace bad(nodes, ns->arena(), ns->totals(), ns->fs_stats(), nullptr);
-    REQUIRE(WriteIndex(bad, f.id, RealtimeNanos(), f.index) == "");
-    CHECK_THAT(f.Refusal(&f.id), Catch::Contains("inconsistent"));
+    REQUIRE(WriteIndex(bad, f.id, RealtimeNanos(), f.index).ok());
+    CheckRefusal(f.Refusal(&f.id), Catch::Contains("inconsistent"), EUCLEAN);
   }
 }
 
@@ -311,11 +308,10 @@ TEST_CASE("Random damage to an index never crashes the loader", "[namespace_inde
     for (int k = 0; k < flips; ++k) bad[rng() % bad.size()] ^= static_cast<char>(1 + rng() % 255);
     if (rng() % 5 == 0) bad.resize(rng() % bad.size());
     f.Put(bad);
-    std::string error;
-    auto ns = LoadIndex(f.index, &f.id, &error);
+    Result<std::unique_ptr<Namespace>> ns = LoadIndex(f.index, &f.id);
     if (bad != good) {
-      CHECK(ns == nullptr);
-      CHECK_FALSE(error.empty());
+      CHECK_FALSE(ns.ok());
+      CHECK_FALSE(ns.status().message().empty());
     }
   }
 }
@@ -328,9 +324,10 @@ TEST_CASE("A refused index makes the mount scan and write a good one", "[namespa
   Expect(report, false, true, true);
   REQUIRE(report.notes.size() == 1);
   CHECK_THAT(report.notes[0], Catch::Contains("refused") && Catch::Contains("scanning SOURCE"));
+  CHECK(report.load_error.code() == EUCLEAN);  // shorter than a header
+  CHECK_THAT(report.how, Catch::StartsWith("scanned, index written"));
   CHECK(Dump(*ns, false) == Dump(*f.Scan(), false));
-  std::string error;
-  CHECK(LoadIndex(f.index, &f.id, &error) != nullptr);
+  CHECK(LoadIndex(f.index, &f.id).ok());
 }
 
 TEST_CASE("A valid index mounts with one stat per directory and no listing", "[namespace_index]") {
@@ -386,9 +383,7 @@ TEST_CASE("A directory with a file added, removed or renamed is listed again",
   if (change == "renamed") CHECK_FALSE(ns->Resolve("class4/img000.jpg"));
   // The index written back shows it too, and the next mount finds nothing
   // changed (the directory's new times were recorded).
-  std::string error;
-  auto saved = LoadIndex(f.index, &f.id, &error);
-  REQUIRE(saved);
+  auto saved = RequireOk(LoadIndex(f.index, &f.id));
   CHECK(Listing(*saved) == Listing(*ns));
   CountingBackend again(f.backend);
   OpenReport next;
@@ -405,11 +400,9 @@ TEST_CASE("A scan with a previous snapshot and no change flags stats and reuses 
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   f.tree->Write("class2/new.jpg", "new");
   CountingBackend counting(f.backend);
-  std::string error;
   ScanReport report;
-  auto after = ScanNamespace(&counting, {4, before.get(), nullptr, INT64_MAX}, &error, &report);
-  REQUIRE(after);
-  CHECK(CheckLayout(after->nodes(), after->arena(), after->totals()) == "");
+  auto after = RequireOk(ScanNamespace(&counting, {4, before.get(), nullptr, INT64_MAX}, &report));
+  CHECK(CheckLayout(after->nodes(), after->arena(), after->totals()).ok());
   CHECK(Listing(*after) == Listing(*f.Scan()));
   CHECK(report.dirs_listed == 1);  // class2 only
   CHECK(report.dirs_reused == after->dir_count() - 1);
@@ -422,20 +415,24 @@ TEST_CASE("Two mounts racing to build one index scan once and share it", "[names
   CountingBackend a(slow), b(slow);
   OpenReport ra, rb;
   std::unique_ptr<Namespace> na, nb;
-  std::string ea, eb;
-  std::thread first([&] { na = f.OpenQuietly(IndexCheck::kDirs, &ra, &a, &ea); });
+  Status ea, eb;
+  auto open = [&f](OpenReport* report, Backend* via, std::unique_ptr<Namespace>* ns, Status* e) {
+    Result<std::unique_ptr<Namespace>> opened = f.OpenQuietly(IndexCheck::kDirs, report, via);
+    *e = opened.status();
+    if (opened.ok()) *ns = std::move(opened).value();
+  };
+  std::thread first([&] { open(&ra, &a, &na, &ea); });
   std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  std::thread second([&] { nb = f.OpenQuietly(IndexCheck::kDirs, &rb, &b, &eb); });
+  std::thread second([&] { open(&rb, &b, &nb, &eb); });
   first.join();
   second.join();
-  INFO(ea << " / " << eb);
+  INFO(ea.ToString() << " / " << eb.ToString());
   REQUIRE(na);
   REQUIRE(nb);
   CHECK(ra.written + rb.written == 1);
   CHECK(a.counters().lists + b.counters().lists == na->dir_count());  // one scan in all
   CHECK(Dump(*na, false) == Dump(*nb, false));
-  std::string error;
-  CHECK(LoadIndex(f.index, &f.id, &error) != nullptr);
+  CHECK(LoadIndex(f.index, &f.id).ok());
   CHECK(::access((f.index + ".lock").c_str(), F_OK) != 0);
 }
 
@@ -446,9 +443,8 @@ void OpenPastLock(Fixture& f, unsigned wait_s, const std::string& note) {
   o.index = f.index;
   o.wait_s = wait_s;
   OpenReport report;
-  std::string error;
   auto start = std::chrono::steady_clock::now();
-  REQUIRE(OpenNamespace(f.backend.get(), f.id, o, &report, &error));
+  REQUIRE(OpenNamespace(f.backend.get(), f.id, o, &report).ok());
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
   CHECK(report.scanned);
   REQUIRE_FALSE(report.notes.empty());
@@ -496,19 +492,20 @@ TEST_CASE("A build lock dated in the future or not touched for 30 s is broken at
     REQUIRE(::utimensat(AT_FDCWD, (f.index + ".lock").c_str(), times, 0) == 0);
     OpenPastLock(f, 600, shift > 0 ? "in the future" : "stopped touching it");
     CHECK(::access((f.index + ".lock").c_str(), F_OK) != 0);  // broken, taken, removed
-    std::string error;
-    CHECK(LoadIndex(f.index, &f.id, &error) != nullptr);  // and the index built here
+    CHECK(LoadIndex(f.index, &f.id).ok());                    // and the index built here
   }
 }
 
 TEST_CASE("CheckPrivateDirectory refuses directories others can write", "[namespace_index]") {
   TempTree t;
   t.Mkdir("mine");
-  CHECK(CheckPrivateDirectory(t.Abs("mine")) == "");
+  CHECK(CheckPrivateDirectory(t.Abs("mine")).ok());
   REQUIRE(::chmod(t.Abs("mine").c_str(), 0777) == 0);
-  CHECK_THAT(CheckPrivateDirectory(t.Abs("mine")), Catch::Contains("writable by others"));
+  CheckRefusal(CheckPrivateDirectory(t.Abs("mine")), Catch::Contains("writable by others"), EACCES);
   t.Symlink("mine", "link");
-  CHECK_THAT(CheckPrivateDirectory(t.Abs("link")), Catch::Contains("not a directory"));
+  CheckRefusal(CheckPrivateDirectory(t.Abs("link")), Catch::Contains("not a directory"), ENOTDIR);
+  CheckRefusal(CheckPrivateDirectory(t.Abs("missing")),
+               Catch::Equals("'" + t.Abs("missing") + "': No such file or directory"), ENOENT);
 }
 
 }  // namespace
@@ -548,18 +545,19 @@ TEST_CASE("Index faults: a full device while writing leaves the old index and no
   f.Save();
   const std::string before = f.Bytes();
   f.io->Fail(FileOp::kWrite, ".tmp.", ENOSPC, /*after=*/1);  // the header goes, the nodes do not
-  std::string err = WriteIndex(*f.Scan(), f.id, RealtimeNanos(), f.index, f.io.get());
-  CHECK(err.find(std::strerror(ENOSPC)) != std::string::npos);
+  Status full = WriteIndex(*f.Scan(), f.id, RealtimeNanos(), f.index, f.io.get());
+  CHECK(full.code() == ENOSPC);
+  CHECK(full.message().find(std::strerror(ENOSPC)) != std::string::npos);
   CHECK(f.io->injected(FileOp::kWrite) == 1);
   CHECK(f.Bytes() == before);
   CHECK(f.Leftovers() == 0);
   // A failing sync or rename: the same.
   f.io->Heal();
   f.io->Fail(FileOp::kSync, ".tmp.", EIO);
-  CHECK(WriteIndex(*f.Scan(), f.id, RealtimeNanos(), f.index, f.io.get()) != "");
+  CHECK(WriteIndex(*f.Scan(), f.id, RealtimeNanos(), f.index, f.io.get()).code() == EIO);
   f.io->Heal();
   f.io->Fail(FileOp::kRename, ".tmp.", EIO);
-  CHECK(WriteIndex(*f.Scan(), f.id, RealtimeNanos(), f.index, f.io.get()) != "");
+  CHECK(WriteIndex(*f.Scan(), f.id, RealtimeNanos(), f.index, f.io.get()).code() == EIO);
   CHECK(f.Bytes() == before);
   CHECK(f.Leftovers() == 0);
   // A mount that cannot write its index serves the scan and says why.
@@ -570,6 +568,7 @@ TEST_CASE("Index faults: a full device while writing leaves the old index and no
   auto ns = f.Open(IndexCheck::kDirs, &report);
   Expect(report, false, true, false);
   CHECK(f.Notes(report).find(std::strerror(ENOSPC)) != std::string::npos);
+  CHECK(report.write_error.code() == ENOSPC);
   CHECK(Dump(*ns) == Dump(*f.Scan()));
 }
 
@@ -578,22 +577,24 @@ TEST_CASE("Index faults: an index that cannot be mapped or read is refused and S
   FaultyIndex f;
   f.Save();
   f.io->Fail(FileOp::kMap, ".index", EIO);
-  std::string error;
-  CHECK(LoadIndex(f.index, &f.id, &error, nullptr, f.io.get()) == nullptr);
-  CHECK(error.find("cannot map it") != std::string::npos);
-  CHECK(error.find(std::strerror(EIO)) != std::string::npos);
+  Status unmapped = LoadIndex(f.index, &f.id, nullptr, f.io.get()).status();
+  CHECK(unmapped.code() == EIO);
+  CHECK(unmapped.message().find("cannot map it") != std::string::npos);
+  CHECK(unmapped.message().find(std::strerror(EIO)) != std::string::npos);
   OpenReport report;
   auto ns = f.Open(IndexCheck::kNone, &report);
   CHECK(report.scanned);
   CHECK(f.Notes(report).find("cannot map it") != std::string::npos);
+  CHECK(report.load_error.code() == EIO);
   CHECK(Listing(*ns) == Listing(*f.Scan()));
   // Reading the header fails the same way.
   f.io->Heal();
   f.io->Fail(FileOp::kRead, ".index", EIO);
-  CHECK(LoadIndex(f.index, &f.id, &error, nullptr, f.io.get()) == nullptr);
-  CHECK(error.find("cannot read its header") != std::string::npos);
+  Status unread = LoadIndex(f.index, &f.id, nullptr, f.io.get()).status();
+  CHECK(unread.code() == EIO);
+  CHECK(unread.message().find("cannot read its header") != std::string::npos);
   f.io->Heal();
-  CHECK(LoadIndex(f.index, &f.id, &error, nullptr, f.io.get()) != nullptr);
+  CHECK(LoadIndex(f.index, &f.id, nullptr, f.io.get()).ok());
 }
 
 TEST_CASE("Index faults: a lock that cannot be created is reported and the node scans itself",
@@ -607,6 +608,7 @@ TEST_CASE("Index faults: a lock that cannot be created is reported and the node 
   CHECK(report.scanned);
   CHECK(f.Notes(report).find("cannot create") != std::string::npos);
   CHECK(f.Notes(report).find(std::strerror(EACCES)) != std::string::npos);
+  CHECK(report.lock_error.code() == EACCES);
   CHECK(report.written);  // the index itself could still be written
   CHECK(f.io->injected(FileOp::kOpen) >= 1);
   CHECK(::access((f.index + ".lock").c_str(), F_OK) != 0);

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <thread>
 
+#include "require_ok.h"
 #include "temp_tree.h"
 #include "tiering/namespace/namespace.h"
 
@@ -103,11 +104,7 @@ std::shared_ptr<Backend> Posix() {
 
 std::unique_ptr<Namespace> MustScan(Backend* backend, const ScanOptions& options,
                                     ScanReport* report) {
-  std::string error;
-  auto ns = ScanNamespace(backend, options, &error, report);
-  INFO(error);
-  REQUIRE(ns != nullptr);
-  return ns;
+  return RequireOk(ScanNamespace(backend, options, report));
 }
 
 // A scan with scan_threads=auto from width `start`, tuned every `period_s`.

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "fault_backend.h"
+#include "require_ok.h"
 #include "temp_tree.h"
 #include "tiering/io/counting_backend.h"
 
@@ -77,12 +78,7 @@ std::shared_ptr<Backend> Posix() {
 }
 
 std::unique_ptr<Namespace> Scan(Backend* backend, unsigned threads = 16) {
-  std::string error;
-  auto ns = ScanNamespace(backend, ScanOptions{threads}, &error);
-  INFO(error);
-  REQUIRE(ns != nullptr);
-  CHECK(error.empty());
-  return ns;
+  return RequireOk(ScanNamespace(backend, ScanOptions{threads}));
 }
 
 NodeId MustResolve(const Namespace& ns, const std::string& path) {
@@ -310,29 +306,30 @@ TEST_CASE("ScanNamespace refuses a tree whose names overflow the arena (issue 11
   int err = 0;
   auto backend = NewPosixBackend(tree.root(), &err);
   REQUIRE(backend != nullptr);
-  std::string error;
   ScanOptions options;
   options.max_arena_bytes = 399;  // one byte short of the two names
-  CHECK(ScanNamespace(backend.get(), options, &error) == nullptr);
-  CHECK_THAT(error, Catch::Contains("too large for one mount") && Catch::Contains("400 bytes"));
+  Status too_large = ScanNamespace(backend.get(), options).status();
+  CHECK(too_large.code() == EOVERFLOW);
+  CHECK_THAT(too_large.message(),
+             Catch::Contains("too large for one mount") && Catch::Contains("400 bytes"));
   options.max_arena_bytes = 400;
-  auto ns = ScanNamespace(backend.get(), options, &error);
-  REQUIRE(ns != nullptr);
+  auto ns = RequireOk(ScanNamespace(backend.get(), options));
   CHECK(ns->name(*ns->Resolve(std::string(200, 'b'))) == std::string(200, 'b'));
 }
 
 TEST_CASE("ScanNamespace fails with a message when the root fails", "[namespace]") {
   auto faults = std::make_shared<FaultBackend>(Posix());
-  std::string error;
   SECTION("root stat fails") {
     faults->Fail(Op::kStat, "", EIO);
-    CHECK(ScanNamespace(faults.get(), ScanOptions{}, &error) == nullptr);
-    CHECK(error == "cannot scan SOURCE: Input/output error");
+    Status failed = ScanNamespace(faults.get(), ScanOptions{}).status();
+    CHECK(failed.message() == "cannot scan SOURCE: Input/output error");
+    CHECK(failed.code() == EIO);
   }
   SECTION("root listing fails") {
     faults->Fail(Op::kList, "", EACCES);
-    CHECK(ScanNamespace(faults.get(), ScanOptions{}, &error) == nullptr);
-    CHECK(error == "cannot list SOURCE: Permission denied");
+    Status failed = ScanNamespace(faults.get(), ScanOptions{}).status();
+    CHECK(failed.message() == "cannot list SOURCE: Permission denied");
+    CHECK(failed.code() == EACCES);
   }
   SECTION("a failing statfs is not fatal") {
     faults->FailAll(Op::kStatfs, EIO);

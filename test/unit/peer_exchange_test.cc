@@ -10,6 +10,7 @@
 #include "fs/counter_json.h"
 #include "fs/prometheus.h"
 #include "peer_fixture.h"
+#include "require_ok.h"
 #include "tiering/base/json_value.h"
 
 namespace tierfs {
@@ -258,19 +259,16 @@ TEST_CASE("peers: the counters reach stats JSON and Prometheus", "[peer]") {
   };
   JsonCounterWriter json;
   walk(json);
-  std::string error;
-  auto doc = ParseJson(json.Finish(), &error);
-  INFO(error);
-  REQUIRE(doc.has_value());
-  CHECK(doc->Uint("peers.up") == 1);
-  CHECK(doc->Uint("peers.server.served_chunks") == 1);
-  CHECK(doc->Uint("peers.server.served_bytes") == 12345);
-  CHECK(doc->Uint("peers.server.authenticated") == 1);
-  const JsonValue* remote = doc->Find("peers.remote");
+  auto doc = RequireOk(ParseJson(json.Finish()));
+  CHECK(doc.Uint("peers.up") == 1);
+  CHECK(doc.Uint("peers.server.served_chunks") == 1);
+  CHECK(doc.Uint("peers.server.served_bytes") == 12345);
+  CHECK(doc.Uint("peers.server.authenticated") == 1);
+  const JsonValue* remote = doc.Find("peers.remote");
   REQUIRE((remote != nullptr && remote->is_array() && remote->items().size() == 1));
   CHECK(remote->items()[0].String("name") == "node1");
   CHECK(remote->items()[0].Uint("fetched_bytes") == 12345);
-  const JsonValue* served = doc->Find("peers.server.by_peer");
+  const JsonValue* served = doc.Find("peers.server.by_peer");
   REQUIRE((served != nullptr && served->items().size() == 1));
   CHECK(served->items()[0].String("name") == "node0");
 

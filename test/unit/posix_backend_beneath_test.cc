@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 
+#include "require_ok.h"
 #include "temp_tree.h"
 #include "tiering/io/backend.h"
 #include "tiering/namespace/namespace.h"
@@ -28,9 +29,7 @@ TEST_CASE("Regression: a symlink in an intermediate SOURCE directory is not foll
   int err = 0;
   auto backend = NewPosixBackend(source.root(), &err);
   REQUIRE(backend != nullptr);
-  std::string error;
-  auto ns = ScanNamespace(backend.get(), ScanOptions{}, &error);
-  REQUIRE(ns != nullptr);
+  auto ns = RequireOk(ScanNamespace(backend.get(), ScanOptions{}));
   SourceReader reader(backend.get(), ns.get(), 16);
   const NodeId f = *ns->Resolve("a/b/f");
 

@@ -11,6 +11,7 @@
 #include "eventually.h"
 #include "fs/counter_json.h"
 #include "prefetch/assembly/tiered_store.h"
+#include "require_ok.h"
 #include "scan_tree.h"
 
 namespace tierfs {
@@ -41,10 +42,7 @@ class Store {
     config.promote_threads = 2;
     config.prefetch.mode = mode;
     config.prefetch.mountpoint = "/mnt";
-    std::string error;
-    store_ = TieredStore::Open(config, ns_.get(), reader_.get(), 0, &error);
-    INFO(error);
-    REQUIRE(store_ != nullptr);
+    store_ = RequireOk(TieredStore::Open(config, ns_.get(), reader_.get(), 0));
   }
 
   static constexpr uint64_t kChunk = 64 << 10;

@@ -16,6 +16,7 @@
 #include "prefetch/assembly/tiered_store.h"
 #include "prefetch/engine/promoter.h"
 #include "prefetch/engine/read_path.h"
+#include "require_ok.h"
 #include "temp_tree.h"
 #include "tiering/io/counting_backend.h"
 
@@ -51,9 +52,7 @@ class Source {
   // Takes a new snapshot (after the files changed), as a remount would.
   void Rescan() {
     reader_.reset();
-    std::string error;
-    ns_ = ScanNamespace(counting_.get(), ScanOptions{}, &error);
-    REQUIRE(ns_ != nullptr);
+    ns_ = RequireOk(ScanNamespace(counting_.get(), ScanOptions{}));
     reader_ = std::make_unique<SourceReader>(counting_.get(), ns_.get(), 64);
   }
   // Replaces file i's bytes and sets its mtime to a time no scan has seen.
@@ -177,10 +176,7 @@ std::vector<std::unique_ptr<Tier>> Ram(uint64_t budget) {
 struct FaultyDirTier {
   explicit FaultyDirTier(uint64_t budget, const std::string& name = "full") {
     io = std::make_shared<FaultFileIo>(std::shared_ptr<FileIo>(NewPosixFileIo()));
-    std::string error;
-    tier = OpenDirectoryTier(io, name, dir.root(), budget, false, &error);
-    INFO(error);
-    REQUIRE(tier != nullptr);
+    tier = RequireOk(OpenDirectoryTier(io, name, dir.root(), budget, false));
     std::vector<ChunkKey> kept;
     REQUIRE(tier->Recover([](const ChunkOrigin&) { return std::nullopt; }, &kept) == 0);
   }
@@ -603,10 +599,7 @@ TEST_CASE("TieredStore reuses a directory tier's chunks after a restart", "[tier
   config.chunk_size = 64 * 1024;
   config.promote_threads = 2;
   auto open = [&] {
-    std::string error;
-    auto store = TieredStore::Open(config, source.ns(), source.reader(), 0, &error);
-    INFO(error);
-    REQUIRE(store != nullptr);
+    auto store = RequireOk(TieredStore::Open(config, source.ns(), source.reader(), 0));
     store->Start();
     return store;
   };

@@ -10,6 +10,7 @@
 
 #include "fault_backend.h"
 #include "prefetch/engine/promoter.h"
+#include "require_ok.h"
 #include "temp_tree.h"
 
 namespace tierfs {
@@ -24,9 +25,7 @@ TEST_CASE("PromotionTuner raises parallelism that pays and backs off when SOURCE
   for (size_t i = 0; i < kFiles; ++i) tree.Write(fmt::format("f{}", i), std::string(16384, 'x'));
   int err = 0;
   auto faults = std::make_shared<testing::FaultBackend>(NewPosixBackend(tree.root(), &err));
-  std::string error;
-  auto ns = ScanNamespace(faults.get(), ScanOptions{}, &error);
-  REQUIRE(ns != nullptr);
+  auto ns = RequireOk(ScanNamespace(faults.get(), ScanOptions{}));
   SourceReader reader(faults.get(), ns.get(), 4096);
   faults->SetDelay(10ms);  // every SOURCE call: parallel reads all pay (no contention)
   auto catalog = std::make_unique<Catalog>(*ns, 1 << 20);

@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "require_ok.h"
 #include "temp_tree.h"
 #include "tiering/namespace/namespace.h"
 
@@ -14,9 +15,7 @@ inline std::unique_ptr<Namespace> ScanTree(const TempTree& tree) {
   int err = 0;
   auto backend = NewPosixBackend(tree.root(), &err);
   REQUIRE(backend != nullptr);
-  std::string error;
-  auto ns = ScanNamespace(backend.get(), ScanOptions{}, &error);
-  REQUIRE(ns != nullptr);
+  auto ns = RequireOk(ScanNamespace(backend.get(), ScanOptions{}));
   return ns;
 }
 

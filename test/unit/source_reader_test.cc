@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "fault_backend.h"
+#include "require_ok.h"
 #include "temp_tree.h"
 #include "tiering/io/counting_backend.h"
 
@@ -35,9 +36,7 @@ class Dataset {
     REQUIRE(posix != nullptr);
     faults_ = std::make_shared<FaultBackend>(posix);
     counting_ = std::make_unique<CountingBackend>(faults_);
-    std::string error;
-    ns_ = ScanNamespace(counting_.get(), ScanOptions{}, &error);
-    REQUIRE(ns_ != nullptr);
+    ns_ = RequireOk(ScanNamespace(counting_.get(), ScanOptions{}));
     REQUIRE(ns_->file_count() == static_cast<uint64_t>(files));
   }
 

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "fs/counter_json.h"
+#include "require_ok.h"
 #include "scan_tree.h"
 #include "tiering/base/json_value.h"
 
@@ -40,16 +41,14 @@ TEST_CASE("StagePlanner stages every file once, in namespace order", "[stage_pla
   catalog.Publish(ChunkKey{*ns->Resolve("a"), 0}, 0);
   JsonCounterWriter json;
   stage.VisitCounters(json, true);
-  std::string error;
-  auto stats = ParseJson(json.Finish(), &error);
-  REQUIRE(stats.has_value());
-  CHECK(stats->Uint("requested_files") == 3);
-  CHECK(stats->Uint("requested_bytes") == 6);
-  CHECK(stats->Uint("done_files") == 1);
-  CHECK(stats->Uint("done_bytes") == 3);
-  CHECK(stats->Uint("failed_files") == 2);
-  CHECK(stats->Uint("queued_files") == 0);
-  CHECK(stats->Uint("valid_lines") == 2);
+  auto stats = RequireOk(ParseJson(json.Finish()));
+  CHECK(stats.Uint("requested_files") == 3);
+  CHECK(stats.Uint("requested_bytes") == 6);
+  CHECK(stats.Uint("done_files") == 1);
+  CHECK(stats.Uint("done_bytes") == 3);
+  CHECK(stats.Uint("failed_files") == 2);
+  CHECK(stats.Uint("queued_files") == 0);
+  CHECK(stats.Uint("valid_lines") == 2);
 }
 
 TEST_CASE("StagePlanner without tiers stages nothing", "[stage_planner]") {

@@ -13,7 +13,7 @@ class JsonParser {
  public:
   explicit JsonParser(std::string_view text) : text_(text) {}
 
-  std::optional<JsonValue> ParseDocument(std::string* error) {
+  Result<JsonValue> ParseDocument() {
     JsonValue v;
     SkipSpace();
     if (ParseValue(&v, 0)) {
@@ -21,8 +21,7 @@ class JsonParser {
       if (pos_ == text_.size()) return v;
       Fail("unexpected text after the JSON value");
     }
-    if (error) *error = fmt::format("{} at byte {}", error_, pos_);
-    return std::nullopt;
+    return Status::Error(EINVAL, fmt::format("{} at byte {}", error_, pos_));
   }
 
  private:
@@ -245,9 +244,7 @@ class JsonParser {
   std::string error_;
 };
 
-std::optional<JsonValue> ParseJson(std::string_view text, std::string* error) {
-  return JsonParser(text).ParseDocument(error);
-}
+Result<JsonValue> ParseJson(std::string_view text) { return JsonParser(text).ParseDocument(); }
 
 const JsonValue* JsonValue::Member(std::string_view key) const {
   if (type_ != Type::kObject) return nullptr;

@@ -13,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include "tiering/base/status.h"
+
 namespace tierfs {
 
 class JsonValue {
@@ -56,8 +58,8 @@ class JsonValue {
   std::vector<std::pair<std::string, JsonValue>> members_;
 };
 
-// Parses `text` as one JSON value. On failure returns nullopt and sets *error
-// to what is wrong and at which byte offset.
-std::optional<JsonValue> ParseJson(std::string_view text, std::string* error);
+// Parses `text` as one JSON value. Fails (EINVAL) with what is wrong and at
+// which byte offset.
+Result<JsonValue> ParseJson(std::string_view text);
 
 }  // namespace tierfs

@@ -99,18 +99,19 @@ void Namespace::Fill(NodeId id, uint64_t ino_base, struct stat* st) const {
 
 size_t Namespace::memory_bytes() const { return nodes_.size() * sizeof(Node) + arena_.size(); }
 
-std::string CheckLayout(std::span<const Node> nodes, std::string_view arena,
-                        const NamespaceTotals& totals) {
-  if (nodes.empty()) return "no root node";
-  if (nodes.size() > UINT32_MAX) return "more nodes than node ids";
-  if (!S_ISDIR(nodes[0].mode)) return "the root is not a directory";
-  if (nodes[0].name_len != 0) return "the root has a name";
+Status CheckLayout(std::span<const Node> nodes, std::string_view arena,
+                   const NamespaceTotals& totals) {
+  auto corrupt = [](std::string what) { return Status::Error(EUCLEAN, std::move(what)); };
+  if (nodes.empty()) return corrupt("no root node");
+  if (nodes.size() > UINT32_MAX) return corrupt("more nodes than node ids");
+  if (!S_ISDIR(nodes[0].mode)) return corrupt("the root is not a directory");
+  if (nodes[0].name_len != 0) return corrupt("the root has a name");
   auto in_arena = [&](uint64_t off, uint64_t len) { return off + len <= arena.size(); };
   NamespaceTotals seen;
   uint64_t next_child = 1;  // breadth-first: children ranges follow each other
   for (size_t id = 0; id < nodes.size(); ++id) {
     const Node& n = nodes[id];
-    auto bad = [&](std::string_view what) { return fmt::format("node {}: {}", id, what); };
+    auto bad = [&](std::string_view what) { return corrupt(fmt::format("node {}: {}", id, what)); };
     if (!in_arena(n.name_off, n.name_len)) return bad("its name lies outside the name arena");
     std::string_view name = arena.substr(n.name_off, n.name_len);
     if (id != 0) {
@@ -148,12 +149,12 @@ std::string CheckLayout(std::span<const Node> nodes, std::string_view arena,
       return bad("neither a file, a directory nor a symlink");
     }
   }
-  if (next_child != nodes.size()) return "some nodes belong to no directory";
+  if (next_child != nodes.size()) return corrupt("some nodes belong to no directory");
   if (seen.files != totals.files || seen.dirs != totals.dirs || seen.symlinks != totals.symlinks ||
       seen.file_bytes != totals.file_bytes) {
-    return "the totals do not match the nodes";
+    return corrupt("the totals do not match the nodes");
   }
-  return "";
+  return Status::Ok();
 }
 
 void Namespace::VisitCounters(CounterVisitor& v) const {

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "tiering/base/counter_visitor.h"
+#include "tiering/base/status.h"
 #include "tiering/io/backend.h"
 
 namespace tierfs {
@@ -117,9 +118,10 @@ class Namespace {
 // reading out of bounds or looping: the root is a directory, every name and
 // symlink target lies in the arena, children ranges lie in the array, come
 // after their parent, point back at it, are sorted and unique, and totals
-// match. Returns "" or what is wrong. Linear in the node count.
-std::string CheckLayout(std::span<const Node> nodes, std::string_view arena,
-                        const NamespaceTotals& totals);
+// match. Returns ok or what is wrong (EUCLEAN: the structure is corrupt).
+// Linear in the node count.
+Status CheckLayout(std::span<const Node> nodes, std::string_view arena,
+                   const NamespaceTotals& totals);
 
 // scan_threads=auto: the scan's width (metadata requests in flight) starts at
 // kScanTuneStart and is tuned while scanning, within [kScanTuneMin,
@@ -163,12 +165,12 @@ struct ScanReport {
   uint64_t meta_ops() const { return stats + lists + readlinks; }
 };
 
-// Scans SOURCE through `backend` in parallel. Returns nullptr and sets *error
-// (a message for the user) when the root cannot be scanned or the tree is
-// too large for one snapshot; subdirectories
-// that cannot be listed are kept empty and counted in skipped_count().
+// Scans SOURCE through `backend` in parallel. Fails (a message for the user)
+// when the root cannot be scanned (the backend's errno) or the tree is too
+// large for one snapshot (EOVERFLOW); subdirectories that cannot be listed
+// are kept empty and counted in skipped_count().
 // (Entries skipped in directories taken from `previous` are not counted.)
-std::unique_ptr<Namespace> ScanNamespace(Backend* backend, const ScanOptions& options,
-                                         std::string* error, ScanReport* report = nullptr);
+Result<std::unique_ptr<Namespace>> ScanNamespace(Backend* backend, const ScanOptions& options,
+                                                 ScanReport* report = nullptr);
 
 }  // namespace tierfs

@@ -72,70 +72,70 @@ uint64_t HeaderChecksum(const char* block) {
   return Xxh64(copy.data(), copy.size());
 }
 
-// The file's bytes, mapped or copied; the deleter frees them.
-std::shared_ptr<const unsigned char> Bytes(LocalFile* file, uint64_t size, bool map,
-                                           std::string* why) {
+using Bytes = std::shared_ptr<const unsigned char>;
+
+// The file's bytes, mapped or copied; the deleter frees them. The error
+// says why not, for "index '...' refused: ".
+Result<Bytes> ReadBytes(LocalFile* file, uint64_t size, bool map) {
   if (map) {
-    std::shared_ptr<const unsigned char> mapped;
+    Bytes mapped;
     if (int err = file->map(size, &mapped); err < 0) {
-      *why = fmt::format("cannot map it: {}", std::strerror(-err));
-      return nullptr;
+      return Status::FromErrno(-err, "cannot map it");
     }
     return mapped;
   }
-  if (size > kMaxCopiedFile) {
-    *why = "too large to copy";
-    return nullptr;
-  }
+  if (size > kMaxCopiedFile) return Status::Error(EFBIG, "too large to copy");
   // uint64_t storage: the node array inside needs 8-byte alignment.
   auto* words = new (std::nothrow) uint64_t[(size + 7) / 8];
-  if (words == nullptr) {
-    *why = "not enough memory to copy it";
-    return nullptr;
-  }
-  std::shared_ptr<const unsigned char> bytes(reinterpret_cast<const unsigned char*>(words),
-                                             [words](const unsigned char*) { delete[] words; });
+  if (words == nullptr) return Status::Error(ENOMEM, "not enough memory to copy it");
+  Bytes bytes(reinterpret_cast<const unsigned char*>(words),
+              [words](const unsigned char*) { delete[] words; });
   auto* out = reinterpret_cast<char*>(words);
   for (uint64_t done = 0; done < size;) {
     ssize_t r = file->pread(out + done, std::min<uint64_t>(size - done, 1 << 20), done);
-    if (r <= 0) {
-      *why = r < 0 ? fmt::format("cannot read it: {}", std::strerror(static_cast<int>(-r)))
-                   : "it was truncated while being read";
-      return nullptr;
-    }
+    if (r < 0) return Status::FromErrno(static_cast<int>(-r), "cannot read it");
+    if (r == 0) return Status::Error(EUCLEAN, "it was truncated while being read");
     done += static_cast<uint64_t>(r);
   }
   return bytes;
 }
 
-// The header's internal consistency (not the body's): "" or what is wrong.
-std::string CheckHeader(const IndexHeader& h, const char* block, uint64_t actual_size) {
+// The header's internal consistency (not the body's): ok, EINVAL (not an
+// index this tierfs reads) or EUCLEAN (damaged).
+Status CheckHeader(const IndexHeader& h, const char* block, uint64_t actual_size) {
+  auto corrupt = [](std::string what) { return Status::Error(EUCLEAN, std::move(what)); };
   if (h.magic != kMagic) {
-    return __builtin_bswap64(h.magic) == kMagic ? "it was written on a machine of the other byte "
-                                                  "order"
-                                                : "it is not a tierfs namespace index";
+    return Status::Error(EINVAL, __builtin_bswap64(h.magic) == kMagic
+                                     ? "it was written on a machine of the other byte order"
+                                     : "it is not a tierfs namespace index");
   }
   if (h.version != kIndexVersion) {
-    return fmt::format("it is index format version {}; this tierfs reads version {} (rebuild it)",
-                       h.version, kIndexVersion);
+    return Status::Error(
+        EINVAL,
+        fmt::format("it is index format version {}; this tierfs reads version {} (rebuild it)",
+                    h.version, kIndexVersion));
   }
-  if (h.header_checksum != HeaderChecksum(block)) return "its header is corrupted (checksum)";
+  if (h.header_checksum != HeaderChecksum(block)) {
+    return corrupt("its header is corrupted (checksum)");
+  }
   if (h.header_size != kHeaderSize || h.node_size != sizeof(Node)) {
-    return "its header does not match its version";
+    return corrupt("its header does not match its version");
   }
   if (h.file_size != actual_size) {
-    return fmt::format("it is truncated or extended: {} bytes, its header says {}", actual_size,
-                       h.file_size);
+    return corrupt(fmt::format("it is truncated or extended: {} bytes, its header says {}",
+                               actual_size, h.file_size));
   }
   const uint64_t max_nodes = (h.file_size - kHeaderSize) / sizeof(Node);
   if (h.node_count == 0 || h.node_count > max_nodes || h.node_count > UINT32_MAX ||
       h.nodes_off != kHeaderSize || h.arena_off != h.nodes_off + h.node_count * sizeof(Node) ||
       h.arena_size > h.file_size - h.arena_off || h.arena_off + h.arena_size != h.file_size ||
       h.arena_size > UINT32_MAX) {
-    return "its section offsets do not fit the file";
+    return corrupt("its section offsets do not fit the file");
   }
-  if (h.path_len == 0 || h.path_len >= sizeof(h.path)) return "its SOURCE path is invalid";
-  return "";
+  if (h.path_len == 0 || h.path_len >= sizeof(h.path)) {
+    return corrupt("its SOURCE path is invalid");
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -146,15 +146,16 @@ int64_t RealtimeNanos() {
   return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
-std::string WriteIndex(const Namespace& ns, const SourceIdentity& source, int64_t created_ns,
-                       const std::string& path, FileIo* io) {
+Status WriteIndex(const Namespace& ns, const SourceIdentity& source, int64_t created_ns,
+                  const std::string& path, FileIo* io) {
   if (io == nullptr) io = DefaultFileIo().get();  // lives as long as the process
-  if (ns.size() == 0) return "cannot save an empty namespace";
+  if (ns.size() == 0) return Status::Error(EINVAL, "cannot save an empty namespace");
   auto header = std::make_unique<IndexHeader>();
   std::memset(header.get(), 0, sizeof(IndexHeader));
   IndexHeader& h = *header;
   if (source.path.empty() || source.path.size() >= sizeof(h.path)) {
-    return fmt::format("SOURCE path '{}' cannot be saved in an index", source.path);
+    return Status::Error(source.path.empty() ? EINVAL : ENAMETOOLONG,
+                         fmt::format("SOURCE path '{}' cannot be saved in an index", source.path));
   }
   std::span<const Node> nodes = ns.nodes();
   std::string_view arena = ns.arena();
@@ -191,7 +192,7 @@ std::string WriteIndex(const Namespace& ns, const SourceIdentity& source, int64_
     tmp = fmt::format("{}.tmp.{}.{}", path, ::getpid(), serial.fetch_add(1));
     err = io->open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600, &file);
   }
-  if (err < 0) return fmt::format("cannot create '{}': {}", tmp, std::strerror(-err));
+  if (err < 0) return Status::FromErrno(-err, fmt::format("cannot create '{}'", tmp));
   std::vector<char> head(kHeaderSize, 0);
   std::memcpy(head.data(), &h, sizeof(h));
   h.header_checksum = HeaderChecksum(head.data());
@@ -206,36 +207,40 @@ std::string WriteIndex(const Namespace& ns, const SourceIdentity& source, int64_
   if (err == 0) err = io->rename(tmp, path);
   if (err < 0) {
     io->unlink(tmp);
-    return fmt::format("cannot write index '{}': {}", path, std::strerror(-err));
+    return Status::FromErrno(-err, fmt::format("cannot write index '{}'", path));
   }
-  return "";
+  return Status::Ok();
 }
 
-std::unique_ptr<Namespace> LoadIndex(const std::string& path, const SourceIdentity* expected,
-                                     std::string* error, IndexInfo* info, FileIo* io) {
+Result<std::unique_ptr<Namespace>> LoadIndex(const std::string& path,
+                                             const SourceIdentity* expected, IndexInfo* info,
+                                             FileIo* io) {
   if (io == nullptr) io = DefaultFileIo().get();  // lives as long as the process
-  auto refuse = [&](const std::string& why) {
-    *error = fmt::format("index '{}' refused: {}", path, why);
-    return nullptr;
+  auto refuse = [&](const Status& why) {
+    return why.Context(fmt::format("index '{}' refused", path));
   };
   std::unique_ptr<LocalFile> file;
   if (int err = io->open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0, &file); err < 0) {
-    *error = fmt::format("index '{}': {}", path, std::strerror(-err));
-    return nullptr;
+    return Status::FromErrno(-err, fmt::format("index '{}'", path));
   }
   struct stat st;
-  if (int err = file->stat(&st); err < 0) return refuse(std::strerror(-err));
-  if (!S_ISREG(st.st_mode)) return refuse("not a regular file");
+  if (int err = file->stat(&st); err < 0) {
+    return Status::FromErrno(-err, fmt::format("index '{}' refused", path));
+  }
+  if (!S_ISREG(st.st_mode)) return refuse(Status::Error(EINVAL, "not a regular file"));
   const uint64_t size = static_cast<uint64_t>(st.st_size);
-  if (size < kHeaderSize) return refuse(fmt::format("it is truncated ({} bytes)", size));
+  if (size < kHeaderSize) {
+    return refuse(Status::Error(EUCLEAN, fmt::format("it is truncated ({} bytes)", size)));
+  }
   std::vector<char> block(kHeaderSize);
-  if (file->pread(block.data(), kHeaderSize, 0) != static_cast<ssize_t>(kHeaderSize)) {
-    return refuse("cannot read its header");
+  if (ssize_t r = file->pread(block.data(), kHeaderSize, 0);
+      r != static_cast<ssize_t>(kHeaderSize)) {
+    return refuse(Status::Error(r < 0 ? static_cast<int>(-r) : EUCLEAN, "cannot read its header"));
   }
   auto header = std::make_unique<IndexHeader>();
   std::memcpy(header.get(), block.data(), sizeof(IndexHeader));
   const IndexHeader& h = *header;
-  if (std::string why = CheckHeader(h, block.data(), size); !why.empty()) return refuse(why);
+  if (Status why = CheckHeader(h, block.data(), size); !why.ok()) return refuse(why);
 
   // Checks prove the file safe to read, not true: a file that another user
   // wrote or could have written might show a doctored tree of the same
@@ -243,34 +248,37 @@ std::unique_ptr<Namespace> LoadIndex(const std::string& path, const SourceIdenti
   // files and root's are trusted.
   if (st.st_uid != ::geteuid() && st.st_uid != 0) {
     return refuse(
-        fmt::format("it belongs to uid {}: only this daemon's uid ({}) or root may "
-                    "write the index it trusts",
-                    st.st_uid, ::geteuid()));
+        Status::Error(EACCES, fmt::format("it belongs to uid {}: only this daemon's uid ({}) or "
+                                          "root may write the index it trusts",
+                                          st.st_uid, ::geteuid())));
   }
   if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
-    return refuse(fmt::format("it is writable by others (mode {:o})", st.st_mode & 07777));
+    return refuse(Status::Error(
+        EACCES, fmt::format("it is writable by others (mode {:o})", st.st_mode & 07777)));
   }
   // A root-owned file read by another uid is copied: root could change it
   // under a mapping, which would bypass every check below.
   const bool map = st.st_uid == ::geteuid();
-  std::string why;
-  std::shared_ptr<const unsigned char> bytes = Bytes(file.get(), size, map, &why);
-  if (!bytes) return refuse(why);
+  Result<Bytes> read = ReadBytes(file.get(), size, map);
+  if (!read.ok()) return refuse(read.status());
+  Bytes bytes = std::move(read).value();
   std::span<const Node> nodes(reinterpret_cast<const Node*>(bytes.get() + h.nodes_off),
                               h.node_count);
   std::string_view arena(reinterpret_cast<const char*>(bytes.get() + h.arena_off), h.arena_size);
   if (Xxh64(nodes.data(), nodes.size_bytes()) != h.nodes_checksum ||
       Xxh64(arena.data(), arena.size()) != h.arena_checksum) {
-    return refuse("it is corrupted (checksum)");
+    return refuse(Status::Error(EUCLEAN, "it is corrupted (checksum)"));
   }
   SourceIdentity source{std::string(h.path, h.path_len), h.root_dev, h.root_ino};
   if (expected != nullptr) {
     if (source.path != expected->path) {
-      return refuse(fmt::format("it describes SOURCE '{}', not '{}'", source.path, expected->path));
+      return refuse(Status::Error(
+          ESTALE, fmt::format("it describes SOURCE '{}', not '{}'", source.path, expected->path)));
     }
     if (source.root_ino != expected->root_ino) {
-      return refuse(fmt::format("SOURCE '{}' is another directory now (root inode {}, was {})",
-                                expected->path, expected->root_ino, source.root_ino));
+      return refuse(Status::Error(
+          ESTALE, fmt::format("SOURCE '{}' is another directory now (root inode {}, was {})",
+                              expected->path, expected->root_ino, source.root_ino)));
     }
     if (source.dev != expected->dev) {
       TIERFS_LOG(kDebug, "index '{}': SOURCE's device is {}, was {} (another node or mount)", path,
@@ -278,8 +286,8 @@ std::unique_ptr<Namespace> LoadIndex(const std::string& path, const SourceIdenti
     }
   }
   NamespaceTotals totals{h.file_bytes, h.files, h.dirs, h.symlinks, h.skipped};
-  if (std::string bad = CheckLayout(nodes, arena, totals); !bad.empty()) {
-    return refuse("its tree is inconsistent: " + bad);
+  if (Status bad = CheckLayout(nodes, arena, totals); !bad.ok()) {
+    return refuse(bad.Context("its tree is inconsistent"));
   }
   if (info != nullptr) *info = {source, h.created_ns, size, map};
   auto ns = std::make_unique<Namespace>(nodes, arena, totals, StatvfsFrom(h.vfs), std::move(bytes));

@@ -15,6 +15,7 @@
 #include <memory>
 #include <string>
 
+#include "tiering/base/status.h"
 #include "tiering/io/file_io.h"
 #include "tiering/namespace/namespace.h"
 
@@ -39,17 +40,21 @@ struct IndexInfo {
 
 // Writes `ns` to `path`: a temporary file beside it (O_EXCL, mode 0600),
 // fsync, then rename over `path`, so readers see the old or the new index,
-// never half of one. Returns "" or a message for the user.
+// never half of one. Returns ok or a message for the user, with the errno
+// of the file operation that failed (ENOSPC: the device is full).
 // Every file operation goes through `io` (null: the local file system).
-std::string WriteIndex(const Namespace& ns, const SourceIdentity& source, int64_t created_ns,
-                       const std::string& path, FileIo* io = nullptr);
+Status WriteIndex(const Namespace& ns, const SourceIdentity& source, int64_t created_ns,
+                  const std::string& path, FileIo* io = nullptr);
 
 // Loads an index written by WriteIndex. `expected`: refuse one that describes
-// another SOURCE (path or root inode; st_dev only logs, see above). Returns
-// nullptr and sets *error to a message naming the file and what is wrong.
-std::unique_ptr<Namespace> LoadIndex(const std::string& path, const SourceIdentity* expected,
-                                     std::string* error, IndexInfo* info = nullptr,
-                                     FileIo* io = nullptr);
+// another SOURCE (path or root inode; st_dev only logs, see above). Fails
+// with a message naming the file and what is wrong: the errno of a failing
+// file operation (ENOENT: there is none), EUCLEAN for a damaged file, EINVAL
+// for one that is not an index of this version, EACCES for one not trusted,
+// ESTALE for one of another SOURCE.
+Result<std::unique_ptr<Namespace>> LoadIndex(const std::string& path,
+                                             const SourceIdentity* expected,
+                                             IndexInfo* info = nullptr, FileIo* io = nullptr);
 
 // The wall clock in ns (for created_ns).
 int64_t RealtimeNanos();

@@ -35,13 +35,13 @@ class BuildLock {
   explicit BuildLock(FileIo* io) : io_(io) {}
   // Tries to create the lock; false if another builder holds it (or it
   // cannot be created: then *error says why and nobody will build).
-  bool TryAcquire(const std::string& index, std::string* error) {
+  bool TryAcquire(const std::string& index, Status* error) {
     path_ = index + ".lock";
     std::unique_ptr<LocalFile> file;
     int err = io_->open(path_, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600, &file);
     if (err < 0) {
       if (err != -EEXIST)
-        *error = fmt::format("cannot create '{}': {}", path_, std::strerror(-err));
+        *error = Status::FromErrno(-err, fmt::format("cannot create '{}'", path_));
       return false;
     }
     char host[256] = "?";
@@ -172,29 +172,33 @@ std::vector<NodeId> ChangedDirectories(Backend* backend, const Namespace& ns, un
   return out;
 }
 
-std::string CheckPrivateDirectory(const std::string& dir) {
+Status CheckPrivateDirectory(const std::string& dir) {
   struct stat st;
-  if (::lstat(dir.c_str(), &st) != 0) return fmt::format("'{}': {}", dir, std::strerror(errno));
-  if (!S_ISDIR(st.st_mode)) return fmt::format("'{}' is not a directory", dir);
+  if (::lstat(dir.c_str(), &st) != 0) return Status::FromErrno(errno, fmt::format("'{}'", dir));
+  if (!S_ISDIR(st.st_mode)) {
+    return Status::Error(ENOTDIR, fmt::format("'{}' is not a directory", dir));
+  }
   if (st.st_uid != ::geteuid()) {
-    return fmt::format("'{}' belongs to uid {}, not to this daemon's uid {}", dir, st.st_uid,
-                       ::geteuid());
+    return Status::Error(EACCES, fmt::format("'{}' belongs to uid {}, not to this daemon's uid {}",
+                                             dir, st.st_uid, ::geteuid()));
   }
   if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
-    return fmt::format("'{}' is writable by others (mode {:o})", dir, st.st_mode & 07777);
+    return Status::Error(
+        EACCES, fmt::format("'{}' is writable by others (mode {:o})", dir, st.st_mode & 07777));
   }
-  return "";
+  return Status::Ok();
 }
 
-std::unique_ptr<Namespace> OpenNamespace(Backend* backend, const SourceIdentity& source,
-                                         const OpenOptions& options, OpenReport* report,
-                                         std::string* error, ScanReport* live) {
+Result<std::unique_ptr<Namespace>> OpenNamespace(Backend* backend, const SourceIdentity& source,
+                                                 const OpenOptions& options, OpenReport* report,
+                                                 ScanReport* live) {
+  using Opened = Result<std::unique_ptr<Namespace>>;
   const auto start = Clock::now();
   const int64_t created = RealtimeNanos();
   FileIo* const io = options.io ? options.io.get() : DefaultFileIo().get();
   ScanReport local;
   ScanReport& scan = live ? *live : local;
-  auto finish = [&](std::unique_ptr<Namespace> ns, std::string how) {
+  auto finish = [&](std::unique_ptr<Namespace> ns, std::string how) -> Opened {
     if (const unsigned width = scan.width; width > 0) {
       how += scan.tune_steps > 0 ? fmt::format(", {} requests in flight (tuned; at most {})", width,
                                                scan.peak_width.load())
@@ -205,43 +209,50 @@ std::unique_ptr<Namespace> OpenNamespace(Backend* backend, const SourceIdentity&
     report->seconds = Since(start);
     return ns;
   };
-  auto full_scan = [&](std::string* err) {
+  auto full_scan = [&] {
     report->scanned = true;
-    return ScanNamespace(backend, {options.scan_threads}, err, &scan);
+    return ScanNamespace(backend, {options.scan_threads}, &scan);
   };
   // Saves `ns` and maps the saved copy in its place (file-backed pages
   // instead of heap). Keeps `ns` when the index cannot be written.
   auto save = [&](std::unique_ptr<Namespace> ns) {
     if (!options.write) return ns;
-    std::string err = WriteIndex(*ns, source, created, options.index, io);
-    if (!err.empty()) {
-      report->notes.push_back(err + "; the index on disk stays as it was");
+    report->write_error = WriteIndex(*ns, source, created, options.index, io);
+    if (!report->write_error.ok()) {
+      report->notes.push_back(report->write_error.message() +
+                              "; the index on disk stays as it was");
       return ns;
     }
     report->written = true;
-    std::string reload_error;
-    if (auto mapped = LoadIndex(options.index, &source, &reload_error, nullptr, io)) return mapped;
-    report->notes.push_back(reload_error);
+    Opened mapped = LoadIndex(options.index, &source, nullptr, io);
+    if (mapped.ok()) return std::move(mapped).value();
+    report->notes.push_back(mapped.status().message());
     return ns;
   };
 
   if (options.index.empty()) {
-    auto ns = full_scan(error);
-    return ns ? finish(std::move(ns), "scanned (no index)") : nullptr;
+    Opened ns = full_scan();
+    if (!ns.ok()) return ns;
+    return finish(std::move(ns).value(), "scanned (no index)");
   }
-  std::string load_error;
   std::unique_ptr<Namespace> saved;
   IndexInfo info;
+  // Loads the index into `saved`, or says why not in report->load_error.
+  auto load = [&] {
+    Opened loaded = LoadIndex(options.index, &source, &info, io);
+    report->load_error = loaded.status();
+    if (loaded.ok()) saved = std::move(loaded).value();
+  };
   if (options.check != IndexCheck::kFull) {
-    saved = LoadIndex(options.index, &source, &load_error, &info, io);
+    load();
     if (!saved) {
       // Another node may be building it: wait for its lock to go, then retry.
       BuildLock lock(io);
-      std::string lock_error;
+      Status& lock_error = report->lock_error;
       double age = 0;
       if (lock.TryAcquire(options.index, &lock_error)) {
-        saved = LoadIndex(options.index, &source, &load_error, &info, io);  // written meanwhile?
-      } else if (lock_error.empty()) {
+        load();  // written meanwhile?
+      } else if (lock_error.ok()) {
         TIERFS_LOG(kInfo, "index '{}' is being built elsewhere: waiting up to {} s", options.index,
                    options.wait_s);
         while (Exists(io, options.index + ".lock", &age) && age < options.wait_s &&
@@ -271,29 +282,28 @@ std::unique_ptr<Namespace> OpenNamespace(Backend* backend, const SourceIdentity&
               options.index, Since(start), age));
           if (age >= options.wait_s) io->unlink(options.index + ".lock");  // stale
         }
-        saved = LoadIndex(options.index, &source, &load_error, &info, io);
+        load();
       }
       if (!saved) {
-        if (!lock_error.empty()) report->notes.push_back(lock_error);
-        if (load_error.find(std::strerror(ENOENT)) == std::string::npos) {
-          report->notes.push_back(load_error + "; scanning SOURCE instead");
+        if (!lock_error.ok()) report->notes.push_back(lock_error.message());
+        if (report->load_error.code() != ENOENT) {
+          report->notes.push_back(report->load_error.message() + "; scanning SOURCE instead");
         }
-        auto ns = full_scan(error);
-        if (!ns) return nullptr;
-        ns = save(std::move(ns));
-        return finish(std::move(ns), report->written ? "scanned, index written" : "scanned");
+        Opened ns = full_scan();
+        if (!ns.ok()) return ns;
+        std::unique_ptr<Namespace> scanned = save(std::move(ns).value());
+        return finish(std::move(scanned), report->written ? "scanned, index written" : "scanned");
       }
     }
   }
   if (!saved) {  // check=full: a scan, saved for the next mount
     BuildLock lock(io);
-    std::string lock_error;
-    lock.TryAcquire(options.index, &lock_error);
-    auto ns = full_scan(error);
-    if (!ns) return nullptr;
-    ns = save(std::move(ns));
-    return finish(std::move(ns), report->written ? "scanned (index_check=full), index written"
-                                                 : "scanned (index_check=full)");
+    lock.TryAcquire(options.index, &report->lock_error);
+    Opened ns = full_scan();
+    if (!ns.ok()) return ns;
+    std::unique_ptr<Namespace> scanned = save(std::move(ns).value());
+    return finish(std::move(scanned), report->written ? "scanned (index_check=full), index written"
+                                                      : "scanned (index_check=full)");
   }
   report->from_index = true;
   if (options.check == IndexCheck::kNone) {
@@ -314,13 +324,13 @@ std::unique_ptr<Namespace> OpenNamespace(Backend* backend, const SourceIdentity&
   for (NodeId id : changed) flags[id] = true;
   report->scanned = true;
   BuildLock lock(io);
-  std::string lock_error;
-  lock.TryAcquire(options.index, &lock_error);  // best effort: writing is atomic anyway
-  auto ns =
-      ScanNamespace(backend, {options.scan_threads, saved.get(), &flags, racy_after}, error, &scan);
-  if (!ns) return nullptr;
+  // Best effort: writing is atomic anyway.
+  lock.TryAcquire(options.index, &report->lock_error);
+  Opened rescanned =
+      ScanNamespace(backend, {options.scan_threads, saved.get(), &flags, racy_after}, &scan);
+  if (!rescanned.ok()) return rescanned;
   saved.reset();
-  ns = save(std::move(ns));
+  std::unique_ptr<Namespace> ns = save(std::move(rescanned).value());
   return finish(
       std::move(ns),
       fmt::format("index loaded, {} of {} directories changed and listed again{}", changed.size(),

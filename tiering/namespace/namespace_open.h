@@ -51,20 +51,24 @@ struct OpenOptions {
 struct OpenReport {
   std::string how;                 // one line: "index loaded, 1001 directories checked, ..."
   std::vector<std::string> notes;  // warnings: why an index was refused, not written, ...
-  bool from_index = false;         // some of the snapshot came from the index
-  bool scanned = false;            // SOURCE was listed (fully or partly)
-  bool written = false;            // the index file was (re)written
+  // The errors behind some notes, ok when there was none: why the saved
+  // index was not used (ENOENT: there was none), why it was not written,
+  // why its lock could not be created.
+  Status load_error, write_error, lock_error;
+  bool from_index = false;  // some of the snapshot came from the index
+  bool scanned = false;     // SOURCE was listed (fully or partly)
+  bool written = false;     // the index file was (re)written
   uint64_t dirs_checked = 0, dirs_changed = 0;
   uint64_t meta_ops = 0;  // metadata operations sent to SOURCE
   double seconds = 0;
 };
 
 // `live`, if given, is updated as the scan goes (another thread may read it
-// for a progress bar). Returns nullptr and sets *error only when SOURCE
-// cannot be scanned; a bad index is a note, not an error.
-std::unique_ptr<Namespace> OpenNamespace(Backend* backend, const SourceIdentity& source,
-                                         const OpenOptions& options, OpenReport* report,
-                                         std::string* error, ScanReport* live = nullptr);
+// for a progress bar). Fails only when SOURCE cannot be scanned (see
+// ScanNamespace); a bad index is a note, not an error.
+Result<std::unique_ptr<Namespace>> OpenNamespace(Backend* backend, const SourceIdentity& source,
+                                                 const OpenOptions& options, OpenReport* report,
+                                                 ScanReport* live = nullptr);
 
 // The directories of `ns` whose mtime or ctime differ on SOURCE now, or that
 // are gone or no longer directories, or that changed at or after
@@ -76,7 +80,7 @@ std::vector<NodeId> ChangedDirectories(Backend* backend, const Namespace& ns, un
 
 // Whether `dir` may hold an index a daemon running as the effective uid
 // trusts: a real directory (no symlink), owned by that uid, writable by no
-// one else. Returns "" or why not.
-std::string CheckPrivateDirectory(const std::string& dir);
+// one else. Returns ok or why not (the errno of lstat, ENOTDIR, EACCES).
+Status CheckPrivateDirectory(const std::string& dir);
 
 }  // namespace tierfs

@@ -399,11 +399,10 @@ class ParallelScanner {
 };
 
 // The scanned tree laid out breadth-first into one node array and one arena.
-// Returns nullptr and sets *error when the tree does not fit the 32-bit
-// node ids and arena offsets.
-std::unique_ptr<Namespace> Build(const Node& root_node, ScanDir* root,
-                                 const struct statvfs& fs_stats, uint64_t max_arena,
-                                 std::string* error) {
+// Fails (EOVERFLOW) when the tree does not fit the 32-bit node ids and arena
+// offsets.
+Result<std::unique_ptr<Namespace>> Build(const Node& root_node, ScanDir* root,
+                                         const struct statvfs& fs_stats, uint64_t max_arena) {
   struct Storage {
     std::vector<Node> nodes;
     std::string arena;
@@ -423,11 +422,12 @@ std::unique_ptr<Namespace> Build(const Node& root_node, ScanDir* root,
   // Offsets are 32 bits (Node is saved as is): a bigger tree would wrap them
   // silently and serve one entry's name as another's.
   if (arena_size > max_arena || node_count >= kNoNode) {
-    *error = fmt::format(
-        "SOURCE is too large for one mount: {} entries with {} bytes of names and symlink "
-        "targets (at most {} entries and {} bytes); mount a subdirectory",
-        node_count, arena_size, kNoNode - 1, max_arena);
-    return nullptr;
+    return Status::Error(
+        EOVERFLOW,
+        fmt::format(
+            "SOURCE is too large for one mount: {} entries with {} bytes of names and symlink "
+            "targets (at most {} entries and {} bytes); mount a subdirectory",
+            node_count, arena_size, kNoNode - 1, max_arena));
   }
   auto storage = std::make_shared<Storage>();
   std::vector<Node>& nodes = storage->nodes;
@@ -476,33 +476,29 @@ std::unique_ptr<Namespace> Build(const Node& root_node, ScanDir* root,
 
 }  // namespace
 
-std::unique_ptr<Namespace> ScanNamespace(Backend* backend, const ScanOptions& options,
-                                         std::string* error, ScanReport* report) {
+Result<std::unique_ptr<Namespace>> ScanNamespace(Backend* backend, const ScanOptions& options,
+                                                 ScanReport* report) {
   ScanReport local;
   if (report == nullptr) report = &local;
   struct stat root_st;
   report->stats++;
   int err = backend->stat("", &root_st);
   if (err == 0 && !S_ISDIR(root_st.st_mode)) err = -ENOTDIR;
-  if (err < 0) {
-    *error = std::string("cannot scan SOURCE: ") + std::strerror(-err);
-    return nullptr;
-  }
+  if (err < 0) return Status::FromErrno(-err, "cannot scan SOURCE");
   Node root_node = NodeOf(root_st, backend->stable_inodes());
-  std::unique_ptr<Namespace> ns;
-  {
+  // The scan's temporary tree (`root`) is gone when this returns.
+  auto scan = [&]() -> Result<std::unique_ptr<Namespace>> {
     ScanDir root;
     ParallelScanner scanner(backend, options, report);
-    err = scanner.Run(&root, &root_node);
-    if (err < 0) {
-      *error = std::string("cannot list SOURCE: ") + std::strerror(-err);
-      return nullptr;
+    if (int listed = scanner.Run(&root, &root_node); listed < 0) {
+      return Status::FromErrno(-listed, "cannot list SOURCE");
     }
     struct statvfs fs_stats {};
     if (backend->statfs(&fs_stats) < 0) fs_stats = {};
-    ns = Build(root_node, &root, fs_stats, std::min<uint64_t>(options.max_arena_bytes, UINT32_MAX),
-               error);
-  }
+    return Build(root_node, &root, fs_stats,
+                 std::min<uint64_t>(options.max_arena_bytes, UINT32_MAX));
+  };
+  Result<std::unique_ptr<Namespace>> ns = scan();
   // The scan's temporary trees were spread over the scan threads' malloc
   // arenas: hand the freed pages back, or they stay in the daemon's RSS.
   ::malloc_trim(0);

@@ -377,64 +377,65 @@ std::vector<ChunkKey> DirectoryTier::Recover(const Acceptor& accept) {
 
 namespace {
 
-// Why `path` cannot be this daemon's tier ("" if it can). A root daemon must
+// Why `path` cannot be this daemon's tier (ok if it can). A root daemon must
 // not serve bytes another user planted, nor write where another user points
 // it: the tier is a real directory (not a symlink) owned by the daemon's euid
 // and writable by no one else, and every directory above it is owned by root
 // or the euid and writable by others only with the sticky bit (as /tmp), so
 // no one else can rename the tier away and put theirs in its place.
-std::string UnsafeTierDirectory(std::string path) {
+Status UnsafeTierDirectory(std::string path) {
   while (path.size() > 1 && path.back() == '/') path.pop_back();  // "link/" would follow link
   const uid_t me = ::geteuid();
+  auto unsafe = [](std::string why) { return Status::Error(EACCES, std::move(why)); };
   struct stat st;
-  if (::lstat(path.c_str(), &st) != 0) return std::strerror(errno);
-  if (S_ISLNK(st.st_mode)) return "it is a symbolic link";
+  if (::lstat(path.c_str(), &st) != 0) return Status::Error(errno, std::strerror(errno));
+  if (S_ISLNK(st.st_mode)) return Status::Error(ELOOP, "it is a symbolic link");
   if (st.st_uid != me)
-    return fmt::format("it is owned by uid {}, not by this daemon's uid {}", st.st_uid, me);
+    return unsafe(fmt::format("it is owned by uid {}, not by this daemon's uid {}", st.st_uid, me));
   if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0)
-    return fmt::format("group or others may write to it (mode {:o})", st.st_mode & 07777);
+    return unsafe(fmt::format("group or others may write to it (mode {:o})", st.st_mode & 07777));
   std::error_code ec;
   std::filesystem::path dir =
       std::filesystem::canonical(std::filesystem::absolute(path).parent_path(), ec);
-  if (ec) return fmt::format("its parent directory: {}", ec.message());
+  if (ec) return Status::Error(ec.value(), fmt::format("its parent directory: {}", ec.message()));
   for (;; dir = dir.parent_path()) {
     if (::lstat(dir.c_str(), &st) != 0)
-      return fmt::format("'{}': {}", dir.string(), std::strerror(errno));
+      return Status::FromErrno(errno, fmt::format("'{}'", dir.string()));
     if (st.st_uid != 0 && st.st_uid != me)
-      return fmt::format("'{}' above it is owned by uid {}", dir.string(), st.st_uid);
+      return unsafe(fmt::format("'{}' above it is owned by uid {}", dir.string(), st.st_uid));
     if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (st.st_mode & S_ISVTX) == 0)
-      return fmt::format("'{}' above it is writable by others without the sticky bit (mode {:o})",
-                         dir.string(), st.st_mode & 07777);
-    if (dir == dir.root_path()) return "";
+      return unsafe(
+          fmt::format("'{}' above it is writable by others without the sticky bit (mode {:o})",
+                      dir.string(), st.st_mode & 07777));
+    if (dir == dir.root_path()) return Status::Ok();
   }
 }
 
 }  // namespace
 
-std::unique_ptr<DirectoryTier> OpenDirectoryTier(std::shared_ptr<FileIo> io, std::string name,
-                                                 const std::string& given, uint64_t budget,
-                                                 bool reset, std::string* error,
-                                                 std::chrono::milliseconds lock_wait) {
+Result<std::unique_ptr<DirectoryTier>> OpenDirectoryTier(std::shared_ptr<FileIo> io,
+                                                         std::string name, const std::string& given,
+                                                         uint64_t budget, bool reset,
+                                                         std::chrono::milliseconds lock_wait) {
   // Every later access is by this path, after the daemon has changed its
   // working directory to / (daemonizing): a relative one must not follow.
   std::error_code ec;
   const std::string path = std::filesystem::absolute(given, ec).lexically_normal().string();
   if (ec || path.empty()) {
-    *error = fmt::format("tier '{}': cannot make it absolute: {}", given, ec.message());
-    return nullptr;
+    return Status::Error(
+        ec ? ec.value() : EINVAL,
+        fmt::format("tier '{}': cannot make it absolute: {}", given, ec.message()));
   }
   struct stat st;
-  if (io->stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
-    *error = fmt::format("tier '{}': not an existing directory", path);
-    return nullptr;
+  if (int err = io->stat(path, &st); err != 0 || !S_ISDIR(st.st_mode)) {
+    return Status::Error(err < 0 ? -err : ENOTDIR,
+                         fmt::format("tier '{}': not an existing directory", path));
   }
-  if (std::string why = UnsafeTierDirectory(path); !why.empty()) {
-    *error = fmt::format("tier '{}' is refused: {}", path, why);
-    return nullptr;
+  if (Status why = UnsafeTierDirectory(path); !why.ok()) {
+    return why.Context(fmt::format("tier '{}' is refused", path));
   }
   if (int err = io->access(path, W_OK | X_OK); err < 0) {
-    *error = fmt::format("tier '{}': not writable: {}", path, std::strerror(-err));
-    return nullptr;
+    return Status::FromErrno(-err, fmt::format("tier '{}': not writable", path));
   }
   std::unique_ptr<FileLock> lock;
   const auto give_up = std::chrono::steady_clock::now() + lock_wait;
@@ -447,11 +448,11 @@ std::unique_ptr<DirectoryTier> OpenDirectoryTier(std::shared_ptr<FileIo> io, std
       err = io->lock(path + "/lock", &lock);
     }
   }
+  if (err == -EWOULDBLOCK) {
+    return Status::Error(EBUSY, fmt::format("tier '{}' is in use by another tierfs daemon", path));
+  }
   if (err < 0) {
-    *error = err == -EWOULDBLOCK ? fmt::format("tier '{}' is in use by another tierfs daemon", path)
-                                 : fmt::format("tier '{}': cannot create its lock file: {}", path,
-                                               std::strerror(-err));
-    return nullptr;
+    return Status::FromErrno(-err, fmt::format("tier '{}': cannot create its lock file", path));
   }
   // Replaced by the mount's pid and mount point once it serves (TieredStore).
   lock->Note(fmt::format("pid={}\nstate=starting\n", ::getpid()));
@@ -463,8 +464,8 @@ std::unique_ptr<DirectoryTier> OpenDirectoryTier(std::shared_ptr<FileIo> io, std
   if (err == -EEXIST) {
     struct stat dst;
     if (::lstat(data.c_str(), &dst) != 0 || !S_ISDIR(dst.st_mode) || dst.st_uid != ::geteuid()) {
-      *error = fmt::format("tier '{}': data/ is not a directory of this daemon's uid", path);
-      return nullptr;
+      return Status::Error(
+          EACCES, fmt::format("tier '{}': data/ is not a directory of this daemon's uid", path));
     }
     err = 0;
     if ((dst.st_mode & 077) != 0) {  // an older tierfs made it with the umask's mode
@@ -474,19 +475,15 @@ std::unique_ptr<DirectoryTier> OpenDirectoryTier(std::shared_ptr<FileIo> io, std
       err = io->chmod(data, 0700);
     }
   }
-  if (err < 0) {
-    *error = fmt::format("tier '{}': cannot create data/: {}", path, std::strerror(-err));
-    return nullptr;
-  }
-  return std::make_unique<JournaledDirectoryTier>(std::move(io), std::move(name), path, budget,
-                                                  std::move(lock));
+  if (err < 0) return Status::FromErrno(-err, fmt::format("tier '{}': cannot create data/", path));
+  return std::unique_ptr<DirectoryTier>(std::make_unique<JournaledDirectoryTier>(
+      std::move(io), std::move(name), path, budget, std::move(lock)));
 }
 
-std::unique_ptr<DirectoryTier> OpenDirectoryTier(std::string name, const std::string& path,
-                                                 uint64_t budget, bool reset, std::string* error,
-                                                 std::chrono::milliseconds lock_wait) {
-  return OpenDirectoryTier(NewPosixFileIo(), std::move(name), path, budget, reset, error,
-                           lock_wait);
+Result<std::unique_ptr<DirectoryTier>> OpenDirectoryTier(std::string name, const std::string& path,
+                                                         uint64_t budget, bool reset,
+                                                         std::chrono::milliseconds lock_wait) {
+  return OpenDirectoryTier(NewPosixFileIo(), std::move(name), path, budget, reset, lock_wait);
 }
 
 }  // namespace tierfs

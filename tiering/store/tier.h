@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tiering/base/status.h"
 #include "tiering/namespace/chunk_key.h"
 #include "tiering/namespace/namespace.h"
 
@@ -161,17 +162,17 @@ class DirectoryTier : public Tier {
 };
 
 // Opens (creating) a directory tier under `path`, doing all its file I/O
-// through `io`. `reset` empties it first. Returns nullptr with a message in
-// *error when the path is unusable or in use by another tierfs. A tier in
-// use is waited for up to `lock_wait` (a daemon unmounted a moment ago may
-// still be finishing its promotions).
-std::unique_ptr<DirectoryTier> OpenDirectoryTier(
+// through `io`. `reset` empties it first. Fails with a message when the path
+// is unusable (the errno of what failed; EACCES: others could change it) or
+// in use by another tierfs (EBUSY). A tier in use is waited for up to
+// `lock_wait` (a daemon unmounted a moment ago may still be finishing its
+// promotions).
+Result<std::unique_ptr<DirectoryTier>> OpenDirectoryTier(
     std::shared_ptr<FileIo> io, std::string name, const std::string& path, uint64_t budget,
-    bool reset, std::string* error,
-    std::chrono::milliseconds lock_wait = std::chrono::milliseconds(0));
+    bool reset, std::chrono::milliseconds lock_wait = std::chrono::milliseconds(0));
 // The same over the local file system (NewPosixFileIo()).
-std::unique_ptr<DirectoryTier> OpenDirectoryTier(
-    std::string name, const std::string& path, uint64_t budget, bool reset, std::string* error,
+Result<std::unique_ptr<DirectoryTier>> OpenDirectoryTier(
+    std::string name, const std::string& path, uint64_t budget, bool reset,
     std::chrono::milliseconds lock_wait = std::chrono::milliseconds(0));
 
 }  // namespace tierfs

@@ -154,19 +154,18 @@ int RunIndexCommand(const std::vector<std::string>& args) {
   Log::SetLevel(quiet ? kWarning : kInfo);
   ScanReport scan;
   OpenReport report;
-  std::string error;
-  std::unique_ptr<Namespace> ns;
-  {
-    std::unique_ptr<ProgressLine> progress;
+  auto open = [&] {
+    std::unique_ptr<ProgressLine> progress;  // gone before the report is printed
     if (!quiet && ::isatty(STDERR_FILENO)) progress = std::make_unique<ProgressLine>(&scan);
-    ns = OpenNamespace(backend.get(), {source, st.st_dev, st.st_ino}, options, &report, &error,
-                       &scan);
-  }
+    return OpenNamespace(backend.get(), {source, st.st_dev, st.st_ino}, options, &report, &scan);
+  };
+  Result<std::unique_ptr<Namespace>> opened = open();
   for (const auto& note : report.notes) std::fprintf(stderr, "tierfs index: %s\n", note.c_str());
-  if (!ns) {
-    std::fprintf(stderr, "tierfs index: %s\n", error.c_str());
+  if (!opened.ok()) {
+    std::fprintf(stderr, "tierfs index: %s\n", opened.status().message().c_str());
     return 1;
   }
+  std::unique_ptr<Namespace> ns = std::move(opened).value();
   if (!quiet) {
     double s = report.seconds > 0 ? report.seconds : 1e-9;
     std::printf(

@@ -17,13 +17,12 @@ int main(int argc, char** argv) {
   if (args.size() > 1 && tierfs::cli::IsSubcommand(args[1])) {
     return tierfs::cli::RunSubcommand(args);
   }
-  tierfs::MountConfig config;
-  try {
-    config = tierfs::ParseCommandLine(args);
-  } catch (const tierfs::OptionError& e) {
-    std::fprintf(stderr, "tierfs: %s\n", e.what());
+  tierfs::Result<tierfs::MountConfig> parsed = tierfs::ParseCommandLine(args);
+  if (!parsed.ok()) {
+    std::fprintf(stderr, "tierfs: %s\n", parsed.status().message().c_str());
     return 2;
   }
+  const tierfs::MountConfig& config = *parsed;
   switch (config.action) {
     case tierfs::MountConfig::Action::kHelp:
       std::fputs(tierfs::UsageText("tierfs").c_str(), stdout);

@@ -93,13 +93,12 @@ std::string MountControl::ReadStatsText() const { return ReadControl("stats"); }
 
 JsonValue MountControl::ReadStats() const {
   std::string text = ReadStatsText();
-  std::string error;
-  std::optional<JsonValue> v = ParseJson(text, &error);
-  if (!v || !v->is_object()) {
+  Result<JsonValue> v = ParseJson(text);
+  if (!v.ok() || !v->is_object()) {
     throw ControlError(fmt::format("{} is not a JSON object ({})", ControlPath("stats"),
-                                   v ? "another JSON value" : error));
+                                   v.ok() ? "another JSON value" : v.status().message()));
   }
-  return std::move(*v);
+  return std::move(v).value();
 }
 
 int MountControl::WriteControl(std::string_view name, std::string_view data, bool truncate) const {

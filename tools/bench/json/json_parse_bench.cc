@@ -27,8 +27,7 @@ int main(int argc, char** argv) {
     auto t0 = std::chrono::steady_clock::now();
     uint64_t sum = 0;
     for (int i = 0; i < n; ++i) {
-      std::string err;
-      auto v = tierfs::ParseJson(text, &err);
+      auto v = tierfs::ParseJson(text);
       sum += v->Uint("namespace.files");
     }
     auto t1 = std::chrono::steady_clock::now();
