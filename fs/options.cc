@@ -475,14 +475,14 @@ void ResolvePeers(MountConfig& config) {
     throw OptionError(fmt::format("peers= takes chunk_size up to {} MiB", kMaxWireChunk >> 20));
   }
   const auto port = static_cast<uint16_t>(config.peer_port);
-  std::string error;
   if (config.peers.find('/') != std::string::npos && config.peers[0] != '/') {
     throw OptionError(fmt::format("option 'peers': '{}' is not an absolute path", config.peers));
   }
-  bool ok = config.peers.find('/') != std::string::npos
-                ? ParsePeerFile(ReadPeerFile(config.peers), port, &p.peers, &error)
-                : ParsePeerInline(config.peers, port, &p.peers, &error);
-  if (!ok) throw OptionError(fmt::format("option 'peers': {}", error));
+  auto list = config.peers.find('/') != std::string::npos
+                  ? ParsePeerFile(ReadPeerFile(config.peers), port)
+                  : ParsePeerInline(config.peers, port);
+  if (!list.ok()) throw OptionError(fmt::format("option 'peers': {}", list.status().message()));
+  p.peers = std::move(list).value();
   p.self = config.peer_name;
   if (p.self.empty()) {
     char host[256] = {};

@@ -71,15 +71,16 @@ std::string PeerDoor::listen_error() const {
 }
 
 // 0 when listening, 1 for a failure worth retrying (the port is taken), -1 otherwise.
-int PeerDoor::Bind(std::string* error) {
+Status PeerDoor::Bind() {
   int fd = options_.inherited_fd;
   if (fd < 0) {
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_port = htons(options_.port);
     if (::inet_pton(AF_INET, options_.host.c_str(), &a.sin_addr) != 1) {
-      *error = fmt::format("listen address \"{}\" is not an IPv4 address", options_.host);
-      return -1;
+      return Status::Error(EINVAL,
+                           fmt::format("cannot listen on {}:{}: \"{}\" is not an IPv4 address",
+                                       options_.host, options_.port, options_.host));
     }
     fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     int one = 1;
@@ -87,21 +88,18 @@ int PeerDoor::Bind(std::string* error) {
         ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd, 256) != 0) {
       int err = errno;
       if (fd >= 0) ::close(fd);
-      *error = fmt::format("cannot listen on {}:{}: {}", options_.host, options_.port,
-                           std::strerror(err));
-      return err == EADDRINUSE ? 1 : -1;
+      return Status::FromErrno(err,
+                               fmt::format("cannot listen on {}:{}", options_.host, options_.port));
     }
   } else if (::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK) != 0) {
-    *error = fmt::format("inherited listening socket: {}", std::strerror(errno));
-    return -1;
+    return Status::FromErrno(errno, "inherited listening socket");
   }
   sockaddr_in bound{};
   socklen_t len = sizeof bound;
   if (::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len) != 0 ||
       bound.sin_family != AF_INET) {
-    *error = "the listening socket is not an IPv4 TCP socket";
     ::close(fd);
-    return -1;
+    return Status::Error(EINVAL, "the listening socket is not an IPv4 TCP socket");
   }
   epoll_event ev{};
   ev.events = EPOLLIN;
@@ -112,31 +110,28 @@ int PeerDoor::Bind(std::string* error) {
   listening_ = true;
   std::lock_guard lock(mu_);
   listen_error_.clear();
-  return 0;
+  return Status::Ok();
 }
 
-int PeerDoor::Start(std::string* error) {
+Status PeerDoor::Start() {
   epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
   wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (epoll_fd_ < 0 || wake_fd_ < 0) {
-    *error = fmt::format("peer door: {}", std::strerror(errno));
-    return -1;
-  }
+  if (epoll_fd_ < 0 || wake_fd_ < 0) return Status::FromErrno(errno, "peer door");
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.fd = wake_fd_;
   ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev);
-  int r = Bind(error);
-  if (r < 0) return -1;
-  if (r > 0) {
+  Status bound = Bind();
+  if (!bound.ok() && bound.code() != EADDRINUSE) return bound;
+  if (!bound.ok()) {  // someone holds the port: keep trying
     counters_.listen_failures++;
     backoff_ = options_.retry_min;
     retry_at_ = Clock::now() + backoff_;
     std::lock_guard lock(mu_);
-    listen_error_ = *error;
+    listen_error_ = bound.message();
   }
   thread_ = std::thread([this] { Loop(); });
-  return port_.load();
+  return Status::Ok();
 }
 
 void PeerDoor::Stop() {
@@ -180,19 +175,19 @@ void PeerDoor::Loop() {
     for (auto& r : done) OnChecked(*r);
     Expire();
     if (!listening_.load() && Clock::now() >= retry_at_) {
-      std::string error;
-      int r = Bind(&error);
-      if (r == 0) {
+      Status bound = Bind();
+      if (bound.ok()) {
         TIERFS_LOG(kInfo, "peer service: now listening on {}:{}", options_.host, port_.load());
       } else {
         counters_.listen_failures++;
         if (LogSampled(counters_.listen_failures.load())) {
-          TIERFS_LOG(kWarning, "peer service: {}; retrying in {} ms", error, backoff_.count());
+          TIERFS_LOG(kWarning, "peer service: {}; retrying in {} ms", bound.message(),
+                     backoff_.count());
         }
         retry_at_ = Clock::now() + backoff_;
         backoff_ = std::min(backoff_ * 2, options_.retry_max);
         std::lock_guard lock(mu_);
-        listen_error_ = error;
+        listen_error_ = bound.message();
       }
     }
   }

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "tiering/base/counter_visitor.h"
+#include "tiering/base/status.h"
 #include "tiering/peer/peer_auth.h"
 #include "tiering/peer/peer_crypto.h"
 #include "tiering/peer/task_pool.h"
@@ -75,9 +76,10 @@ class PeerDoor {
   ~PeerDoor();  // Stop()
 
   // Binds and listens now if it can, and starts the thread, which keeps
-  // trying with backoff if it could not. The port, 0 if not yet bound, or
-  // -1 with *error for an error no retry can fix (a bad address).
-  int Start(std::string* error);
+  // trying with backoff if another process holds the port (listening(),
+  // port() and listen_error() tell). An error no retry can fix (a bad
+  // address) is returned.
+  Status Start();
   void Stop();
 
   bool listening() const { return listening_.load(); }
@@ -96,7 +98,7 @@ class PeerDoor {
  private:
   struct Conn;
   struct Checked;
-  int Bind(std::string* error);
+  Status Bind();  // EADDRINUSE: another process holds the port
   void Loop();
   void AcceptAll();
   void Admit(int fd, uint32_t address);

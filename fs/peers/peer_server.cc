@@ -94,16 +94,14 @@ PeerServer::PeerServer(PeerAuth* auth, ChunkProvider* provider, PeerServerOption
 PeerServer::~PeerServer() { Stop(); }
 
 Status PeerServer::Start() {
-  std::string error;
-  int port = door_->Start(&error);
-  if (port < 0) return Status::Error(EADDRNOTAVAIL, std::move(error));
+  if (Status s = door_->Start(); !s.ok()) return s;
   ucx_->Start([this] { Tick(); });
-  if (port > 0) {
+  if (const uint16_t port = door_->port(); port > 0) {
     TIERFS_LOG(kInfo, "peer server \"{}\" listening on {}:{}", auth_->self().name,
                options_.listen_host, port);
   } else {
     TIERFS_LOG(kWarning, "peer server \"{}\": {}; retrying until it is free", auth_->self().name,
-               error);
+               door_->listen_error());
   }
   return Status::Ok();
 }

@@ -1,7 +1,5 @@
 #include "fs/peers/peer_service.h"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <cstdint>
 
@@ -32,9 +30,8 @@ Result<std::unique_ptr<PeerService>> PeerService::Start(JobPeers* peers, const N
   auto server = PeerServer::Make(peers->auth(), &service->reader_, so);
   if (!server.ok()) return server.status();
   service->server_ = std::move(server).value();
-  if (Status s = service->server_->Start(); !s.ok()) {
-    return s.Context(fmt::format("cannot listen on {}:{}", so.listen_host, so.port));
-  }
+  // The door's errors name the address ("cannot listen on HOST:PORT: ...").
+  if (Status s = service->server_->Start(); !s.ok()) return s;
   return service;
 }
 

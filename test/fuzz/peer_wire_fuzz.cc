@@ -79,12 +79,12 @@ void Claim(std::string_view in) {
 }
 
 void List(std::string_view in) {
-  std::vector<PeerEntry> peers;
-  std::string error;
-  if (!ParsePeerFile(in, 7740, &peers, &error)) {
-    if (error.empty()) Fail("a refused list without a message");
+  auto list = ParsePeerFile(in, 7740);
+  if (!list.ok()) {
+    if (list.status().message().empty()) Fail("a refused list without a message");
     return;
   }
+  const std::vector<PeerEntry>& peers = *list;
   std::set<std::string> names;
   for (const PeerEntry& p : peers) {
     if (!ValidPeerName(p.name) || !ValidPeerName(p.host) || p.port == 0) Fail("a bad entry kept");

@@ -9,16 +9,16 @@ namespace {
 using Catch::Matchers::Contains;
 
 TEST_CASE("peer list: a file with names, hosts, ports and comments", "[peer]") {
-  std::vector<PeerEntry> peers;
-  std::string error;
-  REQUIRE(
-      ParsePeerFile("# the job's nodes\n"
-                    "node01\n"
-                    "  node02 10.0.0.2   # by address\n"
-                    "node03 :7801\n"
-                    "node04\tn4.cluster:7802\r\n"
-                    "\n",
-                    7740, &peers, &error));
+  auto list = ParsePeerFile(
+      "# the job's nodes\n"
+      "node01\n"
+      "  node02 10.0.0.2   # by address\n"
+      "node03 :7801\n"
+      "node04\tn4.cluster:7802\r\n"
+      "\n",
+      7740);
+  REQUIRE(list.ok());
+  const std::vector<PeerEntry>& peers = *list;
   REQUIRE(peers.size() == 4);
   CHECK(peers[0] == PeerEntry{"node01", "node01", 7740});
   CHECK(peers[1] == PeerEntry{"node02", "10.0.0.2", 7740});
@@ -27,21 +27,18 @@ TEST_CASE("peer list: a file with names, hosts, ports and comments", "[peer]") {
 }
 
 TEST_CASE("peer list: inline names joined by '+'", "[peer]") {
-  std::vector<PeerEntry> peers;
-  std::string error;
-  REQUIRE(ParsePeerInline("a+b+c", 9000, &peers, &error));
-  REQUIRE(peers.size() == 3);
-  CHECK(peers[2] == PeerEntry{"c", "c", 9000});
-  CHECK_FALSE(ParsePeerInline("a++b", 9000, &peers, &error));
-  CHECK_FALSE(ParsePeerInline("a+a", 9000, &peers, &error));
-  CHECK_THAT(error, Contains("twice"));
-  CHECK_FALSE(ParsePeerInline("", 9000, &peers, &error));
-  CHECK(peers.size() == 3);  // a refused list leaves the output alone
+  auto list = ParsePeerInline("a+b+c", 9000);
+  REQUIRE(list.ok());
+  REQUIRE(list->size() == 3);
+  CHECK((*list)[2] == PeerEntry{"c", "c", 9000});
+  CHECK_FALSE(ParsePeerInline("a++b", 9000).ok());
+  auto twice = ParsePeerInline("a+a", 9000);
+  CHECK(twice.status().code() == EINVAL);
+  CHECK_THAT(twice.status().message(), Contains("twice"));
+  CHECK_FALSE(ParsePeerInline("", 9000).ok());
 }
 
 TEST_CASE("peer list: bad lines are refused with the line number", "[peer]") {
-  std::vector<PeerEntry> peers;
-  std::string error;
   struct Bad {
     const char* text;
     const char* says;
@@ -52,11 +49,13 @@ TEST_CASE("peer list: bad lines are refused with the line number", "[peer]") {
                 Bad{"a/b\n", "not a valid peer name"}, Bad{"a\na\n", "line 2: 'a' is listed twice"},
                 Bad{"# nothing\n\n", "no peers"}, Bad{"", "no peers"}}) {
     INFO(b.text);
-    CHECK_FALSE(ParsePeerFile(b.text, 7740, &peers, &error));
-    CHECK_THAT(error, Contains(b.says));
+    auto list = ParsePeerFile(b.text, 7740);
+    CHECK_FALSE(list.ok());
+    CHECK_THAT(list.status().message(), Contains(b.says));
   }
-  CHECK_FALSE(ParsePeerFile("a\n", 0, &peers, &error));  // no port anywhere
-  CHECK_THAT(error, Contains("no port"));
+  auto no_port = ParsePeerFile("a\n", 0);  // no port anywhere
+  CHECK_FALSE(no_port.ok());
+  CHECK_THAT(no_port.status().message(), Contains("no port"));
   CHECK(ValidPeerName("node-01.ib_0"));
   CHECK_FALSE(ValidPeerName(std::string(256, 'n')));
   CHECK_FALSE(ValidPeerName(".hidden"));
@@ -69,10 +68,9 @@ TEST_CASE("peer list: at most kMaxPeers", "[peer]") {
     text += std::to_string(i);
     text += '\n';
   }
-  std::vector<PeerEntry> peers;
-  std::string error;
-  CHECK_FALSE(ParsePeerFile(text, 7740, &peers, &error));
-  CHECK_THAT(error, Contains("more than"));
+  auto list = ParsePeerFile(text, 7740);
+  CHECK_FALSE(list.ok());
+  CHECK_THAT(list.status().message(), Contains("more than"));
 }
 
 }  // namespace

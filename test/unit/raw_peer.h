@@ -99,11 +99,11 @@ class RawPeer {
     auth_ = std::make_unique<PeerAuth>(Identity(name), MungeDaemon::Get()->socket());
     PeerDoorOptions o;
     door_ = std::make_unique<PeerDoor>(auth_.get(), o, ucx_->Address());
-    std::string error;
-    INFO(error);
-    int port = door_->Start(&error);
-    REQUIRE(port > 0);
-    return static_cast<uint16_t>(port);
+    Status s = door_->Start();
+    INFO(s.message());
+    REQUIRE(s.ok());
+    REQUIRE(door_->port() > 0);
+    return door_->port();
   }
   // Takes the session the first received message names: later Sends go to
   // its reply endpoint.

@@ -25,13 +25,13 @@ std::string_view Trim(std::string_view s) {
 }
 
 // Appends one entry, checking it. `where` names it in an error.
-bool Add(std::string_view name, std::string_view address, uint16_t default_port,
-         const std::string& where, std::unordered_set<std::string>* seen,
-         std::vector<PeerEntry>* out, std::string* error) {
+Status Add(std::string_view name, std::string_view address, uint16_t default_port,
+           const std::string& where, std::unordered_set<std::string>* seen,
+           std::vector<PeerEntry>* out) {
   if (!ValidPeerName(name)) {
-    *error = fmt::format("{}: '{}' is not a valid peer name (letters, digits, '.', '_', '-')",
-                         where, name);
-    return false;
+    return Status::Error(
+        EINVAL, fmt::format("{}: '{}' is not a valid peer name (letters, digits, '.', '_', '-')",
+                            where, name));
   }
   PeerEntry e{std::string(name), std::string(name), default_port};
   if (!address.empty()) {
@@ -39,32 +39,29 @@ bool Add(std::string_view name, std::string_view address, uint16_t default_port,
     if (size_t colon = address.rfind(':'); colon != std::string_view::npos) {
       host = address.substr(0, colon);
       if (!ValidPort(address.substr(colon + 1), &e.port)) {
-        *error = fmt::format("{}: '{}' is not a port (1-65535)", where, address.substr(colon + 1));
-        return false;
+        return Status::Error(EINVAL, fmt::format("{}: '{}' is not a port (1-65535)", where,
+                                                 address.substr(colon + 1)));
       }
     }
     if (!host.empty()) {
       if (!ValidPeerName(host)) {
-        *error = fmt::format("{}: '{}' is not a host name or IPv4 address", where, host);
-        return false;
+        return Status::Error(
+            EINVAL, fmt::format("{}: '{}' is not a host name or IPv4 address", where, host));
       }
       e.host = std::string(host);
     }
   }
   if (e.port == 0) {
-    *error = fmt::format("{}: no port for '{}' (set peer_port)", where, name);
-    return false;
+    return Status::Error(EINVAL, fmt::format("{}: no port for '{}' (set peer_port)", where, name));
   }
   if (!seen->insert(e.name).second) {
-    *error = fmt::format("{}: '{}' is listed twice", where, name);
-    return false;
+    return Status::Error(EINVAL, fmt::format("{}: '{}' is listed twice", where, name));
   }
   if (out->size() == kMaxPeers) {
-    *error = fmt::format("{}: more than {} peers", where, kMaxPeers);
-    return false;
+    return Status::Error(EINVAL, fmt::format("{}: more than {} peers", where, kMaxPeers));
   }
   out->push_back(std::move(e));
-  return true;
+  return Status::Ok();
 }
 
 }  // namespace
@@ -79,8 +76,7 @@ bool ValidPeerName(std::string_view name) {
   return true;
 }
 
-bool ParsePeerFile(std::string_view text, uint16_t default_port, std::vector<PeerEntry>* out,
-                   std::string* error) {
+Result<std::vector<PeerEntry>> ParsePeerFile(std::string_view text, uint16_t default_port) {
   std::vector<PeerEntry> peers;
   std::unordered_set<std::string> seen;
   size_t line_no = 0;
@@ -97,35 +93,31 @@ bool ParsePeerFile(std::string_view text, uint16_t default_port, std::vector<Pee
       name = line.substr(0, sp);
       address = Trim(line.substr(sp));
       if (address.find_first_of(" \t") != std::string_view::npos) {
-        *error = fmt::format("line {}: expected NAME [HOST][:PORT]", line_no);
-        return false;
+        return Status::Error(EINVAL, fmt::format("line {}: expected NAME [HOST][:PORT]", line_no));
       }
     }
-    if (!Add(name, address, default_port, fmt::format("line {}", line_no), &seen, &peers, error)) {
-      return false;
+    if (Status s = Add(name, address, default_port, fmt::format("line {}", line_no), &seen, &peers);
+        !s.ok()) {
+      return s;
     }
   }
   if (peers.empty()) {
-    *error = "no peers listed";
-    return false;
+    return Status::Error(EINVAL, "no peers listed");
   }
-  *out = std::move(peers);
-  return true;
+  return peers;
 }
 
-bool ParsePeerInline(std::string_view text, uint16_t default_port, std::vector<PeerEntry>* out,
-                     std::string* error) {
+Result<std::vector<PeerEntry>> ParsePeerInline(std::string_view text, uint16_t default_port) {
   std::vector<PeerEntry> peers;
   std::unordered_set<std::string> seen;
   while (true) {
     size_t plus = text.find('+');
     std::string_view name = text.substr(0, plus);
-    if (!Add(name, {}, default_port, "peers", &seen, &peers, error)) return false;
+    if (Status s = Add(name, {}, default_port, "peers", &seen, &peers); !s.ok()) return s;
     if (plus == std::string_view::npos) break;
     text.remove_prefix(plus + 1);
   }
-  *out = std::move(peers);
-  return true;
+  return peers;
 }
 
 }  // namespace tierfs

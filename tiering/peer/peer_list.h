@@ -14,6 +14,8 @@
 #include <string_view>
 #include <vector>
 
+#include "tiering/base/status.h"
+
 namespace tierfs {
 
 inline constexpr size_t kMaxPeers = 4096;
@@ -26,12 +28,10 @@ struct PeerEntry {
   bool operator==(const PeerEntry&) const = default;
 };
 
-// Parses a file's contents. false with *error naming the line.
-bool ParsePeerFile(std::string_view text, uint16_t default_port, std::vector<PeerEntry>* out,
-                   std::string* error);
-// Parses "n1+n2+...". false with *error.
-bool ParsePeerInline(std::string_view text, uint16_t default_port, std::vector<PeerEntry>* out,
-                     std::string* error);
+// Parses a file's contents; an error (EINVAL) names the line.
+Result<std::vector<PeerEntry>> ParsePeerFile(std::string_view text, uint16_t default_port);
+// Parses "n1+n2+...".
+Result<std::vector<PeerEntry>> ParsePeerInline(std::string_view text, uint16_t default_port);
 // A peer name or host: 1..255 of [A-Za-z0-9._-], not starting with '-' or '.'.
 bool ValidPeerName(std::string_view name);
 
