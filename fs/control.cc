@@ -127,7 +127,7 @@ std::vector<std::string_view> ControlDir::Entries() const {
   return names;
 }
 
-size_t ControlDir::live_snapshots() const {
+size_t ControlDir::held_snapshots() const {
   std::lock_guard lock(mu_);
   return snapshots_.size();
 }

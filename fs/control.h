@@ -66,7 +66,9 @@ class ControlDir {
   // Names listed by readdir of the directory.
   std::vector<std::string_view> Entries() const;
 
-  size_t live_snapshots() const;
+  // Snapshots held for open readers (at most kMaxSnapshots): reported
+  // as `control_snapshots`.
+  size_t held_snapshots() const;
 
  private:
   struct Snapshot {

@@ -71,6 +71,9 @@ void FsContext::VisitCounters(CounterVisitor& v) const {
          {"1 if the kernel runs the LOOKUPs of one directory in parallel."});
   v.Gauge("max_request_bytes", init_patch_.max_pages_replied() * 4096.0,
           {"The largest read request the kernel sends to the daemon.", Unit::kBytes});
+  // Built before the control directory's lock is taken (it is a leaf).
+  v.Gauge("control_snapshots", static_cast<double>(control_.held_snapshots()),
+          {"Snapshots of .tierfs files held for their readers (bounded)."});
   passthrough_.VisitCounters(v);
   v.BeginGroup("namespace");
   ns_->VisitCounters(v);

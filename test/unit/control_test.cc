@@ -54,7 +54,7 @@ TEST_CASE("ControlDir gives each lookup of stats a new inode and snapshot", "[co
   CHECK(second.st_size == static_cast<off_t>(Control::Text(2).size()));
   CHECK(c.ReadAll(first.st_ino) == Control::Text(1));
   CHECK(c.ReadAll(second.st_ino) == Control::Text(2));
-  CHECK(c.dir.live_snapshots() == 2);
+  CHECK(c.dir.held_snapshots() == 2);
 }
 
 TEST_CASE("ControlDir GetAttr agrees with Lookup", "[control]") {
@@ -101,9 +101,9 @@ TEST_CASE("ControlDir Read returns exact slices of a snapshot", "[control]") {
 TEST_CASE("ControlDir Forget frees a snapshot", "[control]") {
   Control c;
   uint64_t a = c.LookupStats(), b = c.LookupStats();
-  CHECK(c.dir.live_snapshots() == 2);
+  CHECK(c.dir.held_snapshots() == 2);
   c.dir.Forget(a, 1);
-  CHECK(c.dir.live_snapshots() == 1);
+  CHECK(c.dir.held_snapshots() == 1);
   std::string_view out;
   std::shared_ptr<const std::string> hold;
   CHECK(c.dir.Read(a, 0, 10, &out, &hold) == -EIO);
@@ -112,7 +112,7 @@ TEST_CASE("ControlDir Forget frees a snapshot", "[control]") {
   CHECK(c.ReadAll(b) == Control::Text(2));
   c.dir.Forget(a, 1);  // already gone: harmless
   c.dir.Forget(b, 5);  // more than it had
-  CHECK(c.dir.live_snapshots() == 0);
+  CHECK(c.dir.held_snapshots() == 0);
   c.dir.Forget(kDirIno, 1);
   CHECK(c.dir.GetAttr(kDirIno, &st) == 0);
 }
@@ -123,9 +123,9 @@ TEST_CASE("ControlDir caps the snapshots it keeps", "[control]") {
   std::vector<uint64_t> inos;
   for (size_t i = 0; i < n; ++i) {
     inos.push_back(c.LookupStats());
-    CHECK(c.dir.live_snapshots() == std::min(i + 1, ControlDir::kMaxSnapshots));
+    CHECK(c.dir.held_snapshots() == std::min(i + 1, ControlDir::kMaxSnapshots));
   }
-  CHECK(c.dir.live_snapshots() == ControlDir::kMaxSnapshots);
+  CHECK(c.dir.held_snapshots() == ControlDir::kMaxSnapshots);
   std::string_view out;
   std::shared_ptr<const std::string> hold;
   for (size_t i = 0; i < 10; ++i) CHECK(c.dir.Read(inos[i], 0, 10, &out, &hold) == -EIO);
@@ -171,7 +171,7 @@ TEST_CASE("ControlDir knows only stats", "[control]") {
   CHECK(c.dir.Lookup("", &st) == -ENOENT);
   CHECK(c.dir.Lookup("..", &st) == -ENOENT);
   CHECK(c.produced == 0);
-  CHECK(c.dir.live_snapshots() == 0);
+  CHECK(c.dir.held_snapshots() == 0);
   CHECK(c.dir.Entries() == std::vector<std::string_view>{"stats"});
   std::string_view out;
   std::shared_ptr<const std::string> hold;
