@@ -11,6 +11,7 @@ Skipped (unittest skip, and exit 77 for ctest) without FUSE or without
 munged; with both, a tierfs without peers options fails here, loudly."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -50,9 +51,11 @@ def running(pid):
 
 
 class PeersSmoke(unittest.TestCase):
+    EXTRA = []  # more tools/bench/peers arguments
+
     @classmethod
     def setUpClass(cls):
-        reason = skip_reason()
+        reason = skip_reason() or cls.extra_skip_reason()
         if reason:
             raise unittest.SkipTest(reason)
         cls.tmp = tempfile.TemporaryDirectory(prefix="peers-smoke-", dir="/var/tmp")
@@ -62,7 +65,8 @@ class PeersSmoke(unittest.TestCase):
         # epoch then reads less from the PFS, still well over 5%).
         keep = [] if os.access("/proc/sys/vm/drop_caches", os.W_OK) else ["--keep-caches"]
         cls.proc = subprocess.run(["/usr/bin/python3", script, "--smoke", "--bin-dir", ARGS.bin_dir,
-                                   "--work", cls.work] + keep, capture_output=True, text=True,
+                                   "--work", cls.work] + keep + cls.EXTRA,
+                                  capture_output=True, text=True,
                                   timeout=100)
         print(cls.proc.stdout[-4000:], cls.proc.stderr[-2000:], flush=True)
         try:
@@ -71,6 +75,10 @@ class PeersSmoke(unittest.TestCase):
         except (OSError, ValueError):
             cls.doc = None
         cls.by = {c["contender"]: c for c in (cls.doc or {}).get("contenders", [])}
+
+    @classmethod
+    def extra_skip_reason(cls):
+        return ""
 
     @classmethod
     def tearDownClass(cls):
@@ -139,6 +147,27 @@ class PeersSmoke(unittest.TestCase):
         pids = [p for c in self.by.values() for p in c.get("daemon_pids", [])]
         pids.append(self.by.get("tierfs-peers", {}).get("munged_pid"))
         self.assertEqual([p for p in pids if p and running(p)], [], "no tierfs or munged left running")
+
+
+class PeersSmokeNetns(PeersSmoke):
+    """The same with --netns: each daemon in a network namespace of its own,
+    the peers' traffic over veth links with netem, not loopback."""
+    EXTRA = ["--netns"]
+
+    @classmethod
+    def extra_skip_reason(cls):
+        if os.geteuid() != 0:
+            return "--netns needs root"
+        if shutil.which("ip") is None or shutil.which("nsenter") is None:
+            return "ip (iproute2) or nsenter (util-linux) missing"
+        return ""
+
+    def test_ran_in_namespaces_and_removed_them(self):
+        self.assertEqual(self.doc["network"]["netns"], True)
+        listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+        self.assertNotIn("tierfs-bench-n", listed, "network namespaces left behind")
+        links = subprocess.run(["ip", "link", "show"], capture_output=True, text=True).stdout
+        self.assertNotIn("tfbench0", links, "the bridge left behind")
 
 
 def main():
