@@ -60,5 +60,83 @@ TEST_CASE("Regression: a symlink in an intermediate SOURCE directory is not foll
   CHECK(S_ISLNK(st.st_mode));
 }
 
+// The bytes of `rel` as the backend opens it, or "" if it cannot.
+std::string ReadVia(Backend* backend, const std::string& rel, int* err) {
+  std::unique_ptr<SourceFile> file;
+  *err = backend->open(rel, &file);
+  if (*err < 0) return "";
+  char buf[256];
+  ssize_t n = file->pread(buf, sizeof buf, 0);
+  return n < 0 ? "" : std::string(buf, static_cast<size_t>(n));
+}
+
+TEST_CASE("A SOURCE directory kept open never leads outside SOURCE", "[posix_backend]") {
+  testing::TempTree source, outside;
+  source.Mkdir("a");
+  source.Mkdir("a/b");
+  source.Write("a/b/f", "dataset bytes");
+  outside.Mkdir("b");
+  outside.Write("b/f", "a secret of another user");
+  int err = 0;
+  auto backend = NewPosixBackend(source.root(), &err);
+  REQUIRE(backend != nullptr);
+  CHECK(ReadVia(backend.get(), "a/b/f", &err) == "dataset bytes");  // "a/b" is kept open now
+
+  // "a" swapped for a symlink to another tree: the directory kept open is
+  // the old "a/b" itself, wherever it went; never the symlink's target.
+  namespace fs = std::filesystem;
+  fs::rename(source.Abs("a"), source.Abs("a.old"));
+  fs::create_directory_symlink(outside.root(), source.Abs("a"));
+  CHECK(ReadVia(backend.get(), "a/b/f", &err) == "dataset bytes");
+  // Once the old directory is gone, the path is walked from the root again:
+  // the symlink is refused.
+  fs::remove_all(source.Abs("a.old"));
+  CHECK(ReadVia(backend.get(), "a/b/f", &err).empty());
+  CHECK(err == -ELOOP);
+  CHECK(ReadVia(backend.get(), "a/b/f", &err).empty());  // and stays refused
+  CHECK(err == -ELOOP);
+}
+
+TEST_CASE("A SOURCE directory replaced since it was kept open is looked up again",
+          "[posix_backend]") {
+  testing::TempTree source;
+  source.Mkdir("c");
+  source.Write("c/f", "old");
+  int err = 0;
+  auto backend = NewPosixBackend(source.root(), &err);
+  REQUIRE(backend != nullptr);
+  CHECK(ReadVia(backend.get(), "c/f", &err) == "old");
+  std::filesystem::remove_all(source.Abs("c"));
+  source.Mkdir("c");
+  source.Write("c/f", "new");
+  source.Write("c/g", "added");
+  CHECK(ReadVia(backend.get(), "c/f", &err) == "new");
+  CHECK(ReadVia(backend.get(), "c/g", &err) == "added");
+  CHECK(ReadVia(backend.get(), "c/missing", &err).empty());
+  CHECK(err == -ENOENT);
+}
+
+TEST_CASE("An open file's attributes come from the open (no extra round trip)", "[posix_backend]") {
+  testing::TempTree source;
+  source.Mkdir("d");
+  source.Write("d/f", "twelve bytes");
+  int err = 0;
+  auto backend = NewPosixBackend(source.root(), &err);
+  REQUIRE(backend != nullptr);
+  std::unique_ptr<SourceFile> file;
+  REQUIRE(backend->open("d/f", &file) == 0);
+  struct stat got {
+  }, want{};
+  REQUIRE(file->fstat(&got) == 0);
+  REQUIRE(::stat(source.Abs("d/f").c_str(), &want) == 0);
+  CHECK(got.st_ino == want.st_ino);
+  CHECK(got.st_dev == want.st_dev);
+  CHECK(got.st_size == 12);
+  CHECK(S_ISREG(got.st_mode));
+  CHECK(got.st_mtim.tv_sec == want.st_mtim.tv_sec);
+  CHECK(got.st_mtim.tv_nsec == want.st_mtim.tv_nsec);
+  CHECK(got.st_ctim.tv_nsec == want.st_ctim.tv_nsec);
+}
+
 }  // namespace
 }  // namespace tierfs

@@ -3,9 +3,11 @@
 #include <grp.h>
 #include <linux/openat2.h>
 #include <sys/fsuid.h>
+#include <sys/resource.h>
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,7 +15,11 @@
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
+#include <list>
+#include <memory>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "tiering/io/backend.h"
@@ -76,7 +82,32 @@ class PosixFile final : public SourceFile {
   explicit PosixFile(int fd) : fd_(fd) {}
   ~PosixFile() override { ::close(fd_); }
   ssize_t pread(void* buf, size_t n, uint64_t off) override { return PreadFull(fd_, buf, n, off); }
-  int fstat(struct stat* st) override { return ::fstat(fd_, st) == 0 ? 0 : PosixError(); }
+  // The attributes the open has just fetched: AT_STATX_DONT_SYNC spares a
+  // network or FUSE file system whose attributes expire at once (pfs-sim,
+  // sshfs, s3fs) a GETATTR round trip per opened file; a local file system
+  // ignores the flag, and NFS revalidates at open anyway.
+  int fstat(struct stat* st) override {
+    struct statx x {};
+    if (::statx(fd_, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_BASIC_STATS, &x) != 0) {
+      return PosixError();
+    }
+    *st = {};
+    st->st_dev = makedev(x.stx_dev_major, x.stx_dev_minor);
+    st->st_ino = x.stx_ino;
+    st->st_mode = x.stx_mode;
+    st->st_nlink = x.stx_nlink;
+    st->st_uid = x.stx_uid;
+    st->st_gid = x.stx_gid;
+    st->st_rdev = makedev(x.stx_rdev_major, x.stx_rdev_minor);
+    st->st_size = static_cast<off_t>(x.stx_size);
+    st->st_blksize = x.stx_blksize;
+    st->st_blocks = static_cast<blkcnt_t>(x.stx_blocks);
+    auto ts = [](const struct statx_timestamp& t) { return timespec{t.tv_sec, t.tv_nsec}; };
+    st->st_atim = ts(x.stx_atime);
+    st->st_mtim = ts(x.stx_mtime);
+    st->st_ctim = ts(x.stx_ctime);
+    return 0;
+  }
 
  private:
   const int fd_;
@@ -118,6 +149,81 @@ class ListedDir final : public SourceDir {
  private:
   std::vector<DirEntry> entries_;
   std::vector<std::string> names_;
+};
+
+// ImageNet's training set has 1,000 class directories; an eighth of the
+// open-file limit at most (the SOURCE files kept open take half).
+size_t KeptDirectories() {
+  struct rlimit rl {};
+  const uint64_t limit = ::getrlimit(RLIMIT_NOFILE, &rl) == 0 ? rl.rlim_cur : 1024;
+  return static_cast<size_t>(std::clamp<uint64_t>(limit / 8, 16, 4096));
+}
+
+// SOURCE's directories kept open (O_PATH), at most `capacity`, least
+// recently used out first: opening a file then walks one component on
+// SOURCE instead of its whole path. On a network or FUSE file system whose
+// entries are not cached that is one LOOKUP round trip per file instead of
+// one per path component. Each directory was opened beneath the root with
+// no symlink on the way; a directory moved or replaced since keeps its fd,
+// which names the directory itself, never what now sits at its path (a
+// file found there is still checked against the snapshot), and a file
+// missing from it is looked up from the root again.
+class DirFdCache {
+ public:
+  explicit DirFdCache(size_t capacity) : capacity_(capacity) {}
+
+  struct Fd {
+    explicit Fd(int f) : fd(f) {}
+    ~Fd() { ::close(fd); }
+    const int fd;
+  };
+  // The open directory `rel`, or -errno.
+  int Get(int root_fd, const std::string& rel, std::shared_ptr<Fd>* out) {
+    {
+      std::lock_guard lock(mu_);
+      auto it = index_.find(rel);
+      if (it != index_.end()) {
+        lru_.splice(lru_.begin(), lru_, it->second);
+        *out = it->second->second;
+        return 0;
+      }
+    }
+    int fd = OpenBeneath(root_fd, rel, O_PATH | O_DIRECTORY);
+    if (fd < 0) return fd;
+    auto opened = std::make_shared<Fd>(fd);
+    std::shared_ptr<Fd> evicted;  // closed after the lock is released
+    std::lock_guard lock(mu_);
+    auto it = index_.find(rel);
+    if (it != index_.end()) {  // another thread opened it meanwhile: share theirs
+      *out = it->second->second;
+      return 0;
+    }
+    lru_.emplace_front(rel, opened);
+    index_[rel] = lru_.begin();
+    if (lru_.size() > capacity_) {
+      evicted = std::move(lru_.back().second);
+      index_.erase(lru_.back().first);
+      lru_.pop_back();
+    }
+    *out = std::move(opened);
+    return 0;
+  }
+  void Drop(const std::string& rel) {
+    std::shared_ptr<Fd> dropped;
+    std::lock_guard lock(mu_);
+    auto it = index_.find(rel);
+    if (it == index_.end()) return;
+    dropped = std::move(it->second->second);
+    lru_.erase(it->second);
+    index_.erase(it);
+  }
+
+ private:
+  using Entry = std::pair<std::string, std::shared_ptr<Fd>>;
+  const size_t capacity_;
+  std::mutex mu_;  // guards lru_ and index_; a leaf, no syscall under it
+  std::list<Entry> lru_;
+  std::unordered_map<std::string, std::list<Entry>::iterator> index_;
 };
 
 class PosixBackend final : public Backend {
@@ -205,7 +311,21 @@ class PosixBackend final : public Backend {
   }
 
   int open(const std::string& rel, std::unique_ptr<SourceFile>* out) override {
-    int fd = OpenBeneath(root_fd_, rel, O_RDONLY);
+    int fd = -ENOENT;
+    if (const size_t slash = rel.rfind('/'); slash != std::string::npos) {
+      const std::string parent = rel.substr(0, slash);
+      std::shared_ptr<DirFdCache::Fd> dir;
+      if (dirs_.Get(root_fd_, parent, &dir) == 0) {
+        fd = OpenBeneath(dir->fd, rel.substr(slash + 1), O_RDONLY);
+        if (fd < 0 && fd != -ENOENT && fd != -ESTALE) return fd;
+        // Gone from the directory kept open (replaced or removed): the
+        // directory is not kept, and the path is walked from the root.
+        if (fd < 0) dirs_.Drop(parent);
+      }
+    }
+    // No parent, or the parent could not be kept open: from the root, which
+    // also gives the precise error (a symlink on the way: ELOOP).
+    if (fd < 0) fd = OpenBeneath(root_fd_, rel, O_RDONLY);
     if (fd < 0) return fd;
     out->reset(new PosixFile(fd));
     return 0;
@@ -278,6 +398,7 @@ class PosixBackend final : public Backend {
 
   const int root_fd_;  // opened once; all paths resolve below it
   bool stable_inodes_ = true;
+  DirFdCache dirs_{KeptDirectories()};
 };
 
 }  // namespace
