@@ -17,15 +17,57 @@ bool Promoter::Request(ChunkKey key, Executor::Lane lane, From from) {
     rejected_.fetch_add(1, std::memory_order_relaxed);
     return false;
   }
-  auto claim = std::make_shared<ChunkClaim>();
-  int home;
-  if (!ClaimFor(key, from, claim.get(), &home)) return false;
+  auto q = std::make_shared<Queued>();
+  if (!ClaimFor(key, from, &q->claim, &q->home)) return false;
+  const bool may_hurry = lane != Executor::Lane::kForeground;
+  if (may_hurry) {
+    QueuedStripe& stripe = StripeOf(key);
+    std::lock_guard lock(stripe.mu);
+    stripe.map[key] = q;
+  }
   // A job dropped unrun (lane full, shutdown) destroys the claim, undoing it.
-  if (!executor_->Submit(lane, Executor::Job{[this, claim, home] { Copy(*claim, home); }})) {
+  if (!executor_->Submit(lane, Executor::Job{[this, q] { Run(*q); }})) {
+    if (may_hurry) Forget(key);
     rejected_.fetch_add(1, std::memory_order_relaxed);
     return false;
   }
   requested_.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+void Promoter::Run(Queued& q) {
+  if (q.taken.exchange(true)) return;  // a reader hurried it
+  Forget(q.claim.key());
+  Copy(q.claim, q.home);
+}
+
+void Promoter::Forget(ChunkKey key) {
+  QueuedStripe& stripe = StripeOf(key);
+  std::lock_guard lock(stripe.mu);
+  stripe.map.erase(key);
+}
+
+bool Promoter::Hurry(ChunkKey key) {
+  std::shared_ptr<Queued> q;
+  {
+    QueuedStripe& stripe = StripeOf(key);
+    std::lock_guard lock(stripe.mu);
+    auto it = stripe.map.find(key);
+    if (it == stripe.map.end()) return false;
+    q = it->second.lock();
+    stripe.map.erase(it);
+  }
+  if (!q || q->taken.exchange(true)) return false;  // dropped, or its job has started
+  hurried_.fetch_add(1, std::memory_order_relaxed);
+  // A large chunk goes ahead of everything queued; the reader takes its
+  // range early, as from any copy in flight. If even that lane is full, or
+  // the chunk is small, this thread copies it.
+  if (q->claim.length() > kReadSize &&
+      executor_->Submit(Executor::Lane::kForeground,
+                        Executor::Job{[this, q] { Copy(q->claim, q->home); }})) {
+    return true;
+  }
+  Copy(q->claim, q->home);
   return true;
 }
 
@@ -80,6 +122,8 @@ void Promoter::VisitCounters(CounterVisitor& v) const {
             {"Chunk promotions refused because the executor's lane was full."});
   v.Counter("inline", inline_copies(),
             {"Chunk promotions copied by the reader's own thread (small chunks it missed)."});
+  v.Counter("hurried", hurried(),
+            {"Queued chunk promotions a reader needed: started at once, not after the queue."});
 }
 
 }  // namespace tierfs

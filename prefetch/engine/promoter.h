@@ -11,11 +11,12 @@
 // does not deliver is read from SOURCE, and so is the rest of that chunk.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
-#include <deque>
+#include <memory>
 #include <mutex>
-#include <unordered_set>
+#include <unordered_map>
 
 #include "prefetch/engine/chunk_source.h"
 #include "prefetch/engine/executor.h"
@@ -38,8 +39,16 @@ class Promoter {
   enum class From { kHome, kSource };
 
   // Starts promoting `key` if it is on SOURCE only. Returns true if this call
-  // put it in flight (the caller may then wait on the store).
+  // put it in flight (the caller may then wait on the store). The chunk is
+  // claimed now; its copy waits its turn on `lane`.
   bool Request(ChunkKey key, Executor::Lane lane, From from = From::kHome);
+
+  // A reader needs `key`, which is in flight but whose copy has not started
+  // (queued on the look-ahead or background lane, perhaps behind a whole
+  // stage-in): the copy starts now, on this thread for a chunk of at most
+  // kReadSize, else at the head of the foreground lane. True if this call
+  // hurried it; false if it was not waiting in a queue.
+  bool Hurry(ChunkKey key);
 
   // Promotes `key` on the calling thread, now: claims it and copies it
   // (a reader's miss on a small chunk: no hand-off to a pool thread, no
@@ -58,6 +67,7 @@ class Promoter {
   uint64_t requested() const { return requested_.load(std::memory_order_relaxed); }
   uint64_t rejected() const { return rejected_.load(std::memory_order_relaxed); }
   uint64_t inline_copies() const { return inline_.load(std::memory_order_relaxed); }
+  uint64_t hurried() const { return hurried_.load(std::memory_order_relaxed); }
   // requested and rejected, into the "promotions" group.
   void VisitCounters(CounterVisitor& v) const;
 
@@ -68,12 +78,32 @@ class Promoter {
   // `home`: the peer link to copy from, or ChunkSource::kSource.
   void Copy(ChunkClaim& claim, int home);
 
+  // A claimed chunk whose copy is queued: whoever takes it first (the
+  // executor's job, or a reader through Hurry) copies it.
+  struct Queued {
+    ChunkClaim claim;
+    int home = ChunkSource::kSource;
+    std::atomic<bool> taken{false};
+  };
+  void Run(Queued& q);
+  // The queued copies a reader may hurry, by chunk (look-ahead and
+  // background lanes only); weak: a job dropped unrun still undoes its claim.
+  struct QueuedStripe {
+    std::mutex mu;  // guards map; a leaf
+    std::unordered_map<ChunkKey, std::weak_ptr<Queued>, ChunkKeyHash> map;
+  };
+  static constexpr size_t kQueuedStripes = 16;
+  QueuedStripe& StripeOf(ChunkKey key) { return queued_[ChunkKeyHash{}(key) % kQueuedStripes]; }
+  void Forget(ChunkKey key);
+  std::array<QueuedStripe, kQueuedStripes> queued_;
+
   ChunkStore* const store_;
   ChunkSource* const source_;
   Executor* const executor_;
   std::atomic<uint64_t> requested_{0};  // chunks put in flight
   std::atomic<uint64_t> rejected_{0};   // the executor's lane was full
   std::atomic<uint64_t> inline_{0};     // chunks copied by PromoteHere
+  std::atomic<uint64_t> hurried_{0};    // queued copies a reader started at once
 };
 
 }  // namespace tierfs

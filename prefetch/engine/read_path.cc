@@ -66,6 +66,7 @@ ssize_t ReadPath::ReadRange(NodeId id, uint64_t off, size_t size, char* scratch,
 ssize_t ReadPath::ReadChunk(ChunkKey key, uint64_t off, size_t n, char* scratch, TierRead* out,
                             bool* hit, bool local, InFlight::Deadline asker) {
   bool requested = false;  // at most one promotion attempt per read
+  bool hurried = false;    // ...and one hurry of a queued one
   InFlight::Deadline deadline{};
   for (int attempt = 0; attempt < 3; ++attempt) {
     uint8_t state = store_->state(key);
@@ -84,6 +85,12 @@ ssize_t ReadPath::ReadChunk(ChunkKey key, uint64_t off, size_t n, char* scratch,
       break;
     }
     *hit = false;
+    // In flight but still queued (stage-in, look-ahead): start it now rather
+    // than wait for the queue ahead of it.
+    if (state == Catalog::kInFlight && !hurried && promoter_ != nullptr) {
+      hurried = true;
+      if (promoter_->Hurry(key)) continue;
+    }
     if (state == Catalog::kInFlight) {
       // Wait for the promotion rather than read SOURCE a second time, but
       // only for the bytes this read needs, and not forever.

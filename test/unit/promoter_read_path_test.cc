@@ -8,6 +8,8 @@
 
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 
 #include "eventually.h"
@@ -155,6 +157,8 @@ class Stack {
   const ReadCounters& reads() const { return read_path_->counters(); }
   ReadPath& read_path() { return *read_path_; }
   const Promoter& promoter() const { return *promoter_; }
+  Promoter& promoter() { return *promoter_; }
+  Executor& executor() { return *executor_; }
 
  private:
   Source* const source_;
@@ -235,6 +239,80 @@ TEST_CASE("A miss on a small chunk is copied by the reader's own thread: no hand
   CHECK(stack.reads().waits >= 1);
   CHECK(stack.Resident(1));
   CHECK(source.read_bytes() == 100000 + 3 * kMiB);
+}
+
+// A job that holds an executor thread until Open().
+class Gate {
+ public:
+  Executor::Job Job() {
+    return Executor::Job{[this] {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [this] { return open_; });
+    }};
+  }
+  void Open() {
+    {
+      std::lock_guard lock(mu_);
+      open_ = true;
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool open_ = false;
+};
+
+TEST_CASE("A reader starts a queued promotion it needs at once, not after the queue",
+          "[promoter][read_path]") {
+  Source source({100000, 100000});
+  // One promotion thread, held by a job that stands for a long stage-in;
+  // a read that waited for the queue would give up after 2 s and read SOURCE.
+  Stack stack(&source, Ram(16 * kMiB), 4 * kMiB, "first-fit", 1, std::chrono::seconds(2));
+  Gate gate;
+  REQUIRE(stack.executor().Submit(Executor::Lane::kBackground, gate.Job()));
+  REQUIRE(testing::Eventually([&] { return stack.executor().running() == 1; }));
+  REQUIRE(stack.promoter().Request(ChunkKey{source.Id(1), 0}, Executor::Lane::kBackground));
+  CHECK(stack.State(1) == Catalog::kInFlight);  // claimed, its copy queued behind the gate
+
+  ssize_t r = 0;
+  CHECK(stack.Read(1, 0, 200000, &r) == source.Contents(1));
+  CHECK(r == 100000);
+  CHECK(stack.promoter().hurried() == 1);
+  CHECK(stack.reads().wait_timeouts == 0);
+  CHECK(stack.Resident(1));
+  CHECK(stack.executor().queued(Executor::Lane::kBackground) == 1);  // its job, still queued
+  CHECK(source.read_bytes() == 100000);
+  gate.Open();
+  stack.Drain();
+  CHECK(source.read_bytes() == 100000);  // the queued job found it taken: SOURCE read once
+  CHECK(stack.Resident(1));
+  CHECK(stack.promoter().Hurry(ChunkKey{source.Id(1), 0}) == false);  // nothing queued now
+}
+
+TEST_CASE("A reader's large chunk queued behind others goes to the head of the foreground lane",
+          "[promoter][read_path]") {
+  Source source({100000, 100000, 100000, 100000, 100000, 100000, 3 * kMiB});
+  Stack stack(&source, Ram(64 * kMiB), 4 * kMiB, "first-fit", 2, std::chrono::seconds(30));
+  source.faults().SetDelay(std::chrono::milliseconds(100));  // each queued copy takes a while
+  Gate gate;
+  REQUIRE(stack.executor().Submit(Executor::Lane::kBackground, gate.Job()));
+  REQUIRE(testing::Eventually([&] { return stack.executor().running() == 1; }));
+  for (size_t i = 0; i < 7; ++i) {  // 6 small files, then the large one last
+    REQUIRE(stack.promoter().Request(ChunkKey{source.Id(i), 0}, Executor::Lane::kBackground));
+  }
+  ssize_t r = 0;
+  CHECK(stack.Read(6, 0, 4096, &r) == source.Contents(6).substr(0, 4096));
+  CHECK(r == 4096);
+  CHECK(stack.promoter().hurried() == 1);
+  // The free thread took it before the small files still queued ahead of it.
+  CHECK(stack.executor().queued(Executor::Lane::kBackground) >= 3);
+  gate.Open();
+  stack.Drain();
+  for (size_t i = 0; i < 7; ++i) CHECK(stack.Resident(i));
+  uint64_t total = 6 * 100000 + 3 * kMiB;
+  CHECK(source.read_bytes() == total);  // each byte from SOURCE once
 }
 
 TEST_CASE("16 concurrent readers of a cold file read SOURCE once", "[promoter][read_path]") {
