@@ -1,6 +1,7 @@
 #include "prefetch/engine/promoter.h"
 
 #include <cerrno>
+#include <cstring>
 #include <memory>
 
 #include "tiering/base/aligned_buffer.h"
@@ -80,13 +81,30 @@ bool Promoter::ClaimFor(ChunkKey key, From from, ChunkClaim* claim, int* home) {
          ChunkStore::ClaimResult::kClaimed;
 }
 
-bool Promoter::PromoteHere(ChunkKey key, From from) {
+bool Promoter::PromoteHere(ChunkKey key, From from, Serve* serve) {
   ChunkClaim claim;
   int home;
   if (!ClaimFor(key, from, &claim, &home)) return false;
   requested_.fetch_add(1, std::memory_order_relaxed);
   inline_.fetch_add(1, std::memory_order_relaxed);
-  Copy(claim, home);
+  // A tier whose commit waits for the device (a directory tier's fdatasync
+  // and rename): the reader takes its range from the copy, and a pool
+  // thread commits. Only a chunk of one piece: the buffer then holds all of it.
+  const bool slow = store_->tiers()[static_cast<size_t>(claim.tier())]->slow_commit();
+  if (serve == nullptr || !slow || claim.length() > kReadSize ||
+      serve->off + serve->n > claim.length()) {
+    Copy(claim, home);
+    return true;
+  }
+  const char* bytes = Fill(claim, home);
+  if (bytes == nullptr) return true;  // failed: on SOURCE again
+  std::memcpy(serve->scratch, bytes + serve->off, serve->n);
+  serve->served = true;
+  auto held = std::make_shared<ChunkClaim>(std::move(claim));
+  // A job dropped unrun (shutdown) undoes the claim; a full lane: commit here.
+  if (!executor_->Submit(Executor::Lane::kForeground, Executor::Job{[held] { held->Publish(); }})) {
+    held->Publish();
+  }
   return true;
 }
 
@@ -97,23 +115,38 @@ bool Promoter::AskHome(ChunkKey key) {
 }
 
 void Promoter::Copy(ChunkClaim& claim, int home) {
+  if (Fill(claim, home) != nullptr) claim.Publish();  // a failed commit undoes the claim itself
+}
+
+const char* Promoter::Fill(ChunkClaim& claim, int home) {
   thread_local AlignedBuffer aligned;
   char* buf;
   try {
     buf = aligned.Get(kReadSize);
   } catch (const std::bad_alloc&) {
-    return claim.Fail(-ENOMEM, "no memory for the copy buffer");
+    claim.Fail(-ENOMEM, "no memory for the copy buffer");
+    return nullptr;
   }
   for (uint64_t done = 0; done < claim.length();) {
-    if (executor_->stopping()) return claim.Fail(-ECANCELED, "cancelled at shutdown");
+    const char* why = nullptr;
+    int err = 0;
     size_t want = static_cast<size_t>(std::min<uint64_t>(kReadSize, claim.length() - done));
-    ssize_t n = source_->Read(claim.key(), done, want, buf, &home);
-    if (n < 0) return claim.Fail(static_cast<int>(n), "SOURCE read failed");
-    if (static_cast<size_t>(n) != want) return claim.Fail(-EIO, "SOURCE read short");
-    if (int err = claim.Write(buf, want); err < 0) return claim.Fail(err, "tier write failed");
+    if (executor_->stopping()) {
+      err = -ECANCELED, why = "cancelled at shutdown";
+    } else if (ssize_t n = source_->Read(claim.key(), done, want, buf, &home); n < 0) {
+      err = static_cast<int>(n), why = "SOURCE read failed";
+    } else if (static_cast<size_t>(n) != want) {
+      err = -EIO, why = "SOURCE read short";
+    } else if (err = claim.Write(buf, want); err < 0) {
+      why = "tier write failed";
+    }
+    if (why != nullptr) {
+      claim.Fail(err, why);
+      return nullptr;
+    }
     done += want;
   }
-  claim.Publish();  // a failed commit undoes the claim itself
+  return buf;
 }
 
 void Promoter::VisitCounters(CounterVisitor& v) const {

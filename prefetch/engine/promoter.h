@@ -54,7 +54,19 @@ class Promoter {
   // (a reader's miss on a small chunk: no hand-off to a pool thread, no
   // wait). True if this call claimed it: it is resident when it returns, or
   // on SOURCE again if the copy failed.
-  bool PromoteHere(ChunkKey key, From from = From::kHome);
+  //
+  // With `serve`, the caller wants [off, off+n) of the chunk: for a tier
+  // whose commit waits for the device (Tier::slow_commit) and a chunk of one
+  // SOURCE request, the range is copied to `scratch` from the bytes read
+  // (serve->served), and the commit runs on a pool thread: the chunk is
+  // then in flight when this returns, resident soon after.
+  struct Serve {
+    uint64_t off = 0;
+    size_t n = 0;
+    char* scratch = nullptr;
+    bool served = false;
+  };
+  bool PromoteHere(ChunkKey key, From from = From::kHome, Serve* serve = nullptr);
 
   // True unless another live peer is `key`'s home (always true without peers).
   bool HomedHere(ChunkKey key) const { return source_->HomedHere(key); }
@@ -77,6 +89,9 @@ class Promoter {
   bool ClaimFor(ChunkKey key, From from, ChunkClaim* claim, int* home);
   // `home`: the peer link to copy from, or ChunkSource::kSource.
   void Copy(ChunkClaim& claim, int home);
+  // Copy without the commit: the buffer holding the last piece read, or
+  // null after failing the claim.
+  const char* Fill(ChunkClaim& claim, int home);
 
   // A claimed chunk whose copy is queued: whoever takes it first (the
   // executor's job, or a reader through Hurry) copies it.

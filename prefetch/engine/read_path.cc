@@ -122,9 +122,16 @@ ssize_t ReadPath::ReadChunk(ChunkKey key, uint64_t off, size_t n, char* scratch,
     // reader needs all of it about as soon as the copy has it, and a
     // hand-off to a pool thread and back costs more CPU than the copy.
     // A larger one goes to the pool and is waited for (its first bytes early).
+    Promoter::Serve serve{off, n, scratch};
     const bool started = store_->catalog().length(key.node, key.chunk) <= Promoter::kReadSize
-                             ? promoter_->PromoteHere(key, from)
+                             ? promoter_->PromoteHere(key, from, &serve)
                              : promoter_->Request(key, Executor::Lane::kForeground, from);
+    if (serve.served) {  // from the copy, its commit on a pool thread
+      counters_.copy_reads.fetch_add(1, std::memory_order_relaxed);
+      out->data = scratch;
+      out->size = n;
+      return static_cast<ssize_t>(n);
+    }
     if (!started) {
       // Another reader may have put it in flight since our look: wait for
       // that rather than read SOURCE a second time.
@@ -214,6 +221,8 @@ void ReadPath::VisitCounters(CounterVisitor& v) const {
             {"Read pieces fetched from a peer and not kept."});
   v.Counter("peer_bytes", load(counters_.peer_bytes),
             {"Bytes of reads fetched from a peer and not kept.", Unit::kBytes});
+  v.Counter("from_copy", load(counters_.copy_reads),
+            {"Misses served from the reader's own copy while the tier commits it."});
   v.Counter("bypass_kept", load(counters_.bypass_kept),
             {"Misses left on SOURCE because they had been read from there already."});
 }

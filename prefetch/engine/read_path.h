@@ -33,6 +33,7 @@ struct ReadCounters {
   std::atomic<uint64_t> peer_reads{0};     // pieces fetched from a peer, not kept
   std::atomic<uint64_t> peer_bytes{0};
   std::atomic<uint64_t> bypass_kept{0};  // misses left on SOURCE: read from there already
+  std::atomic<uint64_t> copy_reads{0};   // misses served from the reader's own copy
 };
 
 // Hears of every read (the order planner tracks the reader's position).

@@ -489,6 +489,38 @@ TEST_CASE("A directory tier that fails a read serves it from SOURCE and drops th
   CHECK(stack.tier(0).chunks() == 1);
 }
 
+TEST_CASE("A miss copied into a directory tier is served from the copy; a pool thread commits",
+          "[promoter][read_path]") {
+  Source source({40000, 50000});
+  FaultyDirTier disk(kMiB, "disk");
+  FaultFileIo* io = disk.io.get();
+  std::vector<std::unique_ptr<Tier>> tiers;
+  tiers.push_back(std::move(disk.tier));
+  Stack stack(&source, std::move(tiers), kMiB);
+  ssize_t r = 0;
+  CHECK(stack.Read(0, 1000, 20000, &r) == source.Contents(0).substr(1000, 20000));
+  CHECK(r == 20000);
+  CHECK(stack.reads().copy_reads == 1);  // not from the tier: the commit was not waited for
+  CHECK(stack.reads().tier_reads == 0);
+  CHECK(stack.promoter().inline_copies() == 1);
+  stack.Drain();
+  CHECK(stack.State(0) == Catalog::kResidentBase);
+  CHECK(stack.tier(0).used() == 40000);
+  CHECK(source.read_bytes() == 40000);  // SOURCE read once, for the reader and the tier
+
+  // A commit that fails (the device's sync): the reader still got exact
+  // bytes, and the chunk is on SOURCE again, promoted afresh later.
+  io->Fail(FileOp::kSync, "/data/", EIO, 0, 1);
+  CHECK(stack.Read(1, 0, 50000, &r) == source.Contents(1));
+  CHECK(stack.reads().copy_reads == 2);
+  stack.Drain();
+  CHECK(testing::Eventually([&] { return stack.State(1) == Catalog::kOnSource; }));
+  CHECK(stack.promotions().failed == 1);
+  stack.ReadFile(1);
+  stack.Drain();
+  CHECK(stack.State(1) == Catalog::kResidentBase);
+}
+
 TEST_CASE("A reader of a chunk in flight gets its first bytes before the copy completes",
           "[promoter][read_path]") {
   Source source({8 * kMiB});

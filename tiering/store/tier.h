@@ -107,6 +107,9 @@ class Tier {
   // files, heap memory). Other tiers ignore it.
   // REQUIRES: before the first BeginStore.
   virtual void UseMemoryFiles(uint64_t /*max_files*/) {}
+  // True if a commit waits for a device (a directory tier's fdatasync and
+  // rename): a reader that copies a chunk it missed should not wait for it.
+  virtual bool slow_commit() const { return false; }
 
   // Counters of reads served.
   void CountHit(size_t bytes) {
@@ -132,6 +135,7 @@ std::unique_ptr<Tier> NewMemoryTier(std::string name, uint64_t budget);
 // crash leaves only complete copies. Recover() must run before use.
 class DirectoryTier : public Tier {
  public:
+  bool slow_commit() const override { return true; }
   using Tier::Tier;
   // Decides whether a recovered chunk is still a valid copy, and under which key.
   using Acceptor = std::function<std::optional<ChunkKey>(const ChunkOrigin&)>;
