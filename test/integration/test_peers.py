@@ -181,6 +181,33 @@ class PeersTest(unittest.TestCase):
             self.assertRegex(out, r"served \S+ \S+ in [1-9][0-9]*, ")
             self.assertIn(" 0 fell back to SOURCE", out)
 
+    def test_stage_in_stages_each_share_once_across_the_job(self):
+        """With prefetch=stage-in, each node stages its home share: the job
+        reads each byte from the PFS once. Staging waits for the peers to be
+        up (the homes): before, every node staged everything while its
+        peers were still connecting."""
+        with Job(3) as job:
+            for i in range(3):
+                job.start(i, extra=("prefetch=stage-in",))
+            for i in range(3):
+                job.wait_up(i, 2)
+
+            def staged():
+                return [m.stats()["promotions"] for m in job.mounts]
+
+            harness.wait_for(
+                lambda: sum(p["bytes"] for p in staged()) >= job.total() and
+                all(p["running"] == 0 and p["queued_background"] == 0 for p in staged()),
+                what="the job's stage-in")
+            per_node = [p["bytes"] for p in staged()]
+            self.assertEqual(sum(per_node), job.total(), f"staged per node: {per_node}")
+            self.assertTrue(all(0 < b < job.total() for b in per_node), per_node)
+            self.assertEqual(job.pfs_bytes(), job.total(), "each byte from the PFS once")
+            self.assertTrue(all(job.peers(i)["settled"] for i in range(3)))
+            for i in range(3):
+                job.read_all(i)
+            self.assertEqual(job.pfs_bytes(), job.total())
+
     def test_a_stopped_home_costs_one_timeout_then_the_pfs(self):
         with Job(2, timeout=1) as job:
             job.start(0)

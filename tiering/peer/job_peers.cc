@@ -154,6 +154,21 @@ JobPeers::JobPeers(JobPeersConfig config, const Namespace* ns)
 JobPeers::~JobPeers() { Stop(); }
 
 Status JobPeers::Start() {
+  Status s = StartAsking();
+  if (!s.ok()) given_up_.store(true, std::memory_order_release);
+  return s;
+}
+
+bool JobPeers::Settled() const {
+  if (given_up_.load(std::memory_order_acquire)) return true;
+  if (!started_.load(std::memory_order_acquire)) return false;
+  for (size_t i = 0; i < client_->size(); ++i) {
+    if (!client_->up(i)) return std::chrono::steady_clock::now() - started_at_ >= kSettle;
+  }
+  return true;
+}
+
+Status JobPeers::StartAsking() {
   if (self_index_ < 0) {
     return Status::Error(EINVAL, "this node ('" + config_.self + "') is not in the peer list");
   }
@@ -180,6 +195,7 @@ Status JobPeers::Start() {
   if (!client.ok()) return client.status();
   client_ = std::move(client).value();
   client_->Start();
+  started_at_ = std::chrono::steady_clock::now();
   started_.store(true, std::memory_order_release);
   return Status::Ok();
 }
@@ -189,6 +205,7 @@ uint16_t JobPeers::listen_port() const {
 }
 
 void JobPeers::Stop() {
+  given_up_.store(true, std::memory_order_release);
   started_.store(false, std::memory_order_release);  // nobody is asked from now on
   if (client_) client_->Stop();
 }
@@ -253,6 +270,8 @@ void JobPeers::VisitCounters(CounterVisitor& v) const {
   v.Text("self", config_.self, "peers_self");
   v.Gauge("size", static_cast<double>(rendezvous_.size()),
           {"Nodes of the job, this one included."});
+  v.Flag("settled", Settled(),
+         {"1 once every peer is up or the wait for them has ended (stage-in waits for it)."});
   v.Counter("fetched_chunks", fetched_chunks_.load(std::memory_order_relaxed),
             {"Chunks fetched from other nodes of the job."});
   v.Counter("fetched_bytes", fetched_bytes_.load(std::memory_order_relaxed),

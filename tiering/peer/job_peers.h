@@ -64,6 +64,13 @@ class JobPeers {
   // Idempotent.
   void Stop();
   bool started() const { return started_.load(std::memory_order_acquire); }
+  // True once the homes this node computes are the job's: every other node
+  // is up, or kSettle has passed since Start (a node still down then is
+  // left out until it comes up), or this node asks nobody (Start failed,
+  // Stop). False before Start. Stage-in waits for it, so that each node
+  // stages its own share rather than everything while its peers connect.
+  bool Settled() const;
+  static constexpr std::chrono::seconds kSettle{10};
 
   const JobPeersConfig& config() const { return config_; }
   const std::string& self() const { return config_.self; }
@@ -105,7 +112,10 @@ class JobPeers {
   std::unique_ptr<PeerClient> client_;  // set once Start succeeded
   std::string listen_host_, net_device_;
   std::atomic<bool> started_{false};
+  std::atomic<bool> given_up_{false};  // Start failed, or Stop ran: this node asks nobody
+  std::chrono::steady_clock::time_point started_at_{};  // written before started_
   int inherited_fd_ = -1;  // a listening socket handed over at start (LISTEN_FDS)
+  Status StartAsking();
   // The chunk as the asker's snapshot names it: [off, off+n) of it.
   ChunkRef Ref(ChunkKey key, const std::string& path, uint64_t off, size_t n) const;
 
