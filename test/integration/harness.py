@@ -83,6 +83,21 @@ def force_unmount(mnt):
         subprocess.run(["fusermount3", "-uz", mnt], stderr=subprocess.DEVNULL)
 
 
+def tear_down(mounts, base):
+    """Closes `mounts`, unmounts whatever is still mounted below `base`, kills
+    any tierfs left serving below it, and removes it."""
+    for m in mounts:
+        m.close()
+    for mnt in sorted(mounts_below(base), reverse=True):
+        force_unmount(mnt)
+    for pid in tierfs_pids(base + "/"):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    shutil.rmtree(base, ignore_errors=True)
+
+
 class Mount:
     """A foreground tierfs process serving SOURCE at MNT; unmounts on exit."""
 

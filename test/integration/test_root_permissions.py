@@ -82,11 +82,7 @@ class RootMount(unittest.TestCase):
         self.mounts = []
 
     def tearDown(self):
-        for m in self.mounts:
-            m.close()
-        for mnt in sorted(harness.mounts_below(self.base), reverse=True):
-            harness.force_unmount(mnt)
-        shutil.rmtree(self.base, ignore_errors=True)
+        harness.tear_down(self.mounts, self.base)
 
     def mount(self, *options):
         m = harness.Mount(self.src, self.mnt, ["allow_other", "ram=16M", *options])

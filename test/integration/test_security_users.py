@@ -20,7 +20,6 @@ import json
 import os
 import select
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -142,13 +141,7 @@ class SecondUser(unittest.TestCase):
         self.mounts = []
 
     def tearDown(self):
-        for m in self.mounts:
-            m.close()
-        for mnt in sorted(harness.mounts_below(self.base), reverse=True):
-            harness.force_unmount(mnt)
-        for pid in harness.tierfs_pids(self.base + "/"):
-            os.kill(pid, signal.SIGKILL)
-        shutil.rmtree(self.base, ignore_errors=True)
+        harness.tear_down(self.mounts, self.base)
 
     def mount(self, options, **kwargs):
         m = harness.Mount(self.src, self.mnt, options, **kwargs)
