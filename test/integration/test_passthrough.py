@@ -100,6 +100,16 @@ class PassthroughTest(unittest.TestCase):
             self.check_served_without_daemon(m, files)
             # Once every open is closed, no backing file stays registered.
             self.assertEqual(m.stats()["passthrough"]["backing_files"], 0)
+            # `tierfs stat --watch` shows the opens the kernel serves itself
+            # (their reads never reach the daemon's counters).
+            watch = subprocess.Popen([harness.tierfs_bin(), "stat", self.mnt, "--watch", "0.5",
+                                      "--count", "1"], stdout=subprocess.PIPE, text=True)
+            while watch.poll() is None:  # opens all through its interval
+                for rel in files:
+                    read_through(os.path.join(self.mnt, rel))
+            out = watch.communicate(timeout=30)[0]
+            self.assertEqual(watch.returncode, 0)
+            self.assertRegex(out, r"passthrough opens [1-9][0-9]*/s \(\S+ \S+/s of files\)")
 
     def test_a_file_in_a_directory_tier_is_read_from_its_chunk_file(self):
         files = {f"f{i}": os.urandom(300_000 + i) for i in range(5)}

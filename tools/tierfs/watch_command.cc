@@ -27,6 +27,8 @@ struct Sample {
   std::map<std::string, uint64_t> tier_bytes;  // tier name -> bytes served
   std::map<std::string, uint64_t> leads;       // stream -> look-ahead lead (a gauge)
   uint64_t queued = 0;
+  bool passthrough = false;  // files wholly in a tier are read by the kernel itself
+  uint64_t passed_opens = 0, passed_bytes = 0;
 
   static Sample Of(const JsonValue& s) {
     Sample x;
@@ -40,6 +42,11 @@ struct Sample {
     x.promoted_bytes = s.Uint("promotions.bytes");
     x.queued = s.Uint("promotions.queued_foreground") + s.Uint("promotions.queued_lookahead") +
                s.Uint("promotions.queued_background");
+    if (const JsonValue* active = s.Find("passthrough.active"); active && active->boolean()) {
+      x.passthrough = true;
+      x.passed_opens = s.Uint("passthrough.opens");
+      x.passed_bytes = s.Uint("passthrough.opened_bytes");
+    }
     if (const JsonValue* tiers = s.Member("tiers"); tiers && tiers->is_array()) {
       for (const JsonValue& t : tiers->items())
         x.tier_bytes[t.String("name")] = t.Uint("bytes_served");
@@ -73,6 +80,14 @@ std::vector<std::string> Render(const Sample& a, const Sample& b) {
                          Rate(bytes, it == a.tier_bytes.end() ? 0 : it->second, dt, true));
   }
   if (!tiers.empty()) out.push_back("tiers " + tiers);
+  // Their reads never reach the daemon: the line above cannot count them.
+  if (b.passthrough) {
+    out.push_back(
+        fmt::format("passthrough opens {} ({} of files): read by the kernel from the "
+                    "tiers, not counted above",
+                    Rate(b.passed_opens, a.passed_opens, dt, false),
+                    Rate(b.passed_bytes, a.passed_bytes, dt, true)));
+  }
   out.push_back(fmt::format("promotions {} ({}), {} queued",
                             Rate(b.promoted, a.promoted, dt, false),
                             Rate(b.promoted_bytes, a.promoted_bytes, dt, true), Grouped(b.queued)));
