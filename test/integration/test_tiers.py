@@ -120,7 +120,10 @@ class TierTest(unittest.TestCase):
         opts = [f"tier={self.tier}:64M"]
         with harness.Mount(self.src, self.mnt, opts) as m:
             self.read_pass(files)
-            self.assertEqual(m.stats()["promotions"]["files_resident"], 100)
+            # A reader's copy into a directory tier is committed (fdatasync,
+            # rename) on a pool thread after the read returns.
+            harness.wait_for(lambda: m.stats()["promotions"]["files_resident"] == 100,
+                             what="100 files resident")
         # Change one file on SOURCE between mounts (size and mtime change).
         changed = "d1/f00001"
         files[changed] = b"changed between mounts"
