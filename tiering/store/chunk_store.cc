@@ -185,6 +185,12 @@ uint64_t ChunkStore::Evict(ChunkKey key, int tier_index) {
   if (catalog_->state(key) != Catalog::kResidentBase + tier_index) return 0;
   Tier* tier = tiers_[static_cast<size_t>(tier_index)];
   uint64_t bytes = tier->Remove(key);  // of racing evictors, one gets the bytes
+  // Only the evictor that removed the bytes moves the catalog on. Another
+  // one (a reader that found the chunk gone, a second picker) may have
+  // stalled here while that eviction finished and a new promotion of the
+  // same key published it again: its compare-and-swap would then succeed
+  // on the new copy and leave it in the tier, unknown to the catalog.
+  if (bytes == 0) return 0;
   {
     std::lock_guard lock(copies_mu_);
     copies_.erase(key);
