@@ -67,30 +67,34 @@ std::string LiveHolder(const std::string& path) {
   return who + (state == "starting" ? ", starting" : "");
 }
 
-// Why directory tier `path` of `budget` bytes cannot be used ("" if it can);
-// doubts go to *warnings.
-std::string CheckTierDir(const std::string& path, uint64_t budget,
-                         std::vector<std::string>* warnings) {
+// Why directory tier `path` of `budget` bytes cannot be used (ok if it
+// can); doubts go to *warnings.
+Status CheckTierDir(const std::string& path, uint64_t budget, std::vector<std::string>* warnings) {
   if (path.empty() || path[0] != '/') {
-    return fmt::format("tier '{}' is not an absolute path", path);
+    return Status::Error(EINVAL, fmt::format("tier '{}' is not an absolute path", path));
   }
   struct stat st;
   if (::lstat(path.c_str(), &st) != 0) {
-    return fmt::format("tier '{}': {}", path, std::strerror(errno));
+    return Status::FromErrno(errno, fmt::format("tier '{}'", path));
   }
   if (S_ISLNK(st.st_mode)) {
-    return fmt::format("tier '{}' is refused: it is a symbolic link (give the directory itself)",
-                       path);
+    return Status::Error(
+        ELOOP,
+        fmt::format("tier '{}' is refused: it is a symbolic link (give the directory itself)",
+                    path));
   }
-  if (!S_ISDIR(st.st_mode)) return fmt::format("tier '{}' is not a directory", path);
+  if (!S_ISDIR(st.st_mode)) {
+    return Status::Error(ENOTDIR, fmt::format("tier '{}' is not a directory", path));
+  }
   if (::access(path.c_str(), W_OK | X_OK) != 0) {
-    return fmt::format("tier '{}' is not writable by uid {}", path, ::geteuid());
+    return Status::Error(EACCES,
+                         fmt::format("tier '{}' is not writable by uid {}", path, ::geteuid()));
   }
   if (std::string holder = LiveHolder(path); !holder.empty()) {
-    return fmt::format(
-        "tier '{}' is in use by another tierfs daemon ({}): unmount that one first, or give "
-        "this mount a tier directory of its own",
-        path, holder);
+    return Status::Error(
+        EBUSY, fmt::format("tier '{}' is in use by another tierfs daemon ({}): unmount that one "
+                           "first, or give this mount a tier directory of its own",
+                           path, holder));
   }
   struct statvfs fs;
   if (::statvfs(path.c_str(), &fs) == 0) {
@@ -106,36 +110,30 @@ std::string CheckTierDir(const std::string& path, uint64_t budget,
                                       Human(budget), Human(free)));
     }
   }
-  return "";
+  return Status::Ok();
 }
 
 }  // namespace
 
-ConfigCheck CheckBeforeScan(const MountConfig& config) {
-  ConfigCheck out;
+Status CheckBeforeScan(const MountConfig& config, std::vector<std::string>* warnings) {
   const TieringConfig& t = config.tiering;
   for (const auto& d : t.dirs) {
-    if (std::string e = CheckTierDir(d.path, d.budget, &out.warnings); !e.empty()) {
-      out.error = e;
-      return out;
-    }
+    if (Status s = CheckTierDir(d.path, d.budget, warnings); !s.ok()) return s;
   }
   if (t.ram > 0) {
     const uint64_t total = MemInfo("MemTotal"), available = MemInfo("MemAvailable");
     if (t.ram < 4096) {
-      out.error = fmt::format(
-          "ram={} is {} byte(s): too small to hold a file (sizes take K, M, "
-          "G, T: ram=16G)",
-          t.ram, t.ram);
-      return out;
+      return Status::Error(
+          EINVAL, fmt::format("ram={} is {} byte(s): too small to hold a file (sizes take K, M, "
+                              "G, T: ram=16G)",
+                              t.ram, t.ram));
     }
     if (total > 0 && t.ram > total) {
-      out.error =
-          fmt::format("ram={} is more than this machine's memory ({})", Human(t.ram), Human(total));
-      return out;
+      return Status::Error(EINVAL, fmt::format("ram={} is more than this machine's memory ({})",
+                                               Human(t.ram), Human(total)));
     }
     if (available > 0 && t.ram > available) {
-      out.warnings.push_back(
+      warnings->push_back(
           fmt::format("ram={} is more than the memory available now ({}): "
                       "the RAM tier may push other programs out",
                       Human(t.ram), Human(available)));
@@ -143,13 +141,12 @@ ConfigCheck CheckBeforeScan(const MountConfig& config) {
   }
   if (!t.enabled()) {
     if (t.peers_enabled()) {
-      out.error = "peers= needs a tier to share (ram= or tier=)";
-      return out;
+      return Status::Error(EINVAL, "peers= needs a tier to share (ram= or tier=)");
     }
     if (t.prefetch.mode != PrefetchMode::kOnAccess) {
-      out.error = fmt::format("prefetch={} needs a tier to promote into (ram= or tier=)",
-                              PrefetchModeName(t.prefetch.mode));
-      return out;
+      return Status::Error(EINVAL,
+                           fmt::format("prefetch={} needs a tier to promote into (ram= or tier=)",
+                                       PrefetchModeName(t.prefetch.mode)));
     }
   }
   if (!config.log_to.empty() && config.log_to[0] == '/') {
@@ -157,16 +154,14 @@ ConfigCheck CheckBeforeScan(const MountConfig& config) {
     const std::string dir = log.substr(0, log.rfind('/') + 1);
     struct stat st;
     if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-      out.error = fmt::format("log={}: its directory does not exist", log);
-      return out;
+      return Status::Error(ENOENT, fmt::format("log={}: its directory does not exist", log));
     }
     if (::lstat(log.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
-      out.error = fmt::format("log={} is not a regular file", log);
-      return out;
+      return Status::Error(EINVAL, fmt::format("log={} is not a regular file", log));
     }
     if (::access(log.c_str(), F_OK) != 0 && ::access(dir.c_str(), W_OK | X_OK) != 0) {
-      out.error = fmt::format("log={}: its directory is not writable by uid {}", log, ::geteuid());
-      return out;
+      return Status::Error(
+          EACCES, fmt::format("log={}: its directory is not writable by uid {}", log, ::geteuid()));
     }
   }
   if (!config.index.empty() && config.index != "auto") {
@@ -175,22 +170,21 @@ ConfigCheck CheckBeforeScan(const MountConfig& config) {
     const std::string dir = slash == std::string::npos ? "." : index.substr(0, slash + 1);
     struct stat st;
     if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-      out.error = fmt::format("index '{}': its directory does not exist", index);
-      return out;
+      return Status::Error(ENOENT, fmt::format("index '{}': its directory does not exist", index));
     }
     // Whether a file can be made there, tried (access() says yes to root
     // on file systems that refuse new files, such as /proc).
     std::string probe = dir + (dir.back() == '/' ? "" : "/") + ".tierfs-index-probe-XXXXXX";
     int fd = ::mkstemp(probe.data());
     if (fd < 0) {
-      out.error = fmt::format("index '{}': its directory is not writable by uid {}: {}", index,
-                              ::geteuid(), std::strerror(errno));
-      return out;
+      return Status::Error(
+          EACCES, fmt::format("index '{}': its directory is not writable by uid {}: {}", index,
+                              ::geteuid(), std::strerror(errno)));
     }
     ::close(fd);
     ::unlink(probe.c_str());
   }
-  return out;
+  return Status::Ok();
 }
 
 }  // namespace tierfs

@@ -8,18 +8,16 @@
 #include <vector>
 
 #include "fs/options.h"
+#include "tiering/base/status.h"
 
 namespace tierfs {
-
-struct ConfigCheck {
-  std::string error;                  // "" if the command line may go on
-  std::vector<std::string> warnings;  // doubtful, but allowed
-};
 
 // Tier directories (absolute, existing, a directory and not a symbolic link,
 // writable; a budget larger than their file system is warned about), modes that need a
 // tier, RAM budgets against the machine's memory (refused above MemTotal or
 // below 4 KiB; warned above MemAvailable), and the index file's directory.
-ConfigCheck CheckBeforeScan(const MountConfig& config);
+// An error if the command line may not go on; doubtful but allowed settings
+// go to *warnings.
+Status CheckBeforeScan(const MountConfig& config, std::vector<std::string>* warnings);
 
 }  // namespace tierfs

@@ -232,8 +232,10 @@ int RunMount(const MountConfig& config) {
     std::fprintf(stderr, "tierfs: %s\n", message.c_str());
     return 2;
   };
-  ConfigCheck checked = CheckBeforeScan(config);
-  if (!checked.error.empty()) return usage(checked.error);
+  std::vector<std::string> warnings;
+  if (Status checked = CheckBeforeScan(config, &warnings); !checked.ok()) {
+    return usage(checked.message());
+  }
   const PassthroughWant passthrough = config.passthrough == "on"    ? PassthroughWant::kOn
                                       : config.passthrough == "off" ? PassthroughWant::kOff
                                                                     : PassthroughWant::kAuto;
@@ -241,7 +243,7 @@ int RunMount(const MountConfig& config) {
   if (passthrough == PassthroughWant::kOn && !no_passthrough.empty()) {
     return usage(fmt::format("passthrough=on is impossible here: {}", no_passthrough));
   }
-  for (const auto& w : checked.warnings) TIERFS_LOG(kWarning, "{}", w);
+  for (const auto& w : warnings) TIERFS_LOG(kWarning, "{}", w);
   // The metrics port too: bound now, served once mounted.
   std::unique_ptr<MetricsServer> metrics;
   const FsContext* metrics_ctx = nullptr;
