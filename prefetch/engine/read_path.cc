@@ -128,6 +128,7 @@ ssize_t ReadPath::ReadChunk(ChunkKey key, uint64_t off, size_t n, char* scratch,
                              : promoter_->Request(key, Executor::Lane::kForeground, from);
     if (serve.served) {  // from the copy, its commit on a pool thread
       counters_.copy_reads.fetch_add(1, std::memory_order_relaxed);
+      PromoteRestOf(key);
       out->data = scratch;
       out->size = n;
       return static_cast<ssize_t>(n);

@@ -521,6 +521,21 @@ TEST_CASE("A miss copied into a directory tier is served from the copy; a pool t
   CHECK(stack.State(1) == Catalog::kResidentBase);
 }
 
+TEST_CASE("A miss served from its copy into a directory tier still queues the file's later chunks",
+          "[promoter][read_path]") {
+  Source source({3 * kMiB});
+  FaultyDirTier disk(8 * kMiB, "disk");
+  std::vector<std::unique_ptr<Tier>> tiers;
+  tiers.push_back(std::move(disk.tier));
+  Stack stack(&source, std::move(tiers), kMiB);  // three chunks of 1 MiB
+  ssize_t r = 0;
+  CHECK(stack.Read(0, 0, 4096, &r) == source.Contents(0).substr(0, 4096));
+  CHECK(stack.reads().copy_reads == 1);
+  stack.Drain();
+  for (uint32_t c = 0; c < 3; ++c) CHECK(Catalog::IsResident(stack.State(0, c)));
+  CHECK(source.read_bytes() == 3 * kMiB);
+}
+
 TEST_CASE("A reader of a chunk in flight gets its first bytes before the copy completes",
           "[promoter][read_path]") {
   Source source({8 * kMiB});
