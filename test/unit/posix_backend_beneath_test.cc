@@ -60,6 +60,14 @@ TEST_CASE("Regression: a symlink in an intermediate SOURCE directory is not foll
   CHECK(S_ISLNK(st.st_mode));
 }
 
+// A PosixBackend over `source`'s root.
+std::unique_ptr<Backend> BackendOver(const testing::TempTree& source) {
+  int err = 0;
+  auto backend = NewPosixBackend(source.root(), &err);
+  REQUIRE(backend != nullptr);
+  return backend;
+}
+
 // The bytes of `rel` as the backend opens it, or "" if it cannot.
 std::string ReadVia(Backend* backend, const std::string& rel, int* err) {
   std::unique_ptr<SourceFile> file;
@@ -77,9 +85,8 @@ TEST_CASE("A SOURCE directory kept open never leads outside SOURCE", "[posix_bac
   source.Write("a/b/f", "dataset bytes");
   outside.Mkdir("b");
   outside.Write("b/f", "a secret of another user");
+  auto backend = BackendOver(source);
   int err = 0;
-  auto backend = NewPosixBackend(source.root(), &err);
-  REQUIRE(backend != nullptr);
   CHECK(ReadVia(backend.get(), "a/b/f", &err) == "dataset bytes");  // "a/b" is kept open now
 
   // "a" swapped for a symlink to another tree: the directory kept open is
@@ -102,9 +109,8 @@ TEST_CASE("A SOURCE directory replaced since it was kept open is looked up again
   testing::TempTree source;
   source.Mkdir("c");
   source.Write("c/f", "old");
+  auto backend = BackendOver(source);
   int err = 0;
-  auto backend = NewPosixBackend(source.root(), &err);
-  REQUIRE(backend != nullptr);
   CHECK(ReadVia(backend.get(), "c/f", &err) == "old");
   std::filesystem::remove_all(source.Abs("c"));
   source.Mkdir("c");
@@ -120,9 +126,7 @@ TEST_CASE("An open file's attributes come from the open (no extra round trip)", 
   testing::TempTree source;
   source.Mkdir("d");
   source.Write("d/f", "twelve bytes");
-  int err = 0;
-  auto backend = NewPosixBackend(source.root(), &err);
-  REQUIRE(backend != nullptr);
+  auto backend = BackendOver(source);
   std::unique_ptr<SourceFile> file;
   REQUIRE(backend->open("d/f", &file) == 0);
   struct stat got {

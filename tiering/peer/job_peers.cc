@@ -151,7 +151,10 @@ JobPeers::JobPeers(JobPeersConfig config, const Namespace* ns)
   inherited_fd_ = ListenFdFromEnvironment();
 }
 
-JobPeers::~JobPeers() { Stop(); }
+JobPeers::~JobPeers() {
+  Stop();
+  if (inherited_fd_ >= 0) ::close(inherited_fd_);  // no peer service took it
+}
 
 Status JobPeers::Start() {
   Status s = StartAsking();
