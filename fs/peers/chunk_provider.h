@@ -4,6 +4,7 @@
 // so a job reads each chunk from SOURCE once.
 #pragma once
 
+#include <cerrno>
 #include <chrono>
 #include <memory>
 
@@ -29,6 +30,24 @@ class ChunkProvider {
   // server's threads, several at once; it may block (a promotion) but
   // gives up at `deadline`: every call holds one of the server's threads.
   virtual int ReadChunk(const ChunkRef& ref, Deadline deadline, ChunkBytes* out) = 0;
+  // For a kIfResident request, on the server's progress thread (so quick:
+  // no I/O): 1 if this node holds chunk `ref` or is promoting it, 0 if
+  // neither (the asker reads SOURCE itself), or -ENOENT / -ESTALE as
+  // ReadChunk would answer. A provider that cannot tell says 1.
+  virtual int Holds(const ChunkRef& ref) {
+    (void)ref;
+    return 1;
+  }
+  // Keeps the ref.chunk_length() bytes at `data` as chunk `ref` (whole),
+  // offered by the authenticated peer that read them from SOURCE, if this
+  // node's snapshot describes the file as `ref` does and a tier has room.
+  // 0 kept, -EEXIST (held or in flight already), -ENOSPC, -ENOENT,
+  // -ESTALE, -EINVAL, -EIO, or -ENOTSUP (this provider keeps nothing).
+  // On the server's pool threads.
+  virtual int Adopt(const ChunkRef& ref, const char* data) {
+    (void)ref, (void)data;
+    return -ENOTSUP;
+  }
 };
 
 }  // namespace tierfs

@@ -1,6 +1,7 @@
 #include "fs/peers/peer_server.h"
 
 #include <cerrno>
+#include <cstring>
 
 #include "tiering/base/log.h"
 
@@ -52,6 +53,17 @@ struct PeerServer::Job {
   int result = 0;
   WireHeader header;  // a data answer's, sealed
   size_t header_size = 0;
+};
+
+// A kOffer being received and opened: its header, as it came, and its
+// body (path, then bytes) in a buffer of the server's.
+struct PeerServer::OfferJob {
+  uint64_t session = 0;
+  PeerMessage m;
+  WireHeader header;
+  size_t header_size = 0;
+  BufferPool::Buffer body;
+  uint64_t size = 0;  // of the body
 };
 
 Result<std::unique_ptr<PeerServer>> PeerServer::Make(PeerAuth* auth, ChunkProvider* provider,
@@ -119,12 +131,14 @@ void PeerServer::Stop() {
 
 ucs_status_t PeerServer::OnMessage(const void* header, size_t header_size, void* data, size_t size,
                                    const ucp_am_recv_param_t* param) {
+  PeerMessage m;
+  WireStatus st = DecodeHeader(header, header_size, size, &m);
+  if (st == WireStatus::kOk && m.type == MsgType::kOffer)
+    return OnOffer(m, header, header_size, data, size, param);
   if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) {  // no request has a large body
     counters_.garbage++;
     return UCS_ERR_REJECTED;
   }
-  PeerMessage m;
-  WireStatus st = DecodeHeader(header, header_size, size, &m);
   if (st != WireStatus::kOk || m.type != MsgType::kRequest) {
     if (st == WireStatus::kBadVersion) counters_.bad_version++;
     uint64_t n = ++counters_.garbage;
@@ -208,37 +222,144 @@ void PeerServer::OnRequest(Connection& c, const PeerMessage& m, std::string_view
     return;
   }
   const uint64_t length = job->ref.length();
-  WireError refusal = WireError::kOk;
   if (job->ref.chunk_size != options_.chunk_size) {
-    refusal = WireError::kBadRequest;
     counters_.errors++;
-  } else if (in_flight_ >= options_.max_in_flight || c.in_flight >= options_.max_per_connection ||
-             counters_.bytes_in_flight.load() + length > options_.max_bytes_in_flight ||
-             c.bytes + length > options_.max_bytes_per_connection || m.timeout_ms == 0) {
-    refusal = WireError::kBusy;
-    counters_.busy++;
+    SendError(c, m.request_id, WireError::kBadRequest);
+    return;
   }
-  if (refusal != WireError::kOk) {
-    SendError(c, m.request_id, refusal);
+  if ((m.flags & kIfResident) != 0) {  // no work here for a chunk nobody here has
+    if (int holds = provider_->Holds(job->ref); holds <= 0) {
+      (holds == 0 ? counters_.not_resident : counters_.errors)++;
+      SendError(c, m.request_id, holds == 0 ? WireError::kNotResident : WireErrorFromErrno(holds));
+      return;
+    }
+  }
+  if (m.timeout_ms == 0 || !Reserve(c, length)) {
+    counters_.busy++;
+    SendError(c, m.request_id, WireError::kBusy);
     return;
   }
   job->peer = c.peer;
   job->crypto = c.crypto;
   job->start = Clock::now();
   job->deadline = job->start + std::chrono::milliseconds(m.timeout_ms);
-  ++in_flight_;
-  ++c.in_flight;
-  c.bytes += length;
-  uint64_t held = counters_.bytes_in_flight += length;
-  if (held > counters_.peak_bytes_in_flight.load()) counters_.peak_bytes_in_flight = held;
   bool queued = pool_.Submit([this, job] { Run(job); });
   if (!queued) {
-    --in_flight_;
-    --c.in_flight;
-    c.bytes -= length;
-    counters_.bytes_in_flight -= length;
+    Unreserve(c.session, length);
     counters_.busy++;
     SendError(c, m.request_id, WireError::kBusy);
+  }
+}
+
+bool PeerServer::Reserve(Connection& c, uint64_t bytes) {
+  if (in_flight_ >= options_.max_in_flight || c.in_flight >= options_.max_per_connection ||
+      counters_.bytes_in_flight.load() + bytes > options_.max_bytes_in_flight ||
+      c.bytes + bytes > options_.max_bytes_per_connection) {
+    return false;
+  }
+  ++in_flight_;
+  ++c.in_flight;
+  c.bytes += bytes;
+  uint64_t held = counters_.bytes_in_flight += bytes;
+  if (held > counters_.peak_bytes_in_flight.load()) counters_.peak_bytes_in_flight = held;
+  return true;
+}
+
+void PeerServer::Unreserve(uint64_t session, uint64_t bytes) {
+  --in_flight_;
+  counters_.bytes_in_flight -= bytes;
+  auto it = by_session_.find(session);
+  if (it != by_session_.end()) {
+    --it->second->in_flight;
+    it->second->bytes -= bytes;
+  }
+}
+
+ucs_status_t PeerServer::OnOffer(const PeerMessage& m, const void* header, size_t header_size,
+                                 void* data, size_t size, const ucp_am_recv_param_t* param) {
+  auto it = by_session_.find(m.session);
+  if (it == by_session_.end()) {  // offers take no session: a client asks first
+    uint64_t n = ++counters_.stray;
+    if (LogSampled(n)) TIERFS_LOG(kWarning, "peer server: an offer of no session: dropped");
+    return UcxWorker::Discard(param);
+  }
+  Connection& c = *it->second;
+  c.last_seen = Clock::now();
+  if (!Reserve(c, size)) {  // dropped unread: the offer is a favour, not a duty
+    counters_.offers_refused++;
+    return UcxWorker::Discard(param);
+  }
+  auto job = std::make_shared<OfferJob>();
+  job->session = c.session;
+  job->m = m;
+  std::memcpy(job->header.data(), header, header_size);
+  job->header_size = header_size;
+  job->size = size;
+  job->body = buffers_.Take(size);
+  if (!(param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {
+    std::memcpy(job->body.get(), data, size);
+    OpenOffer(job);
+    return UCS_OK;
+  }
+  return ucx_->ReceiveBody(data, job->body.get(), size, [this, job](ucs_status_t s) {
+    if (s == UCS_OK) {
+      OpenOffer(job);
+    } else {
+      counters_.offers_refused++;
+      Unreserve(job->session, job->size);
+      buffers_.Give(std::move(job->body));
+    }
+  });
+}
+
+void PeerServer::OpenOffer(const std::shared_ptr<OfferJob>& job) {
+  auto release = [this, job] {
+    Unreserve(job->session, job->size);
+    buffers_.Give(std::move(job->body));
+  };
+  auto it = by_session_.find(job->session);
+  if (it == by_session_.end()) {  // cut off meanwhile
+    release();
+    return;
+  }
+  Connection& c = *it->second;
+  if (!OpenWire(c.crypto->keys.recv, job->header.data(), job->header_size, job->m.seq,
+                job->body.get(), job->size, nullptr)) {
+    uint64_t n = ++counters_.forged;
+    if (LogSampled(n)) {
+      TIERFS_LOG(kWarning, "peer server: an offer from {} does not authenticate: cut off", c.peer);
+    }
+    release();
+    Drop(c.session);
+    return;
+  }
+  if (!c.window.Accept(job->m.seq)) {
+    counters_.replayed++;
+    release();
+    CutOff(c, "a replayed offer");
+    return;
+  }
+  ChunkRef ref = job->m.chunk;
+  ref.path = std::string_view(job->body.get(), job->m.path_len);
+  if (!ValidChunkRef(ref)) {
+    release();
+    CutOff(c, "an offer of an invalid chunk reference");
+    return;
+  }
+  counters_.offers++;
+  if (ref.chunk_size != options_.chunk_size) {
+    counters_.offers_refused++;
+    release();
+    return;
+  }
+  bool queued = pool_.Submit([this, job, ref, release] {
+    int r = provider_->Adopt(ref, job->body.get() + job->m.path_len);
+    (r == 0 ? counters_.adopted : counters_.offers_refused)++;
+    if (!ucx_->Post(release)) buffers_.Give(std::move(job->body));
+  });
+  if (!queued) {
+    counters_.offers_refused++;
+    release();
   }
 }
 
@@ -273,14 +394,9 @@ void PeerServer::Run(const std::shared_ptr<Job>& job) {
 void PeerServer::Answer(uint64_t session, std::shared_ptr<Job> job) {
   const uint64_t length = job->ref.length();
   auto finish = [this, session, job, length](bool served) {
-    --in_flight_;
-    counters_.bytes_in_flight -= length;
-    auto it = by_session_.find(session);
-    if (it != by_session_.end()) {
-      --it->second->in_flight;
-      it->second->bytes -= length;
+    Unreserve(session, length);
+    if (auto it = by_session_.find(session); it != by_session_.end())
       it->second->sending.erase(job->request_id);
-    }
     if (served) {
       counters_.served_chunks++;
       counters_.served_bytes += length;
@@ -386,6 +502,13 @@ void PeerServer::VisitCounters(CounterVisitor& v) const {
   v.Counter("busy", c.busy, {"Requests answered busy."});
   v.Counter("expired", c.expired, {"Requests whose deadline passed before the read."});
   v.Counter("errors", c.errors, {"Requests answered with another error."});
+  v.Counter(
+      "not_resident", c.not_resident,
+      {"Requests for a chunk only if held here, answered that it is not (the peer reads SOURCE)."});
+  v.Counter("offers", c.offers, {"Chunks peers read from SOURCE and offered to this node."});
+  v.Counter("adopted", c.adopted, {"Offered chunks this node kept."});
+  v.Counter("offers_refused", c.offers_refused,
+            {"Offered chunks not kept: over the byte budget, no room, held already, or stale."});
   v.Gauge("bytes_in_flight", static_cast<double>(c.bytes_in_flight.load()),
           {"Bytes of answers being sent to peers.", Unit::kBytes, "in_flight"});
   v.Gauge(

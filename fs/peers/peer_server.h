@@ -21,6 +21,13 @@
 // buffer is the size of the range asked, allocated when its read starts.
 // The asker's deadline travels with the request: a request whose deadline
 // has passed is not read, and the provider gives up at it.
+//
+// A kIfResident request for a chunk the provider neither holds nor is
+// promoting is answered kNotResident at once, on the progress thread. A
+// kOffer (a chunk its peer read from SOURCE for want of a copy here) is
+// received into a buffer of its own within the same budgets, opened (its
+// tag over header, path and bytes), and handed to ChunkProvider::Adopt on
+// the pool; it is never answered. One over budget is dropped unread.
 #pragma once
 
 #include <atomic>
@@ -76,9 +83,13 @@ struct PeerServerCounters {
   std::atomic<uint64_t> stray{0};        // messages naming no session: dropped
   std::atomic<uint64_t> requests{0};
   std::atomic<uint64_t> served_chunks{0}, served_bytes{0};
-  std::atomic<uint64_t> busy{0};     // answered kBusy
-  std::atomic<uint64_t> expired{0};  // the asker's deadline passed before the read
-  std::atomic<uint64_t> errors{0};   // answered another error (provider or bad chunk size)
+  std::atomic<uint64_t> busy{0};            // answered kBusy
+  std::atomic<uint64_t> expired{0};         // the asker's deadline passed before the read
+  std::atomic<uint64_t> errors{0};          // answered another error (provider or bad chunk size)
+  std::atomic<uint64_t> not_resident{0};    // kIfResident requests answered kNotResident
+  std::atomic<uint64_t> offers{0};          // kOffer messages received and opened
+  std::atomic<uint64_t> adopted{0};         // ... whose chunk the provider kept
+  std::atomic<uint64_t> offers_refused{0};  // ... dropped: over budget, or the provider declined
   std::atomic<uint64_t> bytes_in_flight{0}, peak_bytes_in_flight{0};  // gauges
   LatencyHistogram serve_latency;  // request arrival to answer sent
 };
@@ -110,6 +121,14 @@ class PeerServer {
              std::unique_ptr<UcxWorker> ucx);
   struct Connection;
   struct Job;
+  struct OfferJob;
+  // A kOffer: budgeted, received, then Opened (progress thread).
+  ucs_status_t OnOffer(const PeerMessage& m, const void* header, size_t header_size, void* data,
+                       size_t size, const ucp_am_recv_param_t* param);
+  void OpenOffer(const std::shared_ptr<OfferJob>& job);
+  // Takes (or gives back) `bytes` of the budgets and a slot, for `session`.
+  bool Reserve(Connection& c, uint64_t bytes);
+  void Unreserve(uint64_t session, uint64_t bytes);
   ucs_status_t OnMessage(const void* header, size_t header_size, void* data, size_t size,
                          const ucp_am_recv_param_t* param);
   // The session a message names, taken from the door if new; null (counted) if

@@ -1,5 +1,7 @@
 #include "prefetch/engine/chunk_source.h"
 
+#include <cerrno>
+
 namespace tierfs {
 
 ssize_t ChunkSource::Read(ChunkKey key, uint64_t off, size_t n, char* buf, int* home) {
@@ -9,6 +11,20 @@ ssize_t ChunkSource::Read(ChunkKey key, uint64_t off, size_t n, char* buf, int* 
     *home = kSource;  // it failed us (JobPeers counts the fallback)
   }
   return source_->Read(key.node, buf, n, static_cast<uint64_t>(key.chunk) * chunk_size_ + off);
+}
+
+ssize_t ChunkSource::ReadForCopy(ChunkKey key, uint64_t off, size_t n, char* buf, Route* route) {
+  if (route->home != kSource && off == 0) {
+    ssize_t r = peers_->Fetch(route->home, key, off, n, buf, /*if_resident=*/true);
+    if (r == static_cast<ssize_t>(n)) return r;
+    if (r == -ENODATA) route->offer_to = route->home;  // it has none: read here, then offer
+    route->home = kSource;
+  }
+  return Read(key, off, n, buf, &route->home);
+}
+
+void ChunkSource::Offer(ChunkKey key, const char* data, size_t n, int link) {
+  if (peers_ != nullptr && link != kSource && n <= kMaxOffer) peers_->Offer(link, key, data, n);
 }
 
 bool ChunkSource::AskHome(ChunkKey key) {

@@ -39,6 +39,23 @@ class ChunkSource {
   // reading a chunk piece by piece goes on from SOURCE. The count (short
   // only at SOURCE's EOF) or -errno.
   ssize_t Read(ChunkKey key, uint64_t off, size_t n, char* buf, int* home);
+  // How a promotion reads a chunk piece by piece: from `home` as Read
+  // does, except that the first piece (off 0) asks a remote home for its
+  // bytes only if it holds the chunk or is promoting it. If it has
+  // neither, the chunk is read from SOURCE here, and `offer_to` names the
+  // home, to be offered the whole chunk once read (Offer): the reader waits
+  // for one round trip rather than for the home's SOURCE read and a transfer,
+  // and the job still reads the chunk from SOURCE once.
+  struct Route {
+    int home = kSource;
+    int offer_to = kSource;
+  };
+  ssize_t ReadForCopy(ChunkKey key, uint64_t off, size_t n, char* buf, Route* route);
+  // Offers peer `link` the whole chunk `key` (n bytes at `data`), without
+  // waiting. Chunks above kMaxOffer bytes are not offered.
+  void Offer(ChunkKey key, const char* data, size_t n, int link);
+  static constexpr uint64_t kMaxOffer = uint64_t{64} << 20;
+
   // Reads up to n bytes of file `node` at file offset `off` from SOURCE.
   ssize_t ReadFile(NodeId node, uint64_t off, size_t n, char* buf) {
     return source_->Read(node, buf, n, off);

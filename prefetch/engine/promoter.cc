@@ -127,13 +127,17 @@ const char* Promoter::Fill(ChunkClaim& claim, int home) {
     claim.Fail(-ENOMEM, "no memory for the copy buffer");
     return nullptr;
   }
+  ChunkSource::Route route{home};
+  // A chunk of several pieces read here for a home that has none is kept
+  // whole for the offer (a chunk of one piece is offered from `buf`).
+  std::unique_ptr<char[]> whole;
   for (uint64_t done = 0; done < claim.length();) {
     const char* why = nullptr;
     int err = 0;
     size_t want = static_cast<size_t>(std::min<uint64_t>(kReadSize, claim.length() - done));
     if (executor_->stopping()) {
       err = -ECANCELED, why = "cancelled at shutdown";
-    } else if (ssize_t n = source_->Read(claim.key(), done, want, buf, &home); n < 0) {
+    } else if (ssize_t n = source_->ReadForCopy(claim.key(), done, want, buf, &route); n < 0) {
       err = static_cast<int>(n), why = "SOURCE read failed";
     } else if (static_cast<size_t>(n) != want) {
       err = -EIO, why = "SOURCE read short";
@@ -144,9 +148,42 @@ const char* Promoter::Fill(ChunkClaim& claim, int home) {
       claim.Fail(err, why);
       return nullptr;
     }
+    if (route.offer_to != ChunkSource::kSource && claim.length() > kReadSize) {
+      if (done == 0 && claim.length() <= ChunkSource::kMaxOffer)
+        whole.reset(new (std::nothrow) char[claim.length()]);
+      if (whole) std::memcpy(whole.get() + done, buf, want);
+    }
     done += want;
   }
+  if (route.offer_to != ChunkSource::kSource) {
+    const char* bytes = claim.length() <= kReadSize ? buf : whole.get();
+    if (bytes != nullptr) source_->Offer(claim.key(), bytes, claim.length(), route.offer_to);
+  }
   return buf;
+}
+
+int Promoter::Adopt(ChunkKey key, const char* data, size_t n) {
+  if (store_->state(key) != Catalog::kOnSource) return -EEXIST;
+  ChunkClaim claim;
+  if (store_->Claim(key, &claim, /*may_evict=*/source_->HomedHere(key)) !=
+      ChunkStore::ClaimResult::kClaimed) {
+    return store_->state(key) != Catalog::kOnSource ? -EEXIST : -ENOSPC;
+  }
+  if (claim.length() != n) {
+    claim.Fail(-EINVAL, "a peer offered a chunk of another length");
+    return -EINVAL;
+  }
+  for (size_t done = 0; done < n;) {
+    size_t want = std::min(kReadSize, n - done);
+    if (int err = claim.Write(data + done, want); err < 0) {
+      claim.Fail(err, "tier write failed");
+      return err;
+    }
+    done += want;
+  }
+  int err = claim.Publish();
+  if (err == 0) adopted_.fetch_add(1, std::memory_order_relaxed);
+  return err;
 }
 
 void Promoter::VisitCounters(CounterVisitor& v) const {
@@ -155,6 +192,8 @@ void Promoter::VisitCounters(CounterVisitor& v) const {
             {"Chunk promotions refused because the executor's lane was full."});
   v.Counter("inline", inline_copies(),
             {"Chunk promotions copied by the reader's own thread (small chunks it missed)."});
+  v.Counter("adopted", adopted(),
+            {"Chunks a peer read from SOURCE and offered to this node, their home, kept."});
   v.Counter("hurried", hurried(),
             {"Queued chunk promotions a reader needed: started at once, not after the queue."});
 }

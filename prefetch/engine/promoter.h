@@ -68,6 +68,13 @@ class Promoter {
   };
   bool PromoteHere(ChunkKey key, From from = From::kHome, Serve* serve = nullptr);
 
+  // Keeps `n` bytes a peer read from SOURCE and offered as chunk `key`
+  // (this node is its home, as the peer saw it): claimed like a promotion
+  // (evicting only if this node homes it), written, committed on the
+  // calling thread. 0, or -EEXIST (resident or in flight already),
+  // -ENOSPC (no room), -EINVAL (not the chunk's length), or the tier's error.
+  int Adopt(ChunkKey key, const char* data, size_t n);
+
   // True unless another live peer is `key`'s home (always true without peers).
   bool HomedHere(ChunkKey key) const { return source_->HomedHere(key); }
   // False while the job's peers are still connecting (homes not known yet).
@@ -82,6 +89,7 @@ class Promoter {
   uint64_t rejected() const { return rejected_.load(std::memory_order_relaxed); }
   uint64_t inline_copies() const { return inline_.load(std::memory_order_relaxed); }
   uint64_t hurried() const { return hurried_.load(std::memory_order_relaxed); }
+  uint64_t adopted() const { return adopted_.load(std::memory_order_relaxed); }
   // requested and rejected, into the "promotions" group.
   void VisitCounters(CounterVisitor& v) const;
 
@@ -92,7 +100,8 @@ class Promoter {
   // `home`: the peer link to copy from, or ChunkSource::kSource.
   void Copy(ChunkClaim& claim, int home);
   // Copy without the commit: the buffer holding the last piece read, or
-  // null after failing the claim.
+  // null after failing the claim. A home that has no copy is offered the
+  // one read here from SOURCE (ChunkSource::Route).
   const char* Fill(ChunkClaim& claim, int home);
 
   // A claimed chunk whose copy is queued: whoever takes it first (the
@@ -121,6 +130,7 @@ class Promoter {
   std::atomic<uint64_t> rejected_{0};   // the executor's lane was full
   std::atomic<uint64_t> inline_{0};     // chunks copied by PromoteHere
   std::atomic<uint64_t> hurried_{0};    // queued copies a reader started at once
+  std::atomic<uint64_t> adopted_{0};    // chunks peers offered, kept
 };
 
 }  // namespace tierfs

@@ -17,6 +17,16 @@ ssize_t ReadPath::ReadLocal(NodeId id, uint64_t off, size_t size, char* scratch,
   return ReadRange(id, off, size, scratch, out, &hit, /*local=*/true, deadline);
 }
 
+bool ReadPath::Holds(NodeId id, uint32_t chunk) const {
+  if (store_ == nullptr || !store_->catalog().tiered(id)) return false;
+  return store_->state(ChunkKey{id, chunk}) != Catalog::kOnSource;
+}
+
+int ReadPath::Adopt(NodeId id, uint32_t chunk, const char* data, size_t n) {
+  if (store_ == nullptr || promoter_ == nullptr || !store_->catalog().tiered(id)) return -ENOSPC;
+  return promoter_->Adopt(ChunkKey{id, chunk}, data, n);
+}
+
 ssize_t ReadPath::Read(NodeId id, uint64_t off, size_t size, char* scratch, TierRead* out) {
   bool hit = true;
   ssize_t n = ReadRange(id, off, size, scratch, out, &hit, /*local=*/false);

@@ -64,6 +64,13 @@ class ReadPath {
   ssize_t ReadLocal(NodeId id, uint64_t off, size_t size, char* scratch, TierRead* out,
                     InFlight::Deadline deadline = InFlight::Deadline::max());
 
+  // True if chunk `chunk` of file `id` is in a tier here or being promoted
+  // (ReadLocal would not read SOURCE for it). Lock-free, no I/O.
+  bool Holds(NodeId id, uint32_t chunk) const;
+  // Keeps the `n` bytes at `data` as chunk `chunk` of file `id`, read from
+  // SOURCE by a peer that offered it (Promoter::Adopt): 0, or -errno.
+  int Adopt(NodeId id, uint32_t chunk, const char* data, size_t n);
+
   const ReadCounters& counters() const { return counters_; }
   // The "reads" group's figures.
   void VisitCounters(CounterVisitor& v) const;

@@ -79,15 +79,21 @@ put("namespace_index", "unsorted", tree(2, [
     (b"", DIR, 0, 1, 2, 0), (b"b", REG, 0, 0, 0, 0), (b"a", REG, 0, 0, 0, 0)]))
 
 
-# peer_wire and peer_handshake: wire messages (version 2: session, sequence
-# number and a 16-byte tag in every header), claims and handshake frames.
-def wire(kind, request_id, rest):
-    return struct.pack("<IBBHQQQ", 0x50534654, 2, kind, 0, request_id, 0x5E55, 9) + rest + bytes(16)
+# peer_wire and peer_handshake: wire messages (version 3: session, sequence
+# number and a 16-byte tag in every header, flags, offers), claims and
+# handshake frames.
+def wire(kind, request_id, rest, flags=0):
+    return struct.pack("<IBBHQQQ", 0x50534654, 3, kind, flags, request_id, 0x5E55, 9) + rest + \
+        bytes(16)
 
 
-def request(size, chunk, off=0, length=0):
+def request(size, chunk, off=0, length=0, flags=0):
     return wire(3, 7, struct.pack("<QqqQQIIQQ", size, 1000, 2000, 77, 1 << 20, chunk, 5000, off,
-                                  length))
+                                  length), flags)
+
+
+def offer(size, chunk, path_len):
+    return wire(6, 0, struct.pack("<QqqQQIIQQ", size, 1000, 2000, 77, 1 << 20, chunk, path_len, 0, 0))
 
 
 def message(header, body):
@@ -107,6 +113,9 @@ def frame(magic, payload):
 
 put("peer_wire", "request", b"\0" + message(request(3 << 20, 1), b"d0/f000.bin"))
 put("peer_wire", "request_whole", b"\0" + message(request(5 << 20, 4, 4096, 1000), b"a/b"))
+put("peer_wire", "request_if_resident",
+    b"\0" + message(request(3 << 20, 1, flags=1), b"d0/f000.bin"))
+put("peer_wire", "offer", b"\0" + message(offer(5000, 0, 3), b"a/b" + bytes(5000)))
 put("peer_wire", "data", b"\0" + message(wire(4, 7, struct.pack("<Q", 5)), b"hello"))
 put("peer_wire", "error", b"\0" + message(wire(5, 7, struct.pack("<iI", 2, 0)), b""))
 put("peer_wire", "claim", b"\1" + claim(1))
@@ -119,6 +128,7 @@ put("peer_handshake", "frames",
     b"\0" + frame(0x47534654, bytes(16)) + frame(0x48534654, b"MUNGE:abc:") +
     frame(0x52534654, struct.pack("<i", 0) + b"MUNGE:def:") + frame(0x52534654, struct.pack("<i", 6)))
 put("peer_handshake", "sealed_request", b"\1\3" + message(request(3 << 20, 1), b"d0/f000.bin"))
+put("peer_handshake", "sealed_offer", b"\1\3" + message(offer(300, 0, 3), b"a/b" + bytes(300)))
 put("peer_handshake", "sealed_error", b"\1\x21" + message(wire(5, 7, struct.pack("<iI", 4, 0)), b""))
 put("peer_handshake", "window", b"\2" + b"".join(struct.pack("<Q", s) for s in
                                                  (1, 2, 5, 3, 3, 1100, 70, 76, 1100, 0)))

@@ -42,8 +42,18 @@ void Message(std::string_view in) {
   const WireIds ids{m.request_id, m.session, m.seq};
   switch (m.type) {
     case MsgType::kRequest:
-      n = EncodeRequest(ids, m.chunk, m.timeout_ms, &again);
+      n = EncodeRequest(ids, m.chunk, m.timeout_ms, &again, m.flags);
       break;
+    case MsgType::kOffer: {
+      // Its path is the body's first path_len bytes; the bytes follow.
+      if (m.path_len == 0 || m.path_len > body.size()) Fail("an offer's path outside its body");
+      ChunkRef ref = m.chunk;
+      ref.path = body.substr(0, m.path_len);
+      if (body.size() - m.path_len != ref.chunk_length() || ref.chunk_length() > ref.chunk_size)
+        Fail("an offer's bytes are not its whole chunk");
+      n = EncodeOffer(ids, ref, &again);
+      break;
+    }
     case MsgType::kData:
       n = EncodeData(ids, m.length, &again);
       break;

@@ -9,6 +9,7 @@ bounded wait and a PFS read, never a hang or a wrong byte; a daemon of
 another job is refused; a node that starts late joins; a file rewritten with
 its size and mtime kept is never served as a mix of versions across nodes;
 a flood of idle connections on a node's port keeps no node out."""
+import concurrent.futures
 import os
 import pathlib
 import random
@@ -150,6 +151,10 @@ class Job:
 
 class PeersTest(unittest.TestCase):
     def test_chunks_homed_elsewhere_come_from_their_home_and_the_pfs_once(self):
+        """A cold chunk homed elsewhere: its home has none, says so at once,
+        and the reader's node reads it from the PFS itself and hands its
+        home the copy. The job reads each byte from the PFS once; later
+        reads elsewhere come from the homes."""
         with Job(3) as job:
             for i in range(3):
                 job.start(i)
@@ -157,20 +162,29 @@ class PeersTest(unittest.TestCase):
                 job.wait_up(i, 2)
             job.read_all(0)
             first = job.peers(0)
-            # Node 0 read every file; those homed on n1 and n2 came from them.
-            self.assertGreater(first["fetched_chunks"], 0)
-            self.assertLess(first["fetched_chunks"], FILES)
-            served = sum(job.peers(i)["served_chunks"] for i in (1, 2))
-            self.assertEqual(served, first["fetched_chunks"])
+            # Node 0 read every file; those homed on n1 and n2 it read itself
+            # (they had none yet) and offered to them.
+            self.assertGreater(first["read_here"], 0)
+            self.assertLess(first["read_here"], FILES)
+            self.assertEqual(first["offered"], first["read_here"])
+            self.assertEqual(first["fetched_chunks"], 0, "nothing to fetch in a cold epoch")
             self.assertEqual(first["source_fallbacks"], 0)
+            harness.wait_for(
+                lambda: sum(job.peers(i)["server"]["adopted"] for i in (1, 2)) == first["offered"],
+                what="n1 and n2 keeping the chunks n0 offered")
+            self.assertEqual(sum(job.peers(i)["server"]["not_resident"] for i in (1, 2)),
+                             first["read_here"])
             self.assertEqual(job.pfs_bytes(), job.total(), "each byte read from the PFS once")
             # Every node's mount is bit-exact, and the PFS is not read again:
             # each chunk is in its home's tier (and copies where there was room).
             for i in (1, 2, 0):
                 job.read_all(i)
             self.assertEqual(job.pfs_bytes(), job.total())
-            for i in (1, 2):  # they read nothing from SOURCE themselves but their home share
+            for i in (1, 2):  # they read nothing from SOURCE: their share was handed to them
                 self.assertEqual(job.mounts[i].stats()["reads"]["source_bytes"], 0)
+                self.assertGreater(job.peers(i)["fetched_chunks"], 0)
+            served = sum(job.peers(i)["served_chunks"] for i in range(3))
+            self.assertEqual(served, sum(job.peers(i)["fetched_chunks"] for i in range(3)))
             p = job.peers(1)
             self.assertEqual(p["self"], "n1")
             self.assertGreaterEqual(p["server"]["authenticated"], 2)
@@ -227,17 +241,24 @@ class PeersTest(unittest.TestCase):
             self.assertEqual(job.pfs_bytes(), job.total())
 
     def test_home_killed_mid_transfer(self):
-        # Every PFS read stalls 1 s, so the home is still reading when it dies.
+        # Every PFS read stalls 1 s, so the home is still reading when it
+        # dies. The home stages its share: the chunks n0 asks it for are in
+        # flight there, so n0 waits for them rather than read them itself.
         with Job(2, pfs_opts="stall_rate=1,stall_ms=1000", timeout=5) as job:
             job.start(0)
-            job.start(1)
+            job.start(1, extra=("prefetch=stage-in",))
             job.wait_up(0, 1)
+            job.wait_up(1, 1)
+            harness.wait_for(lambda: job.mounts[1].stats()["promotions"]["running"] >= 1,
+                             what="n1 staging its share")
             names = sorted(job.data)[:10]
             errors, done = [], threading.Event()
 
             def reader():
+                # All at once, so that n0 asks n1 while n1's copies are in flight.
                 try:
-                    job.read_all(0, names)
+                    with concurrent.futures.ThreadPoolExecutor(len(names)) as pool:
+                        list(pool.map(lambda name: job.read_all(0, [name]), names))
                 except BaseException as e:  # noqa: BLE001 (reported below)
                     errors.append(e)
                 done.set()
@@ -304,8 +325,12 @@ class PeersTest(unittest.TestCase):
             job.wait_up(0, 1)  # at n0's next retry (backoff at most 5 s)
             job.wait_up(1, 1)
             job.read_all(0, names[8:])
-            self.assertGreater(job.peers(0)["fetched_chunks"], 0)
+            # n1 homes some: it had none, n0 read them and handed them over.
+            self.assertGreater(job.peers(0)["read_here"], 0)
+            harness.wait_for(lambda: job.peers(1)["server"]["adopted"] == job.peers(0)["offered"],
+                             what="n1 keeping the chunks n0 offered")
             job.read_all(1)
+            self.assertGreater(job.peers(1)["fetched_chunks"], 0)
             # A chunk read while its home was away is in the stand-in's tier;
             # its home may read it once more. Nothing beyond that.
             self.assertLessEqual(job.pfs_bytes(), job.total() + 8 * FILE_SIZE)

@@ -94,14 +94,7 @@ class PatternProvider : public ChunkProvider {
         return -ETIMEDOUT;
       }
     }
-    auto it = files_.find(std::string(ref.path));
-    if (it == files_.end()) return -ENOENT;
-    const File& f = it->second;
-    if (f.size != ref.file_size || f.mtime_ns != ref.mtime_ns || f.ctime_ns != ref.ctime_ns ||
-        f.ino != ref.ino) {
-      return -ESTALE;
-    }
-    if (ref.chunk_size != chunk_size_) return -EINVAL;
+    if (int err = Check(ref); err < 0) return err;
     if (!held) {
       FillPattern(ref.path, ref.file_offset(), out->scratch, ref.length());
       out->data = out->scratch;
@@ -113,6 +106,20 @@ class PatternProvider : public ChunkProvider {
     out->hold = copy;
     return 0;
   }
+  // Holds(): `holds` for a file it has (1 unless a test says otherwise).
+  int Holds(const ChunkRef& ref) override {
+    if (int err = Check(ref); err < 0) return err;
+    return holds.load();
+  }
+  // Adopt(): counts the chunk, and whether its bytes are the file's.
+  int Adopt(const ChunkRef& ref, const char* data) override {
+    if (int err = Check(ref); err < 0) return err;
+    if (IsPattern(ref.path, ref.offset(), data, ref.chunk_length())) adopted_intact++;
+    adopted++;  // last: a test that sees it sees adopted_intact too
+    return 0;
+  }
+  std::atomic<int> holds{1};
+  std::atomic<int> adopted{0}, adopted_intact{0};
   bool held = false;  // serve from memory of its own (a hold), not the scratch buffer
   std::atomic<int> calls{0};
 
@@ -122,6 +129,17 @@ class PatternProvider : public ChunkProvider {
     int64_t mtime_ns, ctime_ns;
     uint64_t ino;
   };
+  // 0, or what a provider answers for a ref that names no file of its own.
+  int Check(const ChunkRef& ref) const {
+    auto it = files_.find(std::string(ref.path));
+    if (it == files_.end()) return -ENOENT;
+    const File& f = it->second;
+    if (f.size != ref.file_size || f.mtime_ns != ref.mtime_ns || f.ctime_ns != ref.ctime_ns ||
+        f.ino != ref.ino) {
+      return -ESTALE;
+    }
+    return ref.chunk_size != chunk_size_ ? -EINVAL : 0;
+  }
   const uint64_t chunk_size_;
   std::map<std::string, File> files_;  // set up before serving
   std::mutex mu_;

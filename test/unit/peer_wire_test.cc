@@ -44,6 +44,24 @@ TEST_CASE("peer wire: every message decodes to what was encoded", "[peer]") {
   REQUIRE(DecodeHeader(h.data(), n, 0, &m) == WireStatus::kOk);
   CHECK((m.type == MsgType::kError && m.error == WireError::kStale));
   CHECK(WireErrorToErrno(m.error) == -ESTALE);
+
+  n = EncodeError(Ids(7), WireError::kNotResident, &h);
+  REQUIRE(DecodeHeader(h.data(), n, 0, &m) == WireStatus::kOk);
+  CHECK(WireErrorToErrno(m.error) == -ENODATA);
+  CHECK(WireErrorFromErrno(-ENODATA) == WireError::kNotResident);
+
+  n = EncodeRequest(Ids(8), Ref("a/b.jpg", 20 * kMiB, 2), 4500, &h, kIfResident);
+  REQUIRE(DecodeHeader(h.data(), n, 7, &m) == WireStatus::kOk);
+  CHECK(m.flags == kIfResident);
+
+  const ChunkRef offered = Ref("a/b.jpg", 20 * kMiB, 2);
+  n = EncodeOffer(Ids(0), offered, &h);
+  REQUIRE(DecodeHeader(h.data(), n, 7 + 4 * kMiB, &m) == WireStatus::kOk);
+  CHECK(m.type == MsgType::kOffer);
+  CHECK(m.path_len == 7);
+  CHECK(m.flags == 0);
+  CHECK((m.chunk.file_size == 20 * kMiB && m.chunk.chunk == 2 && m.chunk.ino == 4242));
+  CHECK((m.chunk.range_off == 0 && m.chunk.range_len == 0));
 }
 
 TEST_CASE("peer wire: a sealed message opens only as it was sealed", "[peer]") {
@@ -87,14 +105,40 @@ TEST_CASE("peer wire: malformed headers are refused", "[peer]") {
   bad[0] ^= 1;
   CHECK(DecodeHeader(bad.data(), n, 0, &m) == WireStatus::kBadMagic);
   bad = h;
-  bad[4] = 3;  // a future version
+  bad[4] = kWireVersion + 1;  // a future version
+  CHECK(DecodeHeader(bad.data(), n, 0, &m) == WireStatus::kBadVersion);
+  bad[4] = 2;  // the version before offers and kIfResident
   CHECK(DecodeHeader(bad.data(), n, 0, &m) == WireStatus::kBadVersion);
   bad = h;
   bad[5] = 9;
   CHECK(DecodeHeader(bad.data(), n, 0, &m) == WireStatus::kBadType);
   bad = h;
-  bad[6] = 1;  // reserved
+  bad[6] = 1;  // flags: none on an error answer
   CHECK(DecodeHeader(bad.data(), n, 0, &m) == WireStatus::kBadHeader);
+  // A request may carry kIfResident, and nothing else.
+  WireHeader req;
+  size_t rn = EncodeRequest(Ids(2), Ref("x", 10, 0), 100, &req, kIfResident);
+  REQUIRE(DecodeHeader(req.data(), rn, 1, &m) == WireStatus::kOk);
+  CHECK(m.flags == kIfResident);
+  req[6] = 2;
+  CHECK(DecodeHeader(req.data(), rn, 1, &m) == WireStatus::kBadHeader);
+  req[6] = 0;
+  req[7] = 0x80;
+  CHECK(DecodeHeader(req.data(), rn, 1, &m) == WireStatus::kBadHeader);
+  // An offer carries no flags and no range: whole chunks only.
+  const ChunkRef whole = Ref("x", 10, 0);
+  rn = EncodeOffer(Ids(0), whole, &req);
+  REQUIRE(DecodeHeader(req.data(), rn, 11, &m) == WireStatus::kOk);
+  WireHeader flagged = req;
+  flagged[6] = kIfResident;
+  CHECK(DecodeHeader(flagged.data(), rn, 11, &m) == WireStatus::kBadHeader);
+  ChunkRef ranged = whole;
+  ranged.range_off = 1;
+  ranged.range_len = 2;
+  WireHeader r2;
+  size_t r2n = EncodeRequest(Ids(0), ranged, 1, &r2);
+  r2[5] = static_cast<uint8_t>(MsgType::kOffer);  // a request's range under an offer's type
+  CHECK(DecodeHeader(r2.data(), r2n, 11, &m) == WireStatus::kBadHeader);
   bad = h;
   bad[32] = 99;  // an unknown error code
   CHECK(DecodeHeader(bad.data(), n, 0, &m) == WireStatus::kBadHeader);
@@ -120,6 +164,19 @@ TEST_CASE("peer wire: body lengths are bounded per type", "[peer]") {
   CHECK(DecodeHeader(h.data(), n, 99, &m) == WireStatus::kBadBody);
   n = EncodeData(Ids(1), kMaxWireChunk + 1, &h);
   CHECK(DecodeHeader(h.data(), n, kMaxWireChunk + 1, &m) == WireStatus::kBadBody);
+  // An offer's body is its path, then exactly the chunk's bytes.
+  n = EncodeOffer(Ids(0), Ref("a/b", 20 * kMiB, 2), &h);
+  CHECK(DecodeHeader(h.data(), n, 3 + 4 * kMiB, &m) == WireStatus::kOk);
+  CHECK(DecodeHeader(h.data(), n, 3 + 4 * kMiB - 1, &m) == WireStatus::kBadBody);
+  CHECK(DecodeHeader(h.data(), n, 3 + 4 * kMiB + 1, &m) == WireStatus::kBadBody);
+  CHECK(DecodeHeader(h.data(), n, 3, &m) == WireStatus::kBadBody);
+  // ... of a chunk inside the file, of a size a node may use.
+  n = EncodeOffer(Ids(0), Ref("a/b", 20 * kMiB, 3), &h);
+  CHECK(DecodeHeader(h.data(), n, 3, &m) == WireStatus::kBadBody);
+  ChunkRef huge = Ref("a/b", 20 * kMiB, 0);
+  huge.chunk_size = kMaxWireChunk * 2;
+  n = EncodeOffer(Ids(0), huge, &h);
+  CHECK(DecodeHeader(h.data(), n, 3 + 20 * kMiB, &m) == WireStatus::kBadHeader);
 }
 
 TEST_CASE("peer wire: paths and chunk references", "[peer]") {

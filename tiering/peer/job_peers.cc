@@ -247,17 +247,23 @@ bool JobPeers::AskAhead(int link, ChunkKey key) {
   return false;
 }
 
-ssize_t JobPeers::Fetch(int link, ChunkKey key, uint64_t off, size_t n, char* dest) {
+ssize_t JobPeers::Fetch(int link, ChunkKey key, uint64_t off, size_t n, char* dest,
+                        bool if_resident) {
   const std::string path = ns_->Path(key.node);
   const ChunkRef ref = Ref(key, path, off, n);
   ssize_t r = -EHOSTDOWN;
   if (started_.load(std::memory_order_acquire) && link >= 0) {
     r = client_->Fetch(static_cast<size_t>(link), ref, dest,
-                       std::chrono::steady_clock::now() + config_.timeout);
+                       std::chrono::steady_clock::now() + config_.timeout,
+                       if_resident ? kIfResident : 0);
   }
   if (r == static_cast<ssize_t>(n)) {
     fetched_chunks_.fetch_add(1, std::memory_order_relaxed);
     fetched_bytes_.fetch_add(n, std::memory_order_relaxed);
+    return r;
+  }
+  if (if_resident && r == -ENODATA) {  // the home has none yet: not a failure
+    read_here_.fetch_add(1, std::memory_order_relaxed);
     return r;
   }
   const uint64_t count = fallbacks_.fetch_add(1, std::memory_order_relaxed) + 1;
@@ -267,6 +273,16 @@ ssize_t JobPeers::Fetch(int link, ChunkKey key, uint64_t off, size_t n, char* de
                path, key.chunk, std::strerror(static_cast<int>(-r)), count);
   }
   return r;
+}
+
+bool JobPeers::Offer(int link, ChunkKey key, const char* data, size_t n) {
+  if (!started_.load(std::memory_order_acquire) || link < 0) return false;
+  const std::string path = ns_->Path(key.node);
+  const ChunkRef ref = Ref(key, path, 0, n);
+  if (ref.range_len != 0) return false;  // not the whole chunk
+  if (!client_->Offer(static_cast<size_t>(link), ref, data)) return false;
+  offered_.fetch_add(1, std::memory_order_relaxed);
+  return true;
 }
 
 void JobPeers::VisitCounters(CounterVisitor& v) const {
@@ -284,6 +300,10 @@ void JobPeers::VisitCounters(CounterVisitor& v) const {
             {"Bytes not read from SOURCE because a peer had them.", Unit::kBytes, "source_saved"});
   v.Counter("source_fallbacks", fallbacks_.load(std::memory_order_relaxed),
             {"Fetches from a peer that failed and were read from SOURCE instead."});
+  v.Counter("read_here", read_here_.load(std::memory_order_relaxed),
+            {"Chunks whose home had no copy yet: read from SOURCE here and offered to it."});
+  v.Counter("offered", offered_.load(std::memory_order_relaxed),
+            {"Chunks read from SOURCE here and offered to their home."});
   v.Counter("asked_ahead", asked_ahead_.load(std::memory_order_relaxed),
             {"Chunks whose home peer was asked to promote them ahead of the read."});
   v.Counter("asked_ahead_failed", asked_ahead_failed_.load(std::memory_order_relaxed),

@@ -90,8 +90,15 @@ class JobPeers {
   int Home(ChunkKey key) const;
   // Fetches [off, off+n) of chunk `key` (off within the chunk) from peer
   // `link` into `dest`. n, or -errno (the caller reads SOURCE: counted as a
-  // fallback). Blocks until the peer answers or the timeout.
-  ssize_t Fetch(int link, ChunkKey key, uint64_t off, size_t n, char* dest);
+  // fallback). Blocks until the peer answers or the timeout. With
+  // `if_resident`, -ENODATA if the peer neither holds the chunk nor is
+  // promoting it: not a fallback, counted as read_here (the caller reads
+  // SOURCE and offers the peer the copy).
+  ssize_t Fetch(int link, ChunkKey key, uint64_t off, size_t n, char* dest,
+                bool if_resident = false);
+  // Offers peer `link` chunk `key`, whose n bytes (the whole chunk) are at
+  // `data`, without waiting (PeerClient::Offer). False if not sent.
+  bool Offer(int link, ChunkKey key, const char* data, size_t n);
   // Asks peer `link` for the first byte of chunk `key`, so that it promotes
   // the chunk now (look-ahead for a chunk this node has no room to copy).
   // True if it answered. Not a fallback when it fails: nothing waits on it.
@@ -121,6 +128,7 @@ class JobPeers {
 
   std::atomic<uint64_t> fetched_chunks_{0}, fetched_bytes_{0}, fallbacks_{0};
   std::atomic<uint64_t> asked_ahead_{0}, asked_ahead_failed_{0};
+  std::atomic<uint64_t> read_here_{0}, offered_{0};
 };
 
 }  // namespace tierfs

@@ -76,7 +76,8 @@ const std::string& PeerClient::name(size_t peer) const { return links_[peer]->ad
 bool PeerClient::up(size_t peer) const { return links_[peer]->state.load() == kUp; }
 const PeerLinkCounters& PeerClient::counters(size_t peer) const { return links_[peer]->counters; }
 
-ssize_t PeerClient::Fetch(size_t peer, const ChunkRef& ref, char* dest, Deadline deadline) {
+ssize_t PeerClient::Fetch(size_t peer, const ChunkRef& ref, char* dest, Deadline deadline,
+                          uint16_t flags) {
   if (peer >= links_.size() || !ValidChunkRef(ref)) return -EINVAL;
   Link& l = *links_[peer];
   if (l.state.load() != kUp) {
@@ -100,6 +101,7 @@ ssize_t PeerClient::Fetch(size_t peer, const ChunkRef& ref, char* dest, Deadline
   p->ref = ref;
   p->ref.path = p->path;
   p->pool = buffers_;
+  p->flags = flags;
   auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - start).count();
   p->timeout_ms = static_cast<uint32_t>(std::clamp<int64_t>(left, 1, UINT32_MAX));
   ssize_t r = Wait(l, p, deadline);
@@ -190,7 +192,7 @@ void PeerClient::Send(const std::shared_ptr<Pending>& p) {
   p->crypto = l.crypto;
   WireHeader h;
   size_t n = EncodeRequest(WireIds{p->id, l.crypto->session, l.crypto->next_seq++}, p->ref,
-                           p->timeout_ms, &h);
+                           p->timeout_ms, &h, p->flags);
   if (!SealWire(l.crypto->keys.send, &h, n, p->path.data(), p->path.size(), nullptr)) {
     Complete(l, p, -EIO);
     return;
@@ -200,6 +202,65 @@ void PeerClient::Send(const std::shared_ptr<Pending>& p) {
              [this, p](ucs_status_t s) {
                if (s != UCS_OK) Complete(*links_[p->peer], p, -ECONNRESET);
              });
+}
+
+bool PeerClient::Offer(size_t peer, const ChunkRef& ref, const char* data) {
+  if (peer >= links_.size()) return false;
+  Link& l = *links_[peer];
+  ChunkRef whole = ref;
+  whole.range_off = whole.range_len = 0;
+  const uint64_t length = whole.chunk_length();
+  if (!ValidChunkRef(whole) || length == 0) return false;
+  const uint64_t bytes = whole.path.size() + length;
+  {
+    std::lock_guard lock(offers_mu_);
+    if (l.state.load() != kUp || offers_ >= options_.max_offers ||
+        offer_bytes_ + bytes > options_.max_offer_bytes) {
+      l.counters.offers_dropped++;
+      return false;
+    }
+    ++offers_;
+    offer_bytes_ += bytes;
+  }
+  // The body: the path, then the bytes; sealed in place on the progress
+  // thread, which numbers the connection's messages.
+  auto body = std::make_shared<BufferPool::Buffer>(buffers_->Take(bytes));
+  std::memcpy(body->get(), whole.path.data(), whole.path.size());
+  std::memcpy(body->get() + whole.path.size(), data, length);
+  auto path = std::make_shared<std::string>(whole.path);
+  whole.path = *path;
+  bool posted = ucx_->Post([this, peer, whole, path, body, bytes] {
+    Link& l = *links_[peer];
+    WireHeader h;
+    if (l.state.load() != kUp) {
+      l.counters.offers_dropped++;
+      buffers_->Give(std::move(*body));
+      OfferDone(bytes);
+      return;
+    }
+    size_t n = EncodeOffer(WireIds{0, l.crypto->session, l.crypto->next_seq++}, whole, &h);
+    if (!SealWire(l.crypto->keys.send, &h, n, body->get(), bytes, nullptr)) {
+      buffers_->Give(std::move(*body));
+      OfferDone(bytes);
+      return;
+    }
+    l.counters.offered++;
+    ucx_->Send(l.ep, kPeerAmId, h, n, body->get(), bytes, 0, [this, body, bytes](ucs_status_t) {
+      buffers_->Give(std::move(*body));
+      OfferDone(bytes);
+    });
+  });
+  if (!posted) {
+    buffers_->Give(std::move(*body));
+    OfferDone(bytes);
+  }
+  return posted;
+}
+
+void PeerClient::OfferDone(uint64_t bytes) {
+  std::lock_guard lock(offers_mu_);
+  --offers_;
+  offer_bytes_ -= bytes;
 }
 
 ucs_status_t PeerClient::OnMessage(const void* header, size_t header_size, void* data, size_t size,
@@ -234,6 +295,8 @@ ucs_status_t PeerClient::OnMessage(const void* header, size_t header_size, void*
       } else {
         if (m.error == WireError::kBusy)
           l.counters.busy++;
+        else if (m.error == WireError::kNotResident && (p->flags & kIfResident) != 0)
+          l.counters.not_resident++;
         else
           l.counters.errors++;
         if (m.error == WireError::kDenied) {  // down first: the caller then sees it down
@@ -323,6 +386,12 @@ void PeerClient::VisitCounters(CounterVisitor& v) const {
     v.Counter("errors", c.errors, {"Error answers from the peer."});
     v.Counter("busy", c.busy, {"Fetches the peer was too busy to answer."});
     v.Counter("skipped", c.skipped, {"Fetches not tried because the peer was not up."});
+    v.Counter("not_resident", c.not_resident,
+              {"Fetches of chunks the peer did not hold (read from SOURCE here, then offered)."});
+    v.Counter("offered", c.offered, {"Chunks read from SOURCE here and offered to the peer."});
+    v.Counter(
+        "offers_dropped", c.offers_dropped,
+        {"Chunks not offered to the peer: it was not up, or too many offers were in flight."});
     v.EndItem();
   }
   v.EndList();

@@ -56,6 +56,9 @@ struct PeerClientOptions {
   std::chrono::milliseconds connect_timeout{3000};  // the whole handshake
   std::chrono::milliseconds retry_min{100}, retry_max{5000};
   size_t max_in_flight = 8;  // requests outstanding per peer
+  // Offers being sent at once, in all, and their bytes: beyond, an offer is dropped.
+  size_t max_offers = 16;
+  uint64_t max_offer_bytes = uint64_t{64} << 20;
   UcxWorker::Options ucx;
 };
 
@@ -76,6 +79,9 @@ struct PeerLinkCounters {
   std::atomic<uint64_t> busy{0};              // kBusy answers, and no slot by the deadline
   std::atomic<uint64_t> skipped{0};           // Fetch while the peer was not up
   std::atomic<uint64_t> latency_us{0};        // summed over the fetched chunks
+  std::atomic<uint64_t> not_resident{0};      // kIfResident fetches it answered kNotResident
+  std::atomic<uint64_t> offered{0};           // chunks offered to it
+  std::atomic<uint64_t> offers_dropped{0};    // ... not sent: not up, or too many in flight
 };
 
 class PeerClient {
@@ -106,8 +112,17 @@ class PeerClient {
   // (connection lost), -ESHUTDOWN, -EINVAL (a bad ref). Returns by
   // `deadline`, or a progress round later (200 ms at most) after a timeout,
   // once the peer is marked down. On error `dest` holds no promise.
+  // With `flags` kIfResident, -ENODATA: the peer neither holds the chunk
+  // nor is promoting it (the caller reads SOURCE, and may Offer the copy).
   // Thread-safe.
-  ssize_t Fetch(size_t peer, const ChunkRef& ref, char* dest, Deadline deadline);
+  ssize_t Fetch(size_t peer, const ChunkRef& ref, char* dest, Deadline deadline,
+                uint16_t flags = 0);
+  // Offers the whole chunk `ref` (its range ignored), whose ref.chunk_length()
+  // bytes are at `data`, to peer `peer`: copied, sealed and sent without
+  // waiting; the peer keeps it if it has room and its snapshot agrees, and
+  // never answers. False if not sent: the peer is not up, or max_offers /
+  // max_offer_bytes are in flight (counted as dropped). Thread-safe.
+  bool Offer(size_t peer, const ChunkRef& ref, const char* data);
 
   // Latency of the fetches that returned the bytes, all peers.
   const LatencyHistogram& latency() const { return latency_; }
@@ -145,6 +160,10 @@ class PeerClient {
   std::shared_ptr<BufferPool> buffers_;  // answers' buffers, kept for reuse
   std::atomic<uint64_t> next_request_{1};
   std::atomic<uint64_t> stray_{0};
+  std::mutex offers_mu_;  // guards the two below. A leaf lock.
+  size_t offers_ = 0;
+  uint64_t offer_bytes_ = 0;
+  void OfferDone(uint64_t bytes);
   LatencyHistogram latency_;
   std::unordered_map<ucp_ep_h, Link*> by_ep_;        // progress thread only
   std::unordered_map<uint64_t, Link*> by_session_;   // progress thread only

@@ -36,6 +36,7 @@ struct PeerClient::Pending {
   std::string path;  // the request's body; ref.path views it
   ChunkRef ref;
   uint32_t timeout_ms = 1;
+  uint16_t flags = 0;                  // the request's (kIfResident)
   uint64_t generation = 0;             // of the connection it was sent on (progress thread)
   std::shared_ptr<LinkCrypto> crypto;  // ... and its keys (progress thread)
   BufferPool::Buffer sealed;           // the answer's bytes as they came

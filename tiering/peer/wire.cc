@@ -51,9 +51,9 @@ class Reader {
   size_t n_ = 0;
 };
 
-Writer Common(MsgType type, const WireIds& ids, WireHeader* h) {
+Writer Common(MsgType type, const WireIds& ids, WireHeader* h, uint16_t flags = 0) {
   Writer w(h);
-  w.U32(kWireMagic).U8(kWireVersion).U8(static_cast<uint8_t>(type)).U16(0).U64(ids.request_id);
+  w.U32(kWireMagic).U8(kWireVersion).U8(static_cast<uint8_t>(type)).U16(flags).U64(ids.request_id);
   w.U64(ids.session).U64(ids.seq);
   return w;
 }
@@ -64,6 +64,7 @@ size_t HeaderSize(MsgType type) {
     case MsgType::kError:
       return kWithError;
     case MsgType::kRequest:
+    case MsgType::kOffer:
       return kRequestSize;
   }
   return 0;
@@ -71,10 +72,15 @@ size_t HeaderSize(MsgType type) {
 
 // The wire's errors and the host's errno, both ways.
 constexpr std::pair<WireError, int> kErrnos[] = {
-    {WireError::kOk, 0},           {WireError::kNotFound, -ENOENT},
-    {WireError::kStale, -ESTALE},  {WireError::kBadRequest, -EINVAL},
-    {WireError::kBusy, -EBUSY},    {WireError::kIo, -EIO},
-    {WireError::kDenied, -EACCES}, {WireError::kShutdown, -ESHUTDOWN},
+    {WireError::kOk, 0},
+    {WireError::kNotFound, -ENOENT},
+    {WireError::kStale, -ESTALE},
+    {WireError::kBadRequest, -EINVAL},
+    {WireError::kBusy, -EBUSY},
+    {WireError::kIo, -EIO},
+    {WireError::kDenied, -EACCES},
+    {WireError::kShutdown, -ESHUTDOWN},
+    {WireError::kNotResident, -ENODATA},
 };
 
 bool BodyFits(const PeerMessage& m, uint64_t body) {
@@ -85,6 +91,11 @@ bool BodyFits(const PeerMessage& m, uint64_t body) {
       return m.length <= kMaxWireChunk && body == m.length;
     case MsgType::kError:
       return body == 0;
+    case MsgType::kOffer:
+      // The path, then the whole chunk as the header describes it.
+      return m.path_len >= 1 && m.path_len <= kMaxPeerPath && m.chunk.chunk_length() > 0 &&
+             m.chunk.chunk_length() <= kMaxWireChunk &&
+             body == uint64_t{m.path_len} + m.chunk.chunk_length();
   }
   return false;
 }
@@ -155,18 +166,32 @@ const char* WireStatusName(WireStatus s) {
   return "?";
 }
 
-size_t EncodeRequest(const WireIds& ids, const ChunkRef& ref, uint32_t timeout_ms, WireHeader* h) {
-  return Common(MsgType::kRequest, ids, h)
-      .U64(ref.file_size)
+namespace {
+// A kRequest's or kOffer's fields after the common part; `word` is the
+// request's timeout or the offer's path length.
+size_t ChunkFields(Writer w, const ChunkRef& ref, uint32_t word, uint64_t off, uint64_t len) {
+  return w.U64(ref.file_size)
       .U64(static_cast<uint64_t>(ref.mtime_ns))
       .U64(static_cast<uint64_t>(ref.ctime_ns))
       .U64(ref.ino)
       .U64(ref.chunk_size)
       .U32(ref.chunk)
-      .U32(timeout_ms)
-      .U64(ref.range_off)
-      .U64(ref.range_len)
+      .U32(word)
+      .U64(off)
+      .U64(len)
       .Tag();
+}
+}  // namespace
+
+size_t EncodeRequest(const WireIds& ids, const ChunkRef& ref, uint32_t timeout_ms, WireHeader* h,
+                     uint16_t flags) {
+  return ChunkFields(Common(MsgType::kRequest, ids, h, flags), ref, timeout_ms, ref.range_off,
+                     ref.range_len);
+}
+
+size_t EncodeOffer(const WireIds& ids, const ChunkRef& ref, WireHeader* h) {
+  return ChunkFields(Common(MsgType::kOffer, ids, h), ref, static_cast<uint32_t>(ref.path.size()),
+                     0, 0);
 }
 
 size_t EncodeData(const WireIds& ids, uint64_t length, WireHeader* h) {
@@ -209,10 +234,12 @@ WireStatus DecodeHeader(const void* header, size_t size, uint64_t body_size, Pee
   if (r.Le(4) != kWireMagic) return WireStatus::kBadMagic;
   if (r.Le(1) != kWireVersion) return WireStatus::kBadVersion;
   uint64_t type = r.Le(1);
-  if (type < 3 || type > 5) return WireStatus::kBadType;
+  if (type < 3 || type > 6) return WireStatus::kBadType;
   PeerMessage m;
   m.type = static_cast<MsgType>(type);
-  if (r.Le(2) != 0 || size != HeaderSize(m.type)) return WireStatus::kBadHeader;
+  m.flags = static_cast<uint16_t>(r.Le(2));
+  const uint16_t allowed = m.type == MsgType::kRequest ? kIfResident : 0;
+  if ((m.flags & ~allowed) != 0 || size != HeaderSize(m.type)) return WireStatus::kBadHeader;
   m.request_id = r.Le(8);
   m.session = r.Le(8);
   m.seq = r.Le(8);
@@ -225,16 +252,27 @@ WireStatus DecodeHeader(const void* header, size_t size, uint64_t body_size, Pee
       break;
     }
     case MsgType::kRequest:
+    case MsgType::kOffer: {
       m.chunk.file_size = r.Le(8);
       m.chunk.mtime_ns = static_cast<int64_t>(r.Le(8));
       m.chunk.ctime_ns = static_cast<int64_t>(r.Le(8));
       m.chunk.ino = r.Le(8);
       m.chunk.chunk_size = r.Le(8);
       m.chunk.chunk = static_cast<uint32_t>(r.Le(4));
-      m.timeout_ms = static_cast<uint32_t>(r.Le(4));
+      const auto word = static_cast<uint32_t>(r.Le(4));
       m.chunk.range_off = r.Le(8);
       m.chunk.range_len = r.Le(8);
+      if (m.type == MsgType::kRequest) {
+        m.timeout_ms = word;
+      } else {
+        m.path_len = word;
+        if (m.chunk.range_off != 0 || m.chunk.range_len != 0) return WireStatus::kBadHeader;
+        // chunk_length() multiplies chunk by chunk_size: bound them first.
+        if (m.chunk.chunk_size < kMinWireChunk || m.chunk.chunk_size > kMaxWireChunk)
+          return WireStatus::kBadHeader;
+      }
       break;
+    }
     case MsgType::kData:
       m.length = r.Le(8);
       break;

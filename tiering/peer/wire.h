@@ -11,13 +11,21 @@
 // key over the header up to the tag and the body; the body travels in
 // clear.
 //
-//   common (32 B)  magic u32 "TFSP" | version u8 | type u8 | reserved u16 |
+//   common (32 B)  magic u32 "TFSP" | version u8 | type u8 | flags u16 |
 //                  request_id u64 | session u64 | seq u64
 //   kRequest       common | file_size u64 | mtime_ns i64 | ctime_ns i64 |   body: path relative
 //                  ino u64 | chunk_size u64 | chunk u32 | timeout_ms u32 |  to SOURCE
 //                  range_off u64 | range_len u64 (0: the whole chunk) | tag
 //   kData          common | length u64 | tag                                body: `length` bytes
 //   kError         common | error i32 | reserved u32 | tag                  body: empty
+//   kOffer         as kRequest, with path_len u32 for timeout_ms and the    body: path, then the
+//                  range zero (whole chunks only)                           chunk's bytes
+//
+// `flags` is zero but in a kRequest, where kIfResident asks for the bytes
+// only if the server holds the chunk or is promoting it; else it answers
+// kNotResident at once, and the asker reads SOURCE itself and offers the
+// copy to the server (kOffer: one-way, never answered), so a cold chunk
+// costs its asker a round trip, not the home's SOURCE read and a transfer.
 //
 // `session` names the connection (the id the server gave it in the
 // handshake), so the receiver knows which key opens the message; `seq` is
@@ -44,7 +52,7 @@ namespace tierfs {
 
 inline constexpr unsigned kPeerAmId = 7;            // the UCX active message id of every message
 inline constexpr uint32_t kWireMagic = 0x50534654;  // "TFSP" in little-endian order
-inline constexpr uint8_t kWireVersion = 2;
+inline constexpr uint8_t kWireVersion = 3;
 inline constexpr size_t kMaxHeader = 112;  // the largest header (kRequest)
 inline constexpr size_t kWireTag = 16;     // the GCM tag at the end of every header
 inline constexpr size_t kMaxPeerPath = 4095;
@@ -52,23 +60,28 @@ inline constexpr size_t kMaxCredential = 4096;
 inline constexpr uint64_t kMinWireChunk = 4096;
 inline constexpr uint64_t kMaxWireChunk = uint64_t{1} << 30;
 
-enum class MsgType : uint8_t { kRequest = 3, kData = 4, kError = 5 };
+enum class MsgType : uint8_t { kRequest = 3, kData = 4, kError = 5, kOffer = 6 };
+
+// kRequest flags.
+inline constexpr uint16_t kIfResident = 1;  // the bytes only if the server has them (or soon)
 
 // What a peer answers when it cannot send the bytes: wire numbers of our
 // own, not the host's errno (mapped at the API by WireErrorToErrno).
 enum class WireError : int32_t {
   kOk = 0,
-  kNotFound = 1,    // no such file in the server's snapshot
-  kStale = 2,       // the file's size or mtime differ: another snapshot
-  kBadRequest = 3,  // chunk size differs, or chunk beyond the file
-  kBusy = 4,        // the server's queue is full
-  kIo = 5,          // the server could not read it (tier or SOURCE)
-  kDenied = 6,      // not authenticated
-  kShutdown = 7,    // the server is stopping
+  kNotFound = 1,     // no such file in the server's snapshot
+  kStale = 2,        // the file's size or mtime differ: another snapshot
+  kBadRequest = 3,   // chunk size differs, or chunk beyond the file
+  kBusy = 4,         // the server's queue is full
+  kIo = 5,           // the server could not read it (tier or SOURCE)
+  kDenied = 6,       // not authenticated
+  kShutdown = 7,     // the server is stopping
+  kNotResident = 8,  // kIfResident: the server neither holds the chunk nor is promoting it
 };
-inline constexpr int32_t kMaxWireError = 7;
+inline constexpr int32_t kMaxWireError = 8;
 
-// -ENOENT, -ESTALE, -EINVAL, -EBUSY, -EIO, -EACCES, -ESHUTDOWN (0 for kOk).
+// -ENOENT, -ESTALE, -EINVAL, -EBUSY, -EIO, -EACCES, -ESHUTDOWN, -ENODATA
+// (0 for kOk).
 int WireErrorToErrno(WireError e);
 // The reverse, for a provider's -errno: anything unlisted is kIo.
 WireError WireErrorFromErrno(int neg_errno);
@@ -112,8 +125,10 @@ struct PeerMessage {
   uint64_t seq = 0;
   WireError error = WireError::kOk;  // kError
   uint64_t length = 0;               // kData
-  ChunkRef chunk;                    // kRequest (chunk.path is the body: set by the caller)
-  uint32_t timeout_ms = 0;           // kRequest
+  ChunkRef chunk;           // kRequest, kOffer (chunk.path is in the body: set by the caller)
+  uint32_t timeout_ms = 0;  // kRequest
+  uint16_t flags = 0;       // kRequest
+  uint32_t path_len = 0;    // kOffer: the body's first path_len bytes are the path
 };
 
 enum class WireStatus {
@@ -134,7 +149,10 @@ struct WireIds {
   uint64_t session = 0;
   uint64_t seq = 0;
 };
-size_t EncodeRequest(const WireIds& ids, const ChunkRef& ref, uint32_t timeout_ms, WireHeader* h);
+size_t EncodeRequest(const WireIds& ids, const ChunkRef& ref, uint32_t timeout_ms, WireHeader* h,
+                     uint16_t flags = 0);
+// A whole chunk offered (ref's range is ignored); its path is ref.path.
+size_t EncodeOffer(const WireIds& ids, const ChunkRef& ref, WireHeader* h);
 size_t EncodeData(const WireIds& ids, uint64_t length, WireHeader* h);
 size_t EncodeError(const WireIds& ids, WireError error, WireHeader* h);
 
