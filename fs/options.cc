@@ -595,7 +595,7 @@ std::string UsageText(const std::string& program) {
     s += item;
     col += item.size();
   }
-  s += "\n\nThe full reference: man tierfs (installed), or docs/USAGE.md in the source tree.\n";
+  s += "\n";
   return s;
 }
 

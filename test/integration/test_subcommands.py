@@ -349,8 +349,12 @@ class SubcommandTest(unittest.TestCase):
     def test_help_lists_the_subcommands(self):
         out = self.tierfs("--help")
         self.assertEqual(out.returncode, 0)
-        for word in ("tierfs stat MOUNT", "tierfs hint MOUNT FILE|-", "tierfs stage MOUNT"):
+        for word in ("tierfs stat MOUNT", "tierfs hint MOUNT FILE|-", "tierfs stage MOUNT",
+                     "tierfs index SOURCE FILE"):
             self.assertIn(word, out.stdout)
+        # It ends with where the full reference is on an installed system.
+        self.assertTrue(out.stdout.rstrip().endswith("man docs/tierfs.1)."), out.stdout[-200:])
+        self.assertNotIn("USAGE.md", out.stdout)
         out = self.tierfs("stage", "--help")
         self.assertEqual(out.returncode, 0)
         self.assertIn("usage: tierfs stage", out.stdout)

@@ -46,7 +46,7 @@ load_config() {
   USER_ERROR=cancel
   SCANCEL=scancel
   SQUEUE=squeue
-  # Peers (issue 13): the nodes of a multi-node job serve each other's
+  # Peers: the nodes of a multi-node job serve each other's
   # chunks. PEERS=auto (jobs of 2 nodes or more) or no. Every node of a job
   # listens on PEER_PORT_BASE + job id % PEER_PORT_COUNT (firewall: open this
   # range between compute nodes only). MUNGE_SOCKET: munged's socket ('' =

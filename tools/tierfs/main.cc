@@ -29,6 +29,10 @@ int main(int argc, char** argv) {
       std::fputs(tierfs::cli::SubcommandUsage("tierfs").c_str(), stdout);
       std::fputs("\nWithout a mount:\n", stdout);
       std::fputs(tierfs::cli::IndexUsage("tierfs").c_str(), stdout);
+      // Last, where a reader looks for it; the man page is what an installed
+      // system has (no docs/ tree there).
+      std::fputs("\nThe full reference: man tierfs (in a source tree: man docs/tierfs.1).\n",
+                 stdout);
       return 0;
     case tierfs::MountConfig::Action::kVersion:
       std::printf("tierfs %s\n", TIERFS_VERSION);
