@@ -78,12 +78,14 @@ ssize_t ReadPath::ReadChunk(ChunkKey key, uint64_t off, size_t n, char* scratch,
   bool requested = false;  // at most one promotion attempt per read
   bool hurried = false;    // ...and one hurry of a queued one
   InFlight::Deadline deadline{};
+  bool missed = false;  // this piece was not resident when asked for
   for (int attempt = 0; attempt < 3; ++attempt) {
     uint8_t state = store_->state(key);
     if (Catalog::IsResident(state)) {
-      int err = store_->Read(key, state, off, n, scratch, out);
+      int err = store_->Read(key, state, off, n, scratch, out, /*hit=*/!missed);
       if (err == 0) {
-        counters_.tier_reads.fetch_add(1, std::memory_order_relaxed);
+        (missed ? counters_.promoted_reads : counters_.tier_reads)
+            .fetch_add(1, std::memory_order_relaxed);
         return static_cast<ssize_t>(n);
       }
       if (err != -ENOENT) {  // ENOENT: evicted meanwhile, which is normal
@@ -95,6 +97,7 @@ ssize_t ReadPath::ReadChunk(ChunkKey key, uint64_t off, size_t n, char* scratch,
       break;
     }
     *hit = false;
+    missed = true;
     // In flight but still queued (stage-in, look-ahead): start it now rather
     // than wait for the queue ahead of it.
     if (state == Catalog::kInFlight && !hurried && promoter_ != nullptr) {
@@ -217,7 +220,11 @@ void ReadPath::CountSource(ssize_t bytes) {
 
 void ReadPath::VisitCounters(CounterVisitor& v) const {
   auto load = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
-  v.Counter("from_tiers", load(counters_.tier_reads), {"Read pieces served from a tier."});
+  v.Counter("from_tiers", load(counters_.tier_reads),
+            {"Read pieces served from a tier, resident when asked for (hits)."});
+  v.Counter("after_promotion", load(counters_.promoted_reads),
+            {"Read pieces served from a tier once the promotion their miss started or waited for "
+             "had finished (misses)."});
   v.Counter("from_source", load(counters_.source_reads), {"Read pieces served from SOURCE."});
   v.Counter("source_bytes", load(counters_.source_bytes),
             {"Bytes of reads served from SOURCE.", Unit::kBytes});

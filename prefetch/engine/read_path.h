@@ -34,6 +34,9 @@ struct ReadCounters {
   std::atomic<uint64_t> peer_bytes{0};
   std::atomic<uint64_t> bypass_kept{0};  // misses left on SOURCE: read from there already
   std::atomic<uint64_t> copy_reads{0};   // misses served from the reader's own copy
+  // misses served from a tier once the promotion they started or waited
+  // for had finished: bytes read from SOURCE for this read, not hits
+  std::atomic<uint64_t> promoted_reads{0};
 };
 
 // Hears of every read (the order planner tracks the reader's position).

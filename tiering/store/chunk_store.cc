@@ -291,12 +291,12 @@ int ChunkStore::ReadInFlight(ChunkKey key, uint64_t off, size_t n, InFlight::Dea
 }
 
 int ChunkStore::Read(ChunkKey key, uint8_t state, uint64_t off, size_t n, char* scratch,
-                     TierRead* out) {
+                     TierRead* out, bool hit) {
   const int t = Catalog::TierOf(state);
   Tier* tier = tiers_[static_cast<size_t>(t)];
   int err = tier->Read(key, off, n, scratch, out);
   if (err == 0 && out->size == n) {
-    tier->CountHit(n);
+    if (hit) tier->CountHit(n);
     policy_->Touched(key);
     return 0;
   }

@@ -109,9 +109,12 @@ class ChunkStore {
 
   // Reads [off, off+n) of chunk `key` from the tier that `state` (its
   // resident catalog state) names. 0 when all n bytes are in *out (the
-  // read is counted and the policy told); else -errno, and a chunk that
-  // failed in its tier is dropped from it (-ENOENT: evicted meanwhile).
-  int Read(ChunkKey key, uint8_t state, uint64_t off, size_t n, char* scratch, TierRead* out);
+  // read is counted as the tier's hit unless `hit` is false: a reader
+  // served from the copy its own miss just made; the policy is told
+  // either way); else -errno, and a chunk that failed in its tier is
+  // dropped from it (-ENOENT: evicted meanwhile).
+  int Read(ChunkKey key, uint8_t state, uint64_t off, size_t n, char* scratch, TierRead* out,
+           bool hit = true);
 
   uint8_t state(ChunkKey key) const { return catalog_->state(key); }
   // For a chunk in flight: waits until [off, off+n) of it is written, and
