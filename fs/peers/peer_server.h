@@ -27,7 +27,8 @@
 // kOffer (a chunk its peer read from SOURCE for want of a copy here) is
 // received into a buffer of its own within the same budgets, opened (its
 // tag over header, path and bytes), and handed to ChunkProvider::Adopt on
-// the pool; it is never answered. One over budget is dropped unread.
+// the progress thread; it is never answered. One over budget is dropped
+// unread.
 #pragma once
 
 #include <atomic>

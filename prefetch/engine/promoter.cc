@@ -181,9 +181,16 @@ int Promoter::Adopt(ChunkKey key, const char* data, size_t n) {
     }
     done += want;
   }
-  int err = claim.Publish();
-  if (err == 0) adopted_.fetch_add(1, std::memory_order_relaxed);
-  return err;
+  adopted_.fetch_add(1, std::memory_order_relaxed);
+  // A commit that waits for the device (a directory tier) runs on a pool
+  // thread, as a reader's miss does; a job dropped unrun undoes the claim.
+  if (store_->tiers()[static_cast<size_t>(claim.tier())]->slow_commit()) {
+    auto held = std::make_shared<ChunkClaim>(std::move(claim));
+    if (executor_->Submit(Executor::Lane::kForeground, Executor::Job{[held] { held->Publish(); }}))
+      return 0;
+    claim = std::move(*held);
+  }
+  return claim.Publish();
 }
 
 void Promoter::VisitCounters(CounterVisitor& v) const {

@@ -70,9 +70,11 @@ class Promoter {
 
   // Keeps `n` bytes a peer read from SOURCE and offered as chunk `key`
   // (this node is its home, as the peer saw it): claimed like a promotion
-  // (evicting only if this node homes it), written, committed on the
-  // calling thread. 0, or -EEXIST (resident or in flight already),
-  // -ENOSPC (no room), -EINVAL (not the chunk's length), or the tier's error.
+  // (evicting only if this node homes it), written, and committed: on the
+  // calling thread, or on a pool thread for a tier whose commit waits for
+  // the device (then the chunk is in flight when this returns). 0, or
+  // -EEXIST (resident or in flight already), -ENOSPC (no room), -EINVAL
+  // (not the chunk's length), or the tier's error.
   int Adopt(ChunkKey key, const char* data, size_t n);
 
   // True unless another live peer is `key`'s home (always true without peers).

@@ -767,5 +767,52 @@ TEST_CASE("TieredStore reuses a directory tier's chunks after a restart", "[tier
   }
 }
 
+TEST_CASE("A chunk a peer offers is kept as a promotion; reads of it are hits, not SOURCE's",
+          "[promoter][read_path]") {
+  Source source({100000, 5000, 100000});
+  Stack stack(&source, Ram(150000), kMiB);
+  const std::string& bytes = source.Contents(0);
+  const NodeId f0 = source.Id(0);
+  CHECK(stack.read_path().Holds(f0, 0) == false);
+  CHECK(stack.read_path().Adopt(f0, 0, bytes.data(), bytes.size()) == 0);
+  CHECK(stack.read_path().Holds(f0, 0));
+  CHECK(stack.Resident(0));
+  CHECK(stack.promoter().adopted() == 1);
+  // Kept once: a second offer of it is refused.
+  CHECK(stack.read_path().Adopt(f0, 0, bytes.data(), bytes.size()) == -EEXIST);
+  ssize_t r = 0;
+  CHECK(stack.Read(0, 0, 100000, &r) == bytes);
+  CHECK(stack.reads().tier_reads == 1);
+  CHECK(source.read_bytes() == 0);  // this node never read SOURCE for it
+  // Bytes of another length are not the chunk: nothing kept, room given back.
+  const std::string& f1 = source.Contents(1);
+  CHECK(stack.read_path().Adopt(source.Id(1), 0, f1.data(), f1.size() - 1) == -EINVAL);
+  CHECK(stack.State(1) == Catalog::kOnSource);
+  CHECK(stack.read_path().Adopt(source.Id(1), 0, f1.data(), f1.size()) == 0);
+  CHECK(stack.tier(0).used() == 105000);
+  // No room (first-fit evicts nothing for a chunk nobody declared a use of).
+  const std::string& f2 = source.Contents(2);
+  CHECK(stack.read_path().Adopt(source.Id(2), 0, f2.data(), f2.size()) == -ENOSPC);
+  CHECK(stack.State(2) == Catalog::kOnSource);
+  CHECK(stack.promoter().adopted() == 2);
+}
+
+TEST_CASE("A chunk a peer offers to a directory tier is committed on a pool thread",
+          "[promoter][read_path]") {
+  Source source({40000});
+  FaultyDirTier disk(kMiB, "disk");
+  std::vector<std::unique_ptr<Tier>> tiers;
+  tiers.push_back(std::move(disk.tier));
+  Stack stack(&source, std::move(tiers), kMiB);
+  const std::string& bytes = source.Contents(0);
+  CHECK(stack.read_path().Adopt(source.Id(0), 0, bytes.data(), bytes.size()) == 0);
+  CHECK(stack.read_path().Holds(source.Id(0), 0));  // resident, or in flight until committed
+  stack.Drain();
+  CHECK(stack.State(0) == Catalog::kResidentBase);
+  ssize_t r = 0;
+  CHECK(stack.Read(0, 0, 40000, &r) == bytes);
+  CHECK(source.read_bytes() == 0);
+}
+
 }  // namespace
 }  // namespace tierfs
