@@ -10,11 +10,13 @@ import os
 import pwd
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import time
 import unittest
+import urllib.request
 
 SKIP = 77
 BIN_DIR = None
@@ -166,6 +168,19 @@ def workdir():
 
 def run_tierfs(*args, timeout=30):
     return subprocess.run([tierfs_bin(), *args], capture_output=True, text=True, timeout=timeout)
+
+
+def free_port():
+    """A TCP port of 127.0.0.1 that was free a moment ago."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def scrape_metrics(port):
+    """The Prometheus text a mount's -o metrics=PORT serves."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+        return r.read().decode()
 
 
 def read_file(path, drop_cache=True):
