@@ -103,6 +103,15 @@ class EarlyMistakes(unittest.TestCase):
         for options in (["ram=1M"], [f"tier={self.tier}:1M"]):
             self.assertNotIn("no tier", self.mount_detached(options), options)
 
+    def test_ram_above_the_memory_available_is_warned_about_and_mounted(self):
+        with open("/proc/meminfo") as f:
+            total_kib = int(f.readline().split()[1])
+        # Below MemTotal (refused above it), above MemAvailable: the kernel's
+        # own memory and reserves are never available.
+        said = self.mount_detached([f"ram={total_kib - 1024}K"])
+        self.assertRegex(said, r"ram=[0-9.]+ GiB is more than the memory available now "
+                               r"\([0-9.]+ GiB\): the RAM tier may push other programs out")
+
     def test_doubtful_values_are_warned_about_and_mounted(self):
         fs = os.statvfs(self.tier)
         device = fs.f_blocks * fs.f_frsize

@@ -6,6 +6,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 import unittest
 
@@ -209,6 +210,45 @@ class SubcommandTest(unittest.TestCase):
             self.assertEqual(out.returncode, 0, out.stderr)
             self.assertIn("accepted 3 of 3 paths, rejected 0", out.stdout)
             self.assertEqual(m.stats()["prefetch"]["order"]["valid_lines"], 9)
+
+    def test_hint_counts_its_own_lines_while_another_writer_declares(self):
+        # The daemon's counts are everyone's: lines another process declared
+        # on the same mount while tierfs hint wrote made "accepted 603 of 600".
+        with harness.Mount(self.src, self.mnt, ["ram=16M", "prefetch=order"]) as m:
+            names = sorted(self.files)
+            order = os.path.join(self.mnt, ".tierfs", "order")
+            theirs = "".join(n + "\n" for n in names[:20]) + "not/in/the/mount\n"
+            stop = threading.Event()
+
+            def other_writer():
+                while not stop.is_set():
+                    try:
+                        with open(order, "w") as f:
+                            f.write(theirs)
+                    except OSError:  # EINVAL: their line that is not in the mount
+                        pass
+            writer = threading.Thread(target=other_writer)
+            writer.start()
+            try:
+                runs = []
+                for _ in range(10):
+                    before = m.stats()["prefetch"]["order"]["valid_lines"]
+                    out = self.tierfs("hint", self.mnt, "-",
+                                      input="".join(n + "\n" for n in names[-3:]) + "no/such\n")
+                    runs.append((out, m.stats()["prefetch"]["order"]["valid_lines"] - before))
+            finally:
+                stop.set()
+                writer.join()
+            for out, grew in runs:
+                self.assertEqual(out.returncode, 0, out.stderr)
+                said = re.search(r"accepted (\d+) of (\d+) paths, rejected (\d+);", out.stdout)
+                self.assertIsNotNone(said, out.stdout)
+                accepted, sent, rejected = map(int, said.groups())
+                self.assertEqual(sent, 4, out.stdout)
+                self.assertLessEqual(accepted, sent, out.stdout)
+                self.assertLessEqual(accepted + rejected, sent, out.stdout)
+            # The other writer's lines were counted meanwhile (else this proves nothing).
+            self.assertTrue(any(grew > 3 for _, grew in runs), [g for _, g in runs])
 
     def test_hint_says_which_line_was_rejected_and_why(self):
         with harness.Mount(self.src, self.mnt, ["ram=16M", "prefetch=order"]) as m:
