@@ -38,7 +38,9 @@ def fuse_usable():
 
 
 def main():
-    """Parses --bin-dir, skips (exit 77) without FUSE, runs the unittest cases."""
+    """Parses --bin-dir, skips (exit 77) without FUSE, runs the unittest cases.
+    Exits 77 too when no test ran because a setUpModule or setUpClass skipped
+    them all (unittest would exit 0: ctest would say Passed), printing why."""
     global BIN_DIR
     parser = argparse.ArgumentParser()
     parser.add_argument("--bin-dir", required=True)
@@ -48,7 +50,12 @@ def main():
     if reason:
         print(f"SKIPPED: FUSE is not usable here: {reason}")
         sys.exit(SKIP)
-    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
+    result = unittest.main(argv=[sys.argv[0]] + rest, verbosity=2, exit=False).result
+    if result.testsRun == 0 and result.skipped and result.wasSuccessful():
+        for _, why in result.skipped:
+            print(f"SKIPPED: {why}")
+        sys.exit(SKIP)
+    sys.exit(0 if result.wasSuccessful() else 1)
 
 
 def is_mounted(path):
