@@ -21,7 +21,9 @@ capped at the job's --mem; so do `srun` (a job of its own) and `salloc`
 tier or state; an option the site does not allow cancels the job, and says
 why in its AdminComment; a malformed plugin value is refused by sbatch,
 before anything is submitted; a job cancelled while it reads is cleaned up;
-a 2-node job's daemons become peers and serve each other's chunks.
+a 2-node job's daemons become peers: a cold read hands the chunk to its
+home, and the other node then fetches what it does not home instead of
+reading SOURCE.
 
 Skipped (exit 77, the reason printed) unless root with FUSE, Slurm's daemons
 and clients (slurmctld, slurmd, slurm-client), munged, a second user
@@ -622,16 +624,28 @@ test ! -e "{c.path("tfs-node1", "mnt")}/$SLURM_JOB_ID/other" && echo NO OTHER MO
                     c.path(n, "state", str(r.job), "daemon.log")).read_text(errors="replace")[-3000:]
                     for n in NODES)
                 raise AssertionError(f"{e}{logs}") from None
-            # Node 1 reads every file: those homed on node 2 come from node 2.
+            # Node 1 reads every file, cold: those homed on node 2 it reads from
+            # SOURCE itself (node 2 has none yet) and hands node 2 the copy.
             for rel, data in c.files.items():
                 self.assertEqual(c.read_as_user(os.path.join(one, rel)), data, rel)
-            p1, p2 = peers(one), peers(two)
-            self.assertGreater(p1["fetched_chunks"], 0, p1)
-            self.assertLess(p1["fetched_chunks"], len(c.files), p1)
-            self.assertEqual(p2["served_chunks"], p1["fetched_chunks"], p2)
-            self.assertEqual(p1["source_fallbacks"], 0, p1)
-            for rel, data in list(c.files.items())[:10]:
+            p1 = peers(one)
+            self.assertGreater(p1["read_here"], 0, p1)
+            self.assertLess(p1["read_here"], len(c.files), p1)
+            self.assertEqual(p1["offered"], p1["read_here"], p1)
+            self.assertEqual(p1["fetched_chunks"], 0, p1)
+            harness.wait_for(lambda: peers(two)["server"]["adopted"] == p1["offered"],
+                             timeout=30, what="node 2 keeping the chunks node 1 offered")
+            # Node 2 reads every file: its share from its tier, the rest from
+            # node 1, nothing from SOURCE.
+            for rel, data in c.files.items():
                 self.assertEqual(c.read_as_user(os.path.join(two, rel)), data, rel)
+            p1, p2 = peers(one), peers(two)
+            self.assertGreater(p2["fetched_chunks"], 0, p2)
+            self.assertLess(p2["fetched_chunks"], len(c.files), p2)
+            self.assertEqual(p1["served_chunks"], p2["fetched_chunks"], p1)
+            self.assertEqual(p2["source_fallbacks"], 0, p2)
+            reads = json.loads(c.read_as_user(os.path.join(two, ".tierfs", "stats")))["reads"]
+            self.assertEqual(reads["source_bytes"], 0, reads)
         finally:
             pathlib.Path(release).touch()
         info = c.wait_done(r.job)
