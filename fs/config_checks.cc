@@ -184,6 +184,11 @@ Status CheckBeforeScan(const MountConfig& config, std::vector<std::string>* warn
     ::close(fd);
     ::unlink(probe.c_str());
   }
+  if (!t.enabled()) {
+    warnings->push_back(
+        "no tier (ram= or tier=): tierfs mirrors SOURCE and caches nothing beyond the kernel's "
+        "page cache");
+  }
   return Status::Ok();
 }
 

@@ -10,11 +10,13 @@ import os
 import pwd
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import time
 import unittest
+import urllib.request
 
 SKIP = 77
 BIN_DIR = None
@@ -36,7 +38,9 @@ def fuse_usable():
 
 
 def main():
-    """Parses --bin-dir, skips (exit 77) without FUSE, runs the unittest cases."""
+    """Parses --bin-dir, skips (exit 77) without FUSE, runs the unittest cases.
+    Exits 77 too when no test ran because a setUpModule or setUpClass skipped
+    them all (unittest would exit 0: ctest would say Passed), printing why."""
     global BIN_DIR
     parser = argparse.ArgumentParser()
     parser.add_argument("--bin-dir", required=True)
@@ -46,7 +50,12 @@ def main():
     if reason:
         print(f"SKIPPED: FUSE is not usable here: {reason}")
         sys.exit(SKIP)
-    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
+    result = unittest.main(argv=[sys.argv[0]] + rest, verbosity=2, exit=False).result
+    if result.testsRun == 0 and result.skipped and result.wasSuccessful():
+        for _, why in result.skipped:
+            print(f"SKIPPED: {why}")
+        sys.exit(SKIP)
+    sys.exit(0 if result.wasSuccessful() else 1)
 
 
 def is_mounted(path):
@@ -166,6 +175,19 @@ def workdir():
 
 def run_tierfs(*args, timeout=30):
     return subprocess.run([tierfs_bin(), *args], capture_output=True, text=True, timeout=timeout)
+
+
+def free_port():
+    """A TCP port of 127.0.0.1 that was free a moment ago."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def scrape_metrics(port):
+    """The Prometheus text a mount's -o metrics=PORT serves."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+        return r.read().decode()
 
 
 def read_file(path, drop_cache=True):

@@ -85,6 +85,33 @@ class EarlyMistakes(unittest.TestCase):
         with harness.Mount(self.src, other_mnt, [f"tier={self.tier}:1G"]):
             pass
 
+    def mount_detached(self, options):
+        """What a mount of SOURCE with `options` says on the terminal as a user
+        runs it (the daemon detaches); unmounted afterwards."""
+        log = os.path.join(self.base, "daemon.log")  # no syslog here: not /var/log/tierfs
+        r = harness.run_tierfs(self.src, self.mnt, "-o", ",".join(options + [f"log={log}"]))
+        self.assertEqual(r.returncode, 0, f"{options}: {r.stderr}")
+        self.assertTrue(harness.is_mounted(self.mnt), options)
+        harness.force_unmount(self.mnt)
+        harness.wait_for(lambda: not harness.tierfs_pids(self.mnt), what="the daemon to exit")
+        return r.stderr
+
+    def test_a_mount_without_a_tier_says_it_caches_nothing(self):
+        said = self.mount_detached([])
+        self.assertIn("no tier (ram= or tier=): tierfs mirrors SOURCE and caches nothing beyond "
+                      "the kernel's page cache", said)
+        for options in (["ram=1M"], [f"tier={self.tier}:1M"]):
+            self.assertNotIn("no tier", self.mount_detached(options), options)
+
+    def test_ram_above_the_memory_available_is_warned_about_and_mounted(self):
+        with open("/proc/meminfo") as f:
+            total_kib = int(f.readline().split()[1])
+        # Below MemTotal (refused above it), above MemAvailable: the kernel's
+        # own memory and reserves are never available.
+        said = self.mount_detached([f"ram={total_kib - 1024}K"])
+        self.assertRegex(said, r"ram=[0-9.]+ GiB is more than the memory available now "
+                               r"\([0-9.]+ GiB\): the RAM tier may push other programs out")
+
     def test_doubtful_values_are_warned_about_and_mounted(self):
         fs = os.statvfs(self.tier)
         device = fs.f_blocks * fs.f_frsize

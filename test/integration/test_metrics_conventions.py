@@ -13,12 +13,10 @@ stream series capped, the rest as stream="other"); and tierfs_info names
 the version, SOURCE and mount point."""
 import os
 import re
-import socket
 import subprocess
 import sys
 import tempfile
 import unittest
-import urllib.request
 
 import harness
 
@@ -121,17 +119,6 @@ def violations(families, source, mount):
     return bad
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def scrape(port):
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
-        return r.read().decode()
-
-
 class MetricsConventions(unittest.TestCase):
     def check(self, text, source, mount):
         families = parse(text)
@@ -141,7 +128,7 @@ class MetricsConventions(unittest.TestCase):
         return families
 
     def test_a_mount_with_tiers_streams_and_staging(self):
-        port = free_port()
+        port = harness.free_port()
         with harness.workdir() as (src, mnt):
             files = sorted(harness.make_files(src, 30, 8192))
             tier = os.path.join(os.path.dirname(src), "nvme")
@@ -161,7 +148,7 @@ class MetricsConventions(unittest.TestCase):
                     f.write(files[0] + "\n")
                 for rel in files:
                     harness.read_file(os.path.join(mnt, rel))
-                text = scrape(port)
+                text = harness.scrape_metrics(port)
                 stats = harness.mount_stats(mnt)
         families = self.check(text, src, mnt)
         streams = {labels["stream"]: value for _, labels, value in
@@ -193,8 +180,8 @@ class MetricsConventions(unittest.TestCase):
             with harness.workdir() as (src, mnt):
                 files = harness.make_files(src, 12, 64 * 1024)
                 base = os.path.dirname(src)
-                ports = [free_port() for _ in range(2)]
-                metrics = [free_port() for _ in range(2)]
+                ports = [harness.free_port() for _ in range(2)]
+                metrics = [harness.free_port() for _ in range(2)]
                 peers = os.path.join(base, "peers")
                 with open(peers, "w") as f:
                     f.write("".join(f"n{i} 127.0.0.1:{p}\n" for i, p in enumerate(ports)))
@@ -210,7 +197,7 @@ class MetricsConventions(unittest.TestCase):
                                      what="peers up")
                     for rel in files:
                         harness.read_file(os.path.join(mnt, rel))
-                    texts = [scrape(p) for p in metrics]
+                    texts = [harness.scrape_metrics(p) for p in metrics]
                 finally:
                     for x in mounts:
                         x.close()

@@ -1,5 +1,5 @@
 """tools/slurm under a real Slurm: a private slurmctld and two slurmd on this
-host, jobs submitted with sbatch by an unprivileged user.
+host, jobs submitted with sbatch, srun and salloc by an unprivileged user.
 
 The cluster: a private munged (auth/munge), one slurm.conf in a temporary
 directory, slurmctld and `slurmd -N tfs-node1`, `slurmd -N tfs-node2` with
@@ -15,16 +15,21 @@ at the end, whatever failed.
 
 Checked: `sbatch --tierfs=DATASET --tierfs-mount=NAME --tierfs-options=...`
 gets a mount the job reads the dataset through, with its options and its RAM
-capped at the job's --mem; the epilog leaves no daemon, mount, tier or state;
-an option the site does not allow cancels the job, and says why in its
-AdminComment; a malformed plugin value is refused by sbatch, before
-anything is submitted; a job cancelled while it reads is cleaned up; a 2-node
-job's daemons become peers and serve each other's chunks.
+capped at the job's --mem; so do `srun` (a job of its own) and `salloc`
+(mounted before its command runs; an srun inside it makes a step, whose
+--tierfs is ignored and said to be); the epilog leaves no daemon, mount,
+tier or state; an option the site does not allow cancels the job, and says
+why in its AdminComment; a malformed plugin value is refused by sbatch,
+before anything is submitted; a job cancelled while it reads is cleaned up;
+a 2-node job's daemons become peers: a cold read hands the chunk to its
+home, and the other node then fetches what it does not home instead of
+reading SOURCE.
 
-Skipped (77) unless root with FUSE, Slurm's daemons and clients
-(slurmctld, slurmd, slurm-client), munged, and either a built plugin or
-<slurm/spank.h> and a C compiler. The job's daemon runs as the job's user
-where that user may open /dev/fuse, else as root (RUN_AS_USER=no).
+Skipped (exit 77, the reason printed) unless root with FUSE, Slurm's daemons
+and clients (slurmctld, slurmd, slurm-client), munged, a second user
+(useradd), and either a built plugin or <slurm/spank.h> and a C compiler.
+The job's daemon runs as the job's user where that user may open /dev/fuse,
+else as root (RUN_AS_USER=no).
 """
 import ctypes
 import json
@@ -51,7 +56,8 @@ SLURM_DIR = os.path.join(REPO, "tools", "slurm")
 SPANK_SOURCE = os.path.join(SLURM_DIR, "spank", "tierfs_spank.c")
 NODES = {"tfs-node1": "127.0.0.11", "tfs-node2": "127.0.0.12"}
 FIRST_JOB_ID = 7300000
-SLURM_PROGRAMS = ("slurmctld", "slurmd", "sbatch", "scontrol", "scancel", "sinfo")
+SLURM_PROGRAMS = ("slurmctld", "slurmd", "sbatch", "srun", "salloc", "scontrol", "scancel",
+                  "sinfo")
 CLONE_NEWNS = 0x00020000
 CLUSTER = None
 
@@ -384,6 +390,8 @@ class Cluster:
 
 def setUpModule():
     global CLUSTER
+    # Run even when this setup skips or fails (tearDownModule is not).
+    unittest.addModuleCleanup(harness.remove_made_users)
     user = harness.unprivileged_user()
     if user is None:
         raise unittest.SkipTest(f"cannot make the jobs' user ({harness.OTHER_USER}) with useradd")
@@ -403,16 +411,14 @@ def setUpModule():
 
 
 def tearDownModule():
-    try:
-        if CLUSTER is not None:
-            CLUSTER.close()
-    finally:
-        harness.remove_made_users()
+    if CLUSTER is not None:
+        CLUSTER.close()
 
 
 READ_ALL = r"""#!/bin/bash
 # The job reads the dataset through its mount and compares it with the PFS.
 set -eu
+echo "JOB $SLURM_JOB_ID"
 mnt={mount_root}/$SLURM_JOB_ID/{name}
 n=0
 while IFS= read -r f; do
@@ -468,6 +474,67 @@ class RealSlurm(unittest.TestCase):
         self.assertIn(f"mounted {c.dataset} at {c.mnt('tfs-node1', r.job, 'imagenet')}", log)
         self.assertIn("prefetch=stage-in", log)
         self.assertEqual(c.nothing_left(r.job), "")
+
+    def test_srun_mounts_the_dataset_for_the_job_it_makes(self):
+        c = self.c
+        script = c.path("jobs", "srun-read-all.sh")
+        with open(script, "w") as f:
+            f.write(READ_ALL.format(mount_root=c.path("tfs-node2", "mnt"), name="val",
+                                    dataset=c.dataset, jobs=c.path("jobs")))
+        os.chmod(script, 0o755)
+        r = c.run("srun", "-N1", "-w", "tfs-node2", f"--chdir={c.path('jobs')}",
+                  f"--tierfs={c.dataset}", "--tierfs-mount=val",
+                  "--tierfs-options=prefetch=stage-in,promote_threads=2", script, user=c.user,
+                  timeout=120)
+        self.assertEqual(r.returncode, 0, f"{r.stdout}\n{r.stderr}\n{c.logs()}")
+        self.assertIn(f"READ {len(c.files)} FILES", r.stdout)
+        job = int(r.stdout.split("JOB ", 1)[1].split()[0])
+        self.jobs_made(job)
+        info = c.wait_done(job)
+        self.assertEqual(info["JobState"], "COMPLETED", info)
+        with open(c.path("jobs", f"{job}.stats")) as f:
+            stats = json.load(f)
+        self.assertEqual(stats["prefetch"]["mode"], "stage-in")
+        self.assertEqual(stats["promotions"]["threads"], 2)
+        with open(c.path("tfs-node2.log")) as f:
+            self.assertIn(f"mounted {c.dataset} at {c.mnt('tfs-node2', job, 'val')}", f.read())
+        self.assertEqual(c.nothing_left(job), "")
+
+    def test_salloc_mounts_the_dataset_before_its_command_runs(self):
+        c = self.c
+        rel = sorted(c.files)[0]
+        # The command runs here, on the host that allocated (one host here:
+        # the nodes' mounts are visible). An srun inside the allocation makes
+        # a step, not a job: its --tierfs is ignored, and said to be.
+        command = f"""
+mnt={c.path("tfs-node1", "mnt")}/$SLURM_JOB_ID/train
+echo "JOB $SLURM_JOB_ID"
+cat "$mnt/.tierfs/stats" >{c.path("jobs")}/$SLURM_JOB_ID.stats
+cmp -- "$mnt/{rel}" "{c.dataset}/{rel}" && echo SAME
+srun --tierfs=/elsewhere --tierfs-mount=other true && echo STEP RAN
+test ! -e "{c.path("tfs-node1", "mnt")}/$SLURM_JOB_ID/other" && echo NO OTHER MOUNT
+"""
+        r = c.run("salloc", "-N1", "-w", "tfs-node1", f"--chdir={c.path('jobs')}",
+                  f"--tierfs={c.dataset}", "--tierfs-mount=train",
+                  "--tierfs-options=prefetch=order,lookahead=8", "bash", "-c", command,
+                  user=c.user, timeout=120)
+        self.assertEqual(r.returncode, 0, f"{r.stdout}\n{r.stderr}\n{c.logs()}")
+        job = int(r.stdout.split("JOB ", 1)[1].split()[0])
+        self.jobs_made(job)
+        for line in ("SAME", "STEP RAN", "NO OTHER MOUNT"):
+            self.assertIn(line, r.stdout.splitlines(), f"{r.stdout}\n{r.stderr}")
+        self.assertIn(f"the --tierfs options of an srun inside job {job} are ignored", r.stderr)
+        info = c.wait_done(job)
+        self.assertEqual(info["JobState"], "COMPLETED", info)
+        with open(c.path("jobs", f"{job}.stats")) as f:
+            stats = json.load(f)
+        self.assertEqual(stats["prefetch"]["mode"], "order")
+        self.assertEqual(stats["prefetch"]["order"]["lookahead"], 8)
+        self.assertEqual(c.nothing_left(job), "")
+
+    def jobs_made(self, job):
+        """A job made by srun or salloc: cancelled at the end if still there."""
+        self.c.jobs.append(job)
 
     def test_an_option_the_site_does_not_allow_cancels_the_job_and_says_why(self):
         c = self.c
@@ -557,16 +624,28 @@ class RealSlurm(unittest.TestCase):
                     c.path(n, "state", str(r.job), "daemon.log")).read_text(errors="replace")[-3000:]
                     for n in NODES)
                 raise AssertionError(f"{e}{logs}") from None
-            # Node 1 reads every file: those homed on node 2 come from node 2.
+            # Node 1 reads every file, cold: those homed on node 2 it reads from
+            # SOURCE itself (node 2 has none yet) and hands node 2 the copy.
             for rel, data in c.files.items():
                 self.assertEqual(c.read_as_user(os.path.join(one, rel)), data, rel)
-            p1, p2 = peers(one), peers(two)
-            self.assertGreater(p1["fetched_chunks"], 0, p1)
-            self.assertLess(p1["fetched_chunks"], len(c.files), p1)
-            self.assertEqual(p2["served_chunks"], p1["fetched_chunks"], p2)
-            self.assertEqual(p1["source_fallbacks"], 0, p1)
-            for rel, data in list(c.files.items())[:10]:
+            p1 = peers(one)
+            self.assertGreater(p1["read_here"], 0, p1)
+            self.assertLess(p1["read_here"], len(c.files), p1)
+            self.assertEqual(p1["offered"], p1["read_here"], p1)
+            self.assertEqual(p1["fetched_chunks"], 0, p1)
+            harness.wait_for(lambda: peers(two)["server"]["adopted"] == p1["offered"],
+                             timeout=30, what="node 2 keeping the chunks node 1 offered")
+            # Node 2 reads every file: its share from its tier, the rest from
+            # node 1, nothing from SOURCE.
+            for rel, data in c.files.items():
                 self.assertEqual(c.read_as_user(os.path.join(two, rel)), data, rel)
+            p1, p2 = peers(one), peers(two)
+            self.assertGreater(p2["fetched_chunks"], 0, p2)
+            self.assertLess(p2["fetched_chunks"], len(c.files), p2)
+            self.assertEqual(p1["served_chunks"], p2["fetched_chunks"], p1)
+            self.assertEqual(p2["source_fallbacks"], 0, p2)
+            reads = json.loads(c.read_as_user(os.path.join(two, ".tierfs", "stats")))["reads"]
+            self.assertEqual(reads["source_bytes"], 0, reads)
         finally:
             pathlib.Path(release).touch()
         info = c.wait_done(r.job)

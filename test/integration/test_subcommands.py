@@ -6,12 +6,21 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 import unittest
 
 import harness
 
 MiB = 1 << 20
+
+
+def read_pieces(reads):
+    """Every read piece served, wherever from (the "reads" group): the hit
+    ratio's one denominator, as tierfs stat, stat --watch and the Grafana
+    panel compute it."""
+    return sum(reads[k] for k in ("from_tiers", "early", "from_copy", "from_source",
+                                  "from_peers"))
 
 
 class SubcommandTest(unittest.TestCase):
@@ -52,7 +61,7 @@ class SubcommandTest(unittest.TestCase):
             # showed "hit ratio 100%").
             r = s["reads"]
             hits = sum(t["hits"] for t in s["tiers"])
-            pieces = r["from_tiers"] + r["early"] + r["from_source"] + r["from_peers"]
+            pieces = read_pieces(r)
             self.assertEqual(hits, r["from_tiers"], r)
             shown = re.search(r"hits (\d+) \(([0-9.]+)% of reads\)", text)
             self.assertIsNotNone(shown, text)
@@ -60,6 +69,50 @@ class SubcommandTest(unittest.TestCase):
             self.assertAlmostEqual(float(shown.group(2)), 100 * hits / pieces, delta=0.05)
             self.assertIn(f"reads       {hits} served from tiers (", text)
             self.assertIn(f"), {r['early']} from copies still being made from SOURCE (", text)
+
+    def test_hit_ratio_counts_the_reads_served_from_their_readers_copy(self):
+        # A directory tier: a cold read of a small file is served from the
+        # copy its reader has just made from SOURCE, while the tier commits it
+        # (reads.from_copy): SOURCE's bytes, not a hit. stat and stat --watch
+        # left those pieces out of the ratio: 100% hits on an epoch whose
+        # first reads all came from SOURCE.
+        tier = os.path.join(os.path.dirname(self.src), "nvme")
+        os.mkdir(tier)
+        # passthrough=off: warm reads must reach the daemon (a root daemon
+        # would let the kernel read files wholly in the tier itself).
+        with harness.Mount(self.src, self.mnt, [f"tier={tier}:16M", "passthrough=off"]) as m:
+            names = sorted(self.files)[:10]
+            before = m.stats()["reads"]
+            watch = subprocess.Popen([harness.tierfs_bin(), "stat", self.mnt, "--watch", "5",
+                                      "--count", "1"], stdout=subprocess.PIPE, text=True)
+            time.sleep(1)  # its first sample is taken
+            for rel in names:  # cold: each from its reader's copy
+                harness.read_file(os.path.join(self.mnt, rel))
+            harness.wait_for(lambda: m.stats()["promotions"]["files_resident"] == len(names),
+                             what="the copies committed")
+            for rel in names[:4]:  # warm: hits
+                harness.read_file(os.path.join(self.mnt, rel))
+            watched, _ = watch.communicate(timeout=30)
+            self.assertEqual(watch.returncode, 0)
+            s = m.stats()
+            r = s["reads"]
+            hits, pieces = r["from_tiers"], read_pieces(r)
+            new_hits, new_pieces = hits - before["from_tiers"], pieces - read_pieces(before)
+            self.assertGreaterEqual(r["from_copy"] - before["from_copy"], len(names), r)
+            self.assertGreaterEqual(new_hits, 4, r)
+            # The watch saw this traffic and nothing else: its ratio is these counts'.
+            shown = re.search(r"hit ratio ([0-9.]+)%", watched)
+            self.assertIsNotNone(shown, watched)
+            self.assertAlmostEqual(float(shown.group(1)), 100 * new_hits / new_pieces, delta=0.05)
+            self.assertLess(float(shown.group(1)), 50, watched)
+            text = self.tierfs("stat", self.mnt).stdout
+            shown = re.search(r"hits (\d+) \(([0-9.]+)% of reads\)", text)
+            self.assertIsNotNone(shown, text)
+            self.assertEqual(int(shown.group(1)), hits)
+            self.assertAlmostEqual(float(shown.group(2)), 100 * hits / pieces, delta=0.05)
+            self.assertLess(float(shown.group(2)), 50, text)
+            self.assertIn(f"{r['from_copy']} from the copy their reader had just made from "
+                          f"SOURCE ({100 * r['from_copy'] / pieces:.1f}%)", text)
 
     def test_stat_says_what_each_figure_is(self):
         # No bare figures ("queued 0+0") and no raw keys ("source_latency_ms
@@ -157,6 +210,45 @@ class SubcommandTest(unittest.TestCase):
             self.assertEqual(out.returncode, 0, out.stderr)
             self.assertIn("accepted 3 of 3 paths, rejected 0", out.stdout)
             self.assertEqual(m.stats()["prefetch"]["order"]["valid_lines"], 9)
+
+    def test_hint_counts_its_own_lines_while_another_writer_declares(self):
+        # The daemon's counts are everyone's: lines another process declared
+        # on the same mount while tierfs hint wrote made "accepted 603 of 600".
+        with harness.Mount(self.src, self.mnt, ["ram=16M", "prefetch=order"]) as m:
+            names = sorted(self.files)
+            order = os.path.join(self.mnt, ".tierfs", "order")
+            theirs = "".join(n + "\n" for n in names[:20]) + "not/in/the/mount\n"
+            stop = threading.Event()
+
+            def other_writer():
+                while not stop.is_set():
+                    try:
+                        with open(order, "w") as f:
+                            f.write(theirs)
+                    except OSError:  # EINVAL: their line that is not in the mount
+                        pass
+            writer = threading.Thread(target=other_writer)
+            writer.start()
+            try:
+                runs = []
+                for _ in range(10):
+                    before = m.stats()["prefetch"]["order"]["valid_lines"]
+                    out = self.tierfs("hint", self.mnt, "-",
+                                      input="".join(n + "\n" for n in names[-3:]) + "no/such\n")
+                    runs.append((out, m.stats()["prefetch"]["order"]["valid_lines"] - before))
+            finally:
+                stop.set()
+                writer.join()
+            for out, grew in runs:
+                self.assertEqual(out.returncode, 0, out.stderr)
+                said = re.search(r"accepted (\d+) of (\d+) paths, rejected (\d+);", out.stdout)
+                self.assertIsNotNone(said, out.stdout)
+                accepted, sent, rejected = map(int, said.groups())
+                self.assertEqual(sent, 4, out.stdout)
+                self.assertLessEqual(accepted, sent, out.stdout)
+                self.assertLessEqual(accepted + rejected, sent, out.stdout)
+            # The other writer's lines were counted meanwhile (else this proves nothing).
+            self.assertTrue(any(grew > 3 for _, grew in runs), [g for _, g in runs])
 
     def test_hint_says_which_line_was_rejected_and_why(self):
         with harness.Mount(self.src, self.mnt, ["ram=16M", "prefetch=order"]) as m:

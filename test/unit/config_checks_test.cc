@@ -73,5 +73,29 @@ TEST_CASE("CheckBeforeScan refuses RAM budgets no machine can use, and modes wit
   CHECK(warnings.empty());
 }
 
+TEST_CASE("CheckBeforeScan warns of a mount with no tier, and only of that one",
+          "[config_checks]") {
+  std::vector<std::string> warnings;
+  MountConfig mirror;
+  REQUIRE(CheckBeforeScan(mirror, &warnings).ok());
+  REQUIRE(warnings.size() == 1);
+  CHECK_THAT(warnings[0], Contains("no tier (ram= or tier=)") &&
+                              Contains("caches nothing beyond the kernel's page cache"));
+
+  testing::TempTree dir;
+  dir.Mkdir("tier");
+  for (bool ram : {true, false}) {
+    MountConfig tiered;
+    if (ram) {
+      tiered.tiering.ram = 1 << 20;
+    } else {
+      tiered.tiering.dirs.push_back(DirectoryTierSpec{dir.Abs("tier"), 1 << 20});
+    }
+    warnings.clear();
+    REQUIRE(CheckBeforeScan(tiered, &warnings).ok());
+    for (const std::string& w : warnings) CHECK_THAT(w, !Contains("no tier"));
+  }
+}
+
 }  // namespace
 }  // namespace tierfs

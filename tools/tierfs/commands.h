@@ -17,6 +17,14 @@ int RunWatch(const MountControl& mount, double seconds, uint64_t count);
 int RunHint(const MountControl& mount, const std::string& list_path);
 int RunStage(const MountControl& mount, const std::vector<std::string>& paths, bool quiet);
 
+// Read pieces served, wherever from (the "reads" group of the stats): a
+// tier's finished copy (from_tiers: the hits), a copy still being made from
+// SOURCE (early), the copy its reader just made from SOURCE before a
+// directory tier committed it (from_copy), SOURCE (from_source), a peer
+// (from_peers). The one denominator of the hit ratio, from_tiers / this:
+// `tierfs stat`, `stat --watch` and tools/grafana/tierfs.json divide by it.
+uint64_t ReadPieces(const JsonValue& stats);
+
 // "rejected R of N lines; first: 'LINE': REASON", from a control file's
 // stats group (prefetch.order or prefetch.stage) read after the write.
 std::string RejectedLines(const JsonValue& group, uint64_t rejected, uint64_t lines);

@@ -47,14 +47,6 @@ void PrintPeers(const JsonValue& s) {
                        Grouped(p->Uint("source_fallbacks"))));
 }
 
-// Pieces of reads served, wherever from: from a tier's finished copy (its
-// hits, "from_tiers"), from a copy still being made from SOURCE ("early":
-// SOURCE's bytes, not a hit), from SOURCE, from peers.
-uint64_t ReadPieces(const JsonValue& stats) {
-  return stats.Uint("reads.from_tiers") + stats.Uint("reads.early") +
-         stats.Uint("reads.from_source") + stats.Uint("reads.from_peers");
-}
-
 void PrintTiers(const JsonValue& stats) {
   const JsonValue* tiers = stats.Member("tiers");
   if (!tiers || !tiers->is_array() || tiers->items().empty()) {
@@ -138,6 +130,12 @@ void PrintPrefetch(const JsonValue& stats) {
 
 }  // namespace
 
+uint64_t ReadPieces(const JsonValue& stats) {
+  return stats.Uint("reads.from_tiers") + stats.Uint("reads.early") +
+         stats.Uint("reads.from_copy") + stats.Uint("reads.from_source") +
+         stats.Uint("reads.from_peers");
+}
+
 int RunStat(const MountControl& mount, bool json) {
   if (json) {
     std::string text = mount.ReadStatsText();
@@ -153,15 +151,18 @@ int RunStat(const MountControl& mount, bool json) {
   PrintTiers(s);
   if (s.Member("reads")) {
     const uint64_t early = s.Uint("reads.early");
+    const uint64_t from_copy = s.Uint("reads.from_copy");
     const uint64_t from_tiers = s.Uint("reads.from_tiers");
     const uint64_t from_peers = s.Uint("reads.from_peers");
     const uint64_t pieces = ReadPieces(s);
     Line("reads",
          fmt::format("{} served from tiers ({}), {} from copies still being made from SOURCE "
-                     "({}), {} directly from SOURCE ({}), {} waited for a promotion{}",
+                     "({}), {} from the copy their reader had just made from SOURCE ({}), {} "
+                     "directly from SOURCE ({}), {} waited for a promotion{}",
                      Grouped(from_tiers), Percent(from_tiers, pieces), Grouped(early),
-                     Percent(early, pieces), Grouped(s.Uint("reads.from_source")),
-                     HumanBytes(s.Uint("reads.source_bytes")), Grouped(s.Uint("reads.waits")),
+                     Percent(early, pieces), Grouped(from_copy), Percent(from_copy, pieces),
+                     Grouped(s.Uint("reads.from_source")), HumanBytes(s.Uint("reads.source_bytes")),
+                     Grouped(s.Uint("reads.waits")),
                      from_peers == 0 ? "" : fmt::format(", {} from peers", Grouped(from_peers))));
   }
   if (const JsonValue* pt = s.Member("passthrough"); pt && pt->is_object()) {

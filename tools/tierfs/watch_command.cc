@@ -22,7 +22,8 @@ void OnStop(int) { g_stop.store(true); }
 // The counters a rate is made of, at one moment.
 struct Sample {
   std::chrono::steady_clock::time_point at;
-  uint64_t reads = 0, read_bytes = 0, source_bytes = 0, from_tiers = 0, from_source = 0;
+  uint64_t reads = 0, read_bytes = 0, source_bytes = 0;
+  uint64_t hits = 0, pieces = 0;  // reads.from_tiers, and ReadPieces: the hit ratio's terms
   uint64_t promoted = 0, promoted_bytes = 0;
   std::map<std::string, uint64_t> tier_bytes;  // tier name -> bytes served
   std::map<std::string, uint64_t> leads;       // stream -> look-ahead lead (a gauge)
@@ -36,8 +37,8 @@ struct Sample {
     x.reads = s.Uint("requests.read");
     x.read_bytes = s.Uint("requests.read_bytes");
     x.source_bytes = s.Uint("source.read_bytes");
-    x.from_tiers = s.Uint("reads.from_tiers") + s.Uint("reads.early");
-    x.from_source = s.Uint("reads.from_source");
+    x.hits = s.Uint("reads.from_tiers");
+    x.pieces = ReadPieces(s);
     x.promoted = s.Uint("promotions.done");
     x.promoted_bytes = s.Uint("promotions.bytes");
     x.queued = s.Uint("promotions.queued_foreground") + s.Uint("promotions.queued_lookahead") +
@@ -67,11 +68,10 @@ std::string Rate(uint64_t now, uint64_t before, double seconds, bool bytes) {
 std::vector<std::string> Render(const Sample& a, const Sample& b) {
   const double dt = std::max(1e-3, std::chrono::duration<double>(b.at - a.at).count());
   std::vector<std::string> out;
-  uint64_t hits = b.from_tiers - a.from_tiers, misses = b.from_source - a.from_source;
+  const uint64_t hits = b.hits - a.hits, pieces = b.pieces - a.pieces;
   out.push_back(fmt::format("reads {} ({}), hit ratio {}, SOURCE {}",
                             Rate(b.reads, a.reads, dt, false),
-                            Rate(b.read_bytes, a.read_bytes, dt, true),
-                            hits + misses ? Percent(hits, hits + misses) : std::string("-"),
+                            Rate(b.read_bytes, a.read_bytes, dt, true), Percent(hits, pieces),
                             Rate(b.source_bytes, a.source_bytes, dt, true)));
   std::string tiers;
   for (const auto& [name, bytes] : b.tier_bytes) {
