@@ -17,7 +17,8 @@ METRIC = re.compile(r"\btierfs_[a-zA-Z0-9_]+")
 # Every read piece served, wherever from: the one denominator of a hit ratio
 # (tools/tierfs/commands.h, ReadPieces).
 READ_PIECES = {f"tierfs_reads_{name}_total" for name in
-               ("from_tiers", "early", "from_copy", "from_source", "from_peers")}
+               ("from_tiers", "after_promotion", "early", "from_copy", "from_source",
+                "from_peers")}
 
 
 def queried_metrics(dashboard):

@@ -19,7 +19,7 @@ def read_pieces(reads):
     """Every read piece served, wherever from (the "reads" group): the hit
     ratio's one denominator, as tierfs stat, stat --watch and the Grafana
     panel compute it."""
-    return sum(reads[k] for k in ("from_tiers", "early", "from_copy", "from_source",
+    return sum(reads[k] for k in ("from_tiers", "after_promotion", "early", "from_copy", "from_source",
                                   "from_peers"))
 
 
@@ -69,6 +69,13 @@ class SubcommandTest(unittest.TestCase):
             self.assertAlmostEqual(float(shown.group(2)), 100 * hits / pieces, delta=0.05)
             self.assertIn(f"reads       {hits} served from tiers (", text)
             self.assertIn(f"), {r['early']} from copies still being made from SOURCE (", text)
+            # Each of these reads was the file's first: each came from SOURCE,
+            # through the promotion its miss started, so none is a hit (they
+            # were counted as hits: "hit ratio 100%" on a cold epoch).
+            self.assertEqual(hits, 0, r)
+            self.assertGreaterEqual(r["after_promotion"] + r["early"], 10, r)
+            self.assertIn(f"), {r['after_promotion']} from the tier once their miss was promoted (",
+                          text)
 
     def test_hit_ratio_counts_the_reads_served_from_their_readers_copy(self):
         # A directory tier: a cold read of a small file is served from the

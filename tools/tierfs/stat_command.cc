@@ -131,9 +131,9 @@ void PrintPrefetch(const JsonValue& stats) {
 }  // namespace
 
 uint64_t ReadPieces(const JsonValue& stats) {
-  return stats.Uint("reads.from_tiers") + stats.Uint("reads.early") +
-         stats.Uint("reads.from_copy") + stats.Uint("reads.from_source") +
-         stats.Uint("reads.from_peers");
+  return stats.Uint("reads.from_tiers") + stats.Uint("reads.after_promotion") +
+         stats.Uint("reads.early") + stats.Uint("reads.from_copy") +
+         stats.Uint("reads.from_source") + stats.Uint("reads.from_peers");
 }
 
 int RunStat(const MountControl& mount, bool json) {
@@ -153,13 +153,16 @@ int RunStat(const MountControl& mount, bool json) {
     const uint64_t early = s.Uint("reads.early");
     const uint64_t from_copy = s.Uint("reads.from_copy");
     const uint64_t from_tiers = s.Uint("reads.from_tiers");
+    const uint64_t promoted = s.Uint("reads.after_promotion");
     const uint64_t from_peers = s.Uint("reads.from_peers");
     const uint64_t pieces = ReadPieces(s);
     Line("reads",
-         fmt::format("{} served from tiers ({}), {} from copies still being made from SOURCE "
+         fmt::format("{} served from tiers ({}), {} from the tier once their miss was promoted "
+                     "({}), {} from copies still being made from SOURCE "
                      "({}), {} from the copy their reader had just made from SOURCE ({}), {} "
                      "directly from SOURCE ({}), {} waited for a promotion{}",
-                     Grouped(from_tiers), Percent(from_tiers, pieces), Grouped(early),
+                     Grouped(from_tiers), Percent(from_tiers, pieces), Grouped(promoted),
+                     Percent(promoted, pieces), Grouped(early),
                      Percent(early, pieces), Grouped(from_copy), Percent(from_copy, pieces),
                      Grouped(s.Uint("reads.from_source")), HumanBytes(s.Uint("reads.source_bytes")),
                      Grouped(s.Uint("reads.waits")),
