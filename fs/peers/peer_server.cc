@@ -55,8 +55,9 @@ struct PeerServer::Job {
   size_t header_size = 0;
 };
 
-// A kOffer being received and opened: its header, as it came, and its
-// body (path, then bytes) in a buffer of the server's.
+// A kOffer being received and opened: its header, as it came, and, for a
+// rendezvous transfer, its body (path, then bytes) in a buffer of the
+// server's (an eager one is opened where UCX has it).
 struct PeerServer::OfferJob {
   uint64_t session = 0;
   PeerMessage m;
@@ -295,15 +296,14 @@ ucs_status_t PeerServer::OnOffer(const PeerMessage& m, const void* header, size_
   std::memcpy(job->header.data(), header, header_size);
   job->header_size = header_size;
   job->size = size;
-  job->body = buffers_.Take(size);
-  if (!(param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {
-    std::memcpy(job->body.get(), data, size);
-    OpenOffer(job);
+  if (!(param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {  // here whole: opened and kept in place
+    OpenOffer(job, static_cast<const char*>(data));
     return UCS_OK;
   }
+  job->body = buffers_.Take(size);
   return ucx_->ReceiveBody(data, job->body.get(), size, [this, job](ucs_status_t s) {
     if (s == UCS_OK) {
-      OpenOffer(job);
+      OpenOffer(job, job->body.get());
     } else {
       counters_.offers_refused++;
       Unreserve(job->session, job->size);
@@ -312,10 +312,10 @@ ucs_status_t PeerServer::OnOffer(const PeerMessage& m, const void* header, size_
   });
 }
 
-void PeerServer::OpenOffer(const std::shared_ptr<OfferJob>& job) {
+void PeerServer::OpenOffer(const std::shared_ptr<OfferJob>& job, const char* body) {
   auto release = [this, job] {
     Unreserve(job->session, job->size);
-    buffers_.Give(std::move(job->body));
+    if (job->body.get() != nullptr) buffers_.Give(std::move(job->body));
   };
   auto it = by_session_.find(job->session);
   if (it == by_session_.end()) {  // cut off meanwhile
@@ -323,8 +323,8 @@ void PeerServer::OpenOffer(const std::shared_ptr<OfferJob>& job) {
     return;
   }
   Connection& c = *it->second;
-  if (!OpenWire(c.crypto->keys.recv, job->header.data(), job->header_size, job->m.seq,
-                job->body.get(), job->size, nullptr)) {
+  if (!OpenWire(c.crypto->keys.recv, job->header.data(), job->header_size, job->m.seq, body,
+                job->size, nullptr)) {
     uint64_t n = ++counters_.forged;
     if (LogSampled(n)) {
       TIERFS_LOG(kWarning, "peer server: an offer from {} does not authenticate: cut off", c.peer);
@@ -340,7 +340,7 @@ void PeerServer::OpenOffer(const std::shared_ptr<OfferJob>& job) {
     return;
   }
   ChunkRef ref = job->m.chunk;
-  ref.path = std::string_view(job->body.get(), job->m.path_len);
+  ref.path = std::string_view(body, job->m.path_len);
   if (!ValidChunkRef(ref)) {
     release();
     CutOff(c, "an offer of an invalid chunk reference");
@@ -354,7 +354,7 @@ void PeerServer::OpenOffer(const std::shared_ptr<OfferJob>& job) {
   }
   // On this thread: a claim and a copy into memory (a slow commit goes to
   // the promoter's pool), cheaper than two thread hand-offs.
-  int r = provider_->Adopt(ref, job->body.get() + job->m.path_len);
+  int r = provider_->Adopt(ref, body + job->m.path_len);
   (r == 0 ? counters_.adopted : counters_.offers_refused)++;
   release();
 }

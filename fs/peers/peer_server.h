@@ -25,7 +25,8 @@
 // A kIfResident request for a chunk the provider neither holds nor is
 // promoting is answered kNotResident at once, on the progress thread. A
 // kOffer (a chunk its peer read from SOURCE for want of a copy here) is
-// received into a buffer of its own within the same budgets, opened (its
+// received within the same budgets (a rendezvous one into a buffer of the
+// server's), opened (its
 // tag over header, path and bytes), and handed to ChunkProvider::Adopt on
 // the progress thread; it is never answered. One over budget is dropped
 // unread.
@@ -126,7 +127,8 @@ class PeerServer {
   // A kOffer: budgeted, received, then Opened (progress thread).
   ucs_status_t OnOffer(const PeerMessage& m, const void* header, size_t header_size, void* data,
                        size_t size, const ucp_am_recv_param_t* param);
-  void OpenOffer(const std::shared_ptr<OfferJob>& job);
+  // `body`: the path, then the bytes (job->body, or UCX's for an eager one).
+  void OpenOffer(const std::shared_ptr<OfferJob>& job, const char* body);
   // Takes (or gives back) `bytes` of the budgets and a slot, for `session`.
   bool Reserve(Connection& c, uint64_t bytes);
   void Unreserve(uint64_t session, uint64_t bytes);
