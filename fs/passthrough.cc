@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 
 #include "tiering/base/log.h"
 
@@ -171,12 +172,31 @@ bool PassthroughOpens::TakePaged(fuse_ino_t ino) {
   return paged_.erase(ino) > 0;
 }
 
+namespace {
+
+// The administrator's setting for huge pages in shared memory, the
+// bracketed word of shmem_enabled ("never", "advise", ...), or "" if this
+// kernel has none. The RAM tier's memory files ask for them (advise): with
+// "never", passthrough reads of large files copy from 4 KiB pages.
+std::string ShmemHugePages() {
+  std::ifstream in("/sys/kernel/mm/transparent_hugepage/shmem_enabled");
+  std::string line;
+  if (!std::getline(in, line)) return "";
+  const size_t open = line.find('['), close = line.find(']');
+  return open != std::string::npos && close != std::string::npos && close > open
+             ? line.substr(open + 1, close - open - 1)
+             : "";
+}
+
+}  // namespace
+
 void PassthroughOpens::VisitCounters(CounterVisitor& v) const {
   v.BeginGroup("passthrough");
   v.Flag("active", active(),
          {"1 if files wholly in one tier file are read by the kernel from that file (FUSE "
           "passthrough)."});
   v.Note("why_not", why_not());
+  v.Note("shmem_huge_pages", ShmemHugePages());
   v.Counter("opens", passed_opens_.load(std::memory_order_relaxed),
             {"Opens answered in passthrough mode: their reads never reach the daemon."});
   v.Counter("opened_bytes", opened_bytes_.load(std::memory_order_relaxed),
