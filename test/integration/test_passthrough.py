@@ -146,6 +146,14 @@ class PassthroughTest(unittest.TestCase):
                                         "the 6 MiB memory file is in huge pages")
                 with open(os.path.join(self.mnt, "big.bin"), "rb") as f:
                     self.assertEqual(f.read(), data)
+                # tierfs stat says when they are off, and not otherwise.
+                stat = lambda: subprocess.run([harness.tierfs_bin(), "stat", self.mnt],
+                                              capture_output=True, text=True, timeout=30,
+                                              check=True).stdout
+                self.assertNotIn("huge pages are off", stat())
+                with open(knob, "w") as f:
+                    f.write("never")
+                self.assertIn("huge pages are off for shared memory", stat())
         finally:
             with open(knob, "w") as f:
                 f.write(was)

@@ -162,8 +162,8 @@ int RunStat(const MountControl& mount, bool json) {
                      "({}), {} from the copy their reader had just made from SOURCE ({}), {} "
                      "directly from SOURCE ({}), {} waited for a promotion{}",
                      Grouped(from_tiers), Percent(from_tiers, pieces), Grouped(promoted),
-                     Percent(promoted, pieces), Grouped(early),
-                     Percent(early, pieces), Grouped(from_copy), Percent(from_copy, pieces),
+                     Percent(promoted, pieces), Grouped(early), Percent(early, pieces),
+                     Grouped(from_copy), Percent(from_copy, pieces),
                      Grouped(s.Uint("reads.from_source")), HumanBytes(s.Uint("reads.source_bytes")),
                      Grouped(s.Uint("reads.waits")),
                      from_peers == 0 ? "" : fmt::format(", {} from peers", Grouped(from_peers))));
@@ -173,9 +173,13 @@ int RunStat(const MountControl& mount, bool json) {
     Line("passthrough",
          active && active->boolean()
              ? fmt::format("on: {} opens read by the kernel from tier files ({}), {} opened "
-                           "through the daemon",
+                           "through the daemon{}",
                            Grouped(pt->Uint("opens")), HumanBytes(pt->Uint("opened_bytes")),
-                           Grouped(pt->Uint("cached_opens")))
+                           Grouped(pt->Uint("cached_opens")),
+                           pt->String("shmem_huge_pages", "") == "never"
+                               ? "; huge pages are off for shared memory, so large files in "
+                                 "the RAM tier read slower (shmem_enabled: see OPERATIONS)"
+                               : "")
              : fmt::format("off ({})", pt->String("why_not", "?")));
   }
   Line("SOURCE", fmt::format("{} read in {} reads, {} opens, {} metadata ops, {} errors",
