@@ -196,7 +196,7 @@ void PassthroughOpens::VisitCounters(CounterVisitor& v) const {
          {"1 if files wholly in one tier file are read by the kernel from that file (FUSE "
           "passthrough)."});
   v.Note("why_not", why_not());
-  v.Note("shmem_huge_pages", ShmemHugePages());
+  v.Text("shmem_huge_pages", ShmemHugePages(), "passthrough_shmem_huge_pages");
   v.Counter("opens", passed_opens_.load(std::memory_order_relaxed),
             {"Opens answered in passthrough mode: their reads never reach the daemon."});
   v.Counter("opened_bytes", opened_bytes_.load(std::memory_order_relaxed),
