@@ -81,9 +81,14 @@ class MetricsTest(unittest.TestCase):
                     samples[("tierfs_requests_read_latency_seconds_bucket", 'le="+Inf"')], count)
                 self.assertIn(("tierfs_prefetch_order_lead", ""), samples)
                 # Which SOURCE and mount: two mounts on a node are told apart.
-                self.assertEqual(samples[("tierfs_info", f'version="0.1.0",source="{src}",'
-                                          f'mount="{mnt}",promotions_policy='
-                                          '"next-use",prefetch_mode="on-access"')], 1)
+                info = [labels for name, labels in samples if name == "tierfs_info"]
+                self.assertEqual(len(info), 1, info)
+                self.assertEqual(samples[("tierfs_info", info[0])], 1)
+                self.assertTrue(info[0].startswith(f'version="0.1.0",source="{src}",mount="{mnt}",'),
+                                info[0])
+                for label in ('promotions_policy="next-use"', 'prefetch_mode="on-access"',
+                              'passthrough_shmem_huge_pages="'):
+                    self.assertIn(label, info[0])
                 self.assertEqual((stats["source_path"], stats["mountpoint"]), (src, mnt))
                 with self.assertRaises(urllib.error.HTTPError) as cm:
                     scrape(port, "/other")
