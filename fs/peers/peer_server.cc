@@ -157,6 +157,34 @@ ucs_status_t PeerServer::OnMessage(const void* header, size_t header_size, void*
   return UCS_OK;
 }
 
+PeerServer::Connection* PeerServer::TakeSession(
+    const PeerMessage& m, ucp_ep_h reply, const std::function<bool(const SessionKeys&)>& open) {
+  if (reply == nullptr) {  // nowhere to answer: not one of our clients
+    counters_.stray++;
+    return nullptr;
+  }
+  AcceptedSession s;
+  if (!door_->Take(m.session, open, &s)) {
+    uint64_t n = ++counters_.stray;  // no such session, or a forgery naming a new one
+    if (LogSampled(n)) TIERFS_LOG(kWarning, "peer server: a message of no session: dropped");
+    return nullptr;
+  }
+  if (by_session_.size() >= options_.max_connections) {
+    counters_.rejected_connections++;
+    return nullptr;
+  }
+  auto c = std::make_unique<Connection>();
+  c->session = s.id;
+  c->ep = reply;
+  c->peer = s.peer;
+  c->crypto = std::make_shared<SessionCrypto>();
+  c->crypto->keys = s.keys;
+  auto it = by_session_.emplace(s.id, std::move(c)).first;
+  counters_.connections++;
+  counters_.open = by_session_.size();
+  return it->second.get();
+}
+
 PeerServer::Connection* PeerServer::Open(const PeerMessage& m, ucp_ep_h reply, const void* header,
                                          size_t header_size, std::string_view body,
                                          std::string* path) {
@@ -166,31 +194,9 @@ PeerServer::Connection* PeerServer::Open(const PeerMessage& m, ucp_ep_h reply, c
   };
   auto it = by_session_.find(m.session);
   if (it == by_session_.end()) {
-    if (reply == nullptr) {  // nowhere to answer: not one of our clients
-      counters_.stray++;
-      return nullptr;
-    }
-    AcceptedSession s;
-    if (!door_->Take(m.session, open, &s)) {
-      uint64_t n = ++counters_.stray;  // no such session, or a forgery naming a new one
-      if (LogSampled(n)) TIERFS_LOG(kWarning, "peer server: a message of no session: dropped");
-      return nullptr;
-    }
-    if (by_session_.size() >= options_.max_connections) {
-      counters_.rejected_connections++;
-      return nullptr;
-    }
-    auto c = std::make_unique<Connection>();
-    c->session = s.id;
-    c->ep = reply;
-    c->peer = s.peer;
-    c->crypto = std::make_shared<SessionCrypto>();
-    c->crypto->keys = s.keys;
-    c->window.Accept(m.seq);
-    it = by_session_.emplace(s.id, std::move(c)).first;
-    counters_.connections++;
-    counters_.open = by_session_.size();
-    return it->second.get();
+    Connection* c = TakeSession(m, reply, open);
+    if (c != nullptr) c->window.Accept(m.seq);
+    return c;
   }
   Connection& c = *it->second;
   c.last_seen = Clock::now();
@@ -278,13 +284,21 @@ void PeerServer::Unreserve(uint64_t session, uint64_t bytes) {
 
 ucs_status_t PeerServer::OnOffer(const PeerMessage& m, const void* header, size_t header_size,
                                  void* data, size_t size, const ucp_am_recv_param_t* param) {
+  const bool rndv = param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV;
   auto it = by_session_.find(m.session);
-  if (it == by_session_.end()) {  // offers take no session: a client asks first
-    uint64_t n = ++counters_.stray;
-    if (LogSampled(n)) TIERFS_LOG(kWarning, "peer server: an offer of no session: dropped");
-    return UcxWorker::Discard(param);
+  Connection* taken = nullptr;
+  if (it == by_session_.end()) {
+    // The first message of a session (a reconnect right after a
+    // kNotResident answer): an eager offer may take it, its tag checked by
+    // the door; a rendezvous one cannot be checked before it is received.
+    ucp_ep_h reply =
+        (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) && !rndv ? param->reply_ep : nullptr;
+    taken = TakeSession(m, reply, [&](const SessionKeys& keys) {
+      return OpenWire(keys.recv, header, header_size, m.seq, data, size, nullptr);
+    });
+    if (taken == nullptr) return UcxWorker::Discard(param);  // counted stray
   }
-  Connection& c = *it->second;
+  Connection& c = taken != nullptr ? *taken : *it->second;
   c.last_seen = Clock::now();
   if (!Reserve(c, size)) {  // dropped unread: the offer is a favour, not a duty
     counters_.offers_refused++;
@@ -296,7 +310,7 @@ ucs_status_t PeerServer::OnOffer(const PeerMessage& m, const void* header, size_
   std::memcpy(job->header.data(), header, header_size);
   job->header_size = header_size;
   job->size = size;
-  if (!(param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {  // here whole: opened and kept in place
+  if (!rndv) {  // here whole: opened and kept in place
     OpenOffer(job, static_cast<const char*>(data));
     return UCS_OK;
   }

@@ -24,7 +24,8 @@
 //
 // A kIfResident request for a chunk the provider neither holds nor is
 // promoting is answered kNotResident at once, on the progress thread. A
-// kOffer (a chunk its peer read from SOURCE for want of a copy here) is
+// kOffer (a chunk its peer read from SOURCE for want of a copy here; an
+// eager one may be a session's first message) is
 // received within the same budgets (a rendezvous one into a buffer of the
 // server's), opened (its
 // tag over header, path and bytes), and handed to ChunkProvider::Adopt on
@@ -35,6 +36,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -134,6 +136,10 @@ class PeerServer {
   void Unreserve(uint64_t session, uint64_t bytes);
   ucs_status_t OnMessage(const void* header, size_t header_size, void* data, size_t size,
                          const ucp_am_recv_param_t* param);
+  // Takes session m.session from the door if `open` accepts its keys (the
+  // message's tag), answering on `reply`; null (counted) if not.
+  Connection* TakeSession(const PeerMessage& m, ucp_ep_h reply,
+                          const std::function<bool(const SessionKeys&)>& open);
   // The session a message names, taken from the door if new; null (counted) if
   // the message does not open under its key. *path: the opened body.
   Connection* Open(const PeerMessage& m, ucp_ep_h reply, const void* header, size_t header_size,

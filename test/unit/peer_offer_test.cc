@@ -151,14 +151,38 @@ TEST_CASE("peer offer: an offer that does not hold is dropped and counted", "[pe
     CHECK(p.counters().offers == 1);
     CHECK(p.provider.adopted == 0);
   }
-  SECTION("an offer on a session no request took is dropped") {
+  SECTION("an offer may open its session, if the door can check it") {
+    // After a reconnect an offer can be a session's first message: an
+    // eager one takes the session (the door checks its tag) and is kept;
+    // a forged one, or a rendezvous one (not checkable before it is
+    // received), takes nothing.
+    RawPeer forger;
+    join(forger, /*take=*/false);
+    WireHeader h;
+    size_t n = EncodeOffer(forger.Next(0), small, &h);
+    std::string body = body_of(small);
+    REQUIRE(SealWire(forger.session().keys.send, &h, n, body.data(), body.size(), nullptr));
+    body.back() ^= 1;
+    forger.Send(h, n, body, UCP_AM_SEND_FLAG_EAGER);
+    CHECK(Within(5s, [&] { return p.counters().stray == 1; }));
+    RawPeer large;
+    join(large, /*take=*/false);
+    n = EncodeOffer(large.Next(0), ref, &h);
+    std::string big = body_of(ref);
+    REQUIRE(SealWire(large.session().keys.send, &h, n, big.data(), big.size(), nullptr));
+    large.Send(h, n, big, UCP_AM_SEND_FLAG_RNDV);
+    CHECK(Within(5s, [&] { return p.counters().stray == 2; }));
     RawPeer raw;
     join(raw, /*take=*/false);
-    WireHeader h;
-    size_t n = EncodeOffer(raw.Next(0), small, &h);
+    n = EncodeOffer(raw.Next(0), small, &h);
     raw.SendSealed(h, n, body_of(small));
-    CHECK(Within(5s, [&] { return p.counters().stray == 1; }));
-    CHECK(p.provider.adopted == 0);
+    CHECK(Within(5s, [&] { return p.provider.adopted == 1; }));
+    CHECK(p.counters().stray == 2);
+    CHECK(p.counters().open == 2);  // a's, and the one the offer took
+    // The session it took serves the requests that follow.
+    n = EncodeRequest(raw.Next(1), ref, 5000, &h);
+    raw.SendSealed(h, n, path);
+    CHECK(Within(5s, [&] { return raw.received().size() == 1; }));
   }
   SECTION("a body that is not the whole chunk is garbage") {
     RawPeer raw;

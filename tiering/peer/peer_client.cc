@@ -250,7 +250,11 @@ bool PeerClient::Offer(size_t peer, const ChunkRef& ref, const char* data) {
     l.counters.offered++;
     // Eager up to kEagerOffer: the bytes go with the header, with no
     // rendezvous round trips and the wake-ups they cost both sides.
-    const uint32_t flags = bytes <= kEagerOffer ? UCP_AM_SEND_FLAG_EAGER : 0;
+    // With a reply endpoint, as every message: an offer may be the first
+    // on a new connection, and the server answers nothing but keeps the
+    // session for the requests that follow.
+    const uint32_t flags =
+        UCP_AM_SEND_FLAG_REPLY | (bytes <= kEagerOffer ? UCP_AM_SEND_FLAG_EAGER : 0);
     ucx_->Send(l.ep, kPeerAmId, h, n, body->get(), bytes, flags, [this, body, bytes](ucs_status_t) {
       buffers_->Give(std::move(*body));
       OfferDone(bytes);
