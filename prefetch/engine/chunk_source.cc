@@ -1,6 +1,8 @@
 #include "prefetch/engine/chunk_source.h"
 
 #include <cerrno>
+#include <new>
+#include <utility>
 
 namespace tierfs {
 
@@ -25,6 +27,37 @@ ssize_t ChunkSource::ReadForCopy(ChunkKey key, uint64_t off, size_t n, char* buf
 
 void ChunkSource::Offer(ChunkKey key, const char* data, size_t n, int link) {
   if (peers_ != nullptr && link != kSource && n <= kMaxOffer) peers_->Offer(link, key, data, n);
+}
+
+ChunkSource::OfferBuffer& ChunkSource::OfferBuffer::operator=(OfferBuffer&& o) noexcept {
+  if (this != &o) {
+    Release();
+    held_ = std::exchange(o.held_, nullptr);
+    size_ = std::exchange(o.size_, 0);
+    bytes_ = std::move(o.bytes_);
+  }
+  return *this;
+}
+
+void ChunkSource::OfferBuffer::Release() {
+  if (held_ != nullptr) held_->fetch_sub(size_, std::memory_order_relaxed);
+  held_ = nullptr;
+  size_ = 0;
+  bytes_.reset();
+}
+
+ChunkSource::OfferBuffer ChunkSource::TakeOfferBuffer(uint64_t n) {
+  OfferBuffer b;
+  if (peers_ == nullptr || n > kMaxOffer) return b;
+  if (offer_held_.fetch_add(n, std::memory_order_relaxed) + n > kMaxOfferHeld) {
+    offer_held_.fetch_sub(n, std::memory_order_relaxed);
+    return b;
+  }
+  b.held_ = &offer_held_;
+  b.size_ = n;
+  b.bytes_.reset(new (std::nothrow) char[n]);
+  if (b.bytes_ == nullptr) b.Release();
+  return b;
 }
 
 bool ChunkSource::AskHome(ChunkKey key) {

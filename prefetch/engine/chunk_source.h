@@ -10,7 +10,9 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstdint>
+#include <memory>
 
 #include "tiering/namespace/chunk_key.h"
 #include "tiering/peer/job_peers.h"
@@ -56,6 +58,27 @@ class ChunkSource {
   void Offer(ChunkKey key, const char* data, size_t n, int link);
   static constexpr uint64_t kMaxOffer = uint64_t{64} << 20;
 
+  // Memory a promotion keeps a chunk of several pieces in for its offer:
+  // at most kMaxOfferHeld bytes for all promotions at once (beyond, or for
+  // a chunk above kMaxOffer, data() is null and the chunk is not offered).
+  class OfferBuffer {
+   public:
+    OfferBuffer() = default;
+    OfferBuffer(OfferBuffer&& o) noexcept { *this = std::move(o); }
+    OfferBuffer& operator=(OfferBuffer&& o) noexcept;
+    ~OfferBuffer() { Release(); }
+    char* data() const { return bytes_.get(); }
+
+   private:
+    friend class ChunkSource;
+    void Release();
+    std::atomic<uint64_t>* held_ = nullptr;
+    uint64_t size_ = 0;
+    std::unique_ptr<char[]> bytes_;
+  };
+  OfferBuffer TakeOfferBuffer(uint64_t n);
+  static constexpr uint64_t kMaxOfferHeld = uint64_t{128} << 20;
+
   // Reads up to n bytes of file `node` at file offset `off` from SOURCE.
   ssize_t ReadFile(NodeId node, uint64_t off, size_t n, char* buf) {
     return source_->Read(node, buf, n, off);
@@ -72,6 +95,7 @@ class ChunkSource {
   SourceReader* const source_;
   const uint64_t chunk_size_;
   JobPeers* const peers_;
+  std::atomic<uint64_t> offer_held_{0};  // bytes of OfferBuffers alive
 };
 
 }  // namespace tierfs

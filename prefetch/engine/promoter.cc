@@ -129,8 +129,9 @@ const char* Promoter::Fill(ChunkClaim& claim, int home) {
   }
   ChunkSource::Route route{home};
   // A chunk of several pieces read here for a home that has none is kept
-  // whole for the offer (a chunk of one piece is offered from `buf`).
-  std::unique_ptr<char[]> whole;
+  // whole for the offer (a chunk of one piece is offered from `buf`),
+  // within the bytes ChunkSource lets all promotions hold for offers.
+  ChunkSource::OfferBuffer whole;
   for (uint64_t done = 0; done < claim.length();) {
     const char* why = nullptr;
     int err = 0;
@@ -149,14 +150,13 @@ const char* Promoter::Fill(ChunkClaim& claim, int home) {
       return nullptr;
     }
     if (route.offer_to != ChunkSource::kSource && claim.length() > kReadSize) {
-      if (done == 0 && claim.length() <= ChunkSource::kMaxOffer)
-        whole.reset(new (std::nothrow) char[claim.length()]);
-      if (whole) std::memcpy(whole.get() + done, buf, want);
+      if (done == 0) whole = source_->TakeOfferBuffer(claim.length());
+      if (whole.data() != nullptr) std::memcpy(whole.data() + done, buf, want);
     }
     done += want;
   }
   if (route.offer_to != ChunkSource::kSource) {
-    const char* bytes = claim.length() <= kReadSize ? buf : whole.get();
+    const char* bytes = claim.length() <= kReadSize ? buf : whole.data();
     if (bytes != nullptr) source_->Offer(claim.key(), bytes, claim.length(), route.offer_to);
   }
   return buf;
@@ -181,16 +181,21 @@ int Promoter::Adopt(ChunkKey key, const char* data, size_t n) {
     }
     done += want;
   }
-  adopted_.fetch_add(1, std::memory_order_relaxed);
   // A commit that waits for the device (a directory tier) runs on a pool
   // thread, as a reader's miss does; a job dropped unrun undoes the claim.
+  // Counted as kept once committed here, or handed to the pool.
   if (store_->tiers()[static_cast<size_t>(claim.tier())]->slow_commit()) {
     auto held = std::make_shared<ChunkClaim>(std::move(claim));
-    if (executor_->Submit(Executor::Lane::kForeground, Executor::Job{[held] { held->Publish(); }}))
+    if (executor_->Submit(Executor::Lane::kForeground,
+                          Executor::Job{[held] { held->Publish(); }})) {
+      adopted_.fetch_add(1, std::memory_order_relaxed);
       return 0;
+    }
     claim = std::move(*held);
   }
-  return claim.Publish();
+  int err = claim.Publish();
+  if (err == 0) adopted_.fetch_add(1, std::memory_order_relaxed);
+  return err;
 }
 
 void Promoter::VisitCounters(CounterVisitor& v) const {

@@ -195,6 +195,33 @@ class PeersTest(unittest.TestCase):
             self.assertRegex(out, r"served \S+ \S+ in [1-9][0-9]*, ")
             self.assertIn(" 0 fell back to SOURCE", out)
 
+    def test_a_cold_chunk_of_several_pieces_is_handed_over_whole(self):
+        """Chunks of 3 MiB (three 1 MiB SOURCE reads each, and above the
+        eager size, so a rendezvous transfer): n0 reads them cold, keeps
+        those n1 homes whole while it copies them, and hands them over; n1
+        then reads every one without the PFS."""
+        MiB = 1024 * KiB
+        with Job(2) as job:
+            big = [f"big/b{i}.bin" for i in range(8)]
+            os.makedirs(os.path.join(job.src, "big"))
+            for name in big:
+                job.data[name] = os.urandom(3 * MiB)
+                pathlib.Path(job.src, name).write_bytes(job.data[name])
+            job.start(0)
+            job.start(1)
+            job.wait_up(0, 1)
+            job.wait_up(1, 1)
+            before = job.pfs_bytes()
+            job.read_all(0, big)
+            p0 = job.peers(0)
+            self.assertGreater(p0["read_here"], 0, p0)
+            self.assertEqual(p0["offered"], p0["read_here"], p0)
+            harness.wait_for(lambda: job.peers(1)["server"]["adopted"] == p0["offered"],
+                             what="n1 keeping the 3 MiB chunks n0 offered")
+            job.read_all(1, big)
+            self.assertEqual(job.mounts[1].stats()["reads"]["source_bytes"], 0)
+            self.assertEqual(job.pfs_bytes() - before, 8 * 3 * MiB, "each byte from the PFS once")
+
     def test_stage_in_stages_each_share_once_across_the_job(self):
         """With prefetch=stage-in, each node stages its home share: the job
         reads each byte from the PFS once. Staging waits for the peers to be

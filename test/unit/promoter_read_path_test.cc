@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <condition_variable>
+#include <cstring>
 #include <mutex>
 #include <thread>
 
@@ -812,6 +813,28 @@ TEST_CASE("A chunk a peer offers to a directory tier is committed on a pool thre
   ssize_t r = 0;
   CHECK(stack.Read(0, 0, 40000, &r) == bytes);
   CHECK(source.read_bytes() == 0);
+}
+
+TEST_CASE("Chunks kept whole for their offers hold a bounded amount of memory in all",
+          "[promoter][read_path]") {
+  JobPeersConfig config;
+  config.peers = {{"a", "127.0.0.1", 1}, {"b", "127.0.0.1", 2}};
+  config.self = "a";
+  JobPeers peers(config, nullptr);  // not started: only the budget is used
+  ChunkSource with_peers(nullptr, 64 * kMiB, &peers);
+  ChunkSource alone(nullptr, 64 * kMiB);
+  CHECK(alone.TakeOfferBuffer(kMiB).data() == nullptr);  // no peers: nothing to offer to
+  CHECK(with_peers.TakeOfferBuffer(ChunkSource::kMaxOffer + 1).data() == nullptr);
+  constexpr uint64_t kOne = ChunkSource::kMaxOfferHeld / 2;
+  static_assert(kOne <= ChunkSource::kMaxOffer);
+  auto first = with_peers.TakeOfferBuffer(kOne);
+  auto second = with_peers.TakeOfferBuffer(kOne);
+  REQUIRE(first.data() != nullptr);
+  REQUIRE(second.data() != nullptr);
+  std::memset(first.data(), 1, kOne);                         // really there
+  CHECK(with_peers.TakeOfferBuffer(kMiB).data() == nullptr);  // the budget is spent
+  first = ChunkSource::OfferBuffer();                         // released
+  CHECK(with_peers.TakeOfferBuffer(kMiB).data() != nullptr);
 }
 
 }  // namespace
