@@ -16,7 +16,7 @@ ssize_t ChunkSource::Read(ChunkKey key, uint64_t off, size_t n, char* buf, int* 
 }
 
 ssize_t ChunkSource::ReadForCopy(ChunkKey key, uint64_t off, size_t n, char* buf, Route* route) {
-  if (route->home != kSource && off == 0) {
+  if (route->home != kSource && off == 0 && route->length <= kMaxOffer) {
     ssize_t r = peers_->Fetch(route->home, key, off, n, buf, /*if_resident=*/true);
     if (r == static_cast<ssize_t>(n)) return r;
     if (r == -ENODATA) route->offer_to = route->home;  // it has none: read here, then offer

@@ -48,15 +48,20 @@ class ChunkSource {
   // home, to be offered the whole chunk once read (Offer): the reader waits
   // for one round trip rather than for the home's SOURCE read and a transfer,
   // and the job still reads the chunk from SOURCE once.
+  // A chunk above kMaxOffer is asked for plainly: its home reads it from
+  // SOURCE and keeps it, as an offer that large would not fit a peer's
+  // byte budget for one connection (at least 64 MiB) and the home would
+  // never get it.
   struct Route {
     int home = kSource;
+    uint64_t length = 0;  // the chunk's
     int offer_to = kSource;
   };
   ssize_t ReadForCopy(ChunkKey key, uint64_t off, size_t n, char* buf, Route* route);
   // Offers peer `link` the whole chunk `key` (n bytes at `data`), without
   // waiting. Chunks above kMaxOffer bytes are not offered.
   void Offer(ChunkKey key, const char* data, size_t n, int link);
-  static constexpr uint64_t kMaxOffer = uint64_t{64} << 20;
+  static constexpr uint64_t kMaxOffer = uint64_t{32} << 20;
 
   // Memory a promotion keeps a chunk of several pieces in for its offer:
   // at most kMaxOfferHeld bytes for all promotions at once (beyond, or for

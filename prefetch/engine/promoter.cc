@@ -127,7 +127,7 @@ const char* Promoter::Fill(ChunkClaim& claim, int home) {
     claim.Fail(-ENOMEM, "no memory for the copy buffer");
     return nullptr;
   }
-  ChunkSource::Route route{home};
+  ChunkSource::Route route{home, claim.length()};
   // A chunk of several pieces read here for a home that has none is kept
   // whole for the offer (a chunk of one piece is offered from `buf`),
   // within the bytes ChunkSource lets all promotions hold for offers.

@@ -222,6 +222,32 @@ class PeersTest(unittest.TestCase):
             self.assertEqual(job.mounts[1].stats()["reads"]["source_bytes"], 0)
             self.assertEqual(job.pfs_bytes() - before, 8 * 3 * MiB, "each byte from the PFS once")
 
+    def test_a_chunk_too_large_to_offer_is_read_by_its_home(self):
+        """A chunk above what a node offers (32 MiB; 70 MiB here): the
+        reader's node asks its home plainly, and the home reads it from the
+        PFS and keeps it, as before offers. Read here instead, it was never
+        offered (too large) and its home never got it: every later read of
+        it elsewhere went to the PFS again."""
+        MiB = 1024 * KiB
+        with Job(2) as job:
+            big = [f"huge/h{i}.bin" for i in range(3)]
+            os.makedirs(os.path.join(job.src, "huge"))
+            for name in big:
+                job.data[name] = os.urandom(70 * MiB)
+                pathlib.Path(job.src, name).write_bytes(job.data[name])
+            for i in range(2):
+                job.start(i, ram="512M", extra=("chunk_size=128M",))
+            job.wait_up(0, 1)
+            job.wait_up(1, 1)
+            before = job.pfs_bytes()
+            job.read_all(0, big)
+            p0 = job.peers(0)
+            self.assertEqual(p0["read_here"], 0, p0)
+            self.assertGreater(p0["fetched_chunks"], 0, "some are homed on n1")
+            job.read_all(1, big)
+            self.assertEqual(job.mounts[1].stats()["reads"]["source_bytes"], 0)
+            self.assertEqual(job.pfs_bytes() - before, 3 * 70 * MiB, "each byte from the PFS once")
+
     def test_stage_in_stages_each_share_once_across_the_job(self):
         """With prefetch=stage-in, each node stages its home share: the job
         reads each byte from the PFS once. Staging waits for the peers to be

@@ -825,12 +825,13 @@ TEST_CASE("Chunks kept whole for their offers hold a bounded amount of memory in
   ChunkSource alone(nullptr, 64 * kMiB);
   CHECK(alone.TakeOfferBuffer(kMiB).data() == nullptr);  // no peers: nothing to offer to
   CHECK(with_peers.TakeOfferBuffer(ChunkSource::kMaxOffer + 1).data() == nullptr);
-  constexpr uint64_t kOne = ChunkSource::kMaxOfferHeld / 2;
-  static_assert(kOne <= ChunkSource::kMaxOffer);
-  auto first = with_peers.TakeOfferBuffer(kOne);
-  auto second = with_peers.TakeOfferBuffer(kOne);
-  REQUIRE(first.data() != nullptr);
-  REQUIRE(second.data() != nullptr);
+  constexpr uint64_t kOne = ChunkSource::kMaxOffer;
+  std::vector<ChunkSource::OfferBuffer> held;
+  for (uint64_t n = 0; n + kOne <= ChunkSource::kMaxOfferHeld; n += kOne) {
+    held.push_back(with_peers.TakeOfferBuffer(kOne));
+    REQUIRE(held.back().data() != nullptr);
+  }
+  ChunkSource::OfferBuffer& first = held.front();
   std::memset(first.data(), 1, kOne);                         // really there
   CHECK(with_peers.TakeOfferBuffer(kMiB).data() == nullptr);  // the budget is spent
   first = ChunkSource::OfferBuffer();                         // released
