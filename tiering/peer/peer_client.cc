@@ -226,25 +226,23 @@ bool PeerClient::Offer(size_t peer, const ChunkRef& ref, const char* data) {
     offer_bytes_ += bytes;
   }
   // The body: the path, then the bytes; sealed in place on the progress
-  // thread, which numbers the connection's messages.
+  // thread, which numbers the connection's messages. The reference's path
+  // views the body's.
   auto body = std::make_shared<BufferPool::Buffer>(buffers_->Take(bytes));
   std::memcpy(body->get(), whole.path.data(), whole.path.size());
   std::memcpy(body->get() + whole.path.size(), data, length);
-  auto path = std::make_shared<std::string>(whole.path);
-  whole.path = *path;
-  bool posted = ucx_->Post([this, peer, whole, path, body, bytes] {
+  whole.path = std::string_view(body->get(), whole.path.size());
+  bool posted = ucx_->Post([this, peer, whole, body, bytes] {
     Link& l = *links_[peer];
     WireHeader h;
     if (l.state.load() != kUp) {
       l.counters.offers_dropped++;
-      buffers_->Give(std::move(*body));
-      OfferDone(bytes);
+      OfferDone(std::move(*body), bytes);
       return;
     }
     size_t n = EncodeOffer(WireIds{0, l.crypto->session, l.crypto->next_seq++}, whole, &h);
     if (!SealWire(l.crypto->keys.send, &h, n, body->get(), bytes, nullptr)) {
-      buffers_->Give(std::move(*body));
-      OfferDone(bytes);
+      OfferDone(std::move(*body), bytes);
       return;
     }
     l.counters.offered++;
@@ -255,19 +253,15 @@ bool PeerClient::Offer(size_t peer, const ChunkRef& ref, const char* data) {
     // session for the requests that follow.
     const uint32_t flags =
         UCP_AM_SEND_FLAG_REPLY | (bytes <= kEagerOffer ? UCP_AM_SEND_FLAG_EAGER : 0);
-    ucx_->Send(l.ep, kPeerAmId, h, n, body->get(), bytes, flags, [this, body, bytes](ucs_status_t) {
-      buffers_->Give(std::move(*body));
-      OfferDone(bytes);
-    });
+    ucx_->Send(l.ep, kPeerAmId, h, n, body->get(), bytes, flags,
+               [this, body, bytes](ucs_status_t) { OfferDone(std::move(*body), bytes); });
   });
-  if (!posted) {
-    buffers_->Give(std::move(*body));
-    OfferDone(bytes);
-  }
+  if (!posted) OfferDone(std::move(*body), bytes);
   return posted;
 }
 
-void PeerClient::OfferDone(uint64_t bytes) {
+void PeerClient::OfferDone(BufferPool::Buffer body, uint64_t bytes) {
+  buffers_->Give(std::move(body));
   std::lock_guard lock(offers_mu_);
   --offers_;
   offer_bytes_ -= bytes;

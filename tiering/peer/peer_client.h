@@ -163,7 +163,8 @@ class PeerClient {
   std::mutex offers_mu_;  // guards the two below. A leaf lock.
   size_t offers_ = 0;
   uint64_t offer_bytes_ = 0;
-  void OfferDone(uint64_t bytes);
+  // An offer sent or dropped: its buffer back, its budget released.
+  void OfferDone(BufferPool::Buffer body, uint64_t bytes);
   LatencyHistogram latency_;
   std::unordered_map<ucp_ep_h, Link*> by_ep_;        // progress thread only
   std::unordered_map<uint64_t, Link*> by_session_;   // progress thread only
