@@ -71,6 +71,16 @@ double ParseSeconds(const std::string& text, const std::string& opt) {
   return v;
 }
 
+// A span of seconds within [lo, hi], in milliseconds.
+std::chrono::milliseconds ParseSpan(const std::string& text, const std::string& opt, double lo,
+                                    double hi) {
+  double s = ParseSeconds(text, opt);
+  if (s < lo || s > hi) {
+    throw OptionError(fmt::format("option '{}': {} is not between {} and {}", opt, text, lo, hi));
+  }
+  return std::chrono::milliseconds(static_cast<int64_t>(s * 1000));
+}
+
 const std::vector<OwnOption>& OwnOptions() {
   static const std::vector<OwnOption> options = {
       {"threads", "N", "max FUSE worker threads (1-1024, default 64)",
@@ -298,13 +308,31 @@ const std::vector<OwnOption>& OwnOptions() {
          c.tiering.peers.munge_socket = v;
        }},
       {"peer_timeout", "SECONDS",
-       "how long a peer may take to answer before its chunks are read from SOURCE (default 5)",
+       "how long a read waits for another node's answer before it reads SOURCE itself (that "
+       "node is then skipped for a while, and keeps its chunks; default 5)",
        [](MountConfig& c, const std::string& v, const std::string& o) {
-         double s = ParseSeconds(v, o);
-         if (s < 0.05 || s > 600) {
-           throw OptionError(fmt::format("option '{}': {} is not between 0.05 and 600", o, v));
-         }
-         c.tiering.peers.timeout = std::chrono::milliseconds(static_cast<int64_t>(s * 1000));
+         c.tiering.peers.timeout = ParseSpan(v, o, 0.05, 600);
+         c.peer_set = true;
+       }},
+      {"peer_dead", "SECONDS",
+       "how long a peer may stay silent (it is pinged) before it is taken for gone and other "
+       "nodes keep its chunks (default 10)",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         c.tiering.peers.dead_after = ParseSpan(v, o, 0.1, 3600);
+         c.peer_set = true;
+       }},
+      {"peer_idle", "SECONDS",
+       "close a connection to a peer unused this long (it is made again when needed; default "
+       "300)",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         c.tiering.peers.idle_close = ParseSpan(v, o, 0.1, 86400);
+         c.peer_set = true;
+       }},
+      {"peer_connections", "N",
+       "most connections to other nodes open at once; beyond, the least used is closed "
+       "(default 256)",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         c.tiering.peers.max_connections = ParseUnsigned(v, o, 1, 65536);
          c.peer_set = true;
        }},
       {"nonempty", "", "allow mounting over a non-empty directory",
@@ -466,7 +494,8 @@ void ResolvePeers(MountConfig& config) {
   if (config.peers.empty()) {
     if (!config.peer_name.empty() || !p.job.empty() || !p.munge_socket.empty() || config.peer_set) {
       throw OptionError(
-          "peer_name=, peer_port=, peer_listen=, peer_job=, munge_socket= and peer_timeout= "
+          "peer_name=, peer_port=, peer_listen=, peer_job=, munge_socket=, peer_timeout=, "
+          "peer_dead=, peer_idle= and peer_connections= "
           "need peers=");
     }
     return;

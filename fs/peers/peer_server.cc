@@ -13,8 +13,8 @@ using Clock = std::chrono::steady_clock;
 // Answer buffers kept for reuse, in bytes.
 constexpr size_t kKeptBuffers = size_t{64} << 20;
 
-// A session nothing came from for this long is forgotten.
-constexpr std::chrono::minutes kIdle(10);
+// Sessions dropped whose keys are kept, to tell their client so.
+constexpr size_t kForgotten = 4096;
 
 // What seals this server's messages to one peer: shared by the progress
 // thread and the pool threads that seal data answers.
@@ -37,6 +37,13 @@ struct PeerServer::Connection {
   size_t in_flight = 0;  // requests of this connection in the server
   uint64_t bytes = 0;    // ... and their bytes
   std::unordered_map<uint64_t, Clock::time_point> sending;  // data answers by request id
+};
+
+// A session this server dropped (idle, or cut off): its keys and window,
+// so that a message still naming it is answered kUnknownSession under them.
+struct PeerServer::Forgotten {
+  std::shared_ptr<SessionCrypto> crypto;
+  ReplayWindow window;
 };
 
 struct PeerServer::Job {
@@ -101,6 +108,7 @@ PeerServer::PeerServer(PeerAuth* auth, ChunkProvider* provider, PeerServerOption
   door.max_per_address = options_.max_handshakes_per_address;
   door.handshake_timeout = options_.hello_timeout;
   door.max_sessions = options_.max_connections;
+  door.session_ttl = options_.session_ttl;
   door_ = std::make_unique<PeerDoor>(auth_, door, ucx_->Address());
 }
 
@@ -140,7 +148,9 @@ ucs_status_t PeerServer::OnMessage(const void* header, size_t header_size, void*
     counters_.garbage++;
     return UCS_ERR_REJECTED;
   }
-  if (st != WireStatus::kOk || m.type != MsgType::kRequest) {
+  const bool ours =
+      m.type == MsgType::kRequest || m.type == MsgType::kPing || m.type == MsgType::kBye;
+  if (st != WireStatus::kOk || !ours) {
     if (st == WireStatus::kBadVersion) counters_.bad_version++;
     uint64_t n = ++counters_.garbage;
     if (LogSampled(n)) {
@@ -153,7 +163,20 @@ ucs_status_t PeerServer::OnMessage(const void* header, size_t header_size, void*
   ucp_ep_h reply = (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) ? param->reply_ep : nullptr;
   Connection* c = Open(m, reply, header, header_size,
                        std::string_view(static_cast<const char*>(data), size), &path);
-  if (c != nullptr) OnRequest(*c, m, path);
+  if (c == nullptr) return UCS_OK;
+  switch (m.type) {
+    case MsgType::kRequest:
+      OnRequest(*c, m, path);
+      break;
+    case MsgType::kPing:
+      counters_.pings++;
+      SendBare(*c, MsgType::kPong, m.request_id);
+      break;
+    default:  // kBye: its client closed it; nothing to tell it later
+      counters_.byes++;
+      Drop(c->session, /*remember=*/false);
+      break;
+  }
   return UCS_OK;
 }
 
@@ -165,6 +188,7 @@ PeerServer::Connection* PeerServer::TakeSession(
   }
   AcceptedSession s;
   if (!door_->Take(m.session, open, &s)) {
+    if (TellForgotten(m, reply, open)) return nullptr;
     uint64_t n = ++counters_.stray;  // no such session, or a forgery naming a new one
     if (LogSampled(n)) TIERFS_LOG(kWarning, "peer server: a message of no session: dropped");
     return nullptr;
@@ -199,20 +223,21 @@ PeerServer::Connection* PeerServer::Open(const PeerMessage& m, ucp_ep_h reply, c
     return c;
   }
   Connection& c = *it->second;
-  c.last_seen = Clock::now();
+  // Anyone can name a session (its id travels in clear): a message that
+  // does not open under its key, or replays one, is ignored; the session
+  // stays.
   if (!open(c.crypto->keys)) {
     uint64_t n = ++counters_.forged;
     if (LogSampled(n)) {
-      TIERFS_LOG(kWarning, "peer server: a message for {} does not authenticate: cut off", c.peer);
+      TIERFS_LOG(kWarning, "peer server: a message for {} does not authenticate: ignored", c.peer);
     }
-    Drop(c.session);
     return nullptr;
   }
   if (!c.window.Accept(m.seq)) {
     counters_.replayed++;
-    CutOff(c, "a replayed message");
     return nullptr;
   }
+  c.last_seen = Clock::now();
   return &c;
 }
 
@@ -287,6 +312,7 @@ ucs_status_t PeerServer::OnOffer(const PeerMessage& m, const void* header, size_
   const bool rndv = param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV;
   auto it = by_session_.find(m.session);
   Connection* taken = nullptr;
+  if (it != by_session_.end()) it->second->last_seen = Clock::now();
   if (it == by_session_.end()) {
     // The first message of a session (a reconnect right after a
     // kNotResident answer): an eager offer may take it, its tag checked by
@@ -299,7 +325,6 @@ ucs_status_t PeerServer::OnOffer(const PeerMessage& m, const void* header, size_
     if (taken == nullptr) return UcxWorker::Discard(param);  // counted stray
   }
   Connection& c = taken != nullptr ? *taken : *it->second;
-  c.last_seen = Clock::now();
   if (!Reserve(c, size)) {  // dropped unread: the offer is a favour, not a duty
     counters_.offers_refused++;
     return UcxWorker::Discard(param);
@@ -341,16 +366,14 @@ void PeerServer::OpenOffer(const std::shared_ptr<OfferJob>& job, const char* bod
                 job->size, nullptr)) {
     uint64_t n = ++counters_.forged;
     if (LogSampled(n)) {
-      TIERFS_LOG(kWarning, "peer server: an offer from {} does not authenticate: cut off", c.peer);
+      TIERFS_LOG(kWarning, "peer server: an offer for {} does not authenticate: ignored", c.peer);
     }
     release();
-    Drop(c.session);
     return;
   }
   if (!c.window.Accept(job->m.seq)) {
     counters_.replayed++;
     release();
-    CutOff(c, "a replayed offer");
     return;
   }
   ChunkRef ref = job->m.chunk;
@@ -439,6 +462,28 @@ void PeerServer::Answer(uint64_t session, std::shared_ptr<Job> job) {
              [finish](ucs_status_t s) { finish(s == UCS_OK); });
 }
 
+void PeerServer::SendBare(Connection& c, MsgType type, uint64_t request_id) {
+  WireHeader h;
+  size_t n = EncodeBare(type, WireIds{request_id, c.session, c.crypto->next_seq++}, &h);
+  if (!SealWire(c.crypto->keys.send, &h, n, nullptr, 0, nullptr)) return;
+  ucx_->Send(c.ep, kPeerAmId, h, n, nullptr, 0, 0, [](ucs_status_t) {});
+}
+
+bool PeerServer::TellForgotten(const PeerMessage& m, ucp_ep_h reply,
+                               const std::function<bool(const SessionKeys&)>& open) {
+  auto it = forgotten_.find(m.session);
+  if (it == forgotten_.end() || m.type == MsgType::kBye) return false;
+  Forgotten& f = it->second;
+  if (!open(f.crypto->keys) || !f.window.Accept(m.seq)) return false;  // not its client's
+  WireHeader h;
+  size_t n = EncodeError(WireIds{m.request_id, m.session, f.crypto->next_seq++},
+                         WireError::kUnknownSession, &h);
+  if (!SealWire(f.crypto->keys.send, &h, n, nullptr, 0, nullptr)) return false;
+  counters_.forgotten_told++;
+  ucx_->Send(reply, kPeerAmId, h, n, nullptr, 0, 0, [](ucs_status_t) {});
+  return true;
+}
+
 void PeerServer::SendError(Connection& c, uint64_t request_id, WireError error) {
   WireHeader h;
   size_t n = EncodeError(WireIds{request_id, c.session, c.crypto->next_seq++}, error, &h);
@@ -452,9 +497,17 @@ void PeerServer::CutOff(Connection& c, const char* why) {
   Drop(c.session);
 }
 
-void PeerServer::Drop(uint64_t session) {
+void PeerServer::Drop(uint64_t session, bool remember) {
   auto it = by_session_.find(session);
   if (it == by_session_.end()) return;
+  if (remember) {
+    if (forgotten_order_.size() >= kForgotten) {
+      forgotten_.erase(forgotten_order_.front());
+      forgotten_order_.pop_front();
+    }
+    forgotten_[session] = Forgotten{it->second->crypto, it->second->window};
+    forgotten_order_.push_back(session);
+  }
   by_session_.erase(it);  // destroys the Connection; jobs in flight find it gone
   counters_.open = by_session_.size();
 }
@@ -465,7 +518,7 @@ void PeerServer::Tick() {
   next_tick_ = now + std::chrono::milliseconds(10);
   std::vector<uint64_t> stuck, idle;
   for (auto& [session, c] : by_session_) {
-    if (c->in_flight == 0 && now - c->last_seen > kIdle) idle.push_back(session);
+    if (c->in_flight == 0 && now - c->last_seen > options_.idle_timeout) idle.push_back(session);
     for (auto& [request, since] : c->sending) {
       if (now - since > options_.send_timeout) {
         stuck.push_back(session);
@@ -477,7 +530,12 @@ void PeerServer::Tick() {
     counters_.send_timeouts++;
     Drop(session);
   }
-  for (uint64_t session : idle) Drop(session);  // its client is gone, or will make a new one
+  // Its client pings while it holds the session: one silent this long is
+  // gone (or stalled: told kUnknownSession when it speaks again).
+  for (uint64_t session : idle) {
+    counters_.idle_dropped++;
+    Drop(session);
+  }
 }
 
 void PeerServer::CountServed(const std::string& peer, uint64_t bytes) {
@@ -505,6 +563,12 @@ void PeerServer::VisitCounters(CounterVisitor& v) const {
   v.Counter("send_timeouts", c.send_timeouts, {"Answers that could not be sent in time."});
   v.Counter("garbage", c.garbage, {"Undecodable or misplaced messages."});
   v.Counter("stray", c.stray, {"Messages naming no session: dropped."});
+  v.Counter("pings", c.pings, {"Keep-alive messages answered."});
+  v.Counter("byes", c.byes, {"Sessions closed by their peer for being unused."});
+  v.Counter("idle_dropped", c.idle_dropped,
+            {"Sessions dropped because their peer had been silent for peer_dead x 3."});
+  v.Counter("forgotten_told", c.forgotten_told,
+            {"Messages on a dropped session, answered so that their peer connects again."});
   v.Counter("bad_version", c.bad_version, {"Messages of another wire version."});
   v.Counter("requests", c.requests, {"Chunk requests received from peers."});
   v.Counter("served_chunks", c.served_chunks, {"Chunks sent to peers."});

@@ -10,7 +10,13 @@
 // does not survive.) Every message
 // must open under the session's key with a sequence number not seen
 // before; one that does not (forged, altered, replayed) is counted and
-// cuts the session off. A message naming no session is counted and dropped.
+// is counted and ignored (anyone can name a session: its id travels in
+// clear); one that opens but breaks the protocol cuts the session off. A
+// message naming no session is counted and dropped; one naming a session
+// this server dropped (silent for idle_timeout, or cut off), and opening
+// under its kept keys, is answered kUnknownSession, so its client
+// connects again at once. A kPing is answered kPong; a kBye ends its
+// session.
 //
 // Requests go to a TaskPool of `threads` threads that call the
 // ChunkProvider; the answer (kData or kError), sealed on that thread, goes
@@ -36,6 +42,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -69,9 +76,15 @@ struct PeerServerOptions {
   std::chrono::milliseconds hello_timeout{2000};  // the whole handshake
   size_t max_handshakes = 64;                     // connections in their handshake
   size_t max_handshakes_per_address = 8;
+  // An authenticated session its client has not used yet is dropped after
+  // this (the client's first message, a kPing, follows the handshake).
+  std::chrono::milliseconds session_ttl{10000};
   // A data answer the peer has not taken by then cuts the connection off,
   // so a stalled peer cannot hold the server's slots.
   std::chrono::milliseconds send_timeout{30000};
+  // A session nothing came from for this long is dropped (its client pings
+  // while it holds it: every second at most).
+  std::chrono::milliseconds idle_timeout{30000};
   UcxWorker::Options ucx;
 };
 
@@ -82,9 +95,13 @@ struct PeerServerCounters {
   std::atomic<uint64_t> forged{0};    // messages that do not open under their session's key
   std::atomic<uint64_t> replayed{0};  // ... that open, with a sequence number seen before
   std::atomic<uint64_t> send_timeouts{0};
-  std::atomic<uint64_t> garbage{0};      // undecodable or misplaced messages
-  std::atomic<uint64_t> bad_version{0};  // ... of which another wire version
-  std::atomic<uint64_t> stray{0};        // messages naming no session: dropped
+  std::atomic<uint64_t> garbage{0};         // undecodable or misplaced messages
+  std::atomic<uint64_t> bad_version{0};     // ... of which another wire version
+  std::atomic<uint64_t> stray{0};           // messages naming no session: dropped
+  std::atomic<uint64_t> pings{0};           // kPing answered
+  std::atomic<uint64_t> byes{0};            // sessions closed by their client
+  std::atomic<uint64_t> idle_dropped{0};    // sessions dropped: silent for idle_timeout
+  std::atomic<uint64_t> forgotten_told{0};  // messages answered kUnknownSession
   std::atomic<uint64_t> requests{0};
   std::atomic<uint64_t> served_chunks{0}, served_bytes{0};
   std::atomic<uint64_t> busy{0};            // answered kBusy
@@ -124,6 +141,7 @@ class PeerServer {
   PeerServer(PeerAuth* auth, ChunkProvider* provider, PeerServerOptions options,
              std::unique_ptr<UcxWorker> ucx);
   struct Connection;
+  struct Forgotten;
   struct Job;
   struct OfferJob;
   // A kOffer: budgeted, received, then Opened (progress thread).
@@ -149,9 +167,15 @@ class PeerServer {
   // Sends a job's bytes or error to session `session`, if it is still there.
   void Answer(uint64_t session, std::shared_ptr<Job> job);
   void SendError(Connection& c, uint64_t request_id, WireError error);
+  void SendBare(Connection& c, MsgType type, uint64_t request_id);
+  // If `m` names a session dropped here and `open` accepts it under that
+  // session's kept keys: answers kUnknownSession on `reply`, true.
+  bool TellForgotten(const PeerMessage& m, ucp_ep_h reply,
+                     const std::function<bool(const SessionKeys&)>& open);
   // Garbage or forgery: counted, logged, closed.
   void CutOff(Connection& c, const char* why);
-  void Drop(uint64_t session);
+  // `remember`: keep its keys to tell its client (kUnknownSession).
+  void Drop(uint64_t session, bool remember = true);
   // Send deadlines and idle sessions, every 10 ms at most.
   void Tick();
   void CountServed(const std::string& peer, uint64_t bytes);
@@ -167,6 +191,8 @@ class PeerServer {
 
   // Progress thread only.
   std::unordered_map<uint64_t, std::unique_ptr<Connection>> by_session_;
+  std::unordered_map<uint64_t, Forgotten> forgotten_;  // at most kForgotten, oldest first out:
+  std::deque<uint64_t> forgotten_order_;
   size_t in_flight_ = 0;  // requests queued, being read or sent
   std::chrono::steady_clock::time_point next_tick_;
 

@@ -17,6 +17,9 @@ Result<std::unique_ptr<PeerService>> PeerService::Start(JobPeers* peers, const N
   so.ucx.tls = config.ucx_tls;
   so.chunk_size = config.chunk_size;
   so.threads = config.server_threads;
+  // Its clients ping at least every dead_after / 4: a session silent for
+  // three times dead_after is gone.
+  so.idle_timeout = 3 * config.dead_after;
   // Each peer asks at most PeerClientOptions::max_in_flight (8) at once;
   // beyond this the answer is kBusy and the asker reads SOURCE.
   so.max_in_flight = 256;

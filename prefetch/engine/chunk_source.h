@@ -29,11 +29,9 @@ class ChunkSource {
       : source_(source), chunk_size_(chunk_size), peers_(peers) {}
 
   // The peer link that homes `key`, or kSource when this node does (or
-  // there are no peers, or nobody else is up).
+  // there are no peers).
   int Home(ChunkKey key) const { return peers_ != nullptr ? peers_->Home(key) : kSource; }
   bool HomedHere(ChunkKey key) const { return Home(key) == kSource; }
-  // True once homes are the job's (JobPeers::Settled); always without peers.
-  bool HomesSettled() const { return peers_ == nullptr || peers_->Settled(); }
 
   // Reads [off, off+n) of chunk `key` (off within the chunk) into `buf`,
   // from peer `*home`, or from SOURCE when *home is kSource or the peer

@@ -80,7 +80,6 @@ class Promoter {
   // True unless another live peer is `key`'s home (always true without peers).
   bool HomedHere(ChunkKey key) const { return source_->HomedHere(key); }
   // False while the job's peers are still connecting (homes not known yet).
-  bool HomesSettled() const { return source_->HomesSettled(); }
   // Look-ahead for a chunk another node homes and this one has no room to
   // copy: asks the home (on the look-ahead lane) to promote it now. False
   // if the lane is full (not asked). Remembering what was asked is the

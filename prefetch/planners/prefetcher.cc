@@ -169,9 +169,6 @@ void Prefetcher::PumpLookahead() {
 }
 
 void Prefetcher::FeedStage() {
-  // With peers, not before the homes are known: while the peers connect,
-  // every chunk looks homed here and each node would stage everything.
-  if (!promoter_->HomesSettled()) return;
   // Keep the background lane half full: enough to keep every thread busy,
   // little enough that look-ahead and misses never queue behind it.
   const size_t target = std::max<size_t>(executor_->capacity() / 2, 1);

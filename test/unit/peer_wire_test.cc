@@ -110,7 +110,7 @@ TEST_CASE("peer wire: malformed headers are refused", "[peer]") {
   bad[4] = 2;  // the version before offers and kIfResident
   CHECK(DecodeHeader(bad.data(), n, 0, &m) == WireStatus::kBadVersion);
   bad = h;
-  bad[5] = 9;
+  bad[5] = 10;
   CHECK(DecodeHeader(bad.data(), n, 0, &m) == WireStatus::kBadType);
   bad = h;
   bad[6] = 1;  // flags: none on an error answer
@@ -266,6 +266,29 @@ TEST_CASE("peer claim: round trip and strict decoding", "[peer]") {
   PeerClaim nul = c;
   nul.from = std::string("a\0b", 3);
   CHECK_FALSE(DecodeClaim(EncodeClaim(nul), &d));
+}
+
+TEST_CASE("wire: pings, pongs and byes are a bare header; unknown sessions map to ECONNRESET",
+          "[peer]") {
+  for (MsgType type : {MsgType::kPing, MsgType::kPong, MsgType::kBye}) {
+    WireHeader h;
+    size_t n = EncodeBare(type, WireIds{42, 7, 9}, &h);
+    CHECK(n == 48);
+    PeerMessage m;
+    REQUIRE(DecodeHeader(h.data(), n, 0, &m) == WireStatus::kOk);
+    CHECK((m.type == type && m.request_id == 42 && m.session == 7 && m.seq == 9));
+    CHECK(DecodeHeader(h.data(), n, 1, &m) == WireStatus::kBadBody);  // no body
+    CHECK(DecodeHeader(h.data(), n + 8, 0, &m) == WireStatus::kBadHeader);
+    WireHeader flagged = h;
+    flagged[6] = 1;  // kIfResident is a request's only
+    CHECK(DecodeHeader(flagged.data(), n, 0, &m) == WireStatus::kBadHeader);
+  }
+  CHECK(WireErrorToErrno(WireError::kUnknownSession) == -ECONNRESET);
+  WireHeader h;
+  size_t n = EncodeError(WireIds{1, 2, 3}, WireError::kUnknownSession, &h);
+  PeerMessage m;
+  REQUIRE(DecodeHeader(h.data(), n, 0, &m) == WireStatus::kOk);
+  CHECK(m.error == WireError::kUnknownSession);
 }
 
 }  // namespace

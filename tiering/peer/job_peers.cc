@@ -162,15 +162,6 @@ Status JobPeers::Start() {
   return s;
 }
 
-bool JobPeers::Settled() const {
-  if (given_up_.load(std::memory_order_acquire)) return true;
-  if (!started_.load(std::memory_order_acquire)) return false;
-  for (size_t i = 0; i < client_->size(); ++i) {
-    if (!client_->up(i)) return std::chrono::steady_clock::now() - started_at_ >= kSettle;
-  }
-  return true;
-}
-
 Status JobPeers::StartAsking() {
   if (self_index_ < 0) {
     return Status::Error(EINVAL, "this node ('" + config_.self + "') is not in the peer list");
@@ -192,13 +183,19 @@ Status JobPeers::StartAsking() {
     co.peers.push_back(PeerAddress{p.name, p.host, p.port});
   }
   co.connect_timeout = config_.timeout;
+  co.dead_after = config_.dead_after;
+  co.grace = 6 * config_.dead_after;
+  co.idle_close = config_.idle_close;
+  co.max_connections = config_.max_connections;
+  // A slow peer is skipped from a quarter of a fetch's deadline up to it.
+  co.retry_min = std::max(std::chrono::milliseconds(50), config_.timeout / 4);
+  co.retry_max = std::max(co.retry_min, std::min(config_.timeout, std::chrono::milliseconds(5000)));
   co.ucx.tls = config_.ucx_tls;
   co.ucx.net_devices = net_device_;
   auto client = PeerClient::Make(auth_.get(), co);
   if (!client.ok()) return client.status();
   client_ = std::move(client).value();
   client_->Start();
-  started_at_ = std::chrono::steady_clock::now();
   started_.store(true, std::memory_order_release);
   return Status::Ok();
 }
@@ -218,7 +215,7 @@ int JobPeers::Home(ChunkKey key) const {
   const uint64_t hash = ChunkHash(ns_->Path(key.node), key.chunk);
   int home = rendezvous_.Home(hash, [this](size_t i) {
     int link = link_of_[i];
-    return link < 0 || client_->up(static_cast<size_t>(link));
+    return link < 0 || !client_->dead(static_cast<size_t>(link));
   });
   return home < 0 ? -1 : link_of_[static_cast<size_t>(home)];
 }
@@ -289,8 +286,6 @@ void JobPeers::VisitCounters(CounterVisitor& v) const {
   v.Text("self", config_.self, "peers_self");
   v.Gauge("size", static_cast<double>(rendezvous_.size()),
           {"Nodes of the job, this one included."});
-  v.Flag("settled", Settled(),
-         {"1 once every peer is up or the wait for them has ended (stage-in waits for it)."});
   v.Counter("fetched_chunks", fetched_chunks_.load(std::memory_order_relaxed),
             {"Chunks fetched from other nodes of the job."});
   v.Counter("fetched_bytes", fetched_bytes_.load(std::memory_order_relaxed),

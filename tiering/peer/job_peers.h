@@ -7,12 +7,16 @@
 // Answering the others is the peer service's (fs/peers/), the daemon's
 // second front door, which takes the identity and address from here.
 //
-// A peer that is not up is not live: its chunks go to their next choice,
-// which may be this node (then SOURCE is read), and come back when it is up
-// again. Every node computes homes alike from the same list and live set;
-// two nodes with different views of who is up may both read a chunk from
-// SOURCE once, never get wrong bytes (requests name path, size, mtime,
-// ctime and inode).
+// Homes are computed over the job's whole node list from the first
+// second, so stage-in starts at once on every node and a node that is slow
+// to start or to answer moves nothing. Only a dead peer (PeerClient: its
+// transport failed, it was silent for peer_dead, or it never came up
+// within the grace, 6 x peer_dead) is left out: its chunks go to their
+// next choice, which may be this node, and come back when it is up again.
+// A home that is not up yet, or slow, has its chunks read from SOURCE by
+// whoever needs them meanwhile. Two nodes with different views of who is
+// dead may both read a chunk from SOURCE once, never get wrong bytes
+// (requests name path, size, mtime, ctime and inode).
 #pragma once
 
 #include <sys/types.h>
@@ -39,12 +43,15 @@ class PeerAuth;
 class PeerClient;
 
 struct JobPeersConfig {
-  std::vector<PeerEntry> peers;             // the whole job, this node included
-  std::string self;                         // this node's name in `peers`
-  std::string listen;                       // "" = this node's address from `peers`
-  std::string job;                          // the job's identity, the same on every node
-  std::string munge_socket;                 // "" = libmunge's default
-  std::chrono::milliseconds timeout{5000};  // a fetch's deadline
+  std::vector<PeerEntry> peers;                  // the whole job, this node included
+  std::string self;                              // this node's name in `peers`
+  std::string listen;                            // "" = this node's address from `peers`
+  std::string job;                               // the job's identity, the same on every node
+  std::string munge_socket;                      // "" = libmunge's default
+  std::chrono::milliseconds timeout{5000};       // a fetch's deadline
+  std::chrono::milliseconds dead_after{10000};   // a peer silent this long is dead
+  std::chrono::milliseconds idle_close{300000};  // a connection unused this long is closed
+  size_t max_connections = 256;                  // connections to peers open at once
   uint64_t chunk_size = 8 << 20;
   unsigned server_threads = 16;  // provider calls at once
   std::string ucx_tls;           // "" = UCX's choice (or UCX_TLS)
@@ -64,13 +71,6 @@ class JobPeers {
   // Idempotent.
   void Stop();
   bool started() const { return started_.load(std::memory_order_acquire); }
-  // True once the homes this node computes are the job's: every other node
-  // is up, or kSettle has passed since Start (a node still down then is
-  // left out until it comes up), or this node asks nobody (Start failed,
-  // Stop). False before Start. Stage-in waits for it, so that each node
-  // stages its own share rather than everything while its peers connect.
-  bool Settled() const;
-  static constexpr std::chrono::seconds kSettle{10};
 
   const JobPeersConfig& config() const { return config_; }
   const std::string& self() const { return config_.self; }
@@ -85,8 +85,9 @@ class JobPeers {
   // caller owns it. Once.
   int TakeInheritedListenFd() { return std::exchange(inherited_fd_, -1); }
 
-  // The client link of the live peer that is `key`'s home, or -1 when that
-  // is this node (or nobody else is up). Lock-free; allocates the path.
+  // The client link of the peer that is `key`'s home among the peers not
+  // dead, or -1 when that is this node (or this node asks nobody).
+  // Lock-free; allocates the path.
   int Home(ChunkKey key) const;
   // Fetches [off, off+n) of chunk `key` (off within the chunk) from peer
   // `link` into `dest`. n, or -errno (the caller reads SOURCE: counted as a
@@ -120,8 +121,7 @@ class JobPeers {
   std::string listen_host_, net_device_;
   std::atomic<bool> started_{false};
   std::atomic<bool> given_up_{false};  // Start failed, or Stop ran: this node asks nobody
-  std::chrono::steady_clock::time_point started_at_{};  // written before started_
-  int inherited_fd_ = -1;  // a listening socket handed over at start (LISTEN_FDS)
+  int inherited_fd_ = -1;              // a listening socket handed over at start (LISTEN_FDS)
   Status StartAsking();
   // The chunk as the asker's snapshot names it: [off, off+n) of it.
   ChunkRef Ref(ChunkKey key, const std::string& path, uint64_t off, size_t n) const;

@@ -12,7 +12,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// How long a timed-out Fetch waits for its peer to be marked down.
+// How long a timed-out Fetch waits for its peer to be marked slow.
 constexpr std::chrono::milliseconds kSettle(200);
 
 // Offers up to this size (path and bytes) are sent eagerly.
@@ -46,17 +46,25 @@ PeerClient::PeerClient(PeerAuth* auth, PeerClientOptions options, std::unique_pt
     l->index = i;
     l->address = options_.peers[i];
     l->backoff = options_.retry_min;
+    l->slow_backoff = options_.retry_min;
     links_.push_back(std::move(l));
   }
   ucx_->SetEndpointErrorHandler([this](ucp_ep_h ep, ucs_status_t s) {
     auto it = by_ep_.find(ep);
-    if (it != by_ep_.end()) Down(*it->second, ucs_status_string(s));
+    if (it != by_ep_.end()) Down(*it->second, ucs_status_string(s), /*dead=*/true);
   });
 }
 
 PeerClient::~PeerClient() { Stop(); }
 
 void PeerClient::Start() {
+  started_at_ = Clock::now();
+  if (options_.connect_at_start) {
+    for (auto& l : links_) {
+      l->state = kDown;  // the first Tick connects it
+      l->retry_at = started_at_;
+    }
+  }
   ucx_->Start([this] { Tick(); });
 }
 
@@ -64,7 +72,7 @@ void PeerClient::Stop() {
   if (stopped_.exchange(true)) return;
   ucx_->Stop(
       [this] {
-        for (auto& l : links_) Down(*l, "shutting down");
+        for (auto& l : links_) Down(*l, "shutting down", false);
       },
       std::chrono::milliseconds(1000));
   pool_.Shutdown();
@@ -77,13 +85,20 @@ void PeerClient::Stop() {
 
 const std::string& PeerClient::name(size_t peer) const { return links_[peer]->address.name; }
 bool PeerClient::up(size_t peer) const { return links_[peer]->state.load() == kUp; }
+bool PeerClient::dead(size_t peer) const { return links_[peer]->dead.load(); }
 const PeerLinkCounters& PeerClient::counters(size_t peer) const { return links_[peer]->counters; }
 
 ssize_t PeerClient::Fetch(size_t peer, const ChunkRef& ref, char* dest, Deadline deadline,
                           uint16_t flags) {
   if (peer >= links_.size() || !ValidChunkRef(ref)) return -EINVAL;
   Link& l = *links_[peer];
-  if (l.state.load() != kUp) {
+  const int64_t now_ns = Clock::now().time_since_epoch().count();
+  l.last_used.store(now_ns, std::memory_order_relaxed);
+  if (now_ns < l.slow_until.load(std::memory_order_relaxed)) {  // it let one time out
+    l.counters.skipped++;
+    return -EBUSY;
+  }
+  if (l.state.load() != kUp && !AwaitUp(l, deadline)) {
     l.counters.skipped++;
     return -EHOSTDOWN;
   }
@@ -97,18 +112,10 @@ ssize_t PeerClient::Fetch(size_t peer, const ChunkRef& ref, char* dest, Deadline
     ++l.in_flight;
   }
   auto start = Clock::now();
-  auto p = std::make_shared<Pending>();
-  p->id = next_request_++;
-  p->peer = peer;
-  p->path.assign(ref.path);
-  p->ref = ref;
-  p->ref.path = p->path;
-  p->pool = buffers_;
-  p->flags = flags;
-  auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - start).count();
-  p->timeout_ms = static_cast<uint32_t>(std::clamp<int64_t>(left, 1, UINT32_MAX));
-  ssize_t r = Wait(l, p, deadline);
-  if (r >= 0) r = Open(l, p, dest);
+  ssize_t r = Ask(l, ref, dest, deadline, flags);
+  if (r == -ECONNRESET && AwaitUp(l, deadline)) {
+    r = Ask(l, ref, dest, deadline, flags);  // once more, on the connection made again
+  }
   {
     std::lock_guard lock(l.slot_mu);
     --l.in_flight;
@@ -124,6 +131,50 @@ ssize_t PeerClient::Fetch(size_t peer, const ChunkRef& ref, char* dest, Deadline
   return r;
 }
 
+ssize_t PeerClient::Ask(Link& l, const ChunkRef& ref, char* dest, Deadline deadline,
+                        uint16_t flags) {
+  auto start = Clock::now();
+  auto p = std::make_shared<Pending>();
+  p->id = next_request_++;
+  p->peer = l.index;
+  p->path.assign(ref.path);
+  p->ref = ref;
+  p->ref.path = p->path;
+  p->pool = buffers_;
+  p->flags = flags;
+  auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - start).count();
+  p->timeout_ms = static_cast<uint32_t>(std::clamp<int64_t>(left, 1, UINT32_MAX));
+  ssize_t r = Wait(l, p, deadline);
+  return r >= 0 ? Open(l, p, dest) : r;
+}
+
+bool PeerClient::AwaitUp(Link& l, Deadline deadline) {
+  if (stopped_.load()) return false;
+  int state = l.state.load();
+  if (state == kDown) return false;  // retried at its time; SOURCE meanwhile
+  if (state == kIdle) {
+    ucx_->Post([this, &l] {
+      if (l.state.load() == kIdle) {
+        Connect(l);
+      } else if (l.state.load() != kConnecting) {
+        Signal(l);
+      }
+    });
+  }
+  // An attempt ends up or down (Connect never leaves a link idle).
+  std::unique_lock lock(l.slot_mu);
+  l.slot_cv.wait_until(lock, std::min(deadline, Clock::now() + options_.connect_timeout), [&] {
+    int st = l.state.load();
+    return st == kUp || st == kDown;
+  });
+  return l.state.load() == kUp;
+}
+
+void PeerClient::Signal(Link& l) {
+  { std::lock_guard lock(l.slot_mu); }  // a waiter is either waiting or sees the new state
+  l.slot_cv.notify_all();
+}
+
 ssize_t PeerClient::Wait(Link& l, const std::shared_ptr<Pending>& p, Deadline deadline) {
   if (!ucx_->Post([this, p] { Send(p); })) return -ESHUTDOWN;
   std::unique_lock lock(p->mu);
@@ -133,14 +184,27 @@ ssize_t PeerClient::Wait(Link& l, const std::shared_ptr<Pending>& p, Deadline de
   p->abandoned = true;
   lock.unlock();
   l.counters.timeouts++;
-  // The peer did not answer in time: down, at once, so no other caller
-  // waits for it. A transfer still running ends in p->sealed, which p
-  // keeps alive: nothing is written to the caller's memory. The caller
-  // waits a moment (one progress round; at most kSettle) for the peer to
-  // be marked down, so that it is down when Fetch returns.
+  // The peer did not answer in time: slow, at once, so no other caller
+  // waits for it for a while; not dead (its chunks keep their home): it is
+  // pinged, and is dead only if it stays silent for dead_after. A transfer
+  // still running ends in p->sealed, which p keeps alive: nothing is
+  // written to the caller's memory. The caller waits a moment (one
+  // progress round; at most kSettle) for the peer to be marked slow.
   ucx_->Post([this, p] {
     Link& l = *links_[p->peer];
-    if (p->generation == l.generation && l.state.load() == kUp) Down(l, "no answer in time");
+    if (p->generation == l.generation && l.state.load() == kUp) {
+      const auto now = Clock::now();
+      l.slow_until.store((now + l.slow_backoff).time_since_epoch().count());
+      l.slow_backoff = std::min(l.slow_backoff * 2, options_.retry_max);
+      if (now - l.last_ping >= std::chrono::milliseconds(10)) Ping(l);
+      uint64_t n = l.counters.timeouts.load();
+      if (LogSampled(n)) {
+        TIERFS_LOG(
+            kWarning, "peer {} did not answer in time: its chunks are read here for {} ms",
+            l.address.name,
+            std::chrono::duration_cast<std::chrono::milliseconds>(l.slow_backoff / 2).count());
+      }
+    }
     if (p->phase != Pending::kReceiving) Complete(l, p, -ETIMEDOUT);
     {
       std::lock_guard lock(p->mu);
@@ -162,15 +226,13 @@ ssize_t PeerClient::Open(Link& l, const std::shared_ptr<Pending>& p, char* dest)
   bool fresh = opened && p->crypto->Accept(p->seq);
   buffers_->Give(std::move(p->sealed));
   if (fresh) return static_cast<ssize_t>(length);
-  (opened ? l.counters.replayed : l.counters.forged)++;
-  TIERFS_LOG(kWarning, "peer client: an answer from {} {}: cut off", l.address.name,
-             opened ? "replays an earlier one" : "does not authenticate");
-  uint64_t generation = p->generation;
-  size_t peer = p->peer;
-  ucx_->Post([this, peer, generation] {
-    Link& l = *links_[peer];
-    if (generation == l.generation && l.state.load() == kUp) Down(l, "a forged or replayed answer");
-  });
+  // Anyone who saw the request on the wire can answer it: this Fetch fails
+  // (its caller reads SOURCE), the connection stays.
+  uint64_t n = ++(opened ? l.counters.replayed : l.counters.forged);
+  if (LogSampled(n)) {
+    TIERFS_LOG(kWarning, "peer client: an answer from {} {}: ignored", l.address.name,
+               opened ? "replays an earlier one" : "does not authenticate");
+  }
   return -EBADMSG;
 }
 
@@ -210,6 +272,7 @@ void PeerClient::Send(const std::shared_ptr<Pending>& p) {
 bool PeerClient::Offer(size_t peer, const ChunkRef& ref, const char* data) {
   if (peer >= links_.size()) return false;
   Link& l = *links_[peer];
+  l.last_used.store(Clock::now().time_since_epoch().count(), std::memory_order_relaxed);
   ChunkRef whole = ref;
   whole.range_off = whole.range_len = 0;
   const uint64_t length = whole.chunk_length();
@@ -277,53 +340,76 @@ ucs_status_t PeerClient::OnMessage(const void* header, size_t header_size, void*
     return UcxWorker::Discard(param);
   }
   Link& l = *it->second;
-  bool rndv = param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV;
-  const char* garbage = nullptr;
-  std::shared_ptr<Pending> broken;
-  if (m.type == MsgType::kData || m.type == MsgType::kError) {
+  const bool rndv = param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV;
+  if (m.type == MsgType::kData) {
     auto pit = l.pending.find(m.request_id);
     std::shared_ptr<Pending> p = pit == l.pending.end() ? nullptr : pit->second;
     if (p == nullptr || p->phase == Pending::kReceiving) {
-      garbage = "an answer to no request";
-    } else if (m.type == MsgType::kError) {
-      if (rndv || !OpenWire(l.crypto->keys.recv, header, header_size, m.seq, nullptr, 0, nullptr)) {
-        l.counters.forged++;
-        broken = p;
-        l.pending.erase(p->id);
-        garbage = "an error answer that does not authenticate";
-      } else if (!l.crypto->Accept(m.seq)) {
-        l.counters.replayed++;
-        broken = p;
-        l.pending.erase(p->id);
-        garbage = "a replayed error answer";
-      } else {
-        if (m.error == WireError::kBusy)
-          l.counters.busy++;
-        else if (m.error == WireError::kNotResident && (p->flags & kIfResident) != 0)
-          l.counters.not_resident++;
-        else
-          l.counters.errors++;
-        if (m.error == WireError::kDenied) {  // down first: the caller then sees it down
-          l.pending.erase(p->id);
-          Down(l, "the peer says we are not authenticated");
-        }
-        Complete(l, p, WireErrorToErrno(m.error));
-        return UCS_OK;
-      }
-    } else if (m.length != p->ref.length()) {
-      broken = p;  // answered -EPROTO once the peer is down
-      l.pending.erase(p->id);
-      garbage = "an answer of the wrong length";
-    } else {
-      return OnData(l, p, header, header_size, m.seq, data, param);
+      l.counters.late++;  // its caller gave up (or a forgery): nothing to act on
+      return UcxWorker::Discard(param);
     }
+    if (m.length == p->ref.length()) return OnData(l, p, header, header_size, m.seq, data, param);
+    // The wrong length: the peer's fault only if the answer is its own.
+    if (rndv || !OpenWire(l.crypto->keys.recv, header, header_size, m.seq, data, size, nullptr)) {
+      l.counters.forged++;
+      return UcxWorker::Discard(param);
+    }
+    l.pending.erase(p->id);
+    l.counters.garbage++;
+    Down(l, "an answer of the wrong length", /*dead=*/true);
+    Complete(l, p, -EPROTO);
+    return UcxWorker::Discard(param);
   }
-  if (garbage == nullptr) garbage = "a message a server does not send";
-  l.counters.garbage++;
-  TIERFS_LOG(kWarning, "peer client: cut off {}: {}", l.address.name, garbage);
-  Down(l, garbage);
-  if (broken) Complete(l, broken, -EPROTO);
+  // Every other message is a header alone: authenticated here, or ignored.
+  if (rndv || !OpenWire(l.crypto->keys.recv, header, header_size, m.seq, data, size, nullptr)) {
+    l.counters.forged++;
+    return UcxWorker::Discard(param);
+  }
+  if (!l.crypto->Accept(m.seq)) {
+    l.counters.replayed++;
+    return UcxWorker::Discard(param);
+  }
+  Heard(l);
+  if (m.type == MsgType::kPong) return UCS_OK;
+  if (m.type == MsgType::kError) {
+    OnError(l, m);
+    return UCS_OK;
+  }
+  l.counters.garbage++;  // its own, and a message a server does not send
+  TIERFS_LOG(kWarning, "peer client: cut off {}: a message a server does not send", l.address.name);
+  Down(l, "a message a server does not send", /*dead=*/true);
   return UcxWorker::Discard(param);
+}
+
+void PeerClient::OnError(Link& l, const PeerMessage& m) {
+  auto pit = l.pending.find(m.request_id);
+  std::shared_ptr<Pending> p = pit == l.pending.end() ? nullptr : pit->second;
+  if (m.error == WireError::kUnknownSession) {
+    // The peer dropped this session (it heard nothing from us for long):
+    // connect again now; the Fetches it ends ask again on the new one. Not
+    // dead: its chunks keep their home.
+    l.counters.resets++;
+    Forget(l, kIdle, -ECONNRESET);  // its Fetches ask again once it is up
+    TIERFS_LOG(kInfo, "peer {} had forgotten this node's connection: connecting again",
+               l.address.name);
+    Connect(l);
+    return;
+  }
+  if (p == nullptr || p->phase == Pending::kReceiving) {
+    l.counters.late++;
+    return;
+  }
+  if (m.error == WireError::kBusy)
+    l.counters.busy++;
+  else if (m.error == WireError::kNotResident && (p->flags & kIfResident) != 0)
+    l.counters.not_resident++;
+  else
+    l.counters.errors++;
+  if (m.error == WireError::kDenied) {  // down first: the caller then sees it down
+    l.pending.erase(p->id);
+    Down(l, "the peer says we are not authenticated", /*dead=*/true);
+  }
+  Complete(l, p, WireErrorToErrno(m.error));
 }
 
 ucs_status_t PeerClient::OnData(Link& l, const std::shared_ptr<Pending>& p, const void* header,
@@ -344,6 +430,7 @@ ucs_status_t PeerClient::OnData(Link& l, const std::shared_ptr<Pending>& p, cons
     if (length > 0) std::memcpy(p->sealed.get(), data, length);
     lock.unlock();
     l.backoff = options_.retry_min;
+    l.slow_backoff = options_.retry_min;
     Complete(l, p, static_cast<ssize_t>(length));
     return UCS_OK;
   }
@@ -351,7 +438,10 @@ ucs_status_t PeerClient::OnData(Link& l, const std::shared_ptr<Pending>& p, cons
   lock.unlock();
   return ucx_->ReceiveBody(data, p->sealed.get(), length, [this, p, length](ucs_status_t s) {
     Link& l = *links_[p->peer];
-    if (s == UCS_OK) l.backoff = options_.retry_min;  // it answers: retry soon if it fails later
+    if (s == UCS_OK) {  // it answers: retry soon if it fails later
+      l.backoff = options_.retry_min;
+      l.slow_backoff = options_.retry_min;
+    }
     Complete(l, p, s == UCS_OK ? static_cast<ssize_t>(length) : -ECONNRESET);
   });
 }
@@ -361,6 +451,12 @@ void PeerClient::VisitCounters(CounterVisitor& v) const {
   for (const auto& l : links_) up += l->state.load() == kUp;
   v.Gauge("up", static_cast<double>(up), kPeersUp);
   v.Gauge("down", static_cast<double>(links_.size() - up), kPeersDown);
+  size_t dead = 0;
+  for (const auto& l : links_) dead += l->dead.load();
+  v.Gauge("dead", static_cast<double>(dead),
+          {"Peers of the job taken for gone: their chunks are kept by other nodes."});
+  v.Gauge("open_connections", static_cast<double>(open_.load()),
+          {"Connections to peers open or being opened (at most peer_connections)."});
   v.Counter("stray", stray_, {"Answers from peers that matched no connection: dropped."});
   v.Histogram("fetch_latency", latency_, {"Time to fetch a chunk from a peer."});
   // Per peer, latency as a sum (mean = latency_us / fetched_chunks): the
@@ -370,6 +466,7 @@ void PeerClient::VisitCounters(CounterVisitor& v) const {
     const PeerLinkCounters& c = l->counters;
     v.BeginItem({{"name", l->address.name}});
     v.Flag("up", l->state.load() == kUp, {"1 if this node is connected to the peer."});
+    v.Flag("dead", l->dead.load(), {"1 if the peer is taken for gone."});
     v.Counter("fetched_chunks", c.fetched_chunks, {"Chunks fetched from the peer."});
     v.Counter("fetched_bytes", c.fetched_bytes, {"Bytes fetched from the peer.", Unit::kBytes});
     v.Counter("latency_us", c.latency_us,
@@ -389,7 +486,12 @@ void PeerClient::VisitCounters(CounterVisitor& v) const {
               {"Answers from the peer with a sequence number seen before (connection cut)."});
     v.Counter("errors", c.errors, {"Error answers from the peer."});
     v.Counter("busy", c.busy, {"Fetches the peer was too busy to answer."});
-    v.Counter("skipped", c.skipped, {"Fetches not tried because the peer was not up."});
+    v.Counter("skipped", c.skipped,
+              {"Fetches not tried because the peer was not up, or slow to answer."});
+    v.Counter("late", c.late, {"Answers that came after their fetch had given up."});
+    v.Counter("closed_idle", c.closed_idle, {"Connections to the peer closed for being unused."});
+    v.Counter("resets", c.resets,
+              {"Times the peer had forgotten the connection and it was made again."});
     v.Counter("not_resident", c.not_resident,
               {"Fetches of chunks the peer did not hold (read from SOURCE here, then offered)."});
     v.Counter("offered", c.offered, {"Chunks read from SOURCE here and offered to the peer."});

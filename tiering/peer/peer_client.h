@@ -1,18 +1,28 @@
 // PeerClient: asks the job's other nodes for chunks.
 //
-// One connection per peer, opened on a pool thread by the TCP handshake
-// (peer_handshake.h: the server speaks first, both sides prove who they
-// are with MUNGE, keys are derived for this connection) and then carried
-// by UCX to the worker address the server gave. A peer that is not up is
-// never waited for: Fetch answers -EHOSTDOWN at once and the caller reads
-// SOURCE. Liveness:
-//   down --(retry_at)--> connecting --(handshake done)--> up
-//     ^                       |                           |
-//     +-- refused, no answer by connect_timeout, ---------+-- a Fetch not answered by its
-//         connection lost (backoff doubles,                   deadline, garbage, a message
-//         retry_min .. retry_max)                             that does not authenticate
-// so a peer that stalls is bypassed, and one that joins late (its daemon
-// started after ours) becomes up at its first retry after it listens.
+// One connection per peer, opened on first need on a pool thread by the
+// TCP handshake (peer_handshake.h: the server speaks first, both sides
+// prove who they are with MUNGE, keys are derived for this connection)
+// and then carried by UCX to the worker address the server gave. Its first
+// message is a kPing, so the server holds the session from then on.
+//
+//   idle --(Fetch)--> connecting --(handshake done)--> up --(unused idle_close, or
+//    ^                   |                              |    over max_connections: kBye)--> idle
+//    |                   v                              |
+//    |                 down <---------------------------+ transport error, silent for
+//    |     (retry_at: backoff retry_min..retry_max)        dead_after, cut off, or an
+//    |                   |                                 authenticated "unknown session"
+//    +-------------------+ (down -> connecting)            (then retried at once)
+//
+// Liveness is not speed. While up, a peer is pinged when nothing came from
+// it for a heartbeat (dead_after / 4, at most 1 s); one silent for
+// dead_after, whose transport fails, or that breaks the protocol is
+// marked dead: JobPeers then homes its chunks elsewhere. A Fetch that times
+// out marks the peer slow: Fetches skip it (-EBUSY at once: the caller
+// reads SOURCE) for slow_backoff (retry_min, doubling to retry_max; reset
+// by an answer with bytes), but its chunks keep their home. A peer that
+// never came up is dead only once `grace` has passed since Start, so a
+// node that starts a little late does not move the job's homes.
 //
 // Fetch is called by many threads at once. At most `max_in_flight`
 // requests per peer are outstanding; a caller beyond waits for a slot
@@ -20,7 +30,9 @@
 // request's own; the caller opens them (checks the tag, decrypts) into its
 // destination, so no byte reaches it unverified, and a caller whose
 // deadline passes returns at once: a late transfer ends in that buffer.
-#pragma once
+// A message that does not authenticate (anyone can forge a session id and
+// a request id: both travel in clear) is counted and ignored; it never
+// ends a connection or a Fetch but its own.
 #pragma once
 
 #include <sys/types.h>
@@ -55,7 +67,13 @@ struct PeerClientOptions {
   std::vector<PeerAddress> peers;                   // the other nodes of the job
   std::chrono::milliseconds connect_timeout{3000};  // the whole handshake
   std::chrono::milliseconds retry_min{100}, retry_max{5000};
-  size_t max_in_flight = 8;  // requests outstanding per peer
+  std::chrono::milliseconds dead_after{10000};   // silence (no answer to pings) that is death
+  std::chrono::milliseconds grace{60000};        // a peer never up is not dead before this
+  std::chrono::milliseconds idle_close{300000};  // an open connection unused this long is closed
+  size_t max_connections =
+      256;  // open (up or connecting) at once; beyond, the least used idle one closes
+  bool connect_at_start = false;  // connect to every peer at Start, not on first need
+  size_t max_in_flight = 8;       // requests outstanding per peer
   // Offers being sent at once, in all, and their bytes: beyond, an offer is dropped.
   size_t max_offers = 16;
   uint64_t max_offer_bytes = uint64_t{64} << 20;
@@ -77,7 +95,10 @@ struct PeerLinkCounters {
   std::atomic<uint64_t> replayed{0};          // ... that do, with a sequence number seen before
   std::atomic<uint64_t> errors{0};            // error answers (kStale, kNotFound, kIo, ...)
   std::atomic<uint64_t> busy{0};              // kBusy answers, and no slot by the deadline
-  std::atomic<uint64_t> skipped{0};           // Fetch while the peer was not up
+  std::atomic<uint64_t> skipped{0};           // Fetch while the peer was not up, or slow
+  std::atomic<uint64_t> late{0};              // answers to requests their caller gave up on
+  std::atomic<uint64_t> closed_idle{0};       // connections closed unused (kBye)
+  std::atomic<uint64_t> resets{0};            // "unknown session" answers: connected again
   std::atomic<uint64_t> latency_us{0};        // summed over the fetched chunks
   std::atomic<uint64_t> not_resident{0};      // kIfResident fetches it answered kNotResident
   std::atomic<uint64_t> offered{0};           // chunks offered to it
@@ -100,18 +121,23 @@ class PeerClient {
   size_t size() const { return links_.size(); }
   const std::string& name(size_t peer) const;
   bool up(size_t peer) const;
+  // Dead: not to be a home (see above). A peer not yet asked is not dead.
+  bool dead(size_t peer) const;
+  // Connections up or being made, now.
+  size_t open_connections() const { return open_.load(); }
   const PeerLinkCounters& counters(size_t peer) const;
   uint64_t stray() const { return stray_.load(); }  // messages from no known endpoint
 
   // Fetches chunk `ref` from peer `peer` into `dest` (ref.length() bytes).
   // Returns ref.length(), or -errno: -EHOSTDOWN (not up: not asked),
-  // -ETIMEDOUT (no answer by `deadline`: the peer is now down), -EBUSY (no
-  // slot by the deadline, or the peer is busy), -ENOENT/-ESTALE/-EINVAL/-EIO
+  // -ETIMEDOUT (no answer by `deadline`: the peer is now slow), -EBUSY (no
+  // slot by the deadline, the peer is busy, or slow), -ENOENT/-ESTALE/-EINVAL/-EIO
   // (the peer's answer), -EPROTO (the peer broke the protocol: cut off),
   // -EBADMSG (the answer does not authenticate: cut off), -ECONNRESET
-  // (connection lost), -ESHUTDOWN, -EINVAL (a bad ref). Returns by
-  // `deadline`, or a progress round later (200 ms at most) after a timeout,
-  // once the peer is marked down. On error `dest` holds no promise.
+  // (connection lost, or the peer forgot the session), -ESHUTDOWN, -EINVAL
+  // (a bad ref). An idle peer is connected first, within `deadline`.
+  // Returns by `deadline`, or a progress round later (200 ms at most) after
+  // a timeout, once the peer is marked slow. On error `dest` holds no promise.
   // With `flags` kIfResident, -ENODATA: the peer neither holds the chunk
   // nor is promoting it (the caller reads SOURCE, and may Offer the copy).
   // Thread-safe.
@@ -133,7 +159,7 @@ class PeerClient {
   PeerClient(PeerAuth* auth, PeerClientOptions options, std::unique_ptr<UcxWorker> ucx);
   struct Pending;
   struct Link;
-  enum State : int { kDown = 0, kConnecting = 1, kUp = 2 };
+  enum State : int { kDown = 0, kConnecting = 1, kUp = 2, kIdle = 3 };
 
   // Progress thread.
   ucs_status_t OnMessage(const void* header, size_t header_size, void* data, size_t size,
@@ -147,8 +173,27 @@ class PeerClient {
   // The connection's lifecycle (peer_client_link.cc).
   void Tick();
   void Connect(Link& l);
-  void Down(Link& l, const std::string& why);
+  // The connection ends; `dead`: the peer is no home until it is up again.
+  void Down(Link& l, const std::string& why, bool dead);
+  // Closes an up connection by agreement (kBye): idle, not dead.
+  void Close(Link& l);
+  // Forgets `l`'s connection (endpoint, keys, requests not receiving) and
+  // puts it in state `next`; returns the state it was in.
+  // Its requests end with `error`.
+  int Forget(Link& l, int next, int error = -EHOSTDOWN);
+  void Ping(Link& l);
+  // A message from `l` authenticated: it is alive.
+  static void Heard(Link& l);
+  // The state changed: wake the Fetches waiting for a connection.
+  void Signal(Link& l);
+  // Up to the caller's deadline for a connection to an idle or connecting
+  // peer to come up; true if it is up.
+  bool AwaitUp(Link& l, Deadline deadline);
+  // The error answer `m` (authenticated) for `l`.
+  void OnError(Link& l, const PeerMessage& m);
 
+  // One request to `l` (a slot held) and its answer, opened into `dest`.
+  ssize_t Ask(Link& l, const ChunkRef& ref, char* dest, Deadline deadline, uint16_t flags);
   ssize_t Wait(Link& l, const std::shared_ptr<Pending>& p, Deadline deadline);
   ssize_t Open(Link& l, const std::shared_ptr<Pending>& p, char* dest);
 
@@ -170,6 +215,8 @@ class PeerClient {
   std::unordered_map<uint64_t, Link*> by_session_;   // progress thread only
   std::chrono::steady_clock::time_point next_tick_;  // progress thread only
   std::atomic<bool> stopped_{false};
+  std::atomic<size_t> open_{0};  // up or connecting (written on the progress thread)
+  std::chrono::steady_clock::time_point started_at_;  // Start(): the grace counts from here
 };
 
 }  // namespace tierfs

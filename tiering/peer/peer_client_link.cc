@@ -1,7 +1,9 @@
-// PeerClient: the lifecycle of the connection to each peer (down,
-// connecting, up), on the progress thread; the handshake on the pool.
+// PeerClient: the lifecycle of the connection to each peer (idle,
+// connecting, up, down), its heartbeats, on the progress thread; the
+// handshake on the pool.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -14,28 +16,93 @@ namespace tierfs {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+long long Ms(Clock::duration d) { return std::chrono::duration_cast<milliseconds>(d).count(); }
 
 }  // namespace
 
 void PeerClient::Tick() {
-  auto now = Clock::now();
+  const auto now = Clock::now();
   if (now < next_tick_ || stopped_.load()) return;
-  next_tick_ = now + std::chrono::milliseconds(10);
-  for (auto& l : links_) {
-    int state = l->state.load();
-    if (state == kConnecting && now > l->deadline + std::chrono::milliseconds(500)) {
-      // The handshake's own deadline has passed and its result is lost.
-      Down(*l, "no handshake in time");
-    } else if (state == kDown && now >= l->retry_at) {
-      Connect(*l);
+  next_tick_ = now + milliseconds(10);
+  // A ping when nothing came for a heartbeat: a quarter of dead_after, at most 1 s.
+  const auto heartbeat =
+      std::clamp<milliseconds>(options_.dead_after / 4, milliseconds(10), milliseconds(1000));
+  const bool grace_over = now - started_at_ >= options_.grace;
+  for (auto& lp : links_) {
+    Link& l = *lp;
+    switch (l.state.load()) {
+      case kConnecting:
+        // The handshake's own deadline has passed and its result is lost.
+        if (now > l.deadline + milliseconds(500))
+          Down(l, "no handshake in time", grace_over || l.ever_up);
+        break;
+      case kDown:
+        if (!l.dead.load() && !l.ever_up && grace_over) {
+          l.dead = true;
+          TIERFS_LOG(kWarning, "peer {} has not come up in {} s: its chunks are kept by others",
+                     l.address.name, Ms(options_.grace) / 1000);
+        }
+        if (now >= l.retry_at) Connect(l);
+        break;
+      case kUp: {
+        const auto unused = now - Clock::time_point(Clock::duration(l.last_used.load()));
+        if (l.pending.empty() && unused >= options_.idle_close) {
+          Close(l);
+        } else if (now - l.last_heard >= options_.dead_after) {
+          Down(l, "silent for " + std::to_string(Ms(now - l.last_heard)) + " ms", /*dead=*/true);
+        } else if (now - l.last_heard >= heartbeat && now - l.last_ping >= heartbeat) {
+          Ping(l);
+        }
+        // Slow, and has not answered a ping since: stays slow.
+        const auto slow = Clock::time_point(Clock::duration(l.slow_until.load()));
+        if (now >= slow && now - slow < heartbeat && now - l.last_heard > 2 * heartbeat) {
+          l.slow_until.store((now + heartbeat).time_since_epoch().count());
+        }
+        break;
+      }
+      default:
+        break;
     }
   }
 }
 
+void PeerClient::Heard(Link& l) { l.last_heard = Clock::now(); }
+
+void PeerClient::Ping(Link& l) {
+  WireHeader h;
+  size_t n = EncodeBare(MsgType::kPing,
+                        WireIds{next_request_++, l.crypto->session, l.crypto->next_seq++}, &h);
+  l.last_ping = Clock::now();
+  if (!SealWire(l.crypto->keys.send, &h, n, nullptr, 0, nullptr)) return;
+  ucx_->Send(l.ep, kPeerAmId, h, n, nullptr, 0, UCP_AM_SEND_FLAG_REPLY, [](ucs_status_t) {});
+}
+
 // The handshake blocks (TCP, munged): it runs on the pool, bounded by the
-// connect timeout; the endpoint is made back on the progress thread.
+// connect timeout; the endpoint is made back on the progress thread. At
+// most max_connections are open: beyond, the least recently used one
+// with nothing in flight is closed first; if none can be, this one waits
+// (down, not dead, retried).
 void PeerClient::Connect(Link& l) {
+  if (open_.load() >= options_.max_connections) {
+    Link* lru = nullptr;
+    for (auto& o : links_) {
+      if (o->state.load() == kUp && o->pending.empty() &&
+          (lru == nullptr || o->last_used.load() < lru->last_used.load())) {
+        lru = o.get();
+      }
+    }
+    if (lru == nullptr) {
+      l.state = kDown;
+      l.retry_at = Clock::now() + options_.retry_min;
+      Signal(l);
+      return;
+    }
+    Close(*lru);
+  }
   l.state = kConnecting;
+  ++open_;
   uint64_t generation = ++l.generation;
   l.deadline = Clock::now() + options_.connect_timeout;
   size_t index = l.index;
@@ -51,23 +118,25 @@ void PeerClient::Connect(Link& l) {
     ucx_->Post([this, index, generation, r, session, error]() mutable {
       Link& l = *links_[index];
       if (generation != l.generation || l.state.load() != kConnecting) return;
+      const bool failure_is_death = l.ever_up || Clock::now() - started_at_ >= options_.grace;
       if (r != HandshakeResult::kOk) {
         if (r == HandshakeResult::kRefused || r == HandshakeResult::kBadPeer) {
           l.counters.refused++;
           TIERFS_LOG(kWarning, "peer {}: {}", l.address.name, error);
-        } else if (r == HandshakeResult::kGarbage) {
-          l.counters.garbage++;
+          Down(l, error, /*dead=*/true);
+          return;
         }
-        Down(l, error);
+        if (r == HandshakeResult::kGarbage) l.counters.garbage++;
+        Down(l, error, failure_is_death);
         return;
       }
       if (by_session_.count(session->session) != 0) {
-        Down(l, "a session id already in use");
+        Down(l, "a session id already in use", failure_is_death);
         return;
       }
       l.ep = ucx_->Connect(session->worker_address, &error);
       if (l.ep == nullptr) {
-        Down(l, "cannot reach its worker: " + error);
+        Down(l, "cannot reach its worker: " + error, failure_is_death);
         return;
       }
       by_ep_[l.ep] = &l;
@@ -76,14 +145,26 @@ void PeerClient::Connect(Link& l) {
       l.crypto->session = session->session;
       by_session_[session->session] = &l;
       l.state = kUp;
+      l.dead = false;
+      l.ever_up = true;
+      l.last_heard = Clock::now();
+      // Made now: used now (idle_close counts from here, not from its last use).
+      l.last_used.store(std::max(l.last_used.load(), l.last_heard.time_since_epoch().count()));
       l.counters.ups++;
+      // The session's first message: the server holds it from now on,
+      // however long this node then stays quiet.
+      Ping(l);
       TIERFS_LOG(kInfo, "peer {} is up", l.address.name);
+      Signal(l);
     });
   });
-  if (!queued) Down(l, "too much to do");
+  if (!queued) Down(l, "too much to do", false);
 }
 
-void PeerClient::Down(Link& l, const std::string& why) {
+// Forgets the connection's endpoint and keys, and ends its requests that
+// are not receiving (a receive ends when UCX purges the closed endpoint).
+// Returns the state it was in.
+int PeerClient::Forget(Link& l, int next, int error) {
   int was = l.state.load();
   if (l.ep != nullptr) {
     by_ep_.erase(l.ep);
@@ -94,28 +175,50 @@ void PeerClient::Down(Link& l, const std::string& why) {
     by_session_.erase(l.crypto->session);
     l.crypto.reset();
   }
-  l.state = kDown;
+  if (was == kUp || was == kConnecting) --open_;
+  l.state = next;
   ++l.generation;
+  std::vector<std::shared_ptr<Pending>> ended;
+  for (auto& [id, p] : l.pending) {
+    if (p->phase != Pending::kReceiving) ended.push_back(p);
+  }
+  for (auto& p : ended) Complete(l, p, error);
+  Signal(l);
+  return was;
+}
+
+void PeerClient::Close(Link& l) {
+  if (l.state.load() != kUp) return;
+  WireHeader h;
+  size_t n = EncodeBare(MsgType::kBye, WireIds{0, l.crypto->session, l.crypto->next_seq++}, &h);
+  if (SealWire(l.crypto->keys.send, &h, n, nullptr, 0, nullptr)) {
+    // The endpoint closes once the kBye is out (a forced close could drop it).
+    ucp_ep_h ep = l.ep;
+    by_ep_.erase(ep);
+    l.ep = nullptr;
+    ucx_->Send(ep, kPeerAmId, h, n, nullptr, 0, 0, [this, ep](ucs_status_t) { ucx_->Close(ep); });
+  }
+  l.counters.closed_idle++;
+  Forget(l, kIdle);
+  TIERFS_LOG(kDebug, "peer {}: connection closed, unused", l.address.name);
+}
+
+void PeerClient::Down(Link& l, const std::string& why, bool dead) {
+  const int was = Forget(l, kDown);
+  l.dead = dead;
   l.retry_at = Clock::now() + l.backoff;
   l.backoff = std::min(l.backoff * 2, options_.retry_max);
   if (stopped_.load()) {
     // shutting down: nothing to say
   } else if (was == kUp) {
     l.counters.downs++;
-    TIERFS_LOG(
-        kWarning, "peer {} is down: {}; retrying in {} ms", l.address.name, why,
-        std::chrono::duration_cast<std::chrono::milliseconds>(l.retry_at - Clock::now()).count());
+    TIERFS_LOG(kWarning, "peer {} is down{}: {}; retrying in {} ms", l.address.name,
+               dead ? " (its chunks are kept by others meanwhile)" : "", why,
+               Ms(l.retry_at - Clock::now()));
   } else if (was == kConnecting) {
     l.counters.connect_failures++;
     TIERFS_LOG(kDebug, "peer {}: no connection: {}", l.address.name, why);
   }
-  // Requests not receiving end now; a receive ends when UCX purges the
-  // closed endpoint (its completion removes it).
-  std::vector<std::shared_ptr<Pending>> ended;
-  for (auto& [id, p] : l.pending) {
-    if (p->phase != Pending::kReceiving) ended.push_back(p);
-  }
-  for (auto& p : ended) Complete(l, p, -EHOSTDOWN);
 }
 
 }  // namespace tierfs

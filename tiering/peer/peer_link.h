@@ -61,10 +61,18 @@ struct PeerClient::Pending {
 struct PeerClient::Link {
   size_t index = 0;
   PeerAddress address;
-  std::atomic<int> state{kDown};
+  std::atomic<int> state{kIdle};
+  // Not a home: its transport failed, it went silent for dead_after, it
+  // refused us, or it never came up within the grace. A slow peer, one
+  // whose session was forgotten, or one closed for being idle is not.
+  std::atomic<bool> dead{false};
+  // Fetches skip it until then (steady_clock ns): it let one time out.
+  std::atomic<int64_t> slow_until{0};
+  std::atomic<int64_t> last_used{0};  // steady_clock ns of the last Fetch or Offer
   PeerLinkCounters counters;
 
   std::mutex slot_mu;  // guards in_flight. A leaf lock.
+  // Signalled when in_flight drops and when the state changes (Signal).
   std::condition_variable slot_cv;
   size_t in_flight = 0;
 
@@ -72,9 +80,13 @@ struct PeerClient::Link {
   ucp_ep_h ep = nullptr;
   std::shared_ptr<LinkCrypto> crypto;  // up: the connection's keys
   uint64_t generation = 0;             // one per connection attempt; stale callbacks compare it
+  bool ever_up = false;
   std::chrono::steady_clock::time_point deadline;  // connecting: the handshake is due
   std::chrono::steady_clock::time_point retry_at;
+  std::chrono::steady_clock::time_point last_heard;  // up: the last message that authenticated
+  std::chrono::steady_clock::time_point last_ping;   // up: the last kPing sent
   std::chrono::milliseconds backoff{0};
+  std::chrono::milliseconds slow_backoff{0};
   std::unordered_map<uint64_t, std::shared_ptr<Pending>> pending;  // sent, by request id
 };
 

@@ -9,6 +9,7 @@ namespace tierfs {
 namespace {
 
 constexpr size_t kCommon = 32;
+constexpr size_t kBare = kCommon + kWireTag;
 constexpr size_t kWithError = kCommon + 8 + kWireTag;
 constexpr size_t kRequestSize = kCommon + 64 + kWireTag;
 static_assert(kRequestSize == kMaxHeader);
@@ -66,6 +67,10 @@ size_t HeaderSize(MsgType type) {
     case MsgType::kRequest:
     case MsgType::kOffer:
       return kRequestSize;
+    case MsgType::kPing:
+    case MsgType::kPong:
+    case MsgType::kBye:
+      return kBare;
   }
   return 0;
 }
@@ -81,6 +86,7 @@ constexpr std::pair<WireError, int> kErrnos[] = {
     {WireError::kDenied, -EACCES},
     {WireError::kShutdown, -ESHUTDOWN},
     {WireError::kNotResident, -ENODATA},
+    {WireError::kUnknownSession, -ECONNRESET},
 };
 
 bool BodyFits(const PeerMessage& m, uint64_t body) {
@@ -90,6 +96,9 @@ bool BodyFits(const PeerMessage& m, uint64_t body) {
     case MsgType::kData:
       return m.length <= kMaxWireChunk && body == m.length;
     case MsgType::kError:
+    case MsgType::kPing:
+    case MsgType::kPong:
+    case MsgType::kBye:
       return body == 0;
     case MsgType::kOffer:
       // The path, then the whole chunk as the header describes it.
@@ -202,6 +211,10 @@ size_t EncodeError(const WireIds& ids, WireError error, WireHeader* h) {
   return Common(MsgType::kError, ids, h).U32(static_cast<uint32_t>(error)).U32(0).Tag();
 }
 
+size_t EncodeBare(MsgType type, const WireIds& ids, WireHeader* h) {
+  return Common(type, ids, h).Tag();
+}
+
 bool SealWire(const PeerKey& key, WireHeader* h, size_t header_size, const void* body, size_t size,
               void* out) {
   if (header_size < kCommon + kWireTag || header_size > h->size()) return false;
@@ -234,7 +247,7 @@ WireStatus DecodeHeader(const void* header, size_t size, uint64_t body_size, Pee
   if (r.Le(4) != kWireMagic) return WireStatus::kBadMagic;
   if (r.Le(1) != kWireVersion) return WireStatus::kBadVersion;
   uint64_t type = r.Le(1);
-  if (type < 3 || type > 6) return WireStatus::kBadType;
+  if (type < 3 || type > 9) return WireStatus::kBadType;
   PeerMessage m;
   m.type = static_cast<MsgType>(type);
   m.flags = static_cast<uint16_t>(r.Le(2));
@@ -275,6 +288,10 @@ WireStatus DecodeHeader(const void* header, size_t size, uint64_t body_size, Pee
     }
     case MsgType::kData:
       m.length = r.Le(8);
+      break;
+    case MsgType::kPing:
+    case MsgType::kPong:
+    case MsgType::kBye:
       break;
   }
   if (!BodyFits(m, body_size)) return WireStatus::kBadBody;

@@ -20,6 +20,19 @@
 //   kError         common | error i32 | reserved u32 | tag                  body: empty
 //   kOffer         as kRequest, with path_len u32 for timeout_ms and the    body: path, then the
 //                  range zero (whole chunks only)                           chunk's bytes
+//   kPing, kPong,  common | tag                                             body: empty
+//   kBye
+//
+// Sessions live as long as both ends think they do. The client's first
+// message on a new session is a kPing (the server takes the session from
+// its door at once); while the session is open the client pings when it
+// has heard nothing for a heartbeat, and the server answers kPong (same
+// request_id), so neither end forgets a session the other still holds
+// during a long pause. A client that closes an idle session says kBye (no
+// answer). A message naming a session the server has forgotten but still
+// has the keys of (it dropped it: idle, or cut off) is answered kError
+// kUnknownSession under those keys: the client reconnects at once, for
+// the cost of one round trip.
 //
 // `flags` is zero but in a kRequest, where kIfResident asks for the bytes
 // only if the server holds the chunk or is promoting it; else it answers
@@ -52,7 +65,7 @@ namespace tierfs {
 
 inline constexpr unsigned kPeerAmId = 7;            // the UCX active message id of every message
 inline constexpr uint32_t kWireMagic = 0x50534654;  // "TFSP" in little-endian order
-inline constexpr uint8_t kWireVersion = 3;
+inline constexpr uint8_t kWireVersion = 4;
 inline constexpr size_t kMaxHeader = 112;  // the largest header (kRequest)
 inline constexpr size_t kWireTag = 16;     // the GCM tag at the end of every header
 inline constexpr size_t kMaxPeerPath = 4095;
@@ -60,7 +73,15 @@ inline constexpr size_t kMaxCredential = 4096;
 inline constexpr uint64_t kMinWireChunk = 4096;
 inline constexpr uint64_t kMaxWireChunk = uint64_t{1} << 30;
 
-enum class MsgType : uint8_t { kRequest = 3, kData = 4, kError = 5, kOffer = 6 };
+enum class MsgType : uint8_t {
+  kRequest = 3,
+  kData = 4,
+  kError = 5,
+  kOffer = 6,
+  kPing = 7,  // client -> server: are you there (and: take this session)
+  kPong = 8,  // server -> client: the answer to kPing
+  kBye = 9,   // client -> server: this session is closed by its client
+};
 
 // kRequest flags.
 inline constexpr uint16_t kIfResident = 1;  // the bytes only if the server has them (or soon)
@@ -69,19 +90,20 @@ inline constexpr uint16_t kIfResident = 1;  // the bytes only if the server has 
 // own, not the host's errno (mapped at the API by WireErrorToErrno).
 enum class WireError : int32_t {
   kOk = 0,
-  kNotFound = 1,     // no such file in the server's snapshot
-  kStale = 2,        // the file's size or mtime differ: another snapshot
-  kBadRequest = 3,   // chunk size differs, or chunk beyond the file
-  kBusy = 4,         // the server's queue is full
-  kIo = 5,           // the server could not read it (tier or SOURCE)
-  kDenied = 6,       // not authenticated
-  kShutdown = 7,     // the server is stopping
-  kNotResident = 8,  // kIfResident: the server neither holds the chunk nor is promoting it
+  kNotFound = 1,        // no such file in the server's snapshot
+  kStale = 2,           // the file's size or mtime differ: another snapshot
+  kBadRequest = 3,      // chunk size differs, or chunk beyond the file
+  kBusy = 4,            // the server's queue is full
+  kIo = 5,              // the server could not read it (tier or SOURCE)
+  kDenied = 6,          // not authenticated
+  kShutdown = 7,        // the server is stopping
+  kNotResident = 8,     // kIfResident: the server neither holds the chunk nor is promoting it
+  kUnknownSession = 9,  // the server has forgotten this session: connect again
 };
-inline constexpr int32_t kMaxWireError = 8;
+inline constexpr int32_t kMaxWireError = 9;
 
-// -ENOENT, -ESTALE, -EINVAL, -EBUSY, -EIO, -EACCES, -ESHUTDOWN, -ENODATA
-// (0 for kOk).
+// -ENOENT, -ESTALE, -EINVAL, -EBUSY, -EIO, -EACCES, -ESHUTDOWN, -ENODATA,
+// -ECONNRESET (0 for kOk).
 int WireErrorToErrno(WireError e);
 // The reverse, for a provider's -errno: anything unlisted is kIo.
 WireError WireErrorFromErrno(int neg_errno);
@@ -155,6 +177,8 @@ size_t EncodeRequest(const WireIds& ids, const ChunkRef& ref, uint32_t timeout_m
 size_t EncodeOffer(const WireIds& ids, const ChunkRef& ref, WireHeader* h);
 size_t EncodeData(const WireIds& ids, uint64_t length, WireHeader* h);
 size_t EncodeError(const WireIds& ids, WireError error, WireHeader* h);
+// kPing, kPong or kBye: the common part and the tag.
+size_t EncodeBare(MsgType type, const WireIds& ids, WireHeader* h);
 
 // Decodes a header and checks `body_size` against its type's bounds (a
 // kRequest's path is checked by the caller, with ValidChunkRef, once it has
