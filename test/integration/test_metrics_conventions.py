@@ -193,10 +193,13 @@ class MetricsConventions(unittest.TestCase):
                         mounts.append(harness.Mount(src, m, [
                             "ram=64M", f"peers={peers}", f"peer_name=n{i}", "peer_job=conv",
                             f"munge_socket={daemon.socket}", f"metrics={metrics[i]}"]))
-                    harness.wait_for(lambda: all(x.stats()["peers"]["up"] == 1 for x in mounts),
-                                     what="peers up")
-                    for rel in files:
+                    harness.wait_for(
+                        lambda: all(x.stats()["peers"]["server"]["listening"] for x in mounts),
+                        what="peers listening")
+                    for rel in files:  # connects to n1 on first need
                         harness.read_file(os.path.join(mnt, rel))
+                    harness.wait_for(lambda: mounts[0].stats()["peers"]["up"] == 1,
+                                     what="n1 up as n0's peer")
                     texts = [harness.scrape_metrics(p) for p in metrics]
                 finally:
                     for x in mounts:

@@ -616,9 +616,9 @@ test ! -e "{c.path("tfs-node1", "mnt")}/$SLURM_JOB_ID/other" && echo NO OTHER MO
             def peers(mnt):
                 return json.loads(c.read_as_user(os.path.join(mnt, ".tierfs", "stats")))["peers"]
             try:
-                for mnt in (one, two):
-                    harness.wait_for(lambda: peers(mnt)["up"] >= 1, timeout=30,
-                                     what=f"the other node up as a peer of {mnt}")
+                for mnt in (one, two):  # they connect on first need
+                    harness.wait_for(lambda: peers(mnt)["server"]["listening"], timeout=30,
+                                     what=f"the peer service of {mnt} listening")
             except AssertionError as e:
                 logs = "".join(f"\n--- {n} daemon.log:\n" + pathlib.Path(
                     c.path(n, "state", str(r.job), "daemon.log")).read_text(errors="replace")[-3000:]
