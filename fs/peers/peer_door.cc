@@ -15,6 +15,7 @@
 #include <cstring>
 
 #include "tiering/base/log.h"
+#include "tiering/peer/door_puzzle.h"
 #include "tiering/peer/peer_handshake.h"
 #include "tiering/peer/wire.h"
 
@@ -22,6 +23,13 @@ namespace tierfs {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// Hellos waiting for munged or being checked: the checks' queue.
+constexpr size_t kCheckQueue = 16;
+
+// A connection this young is not evicted to make room (it may be doing the
+// greeting's work).
+constexpr std::chrono::milliseconds kYoung(500);
 
 uint64_t RandomSessionId() {
   for (;;) {
@@ -42,8 +50,9 @@ struct PeerDoor::Conn {
   enum State { kAwaitHello, kChecking, kAwaitBind } state = kAwaitHello;
   FrameReader reader;
   PeerNonce nonce{};
-  std::string peer;  // kAwaitBind: the authenticated name
-  SessionKeys keys;  // kAwaitBind
+  unsigned bits = 0;  // the puzzle its greeting asked for
+  std::string peer;   // kAwaitBind: the authenticated name
+  SessionKeys keys;   // kAwaitBind
 };
 
 // A hello's check, done on the pool, for the door thread.
@@ -61,7 +70,7 @@ PeerDoor::PeerDoor(const PeerAuth* auth, PeerDoorOptions options, std::string wo
     : auth_(auth),
       options_(std::move(options)),
       worker_address_(std::move(worker_address)),
-      checks_(2, 16) {}
+      checks_(2, kCheckQueue) {}
 
 PeerDoor::~PeerDoor() { Stop(); }
 
@@ -172,7 +181,10 @@ void PeerDoor::Loop() {
       std::lock_guard lock(mu_);
       done.swap(checked_);
     }
-    for (auto& r : done) OnChecked(*r);
+    for (auto& r : done) {
+      --checks_pending_;
+      OnChecked(*r);
+    }
     Expire();
     if (!listening_.load() && Clock::now() >= retry_at_) {
       Status bound = Bind();
@@ -208,20 +220,55 @@ void PeerDoor::AcceptAll() {
   }
 }
 
+void PeerDoor::AdjustPuzzle(Clock::time_point now) {
+  if (now < puzzle_step_) return;
+  puzzle_step_ = now + std::chrono::milliseconds(100);
+  const uint64_t busy = counters_.busy.load();
+  const bool pressed = checks_pending_ >= kCheckQueue / 2 || busy > busy_seen_;
+  busy_seen_ = busy;
+  unsigned bits = puzzle_bits_.load();
+  if (pressed) {
+    bits = bits == 0 ? 8 : std::min(bits + 2, options_.max_puzzle_bits);
+    calm_since_ = now;
+  } else if (bits > 0 && now - calm_since_ >= std::chrono::seconds(1)) {
+    bits = bits > 2 ? bits - 2 : 0;
+    calm_since_ = now;
+  }
+  if (bits != puzzle_bits_.load() && LogSampled(++puzzle_changes_)) {
+    TIERFS_LOG(kInfo, "peer service: hellos now cost {} bits of work ({} checks waiting)", bits,
+               checks_pending_);
+  }
+  puzzle_bits_ = bits;
+}
+
 void PeerDoor::Admit(int fd, uint32_t address) {
-  // Make room: the oldest connection of this address, or of all.
-  auto evict_oldest = [this](bool same_address, uint32_t addr) {
-    for (auto& [fd, id] : order_) {
-      auto c = conns_.find(fd);
-      if (c == conns_.end() || c->second->id != id) continue;
-      if (same_address && c->second->address != addr) continue;
-      counters_.evicted++;
-      Close(fd);
-      return;
+  const auto now = Clock::now();
+  // Make room: the oldest connection of this address (or of all) that has
+  // had kYoung to say something, first one that has not sent a hello (an
+  // idle squatter's), then any. A young one (a real peer doing the work a
+  // greeting asked for, amid a flood of short connections) is never
+  // evicted: if all are young, the newcomer is turned away instead.
+  auto evict_oldest = [this, now](bool same_address, uint32_t addr) {
+    for (bool any : {false, true}) {
+      for (auto& [fd, id] : order_) {
+        auto c = conns_.find(fd);
+        if (c == conns_.end() || c->second->id != id) continue;
+        if (same_address && c->second->address != addr) continue;
+        if (now - (c->second->deadline - options_.handshake_timeout) < kYoung) break;  // by age
+        if (!any && c->second->state != Conn::kAwaitHello) continue;
+        counters_.evicted++;
+        Close(fd);
+        return true;
+      }
     }
+    return false;
   };
-  if (per_address_[address] >= options_.max_per_address) evict_oldest(true, address);
-  if (conns_.size() >= options_.max_pending) evict_oldest(false, 0);
+  if ((per_address_[address] >= options_.max_per_address && !evict_oldest(true, address)) ||
+      (conns_.size() >= options_.max_pending && !evict_oldest(false, 0))) {
+    counters_.turned_away++;
+    ::close(fd);
+    return;
+  }
   // Drop closed fds from the front of the age list (it stays about conns_'s size).
   auto gone = [this](const std::pair<int, uint64_t>& e) {
     auto c = conns_.find(e.first);
@@ -234,11 +281,13 @@ void PeerDoor::Admit(int fd, uint32_t address) {
   c->fd = fd;
   c->id = next_id++;
   c->address = address;
-  c->deadline = Clock::now() + options_.handshake_timeout;
+  c->deadline = now + options_.handshake_timeout;
   c->nonce = RandomNonce();
+  AdjustPuzzle(now);
+  c->bits = puzzle_bits_.load();
   int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  std::string greeting = Framed(EncodeGreeting(c->nonce));
+  std::string greeting = Framed(EncodeGreeting(c->nonce, c->bits));
   // A fresh socket's buffer takes these few bytes at once.
   if (::send(fd, greeting.data(), greeting.size(), MSG_NOSIGNAL | MSG_DONTWAIT) !=
       static_cast<ssize_t>(greeting.size())) {
@@ -285,8 +334,14 @@ void PeerDoor::OnReadable(Conn& c) {
   }
   if (c.state == Conn::kAwaitHello) {
     std::string_view cred;
-    if (!DecodeHelloFrame(c.reader.frame(), &cred)) {
+    uint64_t solution = 0;
+    if (!DecodeHelloFrame(c.reader.frame(), &cred, &solution)) {
       counters_.garbage++;
+      Close(c.fd);
+      return;
+    }
+    if (!PuzzleSolved(c.nonce, solution, c.bits)) {  // one hash, before munged is asked
+      counters_.unsolved++;
       Close(c.fd);
       return;
     }
@@ -334,6 +389,8 @@ void PeerDoor::OnReadable(Conn& c) {
     if (!queued) {
       counters_.busy++;
       Close(c.fd);
+    } else {
+      ++checks_pending_;
     }
     return;
   }
@@ -435,6 +492,14 @@ void PeerDoor::VisitCounters(CounterVisitor& v) const {
   v.Counter("handshake_garbage", c.garbage,
             {"Handshake frames that did not decode or authenticate."});
   v.Counter("handshake_busy", c.busy, {"Handshakes not checked because too many came at once."});
+  v.Counter(
+      "handshake_turned_away", c.turned_away,
+      {"Connections closed at once: the limits were full of connections too young to evict."});
+  v.Counter("handshake_unsolved", c.unsolved,
+            {"Handshakes refused unchecked: the work asked of them under a flood was not done."});
+  v.Gauge("handshake_work_bits", puzzle_bits_.load(),
+          {"Work a new connection must do before its handshake is checked (0: none; raised "
+           "while handshakes come faster than they can be checked)."});
   v.Counter("authenticated", c.authenticated, {"Handshakes that authenticated a peer."});
   v.Counter("expired_sessions", c.expired_sessions,
             {"Authenticated sessions that expired unused."});

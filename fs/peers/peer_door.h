@@ -5,9 +5,15 @@
 // One thread, epoll, non-blocking sockets. Bounded: at most `max_pending`
 // connections in their handshake and `max_per_address` from one address;
 // a connection beyond either limit evicts the oldest one of its address
-// (or, globally, the oldest of all), so idle connections cannot keep a
-// real peer out, and each has `handshake_timeout` to finish. MUNGE checks
-// run on two threads of its own, a few at a time. A connection that
+// (or, globally, the oldest of all) that has not sent a hello, else the
+// oldest, so idle connections cannot keep a real peer out, and each has
+// `handshake_timeout` to finish; one younger than 500 ms is not evicted
+// (the newcomer is turned away instead), so a flood of short connections
+// cannot evict a real peer while it does the greeting's work. MUNGE checks run on two threads of
+// its own, a few at a time. When hellos come faster than munged checks them (half the checks' queue
+// waiting, or one turned away), greetings ask for a puzzle (door_puzzle.h) of 8 bits, 2 more every
+// 100 ms of pressure up to `max_puzzle_bits`, 2 fewer per calm second: a flood then pays a hash
+// search per hello, and an unsolved hello costs the door one hash. A connection that
 // authenticates gets the server's UCX worker address and leaves an
 // AcceptedSession (the peer's name and the keys) for the server to Take
 // when the peer's first sealed message arrives; then the socket is closed; sessions not taken in
@@ -49,6 +55,7 @@ struct PeerDoorOptions {
   size_t max_sessions = 256;  // authenticated, not yet taken
   std::chrono::milliseconds session_ttl{10000};
   std::chrono::milliseconds retry_min{200}, retry_max{30000};  // binding a taken port
+  unsigned max_puzzle_bits = 18;                               // at most kMaxPuzzleBits
 };
 
 struct AcceptedSession {
@@ -63,6 +70,8 @@ struct PeerDoorCounters {
   std::atomic<uint64_t> timeouts{0};     // no handshake by the deadline
   std::atomic<uint64_t> garbage{0};      // frames that do not decode or authenticate
   std::atomic<uint64_t> busy{0};         // hellos not checked: too many at once
+  std::atomic<uint64_t> unsolved{0};     // hellos without the puzzle's solution
+  std::atomic<uint64_t> turned_away{0};  // closed at once: the limits full of young ones
   std::atomic<uint64_t> authenticated{0};
   std::atomic<uint64_t> expired_sessions{0};  // authenticated, never used
   std::atomic<uint64_t> listen_failures{0};   // binds that failed (the port taken)
@@ -106,6 +115,8 @@ class PeerDoor {
   void OnChecked(Checked& r);
   void Close(int fd);
   void Expire();
+  // Raises or lowers the puzzle every 100 ms, from the checks' backlog.
+  void AdjustPuzzle(std::chrono::steady_clock::time_point now);
 
   const PeerAuth* const auth_;
   const PeerDoorOptions options_;
@@ -126,6 +137,10 @@ class PeerDoor {
   std::map<uint32_t, size_t> per_address_;
   std::chrono::steady_clock::time_point retry_at_;
   std::chrono::milliseconds backoff_{0};
+  size_t checks_pending_ = 0;  // hellos submitted to checks_, results not yet taken
+  std::chrono::steady_clock::time_point puzzle_step_, calm_since_;
+  uint64_t busy_seen_ = 0, puzzle_changes_ = 0;
+  std::atomic<unsigned> puzzle_bits_{0};  // what a greeting asks now (read by VisitCounters)
 
   mutable std::mutex mu_;  // guards checked_, sessions_ and listen_error_. A leaf lock.
   std::vector<std::unique_ptr<Checked>> checked_;  // MUNGE results for the thread

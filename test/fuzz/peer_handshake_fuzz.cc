@@ -66,8 +66,12 @@ void Frames(std::string_view in) {
     int32_t refusal = 0;
     uint64_t session = 0;
     std::string address;
-    if (DecodeGreeting(f, &nonce) && EncodeGreeting(nonce) != f) Fail("greeting re-encodes");
-    if (DecodeHelloFrame(f, &cred) && EncodeHelloFrame(cred) != f) Fail("hello re-encodes");
+    unsigned bits = 0;
+    uint64_t solution = 0;
+    if (DecodeGreeting(f, &nonce, &bits) && EncodeGreeting(nonce, bits) != f)
+      Fail("greeting re-encodes");
+    if (DecodeHelloFrame(f, &cred, &solution) && EncodeHelloFrame(cred, solution) != f)
+      Fail("hello re-encodes");
     if (DecodeAnswerFrame(f, &refusal, &cred) && EncodeAnswerFrame(refusal, cred) != f) {
       Fail("answer re-encodes");
     }

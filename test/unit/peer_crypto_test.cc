@@ -7,11 +7,14 @@
 #include <catch2/catch.hpp>
 #include <string>
 
+#include "tiering/peer/door_puzzle.h"
 #include "tiering/peer/peer_handshake.h"
 #include "tiering/peer/wire.h"
 
 namespace tierfs {
 namespace {
+
+using namespace std::chrono_literals;
 
 TEST_CASE("peer crypto: both sides derive one key per direction from one transcript", "[peer]") {
   PeerKeyPair c, s, m;
@@ -133,6 +136,28 @@ TEST_CASE("peer handshake: both sides' transcripts bind every field", "[peer]") 
   // Lengths are in it: "ab"+"c" is not "a"+"bc".
   CHECK(HandshakeTranscript(a, b, k1, k2, "j", "ab", "c") !=
         HandshakeTranscript(a, b, k1, k2, "j", "a", "bc"));
+}
+
+TEST_CASE("door puzzle: solved in bounded work, checked with one hash, carried by the frames",
+          "[peer]") {
+  const PeerNonce n = RandomNonce();
+  uint64_t x = 0;
+  CHECK(PuzzleSolved(n, 12345, 0));  // no work asked: anything goes
+  REQUIRE(SolvePuzzle(n, 12, std::chrono::steady_clock::now() + 10s, &x));
+  CHECK(PuzzleSolved(n, x, 12));
+  CHECK_FALSE(PuzzleSolved(RandomNonce(), x, 12));  // another greeting's nonce (1 in 4096 passes)
+  CHECK_FALSE(PuzzleSolved(n, x, kMaxPuzzleBits + 1));
+  uint64_t none = 0;  // 20 bits cannot be found in no time
+  CHECK_FALSE(SolvePuzzle(n, kMaxPuzzleBits, std::chrono::steady_clock::now(), &none));
+  PeerNonce got;
+  unsigned bits = 99;
+  REQUIRE(DecodeGreeting(EncodeGreeting(n, 12), &got, &bits));
+  CHECK((got == n && bits == 12));
+  CHECK_FALSE(DecodeGreeting(EncodeGreeting(n, kMaxPuzzleBits + 1), &got, &bits));
+  std::string_view cred;
+  uint64_t solution = 0;
+  REQUIRE(DecodeHelloFrame(EncodeHelloFrame("MUNGE:x", x), &cred, &solution));
+  CHECK((cred == "MUNGE:x" && solution == x));
 }
 
 }  // namespace

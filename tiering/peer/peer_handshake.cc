@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "tiering/peer/door_puzzle.h"
 #include "tiering/peer/wire.h"
 
 namespace tierfs {
@@ -24,7 +25,7 @@ constexpr uint32_t kHelloMagic = 0x48534654;       // "TFSH"
 constexpr uint32_t kAnswerMagic = 0x52534654;      // "TFSR"
 constexpr uint32_t kBindMagic = 0x42534654;        // "TFSB"
 constexpr uint32_t kBindAnswerMagic = 0x43534654;  // "TFSC"
-constexpr uint8_t kHandshakeVersion = 2;
+constexpr uint8_t kHandshakeVersion = 3;
 
 void Put(std::string* out, uint64_t v, int bytes) {
   for (int i = 0; i < bytes; ++i) out->push_back(static_cast<char>(v >> (8 * i)));
@@ -137,25 +138,36 @@ std::string HandshakeTranscript(const PeerNonce& server_nonce, const PeerNonce& 
   return t;
 }
 
-std::string EncodeGreeting(const PeerNonce& nonce) {
+// magic | version | reserved | nonce | bits u8 | 7 reserved
+std::string EncodeGreeting(const PeerNonce& nonce, unsigned bits) {
   std::string f = Start(kGreetingMagic);
   Append(&f, nonce);
+  Put(&f, bits, 1);
+  Put(&f, 0, 7);
   return f;
 }
-bool DecodeGreeting(std::string_view f, PeerNonce* nonce) {
-  if (!Started(f, kGreetingMagic, 8 + nonce->size()) || f.size() != 8 + nonce->size()) return false;
+bool DecodeGreeting(std::string_view f, PeerNonce* nonce, unsigned* bits) {
+  const size_t size = 8 + nonce->size() + 8;
+  if (!Started(f, kGreetingMagic, size) || f.size() != size) return false;
+  const size_t at = 8 + nonce->size();
+  const auto asked = static_cast<unsigned>(Get(f, at, 1));
+  if (asked > kMaxPuzzleBits || Get(f, at + 1, 7) != 0) return false;
   std::memcpy(nonce->data(), f.data() + 8, nonce->size());
+  if (bits != nullptr) *bits = asked;
   return true;
 }
 
-std::string EncodeHelloFrame(std::string_view cred) {
+// magic | version | reserved | solution u64 | credential
+std::string EncodeHelloFrame(std::string_view cred, uint64_t solution) {
   std::string f = Start(kHelloMagic);
+  Put(&f, solution, 8);
   f += cred;
   return f;
 }
-bool DecodeHelloFrame(std::string_view f, std::string_view* cred) {
-  if (!Started(f, kHelloMagic, 9) || f.size() - 8 > kMaxCredential) return false;
-  *cred = f.substr(8);
+bool DecodeHelloFrame(std::string_view f, std::string_view* cred, uint64_t* solution) {
+  if (!Started(f, kHelloMagic, 17) || f.size() - 16 > kMaxCredential) return false;
+  if (solution != nullptr) *solution = Get(f, 8, 8);
+  *cred = f.substr(16);
   return true;
 }
 
@@ -286,9 +298,15 @@ HandshakeResult RunClientHandshake(int fd, const PeerAuth& auth, const std::stri
   };
   if (!read("greeting")) return HandshakeResult::kUnreachable;
   PeerNonce server_nonce;
-  if (!DecodeGreeting(reader.frame(), &server_nonce)) {
+  unsigned bits = 0;
+  if (!DecodeGreeting(reader.frame(), &server_nonce, &bits)) {
     *error = "the greeting does not decode";
     return HandshakeResult::kGarbage;
+  }
+  uint64_t solution = 0;  // the door is under a flood: it asks for work first
+  if (!SolvePuzzle(server_nonce, bits, deadline, &solution)) {
+    *error = fmt::format("no solution to the door's puzzle ({} bits) in time", bits);
+    return HandshakeResult::kUnreachable;
   }
   PeerKeyPair mine;
   if (!NewPeerKeyPair(&mine)) {
@@ -300,7 +318,7 @@ HandshakeResult RunClientHandshake(int fd, const PeerAuth& auth, const std::stri
                   self.job,          self.name,     server};
   std::string cred;
   if (auth.Make(hello, &cred, error) != 0) return HandshakeResult::kLocal;
-  if (!WriteAll(fd, Framed(EncodeHelloFrame(cred)), deadline)) {
+  if (!WriteAll(fd, Framed(EncodeHelloFrame(cred, solution)), deadline)) {
     *error = "cannot send the hello";
     return HandshakeResult::kUnreachable;
   }

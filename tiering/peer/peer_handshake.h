@@ -1,8 +1,9 @@
 // The handshake that opens every peer connection, on a plain TCP socket the
 // daemon accepts itself (PeerDoor), before any UCX resource is spent on it:
 //
-//   server -> client  Greeting    a fresh nonce Ns
-//   client -> server  Hello       MUNGE credential of {hello, nonce Nc, echo Ns,
+//   server -> client  Greeting    a fresh nonce Ns, puzzle bits (door_puzzle.h)
+//   client -> server  Hello       the puzzle's solution, and
+//                                 MUNGE credential of {hello, nonce Nc, echo Ns,
 //                                 X25519 key Pc, job, from client, to server}
 //   server -> client  Answer      MUNGE credential of {answer, nonce, echo Nc,
 //                                 X25519 key Ps, job, from server, to client},
@@ -43,10 +44,11 @@ std::string HandshakeTranscript(const PeerNonce& server_nonce, const PeerNonce& 
                                 std::string_view server);
 
 // Frame payloads (without the length prefix).
-std::string EncodeGreeting(const PeerNonce& nonce);
-bool DecodeGreeting(std::string_view frame, PeerNonce* nonce);
-std::string EncodeHelloFrame(std::string_view cred);
-bool DecodeHelloFrame(std::string_view frame, std::string_view* cred);
+// A greeting asks for a puzzle of `bits` (0..kMaxPuzzleBits) solved.
+std::string EncodeGreeting(const PeerNonce& nonce, unsigned bits = 0);
+bool DecodeGreeting(std::string_view frame, PeerNonce* nonce, unsigned* bits = nullptr);
+std::string EncodeHelloFrame(std::string_view cred, uint64_t solution = 0);
+bool DecodeHelloFrame(std::string_view frame, std::string_view* cred, uint64_t* solution = nullptr);
 // `refusal` 0: the answer carries `cred`; else a WireError number and no credential.
 std::string EncodeAnswerFrame(int32_t refusal, std::string_view cred);
 bool DecodeAnswerFrame(std::string_view frame, int32_t* refusal, std::string_view* cred);
