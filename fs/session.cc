@@ -418,7 +418,8 @@ int RunMount(const MountConfig& config) {
   // Not dumpable: no core file of the RAM tier's bytes (other users'
   // files, a root daemon's), and a daemon run as the job's user cannot be
   // ptrace()d or have its memory read through /proc by that user's other
-  // processes (its /proc entries become root's).
+  // processes (its /proc entries become root's). tierfs's main() did it
+  // before anything else; again here for any other caller of RunMount.
   if (::prctl(PR_SET_DUMPABLE, 0) != 0) {
     TIERFS_LOG(kWarning, "prctl(PR_SET_DUMPABLE, 0): {}", std::strerror(errno));
   }

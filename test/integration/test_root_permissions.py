@@ -9,9 +9,11 @@ second and a third user:
 - control_owner= lets the job's user steer the root daemon (write
   .tierfs/order) and nobody else;
 - a daemon run as a user is not dumpable: that user's other processes cannot
-  read its memory (its /proc entries are root's).
+  read its memory (its /proc entries are root's), nor its environment nor
+  attach to it with ptrace while it scans a slow SOURCE.
 
 Skipped unless root with useradd, setpriv and setfacl."""
+import json
 import os
 import shutil
 import subprocess
@@ -23,6 +25,31 @@ import unittest
 import harness
 
 BOB = CAROL = None  # (uid, gid)
+
+# Run as a user against process argv[1]: its environment, its open files,
+# and PTRACE_ATTACH (detached at once if taken); prints {what: "ok" or the
+# errno's name}.
+ATTACH = r"""
+import ctypes, errno, json, os, sys
+pid = int(sys.argv[1])
+out = {}
+for what, probe in (("environ", lambda: open(f"/proc/{pid}/environ", "rb").read()),
+                    ("fd", lambda: os.listdir(f"/proc/{pid}/fd"))):
+    try:
+        probe()
+        out[what] = "ok"
+    except OSError as e:
+        out[what] = errno.errorcode.get(e.errno, str(e.errno))
+libc = ctypes.CDLL(None, use_errno=True)
+libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+if libc.ptrace(16, pid, None, None) == 0:  # PTRACE_ATTACH
+    os.waitpid(pid, 0x40000000)  # __WALL
+    libc.ptrace(17, pid, None, None)  # PTRACE_DETACH
+    out["ptrace"] = "ok"
+else:
+    out["ptrace"] = errno.errorcode.get(ctypes.get_errno(), "?")
+print(json.dumps(out))
+"""
 
 # Run as a user: each argument "OP:PATH"; prints "ok" or the errno's name per line.
 PROBE = r"""
@@ -161,20 +188,35 @@ class UserDaemon(unittest.TestCase):
         harness.force_unmount(self.mnt)
         shutil.rmtree(self.base, ignore_errors=True)
 
-    def test_a_daemon_run_as_a_user_is_not_dumpable(self):
-        # A user's daemon needs /dev/fuse (0666 on Debian; some containers
-        # make it root's only: opened up for this test, and restored).
+    def start(self, source, options):
+        """bob's daemon serving `source` at self.mnt in the foreground. A
+        user's daemon needs /dev/fuse (0666 on Debian; some containers make
+        it root's only: opened up for the test, and restored)."""
         mode = os.stat("/dev/fuse").st_mode & 0o777
         if mode & 0o006 != 0o006:
             os.chmod("/dev/fuse", 0o666)
             self.addCleanup(os.chmod, "/dev/fuse", mode)
-        proc = subprocess.Popen(harness.user_command(BOB, harness.tierfs_bin(), self.src, self.mnt,
-                                                     "-f", "-o", "ram=8M"),
+        return subprocess.Popen(harness.user_command(BOB, harness.tierfs_bin(), source, self.mnt,
+                                                     "-f", "-o", options),
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def stop(self, proc):
+        harness.as_user(BOB, "fusermount3", "-u", self.mnt)
         try:
-            harness.wait_for(lambda: harness.is_mounted(self.mnt) or proc.poll() is not None,
-                             what="bob's mount")
-            self.assertIsNone(proc.poll(), "bob's daemon exited")
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+    def wait_for_mount(self, proc, timeout=20):
+        harness.wait_for(lambda: harness.is_mounted(self.mnt) or proc.poll() is not None,
+                         timeout=timeout, what="bob's mount")
+        self.assertIsNone(proc.poll(), "bob's daemon exited")
+
+    def test_a_daemon_run_as_a_user_is_not_dumpable(self):
+        proc = self.start(self.src, "ram=8M")
+        try:
+            self.wait_for_mount(proc)
             # Non-dumpable: its /proc entries belong to root, so bob's other
             # processes can neither ptrace it nor read its memory.
             self.assertEqual(os.stat(f"/proc/{proc.pid}/mem").st_uid, 0)
@@ -182,12 +224,30 @@ class UserDaemon(unittest.TestCase):
                                 f"open('/proc/{proc.pid}/mem', 'rb')")
             self.assertNotEqual(r.returncode, 0, "bob opened his daemon's memory")
         finally:
-            harness.as_user(BOB, "fusermount3", "-u", self.mnt)
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            self.stop(proc)
 
+    def test_a_daemon_run_as_a_user_is_not_dumpable_during_its_scan(self):
+        # SOURCE behind a slow pfs-sim (root's, allow_other: bob reads it):
+        # 40 ms per metadata operation, one scan thread, 240 entries: the
+        # scan takes seconds.
+        harness.make_files(self.src, 200, 64, subdirs=40)
+        pfs = harness.PfsSim(self.src, os.path.join(self.base, "pfs"), "meta_ms=40,allow_other")
+        proc = self.start(pfs.mnt, "ram=8M,scan_threads=1")
+        try:
+            # The scan has begun (SOURCE is being listed), the mount is not made.
+            harness.wait_for(lambda: pfs.stats()["ops"]["readdirs"] >= 2 or proc.poll() is not None,
+                             what="the scan")
+            self.assertIsNone(proc.poll(), "bob's daemon exited")
+            r = harness.as_user(BOB, sys.executable, "-c", ATTACH, str(proc.pid))
+            self.assertEqual(r.returncode, 0, r.stderr.decode(errors="replace"))
+            self.assertFalse(harness.is_mounted(self.mnt), "the scan was over before the probe")
+            outcomes = json.loads(r.stdout)
+            self.assertEqual({k: v for k, v in outcomes.items() if v == "ok"}, {},
+                             "bob's other process reached his daemon during its scan")
+            self.wait_for_mount(proc, timeout=60)
+        finally:
+            self.stop(proc)
+            pfs.close()
 
 if __name__ == "__main__":
     harness.main()
