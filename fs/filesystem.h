@@ -138,6 +138,10 @@ class FsContext {
   int device_fd_ = -1;
 };
 
+// The process behind `req` as SOURCE would see it: uid, gid and all its
+// supplementary groups (none when they cannot be read: the process is gone).
+AccessCaller CallerOf(fuse_req_t req);
+
 // The handler table. Userdata passed to fuse_session_new must be an FsContext*.
 const fuse_lowlevel_ops& TierFsOps();
 

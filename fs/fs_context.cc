@@ -130,6 +130,18 @@ void FsContext::NotePassthroughOpen(NodeId id) {
   store_->prefetcher().OnRead(id, 0, size, true);
 }
 
+AccessCaller CallerOf(fuse_req_t req) {
+  const fuse_ctx* caller = fuse_req_ctx(req);
+  AccessCaller who{caller->uid, caller->gid, std::vector<gid_t>(64)};
+  int n = fuse_req_getgroups(req, static_cast<int>(who.groups.size()), who.groups.data());
+  if (n > static_cast<int>(who.groups.size())) {  // more than fitted: all of them
+    who.groups.resize(static_cast<size_t>(n));
+    n = fuse_req_getgroups(req, n, who.groups.data());
+  }
+  who.groups.resize(std::clamp(n, 0, static_cast<int>(who.groups.size())));
+  return who;
+}
+
 bool FsContext::MayAccess(fuse_req_t req, NodeId id, int mask) const {
   const fuse_ctx* caller = fuse_req_ctx(req);
   if (caller->uid == 0) return true;

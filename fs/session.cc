@@ -343,8 +343,11 @@ int RunMount(const MountConfig& config) {
           &backend, ns.get(),
           std::chrono::milliseconds(static_cast<int64_t>(config.perm_ttl * 1000)));
       ctx.set_source_permissions(permissions.get());
-      TIERFS_LOG(kInfo, "opens are decided by SOURCE as each caller (permissions=source{})",
-                 config.perm_ttl > 0 ? fmt::format(", perm_ttl={}", config.perm_ttl) : "");
+      TIERFS_LOG(kInfo,
+                 "opens are decided by SOURCE as each caller (permissions=source, answers kept "
+                 "{})",
+                 config.perm_ttl > 0 ? fmt::format("{} s", config.perm_ttl)
+                                     : std::string("until revalidated"));
     }
   }
   ctx.set_readdir_mode(config.readdir == "plain"  ? ReaddirMode::kPlain

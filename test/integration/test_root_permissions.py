@@ -4,7 +4,11 @@ second and a third user:
 - an ACL entry that refuses one user a file of mode 0644 refuses it through
   the mount too, while the third user reads it;
 - a chmod 600 on SOURCE is honoured once the answers are revalidated
-  (.tierfs/revalidate), and within perm_ttl when that is set;
+  (.tierfs/revalidate), within perm_ttl when that is set, and within the
+  default perm_ttl (an answer that allowed is not kept forever);
+- a user's supplementary groups are part of the answer: an ACL entry that
+  refuses group proj refuses the user's processes that are in proj, even
+  after the same user read the file from a process that is not;
 - a directory's ACL refuses a listing as on SOURCE;
 - control_owner= lets the job's user steer the root daemon (write
   .tierfs/order) and nobody else;
@@ -13,6 +17,7 @@ second and a third user:
   attach to it with ptrace while it scans a slow SOURCE.
 
 Skipped unless root with useradd, setpriv and setfacl."""
+import grp
 import json
 import os
 import shutil
@@ -25,6 +30,8 @@ import unittest
 import harness
 
 BOB = CAROL = None  # (uid, gid)
+PROJ = None  # gid of a group made for the tests
+PROJ_NAME = "tierfs-t-proj"
 
 # Run as a user against process argv[1]: its environment, its open files,
 # and PTRACE_ATTACH (detached at once if taken); prints {what: "ok" or the
@@ -71,23 +78,42 @@ for arg in sys.argv[1:]:
 """
 
 
-def probe(user, *ops):
-    r = harness.as_user(user, sys.executable, "-c", PROBE, *[f"{op}:{p}" for op, p in ops])
+def probe(user, *ops, groups=()):
+    """Runs PROBE as `user`, with the supplementary `groups` (gids) only."""
+    cmd = [sys.executable, "-c", PROBE, *[f"{op}:{p}" for op, p in ops]]
+    if groups:
+        uid, gid = user
+        r = subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={gid}",
+                            "--groups=" + ",".join(str(g) for g in groups), "--", *cmd],
+                           capture_output=True, timeout=30)
+    else:
+        r = harness.as_user(user, *cmd)
     if r.returncode != 0:
         raise AssertionError(f"the probe failed: {r.stderr.decode(errors='replace')}")
     return r.stdout.decode().split()
 
 
 def setUpModule():
-    global BOB, CAROL
+    global BOB, CAROL, PROJ
     if shutil.which("setfacl") is None:
         return
     BOB = harness.unprivileged_user()
     CAROL = harness.unprivileged_user("tierfs-t-third")
+    if BOB is not None and shutil.which("groupadd") is not None:
+        try:
+            PROJ = grp.getgrnam(PROJ_NAME).gr_gid
+        except KeyError:
+            subprocess.run(["groupadd", "--system", PROJ_NAME], capture_output=True, timeout=30)
+            try:
+                PROJ = grp.getgrnam(PROJ_NAME).gr_gid
+            except KeyError:
+                PROJ = None
 
 
 def tearDownModule():
     harness.remove_made_users()
+    if PROJ is not None:
+        subprocess.run(["groupdel", PROJ_NAME], capture_output=True, timeout=30)
 
 
 class RootMount(unittest.TestCase):
@@ -141,11 +167,11 @@ class RootMount(unittest.TestCase):
         self.assertEqual(probe(CAROL, ("list", os.path.join(self.mnt, "dir"))), ["ok"])
 
     def test_a_chmod_is_honoured_after_revalidation(self):
-        m = self.mount()
+        m = self.mount("perm_ttl=0")
         mnt_f1 = os.path.join(self.mnt, "f1")
         self.assertEqual(probe(BOB, ("read", mnt_f1)), ["ok"])
         os.chmod(os.path.join(self.src, "f1"), 0o600)
-        # Kept until revalidated (the default): the answer bob had stands.
+        # Kept until revalidated (perm_ttl=0): the answer bob had stands.
         self.assertEqual(probe(BOB, ("read", mnt_f1)), ["ok"])
         with open(os.path.join(self.mnt, ".tierfs", "revalidate"), "w") as f:
             f.write("1\n")
@@ -162,6 +188,40 @@ class RootMount(unittest.TestCase):
         os.chmod(os.path.join(self.src, "f1"), 0o644)
         time.sleep(1.5)
         self.assertEqual(probe(BOB, ("read", mnt_f1)), ["ok"])
+
+    def test_an_allowed_answer_expires_by_default(self):
+        m = self.mount()  # as the Slurm prolog mounts: no perm_ttl given
+        ttl = m.stats()["permissions"]["ttl_seconds"]
+        self.assertGreater(ttl, 0, "SOURCE's answers are kept until revalidated by default")
+        self.assertLessEqual(ttl, 60)
+        mnt_f1 = os.path.join(self.mnt, "f1")
+        self.assertEqual(probe(BOB, ("read", mnt_f1)), ["ok"])
+        os.chmod(os.path.join(self.src, "f1"), 0o600)  # bob's access revoked
+        time.sleep(ttl + 1)
+        self.assertEqual(probe(BOB, ("read", mnt_f1)), ["EACCES"])
+
+    def test_a_callers_groups_are_part_of_the_answer(self):
+        if PROJ is None:
+            self.skipTest("needs groupadd")
+        # Mode 0644, and an ACL entry that refuses the members of proj.
+        for name in ("f0", "f1"):
+            self.acl("-m", f"g:{PROJ}:---", os.path.join(self.src, name))
+        src_f0, mnt_f0, mnt_f1 = (os.path.join(self.src, "f0"), os.path.join(self.mnt, "f0"),
+                                  os.path.join(self.mnt, "f1"))
+        self.assertEqual(probe(BOB, ("read", src_f0)), ["ok"], "SOURCE lets bob read")
+        self.assertEqual(probe(BOB, ("read", src_f0), groups=[PROJ]), ["EACCES"],
+                         "SOURCE refuses bob in proj")
+        self.mount()
+        # Without proj first (allowed, and the answer kept), then in proj.
+        self.assertEqual(probe(BOB, ("read", mnt_f0)), ["ok"])
+        self.assertEqual(probe(BOB, ("read", mnt_f0), groups=[PROJ]), ["EACCES"])
+        # The other way round: refused in proj, then allowed without it.
+        self.assertEqual(probe(BOB, ("read", mnt_f1), groups=[PROJ]), ["EACCES"])
+        self.assertEqual(probe(BOB, ("read", mnt_f1)), ["ok"])
+        # proj among other groups, in any order, is still proj.
+        self.assertEqual(probe(BOB, ("read", mnt_f0), groups=[BOB[1], PROJ]), ["EACCES"])
+        self.assertEqual(probe(BOB, ("read", mnt_f0), groups=[PROJ, BOB[1]]), ["EACCES"])
+        self.assertEqual(probe(BOB, ("read", mnt_f0), groups=[BOB[1]]), ["ok"])
 
     def test_the_job_user_steers_a_root_daemon_and_nobody_else(self):
         self.mount(f"control_owner={BOB[0]}:{BOB[1]}")
