@@ -120,12 +120,7 @@ class RootMount(unittest.TestCase):
     def setUp(self):
         if BOB is None or CAROL is None:
             self.skipTest("needs root, useradd, setpriv and setfacl (Debian package acl)")
-        self.base = tempfile.mkdtemp(prefix="tierfs-perm-")
-        os.chmod(self.base, 0o755)
-        self.src = os.path.join(self.base, "src")
-        self.mnt = os.path.join(self.base, "mnt")
-        for d in (self.src, self.mnt):
-            os.mkdir(d, 0o755)
+        self.base, self.src, self.mnt = harness.shared_workdir("tierfs-perm-")
         for name in ("f0", "f1", "dir/f2"):
             path = os.path.join(self.src, name)
             os.makedirs(os.path.dirname(path), exist_ok=True)
