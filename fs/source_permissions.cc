@@ -31,8 +31,8 @@ size_t SourcePermissions::KeyHash::operator()(const Key& k) const {
   return std::hash<uint64_t>()(h * 0xC2B2AE3D27D4EB4FULL);
 }
 
-SourcePermissions::Key SourcePermissions::KeyOf(const AccessCaller& who,
-                                                const std::string& groups, NodeId id, int mask) {
+SourcePermissions::Key SourcePermissions::KeyOf(const AccessCaller& who, const std::string& groups,
+                                                NodeId id, int mask) {
   auto it = group_sets_.find(groups);
   if (it == group_sets_.end()) {
     if (group_sets_.size() >= kMaxGroupSets) ForgetLocked();

@@ -97,8 +97,8 @@ TEST_CASE("Prefetcher WriteOrder declares files and refuses only all-invalid wri
   CHECK(s.NextUse({s.Id("f5"), 0}).next == kNever);
   CHECK(p.WriteOrder(Writer(1), 38, "f0\n") == 3);  // a second epoch, same writer
   CHECK(s.NextUse({s.Id("f0"), 0}).after == 4);
-  CHECK(p.WriteOrder(Writer(2), 0, "f0\n") == 3);        // another process: its own stream
-  CHECK(s.NextUse({s.Id("f0"), 0}).after == 0);  // its first read is f0
+  CHECK(p.WriteOrder(Writer(2), 0, "f0\n") == 3);  // another process: its own stream
+  CHECK(s.NextUse({s.Id("f0"), 0}).after == 0);    // its first read is f0
   CHECK(s.Stat("order", "active_streams") == 2);
 
   p.ClearOrder();
