@@ -93,7 +93,8 @@ const ControlFile* ControlDir::FileOf(uint64_t ino) const {
   return FileOfLocked(ino);
 }
 
-ssize_t ControlDir::Write(uint64_t ino, uint64_t writer, uint64_t off, std::string_view data) {
+ssize_t ControlDir::Write(uint64_t ino, const HintWriter& writer, uint64_t off,
+                          std::string_view data) {
   if (ino == dir_ino_) return -EISDIR;
   const ControlFile* file = FileOf(ino);
   if (file == nullptr) return -EIO;

@@ -22,15 +22,17 @@
 #include <string_view>
 #include <vector>
 
+#include "prefetch/planners/hint_parser.h"
+
 namespace tierfs {
 
 // One file of the control directory.
 struct ControlFile {
   std::string name;
   std::function<std::string()> read;  // its content now; called without our lock
-  // Bytes written by `writer` (a thread id) at `off`: the count accepted or
-  // -errno. Null for a read-only file.
-  std::function<ssize_t(uint64_t writer, uint64_t off, std::string_view data)> write;
+  // Bytes written by `writer` (its thread id, and who it is) at `off`: the
+  // count accepted or -errno. Null for a read-only file.
+  std::function<ssize_t(const HintWriter& writer, uint64_t off, std::string_view data)> write;
   std::function<void()> truncate;  // O_TRUNC; null = nothing to do
 };
 
@@ -58,7 +60,7 @@ class ControlDir {
            std::shared_ptr<const std::string>* hold) const;
   // A write to control inode `ino`: bytes accepted or -errno (-EACCES for a
   // read-only file, -EIO for an unknown inode).
-  ssize_t Write(uint64_t ino, uint64_t writer, uint64_t off, std::string_view data);
+  ssize_t Write(uint64_t ino, const HintWriter& writer, uint64_t off, std::string_view data);
   // Truncation to 0 of control inode `ino`: 0 or -errno.
   int Truncate(uint64_t ino);
   // The kernel forgot `nlookup` lookups of `ino`.

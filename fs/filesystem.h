@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "fs/caller_access.h"
 #include "fs/control.h"
 #include "fs/parallel_dirops.h"
 #include "fs/passthrough.h"
@@ -49,8 +50,13 @@ enum class ReaddirMode { kPlus, kPlain, kAuto };
 // Everything the handlers need. Owned by the mount session; outlives the loop.
 class FsContext {
  public:
+  // The writers of the store's order and stage files may name what they
+  // could open through the mount (CallerAccess), from now until destroyed.
   FsContext(const Namespace* ns, SourceReader* reader, TieredStore* store,
             const SourceCounters* source, FsTimeouts timeouts, uid_t owner, gid_t group);
+  ~FsContext();
+  FsContext(const FsContext&) = delete;
+  FsContext& operator=(const FsContext&) = delete;
 
   const Namespace& ns() const { return *ns_; }
   ReadPath& read_path() { return store_->read_path(); }
@@ -70,9 +76,13 @@ class FsContext {
   void set_check_access(bool on) { check_access_ = on; }
   bool check_access() const { return check_access_; }
   // With `p`, every open and opendir is answered (no zero-message open)
-  // after SOURCE, asked as the caller, allows it (fs/source_permissions.h).
+  // after SOURCE, asked as the caller, allows it (fs/source_permissions.h);
+  // so are the paths written to the control files.
   // REQUIRES: before the session starts; `p` outlives it.
-  void set_source_permissions(SourcePermissions* p) { source_permissions_ = p; }
+  void set_source_permissions(SourcePermissions* p) {
+    source_permissions_ = p;
+    access_.set_source_permissions(p);
+  }
   // The peer front door, for its figures; set before the loop and the
   // metrics endpoint start (null: this node does not serve).
   void set_peer_service(const PeerService* s) { peer_service_ = s; }
@@ -103,7 +113,8 @@ class FsContext {
   // hearing of it: the planner and the eviction policy hear of it now.
   void NotePassthroughOpen(NodeId id);
   // Whether the process behind `req` may access node `id` with `mask`
-  // (R_OK, W_OK, X_OK) and search every directory above it.
+  // (R_OK, W_OK, X_OK) and search every directory above it, by the
+  // snapshot's mode bits.
   bool MayAccess(fuse_req_t req, NodeId id, int mask) const;
 
   bool IsNode(fuse_ino_t ino) const { return ino >= 1 && ino <= ns_->size(); }
@@ -126,6 +137,7 @@ class FsContext {
   const FsTimeouts timeouts_;
   const std::chrono::steady_clock::time_point started_;
   RequestCounters requests_;
+  CallerAccess access_;  // before control_: its files' writers are checked with it
   ControlDir control_;
   ReaddirMode readdir_mode_ = ReaddirMode::kPlus;
   bool check_access_ = false;
@@ -137,6 +149,10 @@ class FsContext {
   fuse_session* session_ = nullptr;
   int device_fd_ = -1;
 };
+
+// The process behind `req` as SOURCE would see it: uid, gid and all its
+// supplementary groups (none when they cannot be read: the process is gone).
+AccessCaller CallerOf(fuse_req_t req);
 
 // The handler table. Userdata passed to fuse_session_new must be an FsContext*.
 const fuse_lowlevel_ops& TierFsOps();

@@ -19,23 +19,32 @@ FsContext::FsContext(const Namespace* ns, SourceReader* reader, TieredStore* sto
       source_(source),
       timeouts_(timeouts),
       started_(std::chrono::steady_clock::now()),
-      control_(static_cast<uint64_t>(ns->size()) + 1, owner, group, ControlFiles()) {}
+      access_(ns),
+      control_(static_cast<uint64_t>(ns->size()) + 1, owner, group, ControlFiles()) {
+  store_->prefetcher().set_hint_access(&access_);
+}
+
+FsContext::~FsContext() { store_->prefetcher().set_hint_access(nullptr); }
 
 std::vector<ControlFile> FsContext::ControlFiles() {
   Prefetcher* p = &store_->prefetcher();
   return {
       {"stats", [this] { return StatsJson(); }, nullptr, nullptr},
       {"order", [] { return std::string(); },
-       [p](uint64_t w, uint64_t off, std::string_view d) { return p->WriteOrder(w, off, d); },
+       [p](const HintWriter& w, uint64_t off, std::string_view d) {
+         return p->WriteOrder(w, off, d);
+       },
        [p] { p->ClearOrder(); }},
       {"stage", [] { return std::string(); },
-       [p](uint64_t w, uint64_t off, std::string_view d) { return p->WriteStage(w, off, d); },
+       [p](const HintWriter& w, uint64_t off, std::string_view d) {
+         return p->WriteStage(w, off, d);
+       },
        nullptr},
       {"prefetch", [p] { return p->ModeText(); },
-       [p](uint64_t, uint64_t, std::string_view d) { return p->WriteMode(d); }, nullptr},
+       [p](const HintWriter&, uint64_t, std::string_view d) { return p->WriteMode(d); }, nullptr},
       // Any write forgets SOURCE's permission answers (permissions=source).
       {"revalidate", [] { return std::string(); },
-       [this](uint64_t, uint64_t, std::string_view d) {
+       [this](const HintWriter&, uint64_t, std::string_view d) {
          if (source_permissions_ != nullptr) source_permissions_->Revalidate();
          return static_cast<ssize_t>(d.size());
        },
@@ -130,31 +139,27 @@ void FsContext::NotePassthroughOpen(NodeId id) {
   store_->prefetcher().OnRead(id, 0, size, true);
 }
 
+AccessCaller CallerOf(fuse_req_t req) {
+  const fuse_ctx* caller = fuse_req_ctx(req);
+  AccessCaller who{caller->uid, caller->gid, std::vector<gid_t>(64)};
+  int n = fuse_req_getgroups(req, static_cast<int>(who.groups.size()), who.groups.data());
+  if (n > static_cast<int>(who.groups.size())) {  // more than fitted: all of them
+    who.groups.resize(static_cast<size_t>(n));
+    n = fuse_req_getgroups(req, n, who.groups.data());
+  }
+  who.groups.resize(std::clamp(n, 0, static_cast<int>(who.groups.size())));
+  return who;
+}
+
 bool FsContext::MayAccess(fuse_req_t req, NodeId id, int mask) const {
   const fuse_ctx* caller = fuse_req_ctx(req);
-  if (caller->uid == 0) return true;
   gid_t groups[64];
   int ngroups = -1;  // fetched once, only if a group decides
-  auto allowed = [&](const Node& n, int want) {
-    unsigned bits = n.mode & 07;
-    if (n.uid == caller->uid) {
-      bits = (n.mode >> 6) & 07;
-    } else if (((n.mode >> 3) & 07) != bits) {  // the group class differs from others
-      bool member = n.gid == caller->gid;
-      if (!member) {
-        if (ngroups < 0) ngroups = std::min(fuse_req_getgroups(req, 64, groups), 64);
-        for (int i = 0; i < ngroups && !member; ++i) member = groups[i] == n.gid;
-      }
-      if (member) bits = (n.mode >> 3) & 07;
-    }
-    return (bits & static_cast<unsigned>(want)) == static_cast<unsigned>(want);
+  auto in_group = [&](gid_t g) {
+    if (ngroups < 0) ngroups = std::min(fuse_req_getgroups(req, 64, groups), 64);
+    return std::find(groups, groups + std::max(ngroups, 0), g) != groups + std::max(ngroups, 0);
   };
-  if (!allowed(ns_->node(id), mask)) return false;
-  for (NodeId d = id; d != kRootNode;) {
-    d = ns_->node(d).parent;
-    if (!allowed(ns_->node(d), X_OK)) return false;
-  }
-  return true;
+  return CallerAccess::ModeAllows(*ns_, caller->uid, caller->gid, in_group, id, mask);
 }
 
 }  // namespace tierfs

@@ -17,8 +17,6 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <algorithm>
-
 #include "fs/handler.h"
 
 namespace tierfs {
@@ -51,13 +49,8 @@ bool Allowed(fuse_req_t req, FsContext& ctx, NodeId id, int flags) {
     return false;
   }
   if (SourcePermissions* perms = ctx.source_permissions()) {
-    const fuse_ctx* caller = fuse_req_ctx(req);
-    if (caller->uid != 0) {
-      AccessCaller who{caller->uid, caller->gid, {}};
-      gid_t groups[256];
-      int n = fuse_req_getgroups(req, 256, groups);
-      if (n > 0) who.groups.assign(groups, groups + std::min(n, 256));
-      if (int err = perms->Check(who, id, R_OK); err != 0) {
+    if (fuse_req_ctx(req)->uid != 0) {
+      if (int err = perms->Check(CallerOf(req), id, R_OK); err != 0) {
         ReplyError(req, -err);
         return false;
       }

@@ -23,8 +23,9 @@ void Write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_t o
   if (!ctx.control().Owns(ino)) return Reject(req);
   if (!MayControl(req)) return ReplyError(req, EACCES);
   Guarded(req, "write", [&] {
-    ssize_t n = ctx.control().Write(ino, fuse_req_ctx(req)->pid, static_cast<uint64_t>(off),
-                                    std::string_view(buf, size));
+    const HintWriter writer{static_cast<uint64_t>(fuse_req_ctx(req)->pid), CallerOf(req)};
+    ssize_t n =
+        ctx.control().Write(ino, writer, static_cast<uint64_t>(off), std::string_view(buf, size));
     if (n < 0) return ReplyError(req, static_cast<int>(-n));
     fuse_reply_write(req, size);  // a control file takes the whole write or refuses it
   });

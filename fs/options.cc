@@ -150,7 +150,8 @@ const std::vector<OwnOption>& OwnOptions() {
        }},
       {"perm_ttl", "SECONDS",
        "with permissions=source, how long SOURCE's answer for a caller and file is kept "
-       "(default 0: until .tierfs/revalidate is written or the mount ends)",
+       "(default 60: a revoked permission holds for at most a minute; 0: until "
+       ".tierfs/revalidate is written or the mount ends)",
        [](MountConfig& c, const std::string& v, const std::string& o) {
          double s = ParseSeconds(v, o);
          if (s < 0 || s > 86400 * 365) {

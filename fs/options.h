@@ -49,7 +49,7 @@ struct MountConfig {
   // "snapshot" (the kernel, on the snapshot's mode bits), "" = source for a
   // root daemon with allow_other, else snapshot.
   std::string permissions;
-  double perm_ttl = 0;  // seconds an answer of SOURCE is kept; 0 = until revalidated
+  double perm_ttl = 60;  // seconds an answer of SOURCE is kept; 0 = until revalidated
   // The control files' owner (who may steer the mount besides root);
   // -1 = the daemon's user.
   int64_t control_uid = -1, control_gid = -1;

@@ -343,8 +343,11 @@ int RunMount(const MountConfig& config) {
           &backend, ns.get(),
           std::chrono::milliseconds(static_cast<int64_t>(config.perm_ttl * 1000)));
       ctx.set_source_permissions(permissions.get());
-      TIERFS_LOG(kInfo, "opens are decided by SOURCE as each caller (permissions=source{})",
-                 config.perm_ttl > 0 ? fmt::format(", perm_ttl={}", config.perm_ttl) : "");
+      TIERFS_LOG(kInfo,
+                 "opens are decided by SOURCE as each caller (permissions=source, answers kept "
+                 "{})",
+                 config.perm_ttl > 0 ? fmt::format("{} s", config.perm_ttl)
+                                     : std::string("until revalidated"));
     }
   }
   ctx.set_readdir_mode(config.readdir == "plain"  ? ReaddirMode::kPlain
@@ -418,7 +421,8 @@ int RunMount(const MountConfig& config) {
   // Not dumpable: no core file of the RAM tier's bytes (other users'
   // files, a root daemon's), and a daemon run as the job's user cannot be
   // ptrace()d or have its memory read through /proc by that user's other
-  // processes (its /proc entries become root's).
+  // processes (its /proc entries become root's). tierfs's main() did it
+  // before anything else; again here for any other caller of RunMount.
   if (::prctl(PR_SET_DUMPABLE, 0) != 0) {
     TIERFS_LOG(kWarning, "prctl(PR_SET_DUMPABLE, 0): {}", std::strerror(errno));
   }

@@ -1,11 +1,24 @@
 #include "fs/source_permissions.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <functional>
+#include <vector>
 
 #include "tiering/base/log.h"
 
 namespace tierfs {
+namespace {
+
+// `who`'s supplementary groups as a set: sorted, each once, as bytes.
+std::string GroupSet(const AccessCaller& who) {
+  std::vector<gid_t> groups = who.groups;
+  std::sort(groups.begin(), groups.end());
+  groups.erase(std::unique(groups.begin(), groups.end()), groups.end());
+  return std::string(reinterpret_cast<const char*>(groups.data()), groups.size() * sizeof(gid_t));
+}
+
+}  // namespace
 
 SourcePermissions::SourcePermissions(Backend* backend, const Namespace* ns,
                                      std::chrono::milliseconds ttl)
@@ -13,21 +26,40 @@ SourcePermissions::SourcePermissions(Backend* backend, const Namespace* ns,
 
 size_t SourcePermissions::KeyHash::operator()(const Key& k) const {
   uint64_t h = (uint64_t{k.uid} << 32) ^ k.gid;
-  h = h * 0x9E3779B97F4A7C15ULL ^ (uint64_t{k.node} << 4) ^ static_cast<uint64_t>(k.mask);
+  h = h * 0x9E3779B97F4A7C15ULL ^ (uint64_t{k.groups} << 40) ^ (uint64_t{k.node} << 4) ^
+      static_cast<uint64_t>(k.mask);
   return std::hash<uint64_t>()(h * 0xC2B2AE3D27D4EB4FULL);
+}
+
+SourcePermissions::Key SourcePermissions::KeyOf(const AccessCaller& who, const std::string& groups,
+                                                NodeId id, int mask) {
+  auto it = group_sets_.find(groups);
+  if (it == group_sets_.end()) {
+    if (group_sets_.size() >= kMaxGroupSets) ForgetLocked();
+    it = group_sets_.emplace(groups, static_cast<uint32_t>(group_sets_.size())).first;
+  }
+  return Key{who.uid, who.gid, it->second, id, mask};
+}
+
+void SourcePermissions::ForgetLocked() {
+  cache_.clear();
+  group_sets_.clear();
+  generation_++;
 }
 
 int SourcePermissions::Check(const AccessCaller& who, NodeId id, int mask) {
   checks_.fetch_add(1, std::memory_order_relaxed);
-  const Key key{who.uid, who.gid, id, mask};
+  const std::string groups = GroupSet(who);
   const auto now = std::chrono::steady_clock::now();
+  uint64_t generation;
   {
     std::lock_guard lock(mu_);
-    auto it = cache_.find(key);
+    auto it = cache_.find(KeyOf(who, groups, id, mask));
     if (it != cache_.end() && (ttl_.count() == 0 || now - it->second.at < ttl_)) {
       if (it->second.result != 0) denied_.fetch_add(1, std::memory_order_relaxed);
       return it->second.result;
     }
+    generation = generation_;
   }
   asked_.fetch_add(1, std::memory_order_relaxed);
   int r = backend_->access_as(ns_->Path(id), who, mask);
@@ -40,15 +72,16 @@ int SourcePermissions::Check(const AccessCaller& who, NodeId id, int mask) {
   if (r == -EPERM) r = -EACCES;
   if (r != 0) denied_.fetch_add(1, std::memory_order_relaxed);
   std::lock_guard lock(mu_);
-  if (cache_.size() >= kMaxEntries) cache_.clear();
-  cache_[key] = Answer{r, now};
+  if (generation != generation_) return r;  // asked before a revalidation: not kept
+  if (cache_.size() >= kMaxEntries) ForgetLocked();
+  cache_[KeyOf(who, groups, id, mask)] = Answer{r, now};
   return r;
 }
 
 void SourcePermissions::Revalidate() {
   revalidations_.fetch_add(1, std::memory_order_relaxed);
   std::lock_guard lock(mu_);
-  cache_.clear();
+  ForgetLocked();
 }
 
 void SourcePermissions::VisitCounters(CounterVisitor& v) const {

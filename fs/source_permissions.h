@@ -5,18 +5,25 @@
 // since the scan. So each open of a file or directory is also asked of
 // SOURCE, as the caller (Backend::access_as: the path walked and the file
 // checked with the caller's file-system ids), and the answer is kept per
-// caller and file: until Revalidate() (written to .tierfs/revalidate), or
-// for `ttl` if one is set. A chmod or ACL change on SOURCE thus takes effect
-// for a caller at the first open after its answer expires.
+// caller and file: for `ttl`, or until Revalidate() (written to
+// .tierfs/revalidate) when `ttl` is 0. A chmod or ACL change on SOURCE
+// thus takes effect for a caller at the first open after its answer
+// expires.
 //
-// Thread-safe; the cache is bounded (kMaxEntries, forgotten wholesale when
-// full: the next opens ask SOURCE again).
+// A caller is everything the answer depended on: uid, gid and the set of
+// supplementary groups (an ACL entry may refuse a group), so the same uid
+// in other groups is asked anew.
+//
+// Thread-safe; the cache is bounded (kMaxEntries answers, kMaxGroupSets
+// distinct sets of groups; both forgotten wholesale when either is full:
+// the next opens ask SOURCE again).
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <mutex>
+#include <string>
 #include <unordered_map>
 
 #include "tiering/base/counter_visitor.h"
@@ -28,6 +35,7 @@ namespace tierfs {
 class SourcePermissions {
  public:
   static constexpr size_t kMaxEntries = 1 << 16;
+  static constexpr size_t kMaxGroupSets = 1 << 12;
   // `ttl` 0: answers are kept until Revalidate.
   SourcePermissions(Backend* backend, const Namespace* ns, std::chrono::milliseconds ttl);
 
@@ -44,6 +52,7 @@ class SourcePermissions {
   struct Key {
     uid_t uid;
     gid_t gid;
+    uint32_t groups;  // the caller's set of supplementary groups, by its id in group_sets_
     NodeId node;
     int mask;
     bool operator==(const Key&) const = default;
@@ -56,11 +65,24 @@ class SourcePermissions {
     std::chrono::steady_clock::time_point at;
   };
 
+  // The key of `who`'s answer for `mask` on `id`, its set of groups given
+  // as GroupSet(who). REQUIRES: mu_ held.
+  Key KeyOf(const AccessCaller& who, const std::string& groups, NodeId id, int mask);
+  // Forgets every answer and set of groups. REQUIRES: mu_ held.
+  void ForgetLocked();
+
   Backend* const backend_;
   const Namespace* const ns_;
   const std::chrono::milliseconds ttl_;
-  std::mutex mu_;  // guards cache_. A leaf lock: SOURCE is asked outside it.
+  std::mutex mu_;  // guards the rest. A leaf lock: SOURCE is asked outside it.
   std::unordered_map<Key, Answer, KeyHash> cache_;
+  // Each set of supplementary groups seen (sorted, without repeats, as the
+  // bytes of its gids) and its id: a key holds the id, the whole set is
+  // compared here (no two sets share an id).
+  std::unordered_map<std::string, uint32_t> group_sets_;
+  // Bumped when everything is forgotten: an answer asked before is
+  // returned to its caller but not kept (its key's ids may be reused).
+  uint64_t generation_ = 0;
   std::atomic<uint64_t> checks_{0}, asked_{0}, denied_{0}, revalidations_{0};
 };
 

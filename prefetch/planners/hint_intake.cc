@@ -6,7 +6,14 @@ HintIntake::HintIntake(const Namespace* ns, const std::string& mountpoint)
     : order_(ns, mountpoint, /*directories=*/false, /*directives=*/true),
       stage_(ns, mountpoint, /*directories=*/true) {}
 
-HintParser::Result HintIntake::FeedOrder(uint64_t writer, uint64_t off, std::string_view data) {
+void HintIntake::set_access(HintAccess* access) {
+  std::lock_guard lock(mu_);
+  order_.set_access(access);
+  stage_.set_access(access);
+}
+
+HintParser::Result HintIntake::FeedOrder(const HintWriter& writer, uint64_t off,
+                                         std::string_view data) {
   HintParser::Result result;
   std::lock_guard lock(mu_);
   order_.Feed(writer, off, data, &result);
@@ -15,7 +22,8 @@ HintParser::Result HintIntake::FeedOrder(uint64_t writer, uint64_t off, std::str
   return result;
 }
 
-HintParser::Result HintIntake::FeedStage(uint64_t writer, uint64_t off, std::string_view data) {
+HintParser::Result HintIntake::FeedStage(const HintWriter& writer, uint64_t off,
+                                         std::string_view data) {
   HintParser::Result result;
   std::lock_guard lock(mu_);
   stage_.Feed(writer, off, data, &result);

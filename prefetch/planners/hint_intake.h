@@ -4,7 +4,8 @@
 // refused and the last one refused. It only parses: what the lines mean is
 // the order model's and the stage planner's business.
 //
-// Thread-safe; its lock is a leaf.
+// Thread-safe; its lock is a leaf, held while a line's writer is checked
+// (HintAccess, which may ask SOURCE).
 #pragma once
 
 #include <chrono>
@@ -24,8 +25,12 @@ class HintIntake {
   // Absolute paths below `mountpoint` are accepted as well as relative ones.
   HintIntake(const Namespace* ns, const std::string& mountpoint);
 
-  HintParser::Result FeedOrder(uint64_t writer, uint64_t off, std::string_view data);
-  HintParser::Result FeedStage(uint64_t writer, uint64_t off, std::string_view data);
+  // What writers may name (null: everything). REQUIRES: set before the
+  // first write; `access` outlives the intake.
+  void set_access(HintAccess* access);
+
+  HintParser::Result FeedOrder(const HintWriter& writer, uint64_t off, std::string_view data);
+  HintParser::Result FeedStage(const HintWriter& writer, uint64_t off, std::string_view data);
   // Forgets the order file's unfinished lines (the order is being cleared).
   void DropOrderTails();
   // The lines whose writer has not sent the newline for `age`, taken as

@@ -49,12 +49,15 @@ HintParser::HintParser(const Namespace* ns, std::string mountpoint, bool directo
       directories_(directories),
       directives_(directives) {}
 
-void HintParser::Feed(uint64_t writer, uint64_t offset, std::string_view data, Result* out) {
+void HintParser::Feed(const HintWriter& writer, uint64_t offset, std::string_view data,
+                      Result* out) {
   auto now = std::chrono::steady_clock::now();
-  auto it = tails_.find(writer);
-  if (it != tails_.end() && it->second.next_offset != offset) {
-    EndTail(it->second, out);  // the writer started anew: its old line was complete
-  }
+  auto it = tails_.find(writer.id);
+  // The writer started anew (or is someone else now, with the same thread
+  // id): its old line was complete, and was its old caller's.
+  const bool anew = it != tails_.end() &&
+                    (it->second.next_offset != offset || it->second.caller != writer.caller);
+  if (anew) EndTail(it->second, out);
   if (it == tails_.end()) {
     if (tails_.size() >= kMaxWriters) {  // forget the stalest writer
       auto oldest = tails_.begin();
@@ -64,10 +67,14 @@ void HintParser::Feed(uint64_t writer, uint64_t offset, std::string_view data, R
       EndTail(oldest->second, out);
       tails_.erase(oldest);
     }
-    it = tails_.emplace(writer, Tail{}).first;
+    it = tails_.emplace(writer.id, Tail{}).first;
+    it->second.caller = writer.caller;
   }
   Tail& tail = it->second;
-  if (tail.next_offset != offset) tail.has_rejected = false;  // a new stream of writes
+  if (anew) {  // a new stream of writes
+    tail.has_rejected = false;
+    tail.caller = writer.caller;
+  }
   tail.next_offset = offset + data.size();
   tail.last = now;
   while (!data.empty()) {
@@ -123,7 +130,7 @@ void HintParser::EndTail(Tail& tail, Result* out) {
     out->rejected++;
     rejected = Rejection{Shown(tail.text), fmt::format("longer than {} bytes", kMaxLine)};
   } else {
-    rejected = ResolveLine(tail.text, out);
+    rejected = ResolveLine(tail.text, tail.caller, out);
   }
   if (rejected && !tail.has_rejected) {
     tail.has_rejected = true;
@@ -134,6 +141,7 @@ void HintParser::EndTail(Tail& tail, Result* out) {
 }
 
 std::optional<HintParser::Rejection> HintParser::ResolveLine(std::string_view line,
+                                                             const AccessCaller& caller,
                                                              Result* out) const {
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
   if (line.empty()) return std::nullopt;
@@ -157,8 +165,10 @@ std::optional<HintParser::Rejection> HintParser::ResolveLine(std::string_view li
     }
     line.remove_prefix(mp.size());
   }
-  // Resolve() refuses ".." components, so nothing escapes the mount.
+  // Resolve() refuses ".." components, so nothing escapes the mount. What
+  // the writer may not reach is not in the mount, as far as it may know.
   auto id = ns_->Resolve(line);
+  if (id && !MayName(caller, *id)) id.reset();
   if (!id) {
     const bool climbs = line == ".." || line.substr(0, 3) == "../" ||
                         line.find("/../") != std::string_view::npos ||
@@ -170,7 +180,7 @@ std::optional<HintParser::Rejection> HintParser::ResolveLine(std::string_view li
   if (S_ISREG(n.mode)) {
     out->files.push_back(*id);
   } else if (S_ISDIR(n.mode) && directories_) {
-    AddTree(*id, out);
+    AddTree(*id, caller, out);
   } else {
     return reject(S_ISDIR(n.mode) ? "a directory (name its files)" : "not a regular file");
   }
@@ -215,15 +225,17 @@ std::optional<HintParser::Rejection> HintParser::ResolveDirective(std::string_vi
   return std::nullopt;
 }
 
-void HintParser::AddTree(NodeId dir, Result* out) const {
+void HintParser::AddTree(NodeId dir, const AccessCaller& caller, Result* out) const {
   std::vector<NodeId> stack{dir};
   while (!stack.empty()) {
     NodeId d = stack.back();
     stack.pop_back();
     auto [begin, end] = ns_->Children(d);
     for (NodeId c = begin; c < end; ++c) {
-      if (S_ISREG(ns_->node(c).mode)) out->files.push_back(c);
-      if (S_ISDIR(ns_->node(c).mode)) stack.push_back(c);
+      const uint32_t mode = ns_->node(c).mode;
+      if (!(S_ISREG(mode) || S_ISDIR(mode)) || !MayName(caller, c)) continue;
+      if (S_ISREG(mode)) out->files.push_back(c);
+      if (S_ISDIR(mode)) stack.push_back(c);
     }
   }
 }

@@ -15,6 +15,13 @@
 // writes (writes at consecutive offsets) is kept with why, for people
 // (.tierfs/stats: "last_rejected"), so the writer of a bad list can be told
 // which line was wrong without reading the daemon's log.
+//
+// A line names only what its writer could see through the mount
+// (HintAccess): a node the writer may not reach is rejected exactly as a
+// name that is not in the mount, and a directory stands for the files
+// below it that the writer could open. So nothing a writer learns (the
+// write's outcome, the counts and sizes in the stats) says more about
+// SOURCE than the writer could list.
 #pragma once
 
 #include <chrono>
@@ -26,9 +33,27 @@
 #include <vector>
 
 #include "tiering/base/counter_visitor.h"
+#include "tiering/io/backend.h"
 #include "tiering/namespace/namespace.h"
 
 namespace tierfs {
+
+// Who wrote to a control file: `id` tells its streams of writes apart (the
+// writing thread), `caller` is whose permissions its lines are checked with.
+struct HintWriter {
+  uint64_t id = 0;
+  AccessCaller caller;
+};
+
+// Whether a writer may name a node of the namespace in a control file.
+class HintAccess {
+ public:
+  virtual ~HintAccess() = default;
+  // A regular file `caller` could open through the mount, a directory it
+  // could list, anything else in a directory it could search. May ask
+  // SOURCE; thread-safe.
+  virtual bool MayName(const AccessCaller& caller, NodeId id) = 0;
+};
 
 class HintParser {
  public:
@@ -65,16 +90,21 @@ class HintParser {
   // else they are rejected.
   HintParser(const Namespace* ns, std::string mountpoint, bool directories,
              bool directives = false);
+  // What writers may name (null, the default: everything). REQUIRES: set
+  // before the first Feed; `access` outlives the parser.
+  void set_access(HintAccess* access) { access_ = access; }
 
-  // Bytes written by `writer` (a thread id) at file offset `offset`.
-  void Feed(uint64_t writer, uint64_t offset, std::string_view data, Result* out);
+  // Bytes written by `writer` at file offset `offset`.
+  void Feed(const HintWriter& writer, uint64_t offset, std::string_view data, Result* out);
   // Ends the unfinished lines last written longer ago than `age` (all for 0).
   void FlushTails(std::chrono::steady_clock::duration age, Result* out);
   // The same, each writer's lines apart (directives apply per writer).
   void FlushTails(std::chrono::steady_clock::duration age, std::map<uint64_t, Result>* by_writer);
-  // Resolves one line (without its newline). Empty lines are ignored. A
-  // rejected line is counted in `out` and returned with why.
-  std::optional<Rejection> ResolveLine(std::string_view line, Result* out) const;
+  // Resolves one line (without its newline) written by `caller`. Empty
+  // lines are ignored. A rejected line is counted in `out` and returned
+  // with why.
+  std::optional<Rejection> ResolveLine(std::string_view line, const AccessCaller& caller,
+                                       Result* out) const;
 
   // The first rejected line of the latest stream of writes that had one.
   const std::optional<Rejection>& last_rejected() const { return last_rejected_; }
@@ -83,6 +113,7 @@ class HintParser {
 
  private:
   struct Tail {
+    AccessCaller caller;  // whose lines these are
     std::string text;
     uint64_t next_offset = 0;
     bool overlong = false;      // text holds the line's first kMaxShown bytes
@@ -90,14 +121,20 @@ class HintParser {
     std::chrono::steady_clock::time_point last;
   };
   void EndTail(Tail& tail, Result* out);
-  void AddTree(NodeId dir, Result* out) const;
+  // The files below `dir` that `caller` may name, through the directories
+  // it may name.
+  void AddTree(NodeId dir, const AccessCaller& caller, Result* out) const;
+  bool MayName(const AccessCaller& caller, NodeId id) const {
+    return access_ == nullptr || access_->MayName(caller, id);
+  }
   std::optional<Rejection> ResolveDirective(std::string_view line, Result* out) const;
 
   const Namespace* const ns_;
   const std::string mountpoint_;
   const bool directories_;
   const bool directives_;
-  std::map<uint64_t, Tail> tails_;  // by writer
+  HintAccess* access_ = nullptr;
+  std::map<uint64_t, Tail> tails_;  // by writer id
   std::optional<Rejection> last_rejected_;
 };
 

@@ -79,9 +79,9 @@ void Prefetcher::Declare(uint64_t writer, const HintParser::Result& result) {
   if (model_.Declare(writer, result)) wake_.notify_all();
 }
 
-ssize_t Prefetcher::WriteOrder(uint64_t writer, uint64_t off, std::string_view data) {
+ssize_t Prefetcher::WriteOrder(const HintWriter& writer, uint64_t off, std::string_view data) {
   HintParser::Result result = intake_.FeedOrder(writer, off, data);
-  Declare(writer, result);
+  Declare(writer.id, result);
   // Some complete line, and none of them valid: tell the writer.
   if (result.valid == 0 && result.rejected > 0) return -EINVAL;
   return static_cast<ssize_t>(data.size());
@@ -93,7 +93,7 @@ void Prefetcher::ClearOrder() {
   TIERFS_LOG(kInfo, "declared order cleared");
 }
 
-ssize_t Prefetcher::WriteStage(uint64_t writer, uint64_t off, std::string_view data) {
+ssize_t Prefetcher::WriteStage(const HintWriter& writer, uint64_t off, std::string_view data) {
   HintParser::Result result = intake_.FeedStage(writer, off, data);
   stage_.Add(result);
   wake_.notify_all();

@@ -79,10 +79,15 @@ class Prefetcher final : public ReadObserver {
 
   void OnRead(NodeId id, uint64_t off, uint64_t len, bool hit) override;
 
+  // What the writers of the order and stage files may name (null, the
+  // default: everything). REQUIRES: set before the first write; `access`
+  // outlives the prefetcher (or is reset to null first).
+  void set_hint_access(HintAccess* access) { intake_.set_access(access); }
+
   // Control files. Each returns the bytes accepted or -errno.
-  ssize_t WriteOrder(uint64_t writer, uint64_t off, std::string_view data);
+  ssize_t WriteOrder(const HintWriter& writer, uint64_t off, std::string_view data);
   void ClearOrder();
-  ssize_t WriteStage(uint64_t writer, uint64_t off, std::string_view data);
+  ssize_t WriteStage(const HintWriter& writer, uint64_t off, std::string_view data);
   ssize_t WriteMode(std::string_view data);
   std::string ModeText() const;
 

@@ -193,11 +193,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     uint64_t off = reopen ? 0 : next_offset[writer];
     next_offset[writer] = off + bytes.size();
     HintParser::Result r;
-    order.Feed(writer, off, bytes, &r);
+    order.Feed(HintWriter{writer, {}}, off, bytes, &r);
     append_order(writer, r);
     CheckRejected(order, r);
     HintParser::Result s;
-    stage.Feed(writer, off, bytes, &s);
+    stage.Feed(HintWriter{writer, {}}, off, bytes, &s);
     CheckResult(*ns, s, false);
     CheckRejected(stage, s);
     CheckShown(HintParser::Shown(bytes));

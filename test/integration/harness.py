@@ -173,6 +173,17 @@ def workdir():
         shutil.rmtree(d, ignore_errors=True)
 
 
+def shared_workdir(prefix):
+    """A temporary directory other users may enter, with src/ and mnt/ in it
+    (all 0755): (base, src, mnt). The caller removes it (tear_down)."""
+    base = tempfile.mkdtemp(prefix=prefix)
+    os.chmod(base, 0o755)
+    src, mnt = os.path.join(base, "src"), os.path.join(base, "mnt")
+    for d in (src, mnt):
+        os.mkdir(d, 0o755)
+    return base, src, mnt
+
+
 def run_tierfs(*args, timeout=30):
     return subprocess.run([tierfs_bin(), *args], capture_output=True, text=True, timeout=timeout)
 

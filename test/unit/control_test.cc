@@ -141,7 +141,7 @@ TEST_CASE("ControlDir: others' lookups beyond the cap do not break an open contr
                  456,
                  {ControlFile{"stats", [] { return std::string("{}"); }, nullptr, nullptr},
                   ControlFile{"order", [] { return std::string(); },
-                              [&written](uint64_t, uint64_t, std::string_view data) {
+                              [&written](const HintWriter&, uint64_t, std::string_view data) {
                                 written.emplace_back(data);
                                 return static_cast<ssize_t>(data.size());
                               },
@@ -152,15 +152,15 @@ TEST_CASE("ControlDir: others' lookups beyond the cap do not break an open contr
   for (size_t i = 0; i < ControlDir::kMaxSnapshots + 100; ++i) {  // anyone: cat .tierfs/stats
     REQUIRE(dir.Lookup("stats", &st) == 0);
   }
-  CHECK(dir.Write(order, 1, 0, "f0\n") == 3);
+  CHECK(dir.Write(order, HintWriter{1, {}}, 0, "f0\n") == 3);
   CHECK(written == std::vector<std::string>{"f0\n"});
   REQUIRE(dir.GetAttr(order, &st) == 0);
   CHECK((st.st_mode & S_IWUSR) != 0);
   CHECK(dir.Truncate(order) == 0);
   // Inodes never handed out stay unknown; a stats inode stays read-only.
-  CHECK(dir.Write(kDirIno + 1000000, 1, 0, "x") == -EIO);
+  CHECK(dir.Write(kDirIno + 1000000, HintWriter{1, {}}, 0, "x") == -EIO);
   REQUIRE(dir.Lookup("stats", &st) == 0);
-  CHECK(dir.Write(st.st_ino, 1, 0, "x") == -EACCES);
+  CHECK(dir.Write(st.st_ino, HintWriter{1, {}}, 0, "x") == -EACCES);
 }
 
 TEST_CASE("ControlDir knows only stats", "[control]") {

@@ -18,6 +18,11 @@ using testing::TempTree;
 using namespace std::chrono_literals;
 using Result = HintParser::Result;
 
+// Lines written by root, whom nothing is hidden from (none of these
+// parsers is given a HintAccess, but for the writers' own case below).
+const AccessCaller kRoot{};
+HintWriter Writer(uint64_t id) { return HintWriter{id, kRoot}; }
+
 // SOURCE: alpha, beta, dir/gamma, dir/sub/delta, a symlink and an empty
 // directory, mounted (for absolute paths) at /mnt.
 class Files {
@@ -50,7 +55,7 @@ class Files {
 std::pair<uint64_t, uint64_t> Counts(const HintParser& parser,
                                      const std::vector<std::string>& lines) {
   Result r;
-  for (const auto& l : lines) parser.ResolveLine(l, &r);
+  for (const auto& l : lines) parser.ResolveLine(l, kRoot, &r);
   return {r.valid, r.rejected};
 }
 
@@ -58,14 +63,14 @@ TEST_CASE("HintParser joins a line split across writes by one writer", "[hint_pa
   Files fs;
   HintParser parser(fs.ns(), "/mnt", false);
   Result r;
-  parser.Feed(1, 0, "di", &r);
-  parser.Feed(1, 2, "r/gam", &r);
+  parser.Feed(Writer(1), 0, "di", &r);
+  parser.Feed(Writer(1), 2, "r/gam", &r);
   CHECK(r.files.empty());
-  parser.Feed(1, 7, "ma\nbe", &r);
+  parser.Feed(Writer(1), 7, "ma\nbe", &r);
   CHECK(r.files == fs.Ids({"dir/gamma"}));
-  parser.Feed(1, 12, "ta", &r);
+  parser.Feed(Writer(1), 12, "ta", &r);
   CHECK(r.files.size() == 1);
-  parser.Feed(1, 14, "\nalpha\n", &r);
+  parser.Feed(Writer(1), 14, "\nalpha\n", &r);
   CHECK(r.files == fs.Ids({"dir/gamma", "beta", "alpha"}));
   CHECK(r.valid == 3);
   CHECK(r.rejected == 0);
@@ -75,11 +80,11 @@ TEST_CASE("HintParser keeps two interleaved writers' lines apart", "[hint_parser
   Files fs;
   HintParser parser(fs.ns(), "/mnt", false);
   Result r;
-  parser.Feed(1, 0, "dir/", &r);
-  parser.Feed(2, 0, "alpha\nbe", &r);
+  parser.Feed(Writer(1), 0, "dir/", &r);
+  parser.Feed(Writer(2), 0, "alpha\nbe", &r);
   CHECK(r.files == fs.Ids({"alpha"}));
-  parser.Feed(1, 4, "sub/delta\n", &r);
-  parser.Feed(2, 8, "ta\n", &r);
+  parser.Feed(Writer(1), 4, "sub/delta\n", &r);
+  parser.Feed(Writer(2), 8, "ta\n", &r);
   CHECK(r.files == fs.Ids({"alpha", "dir/sub/delta", "beta"}));
   CHECK(r.valid == 3);
   CHECK(r.rejected == 0);
@@ -89,13 +94,13 @@ TEST_CASE("HintParser ends a writer's tail when it writes at another offset", "[
   Files fs;
   HintParser parser(fs.ns(), "/mnt", false);
   Result r;
-  parser.Feed(1, 0, "alpha", &r);  // no newline: kept
+  parser.Feed(Writer(1), 0, "alpha", &r);  // no newline: kept
   CHECK(r.files.empty());
-  parser.Feed(1, 0, "beta\n", &r);  // the writer started over (a new open)
+  parser.Feed(Writer(1), 0, "beta\n", &r);  // the writer started over (a new open)
   CHECK(r.files == fs.Ids({"alpha", "beta"}));
   // A gap is a new start too: "dir/" is a line of its own (a directory: rejected).
-  parser.Feed(1, 5, "dir/", &r);
-  parser.Feed(1, 100, "gamma\n", &r);
+  parser.Feed(Writer(1), 5, "dir/", &r);
+  parser.Feed(Writer(1), 100, "gamma\n", &r);
   CHECK(r.files == fs.Ids({"alpha", "beta"}));
   CHECK(r.rejected == 2);  // "dir/" and "gamma" (not at the root)
 }
@@ -104,9 +109,9 @@ TEST_CASE("HintParser FlushTails ends only tails older than the age", "[hint_par
   Files fs;
   HintParser parser(fs.ns(), "/mnt", false);
   Result r;
-  parser.Feed(1, 0, "alpha", &r);
+  parser.Feed(Writer(1), 0, "alpha", &r);
   std::this_thread::sleep_for(300ms);
-  parser.Feed(2, 0, "beta", &r);
+  parser.Feed(Writer(2), 0, "beta", &r);
   parser.FlushTails(150ms, &r);
   CHECK(r.files == fs.Ids({"alpha"}));
   parser.FlushTails(1h, &r);
@@ -114,7 +119,7 @@ TEST_CASE("HintParser FlushTails ends only tails older than the age", "[hint_par
   parser.FlushTails(std::chrono::steady_clock::duration::zero(), &r);  // all
   CHECK(r.files == fs.Ids({"alpha", "beta"}));
   // A flushed writer continuing at its old offset starts a new line.
-  parser.Feed(1, 5, "\n", &r);
+  parser.Feed(Writer(1), 5, "\n", &r);
   CHECK(r.files.size() == 2);
   CHECK(r.rejected == 0);
 }
@@ -123,7 +128,7 @@ TEST_CASE("HintParser accepts CRLF and ignores empty lines", "[hint_parser]") {
   Files fs;
   HintParser parser(fs.ns(), "/mnt", false);
   Result r;
-  parser.Feed(1, 0, "\n\nalpha\r\n\r\n\n beta\nbeta\r\n\n", &r);
+  parser.Feed(Writer(1), 0, "\n\nalpha\r\n\r\n\n beta\nbeta\r\n\n", &r);
   CHECK(r.files == fs.Ids({"alpha", "beta"}));
   CHECK(r.valid == 2);
   CHECK(r.rejected == 1);  // " beta": names are taken as written
@@ -133,9 +138,9 @@ TEST_CASE("HintParser accepts absolute paths only below the mountpoint", "[hint_
   Files fs;
   HintParser parser(fs.ns(), "/mnt", false);
   Result r;
-  parser.ResolveLine("/mnt/alpha", &r);
-  parser.ResolveLine("/mnt/dir/gamma", &r);
-  parser.ResolveLine("/mnt//dir/./sub/delta", &r);
+  parser.ResolveLine("/mnt/alpha", kRoot, &r);
+  parser.ResolveLine("/mnt/dir/gamma", kRoot, &r);
+  parser.ResolveLine("/mnt//dir/./sub/delta", kRoot, &r);
   CHECK(r.files == fs.Ids({"alpha", "dir/gamma", "dir/sub/delta"}));
   CHECK(r.rejected == 0);
   CHECK(Counts(parser, {"/mnt2/alpha", "/mn/alpha", "/mntalpha", "/alpha", "/other/mnt/alpha",
@@ -159,7 +164,7 @@ TEST_CASE("HintParser rejects lines with NUL bytes, symlinks and unknown names",
   HintParser parser(fs.ns(), "/mnt", false);
   Result r;
   using namespace std::string_literals;
-  parser.Feed(1, 0, "alpha\0\nal\0pha\n\0\nbeta\nlink\nnope\nalpha/\n"s, &r);
+  parser.Feed(Writer(1), 0, "alpha\0\nal\0pha\n\0\nbeta\nlink\nnope\nalpha/\n"s, &r);
   CHECK(r.files == fs.Ids({"beta", "alpha"}));  // "alpha/" is alpha
   CHECK(r.valid == 2);
   CHECK(r.rejected == 5);
@@ -174,7 +179,7 @@ TEST_CASE("HintParser survives binary garbage", "[hint_parser]") {
   for (int i = 0; i < 200; ++i) {
     std::string piece(1 + rng() % 3000, '\0');
     for (char& c : piece) c = static_cast<char>(rng() & 0xff);
-    parser.Feed(static_cast<uint64_t>(i % 7), off, piece, &r);
+    parser.Feed(Writer(static_cast<uint64_t>(i % 7)), off, piece, &r);
     off += piece.size();
   }
   parser.FlushTails(std::chrono::steady_clock::duration::zero(), &r);
@@ -183,7 +188,7 @@ TEST_CASE("HintParser survives binary garbage", "[hint_parser]") {
   CHECK(r.rejected > 100);
   // And still works afterwards.
   Result ok;
-  parser.Feed(99, 0, "alpha\n", &ok);
+  parser.Feed(Writer(99), 0, "alpha\n", &ok);
   CHECK(ok.files == fs.Ids({"alpha"}));
 }
 
@@ -193,32 +198,32 @@ TEST_CASE("HintParser rejects a 10 MB line once and stores at most kMaxLine of i
   HintParser parser(fs.ns(), "/mnt", false);
   const std::string piece(64 << 10, 'x');
   Result r;
-  parser.Feed(1, 0, "alpha\n", &r);
+  parser.Feed(Writer(1), 0, "alpha\n", &r);
   uint64_t off = 6;
   const size_t heap_before = ::mallinfo2().uordblks;
   for (int i = 0; i < 160; ++i) {  // 10 MiB, one line, 64 KiB per write
-    parser.Feed(1, off, piece, &r);
+    parser.Feed(Writer(1), off, piece, &r);
     off += piece.size();
   }
   const size_t heap_after = ::mallinfo2().uordblks;
   // (Under ASan mallinfo reports nothing and this holds trivially.)
   CHECK(heap_after < heap_before + 4 * HintParser::kMaxLine);
   CHECK(r.rejected == 0);  // not ended yet
-  parser.Feed(1, off, "x\nbeta\n", &r);
+  parser.Feed(Writer(1), off, "x\nbeta\n", &r);
   CHECK(r.rejected == 1);
   CHECK(r.files == fs.Ids({"alpha", "beta"}));
 
   SECTION("in a single write") {
     Result one;
     const std::string line(10 << 20, 'y');
-    parser.Feed(2, 0, line, &one);
-    parser.Feed(2, line.size(), "\ndir/gamma\n", &one);
+    parser.Feed(Writer(2), 0, line, &one);
+    parser.Feed(Writer(2), line.size(), "\ndir/gamma\n", &one);
     CHECK(one.rejected == 1);
     CHECK(one.files == fs.Ids({"dir/gamma"}));
   }
   SECTION("left unfinished, then flushed") {
     Result one;
-    parser.Feed(3, 0, piece, &one);
+    parser.Feed(Writer(3), 0, piece, &one);
     parser.FlushTails(std::chrono::steady_clock::duration::zero(), &one);
     CHECK(one.rejected == 1);
     CHECK(one.valid == 0);
@@ -230,10 +235,10 @@ TEST_CASE("HintParser expands directories for stage and rejects them for order",
   HintParser order(fs.ns(), "/mnt", false);
   HintParser stage(fs.ns(), "/mnt", true);
   Result o, s;
-  order.Feed(1, 0, "dir\n/mnt/dir/sub\nempty\n", &o);
+  order.Feed(Writer(1), 0, "dir\n/mnt/dir/sub\nempty\n", &o);
   CHECK(o.files.empty());
   CHECK(o.rejected == 3);
-  stage.Feed(1, 0, "dir\n/mnt/dir/sub\nempty\nbeta\n", &s);
+  stage.Feed(Writer(1), 0, "dir\n/mnt/dir/sub\nempty\nbeta\n", &s);
   std::vector<NodeId> files = s.files;
   std::sort(files.begin(), files.end());
   std::vector<NodeId> want = fs.Ids({"dir/gamma", "dir/sub/delta", "dir/sub/delta", "beta"});
@@ -242,7 +247,7 @@ TEST_CASE("HintParser expands directories for stage and rejects them for order",
   CHECK(s.valid == 4);  // an empty directory still names something
   CHECK(s.rejected == 0);
   Result root;
-  stage.ResolveLine("/mnt", &root);
+  stage.ResolveLine("/mnt", kRoot, &root);
   CHECK(root.files.size() == 4);  // every file
 }
 
@@ -251,7 +256,7 @@ TEST_CASE("HintParser keeps at most kMaxWriters unfinished lines", "[hint_parser
   HintParser parser(fs.ns(), "/mnt", false);
   const size_t writers = HintParser::kMaxWriters + 44;
   Result r;
-  for (size_t w = 0; w < writers; ++w) parser.Feed(w, 0, "alpha", &r);
+  for (size_t w = 0; w < writers; ++w) parser.Feed(Writer(w), 0, "alpha", &r);
   // Each writer beyond the limit ended the stalest one's line.
   CHECK(r.files.size() == 44);
   CHECK(r.valid == 44);
@@ -263,7 +268,7 @@ TEST_CASE("HintParser keeps at most kMaxWriters unfinished lines", "[hint_parser
 // The reason ResolveLine gives for `line` ("" when accepted).
 std::string Reason(const HintParser& parser, std::string_view line) {
   Result r;
-  auto rejected = parser.ResolveLine(line, &r);
+  auto rejected = parser.ResolveLine(line, kRoot, &r);
   CHECK(r.rejected == (rejected ? 1u : 0u));
   return rejected ? rejected->reason : "";
 }
@@ -287,7 +292,7 @@ TEST_CASE("HintParser says why it rejects a line", "[hint_parser]") {
   CHECK(Reason(stage, "//epoch") == "'//' begins a directive, and this file takes none");
   CHECK(Reason(stage, "/alpha") == "an absolute path (write it relative to the mount)");
   Result r;
-  CHECK(stage.ResolveLine("/x/nope\r", &r)->line == "/x/nope");
+  CHECK(stage.ResolveLine("/x/nope\r", kRoot, &r)->line == "/x/nope");
 }
 
 TEST_CASE("HintParser shows a rejected line bounded and printable", "[hint_parser]") {
@@ -313,30 +318,95 @@ TEST_CASE("HintParser keeps the first rejected line of the latest stream of writ
   HintParser parser(fs.ns(), "/mnt", false);
   Result r;
   CHECK(!parser.last_rejected());
-  parser.Feed(1, 0, "alpha\nfirst/bad\nsecond/bad\n", &r);
+  parser.Feed(Writer(1), 0, "alpha\nfirst/bad\nsecond/bad\n", &r);
   REQUIRE(parser.last_rejected());
   CHECK(parser.last_rejected()->line == "first/bad");
   CHECK(parser.last_rejected()->reason == "not in the mount (paths are relative to its root)");
-  parser.Feed(1, 27, "third/bad\nbe", &r);  // the same stream: its first one stays
+  parser.Feed(Writer(1), 27, "third/bad\nbe", &r);  // the same stream: its first one stays
   CHECK(parser.last_rejected()->line == "first/bad");
-  parser.Feed(2, 0, "fourth/", &r);  // another writer, its line split over writes
-  parser.Feed(2, 7, "bad\n", &r);
+  parser.Feed(Writer(2), 0, "fourth/", &r);  // another writer, its line split over writes
+  parser.Feed(Writer(2), 7, "bad\n", &r);
   CHECK(parser.last_rejected()->line == "fourth/bad");
-  parser.Feed(1, 0, "x\ny\n", &r);  // writer 1 anew: "be" ends, then a new stream
+  parser.Feed(Writer(1), 0, "x\ny\n", &r);  // writer 1 anew: "be" ends, then a new stream
   CHECK(parser.last_rejected()->line == "x");
   CHECK(r.rejected == 7);  // "be" too
 
   SECTION("an overlong line shows its beginning") {
-    parser.Feed(3, 0, std::string(HintParser::kMaxLine, 'z'), &r);
-    parser.Feed(3, HintParser::kMaxLine, "zz\n", &r);
+    parser.Feed(Writer(3), 0, std::string(HintParser::kMaxLine, 'z'), &r);
+    parser.Feed(Writer(3), HintParser::kMaxLine, "zz\n", &r);
     CHECK(parser.last_rejected()->line == std::string(HintParser::kMaxShown, 'z') + "...");
     CHECK(parser.last_rejected()->reason == "longer than 4096 bytes");
   }
   SECTION("a last line without a newline, flushed") {
-    parser.Feed(4, 0, "alpha\nno-newline", &r);
+    parser.Feed(Writer(4), 0, "alpha\nno-newline", &r);
     parser.FlushTails(std::chrono::steady_clock::duration::zero(), &r);
     CHECK(parser.last_rejected()->line == "no-newline");
   }
+}
+
+// What uid 1000 may name: everything but beta, dir/sub and what is below it.
+class HiddenFromBob final : public HintAccess {
+ public:
+  explicit HiddenFromBob(const Files& fs) : beta_(fs.Id("beta")), sub_(fs.Id("dir/sub")) {}
+  bool MayName(const AccessCaller& caller, NodeId id) override {
+    asked++;
+    return caller.uid != 1000 || (id != beta_ && id != sub_ && id != sub_ + 1);
+  }
+  int asked = 0;
+
+ private:
+  const NodeId beta_, sub_;  // dir/sub's only child, delta, is sub_ + 1
+};
+
+TEST_CASE("HintParser rejects what the writer may not reach as a name not in the mount",
+          "[hint_parser]") {
+  Files fs;
+  REQUIRE(fs.Id("dir/sub/delta") == fs.Id("dir/sub") + 1);
+  HiddenFromBob access(fs);
+  HintParser order(fs.ns(), "/mnt", false, /*directives=*/true);
+  HintParser stage(fs.ns(), "/mnt", true);
+  order.set_access(&access);
+  stage.set_access(&access);
+  const AccessCaller bob{1000, 1000, {}};
+  const HintWriter writer{7, bob};
+  for (HintParser* parser : {&order, &stage}) {
+    for (std::string line : {"beta", "dir/sub/delta", "/mnt/dir/sub/delta"}) {
+      Result hidden, missing;
+      auto why = parser->ResolveLine(line, bob, &hidden);
+      auto why_missing = parser->ResolveLine(line + "x", bob, &missing);
+      REQUIRE(why);
+      REQUIRE(why_missing);
+      CHECK(why->reason == why_missing->reason);
+      CHECK(hidden.rejected == 1);
+      CHECK(hidden.files.empty());
+      CHECK(parser->ResolveLine(line, kRoot, &hidden) == std::nullopt);  // root: there
+    }
+  }
+  // A directory stands for what bob may name below it; dir/sub itself is
+  // hidden, so rejected whatever it holds (order would say "a directory").
+  Result r;
+  stage.Feed(writer, 0, "dir\n/mnt\n", &r);
+  std::sort(r.files.begin(), r.files.end());
+  std::vector<NodeId> want = fs.Ids({"dir/gamma", "dir/gamma", "alpha"});
+  std::sort(want.begin(), want.end());
+  CHECK(r.files == want);
+  CHECK(Reason(order, "dir/sub") == "a directory (name its files)");
+  Result o;
+  CHECK(order.ResolveLine("dir/sub", bob, &o)->reason ==
+        "not in the mount (paths are relative to its root)");
+  // A line is checked as the caller who wrote all of it: a thread id that
+  // changes caller mid-line ends the old caller's part as a line.
+  Result split;
+  order.Feed(HintWriter{8, kRoot}, 0, "be", &split);
+  order.Feed(HintWriter{8, bob}, 2, "ta\n", &split);
+  CHECK(split.files.empty());
+  CHECK(split.rejected == 2);  // "be" and "ta"
+  // A last line without a newline, flushed later, is its writer's too.
+  Result late;
+  order.Feed(writer, 0, "beta", &late);
+  order.FlushTails(std::chrono::steady_clock::duration::zero(), &late);
+  CHECK(late.files.empty());
+  CHECK(late.rejected == 1);
 }
 
 TEST_CASE("HintParser without a mountpoint rejects absolute paths", "[hint_parser]") {

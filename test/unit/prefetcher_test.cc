@@ -20,6 +20,9 @@ namespace {
 using testing::TempTree;
 constexpr uint64_t kNever = OrderPlan::kNever;
 
+// A writer of the control files with thread id `id`, as root.
+HintWriter Writer(uint64_t id) { return HintWriter{id, AccessCaller{}}; }
+
 // SOURCE: f0..f5 of 10 KB and a directory d with d/g0, d/g1 (and with `big`,
 // a file "big" of 5 chunks); a TieredStore over it (64 KiB chunks, `ram`
 // bytes of RAM tier) mounted at /mnt.
@@ -80,11 +83,11 @@ TEST_CASE("Prefetcher WriteOrder declares files and refuses only all-invalid wri
           "[prefetcher]") {
   Store s(1 << 20, PrefetchMode::kOrder);
   Prefetcher& p = s.prefetcher();
-  CHECK(p.WriteOrder(1, 0, "f0\n/mnt/f1\n") == 11);
-  CHECK(p.WriteOrder(1, 11, "nope\n/mnt2/f2\n") == -EINVAL);
-  CHECK(p.WriteOrder(1, 25, "f2\nnope\n") == 8);  // some valid: accepted
-  CHECK(p.WriteOrder(1, 33, "f") == 1);           // no complete line yet
-  CHECK(p.WriteOrder(1, 34, "3\nd\n") == 4);      // f3 completed; d is a directory
+  CHECK(p.WriteOrder(Writer(1), 0, "f0\n/mnt/f1\n") == 11);
+  CHECK(p.WriteOrder(Writer(1), 11, "nope\n/mnt2/f2\n") == -EINVAL);
+  CHECK(p.WriteOrder(Writer(1), 25, "f2\nnope\n") == 8);  // some valid: accepted
+  CHECK(p.WriteOrder(Writer(1), 33, "f") == 1);           // no complete line yet
+  CHECK(p.WriteOrder(Writer(1), 34, "3\nd\n") == 4);      // f3 completed; d is a directory
   CHECK(s.Stat("order", "declared") == 4);
   CHECK(s.Stat("order", "valid_lines") == 4);
   CHECK(s.Stat("order", "rejected_lines") == 4);
@@ -92,16 +95,16 @@ TEST_CASE("Prefetcher WriteOrder declares files and refuses only all-invalid wri
   CHECK(s.NextUse({s.Id("f0"), 0}).after == kNever);
   CHECK(s.NextUse({s.Id("f3"), 0}).next == 3);
   CHECK(s.NextUse({s.Id("f5"), 0}).next == kNever);
-  CHECK(p.WriteOrder(1, 38, "f0\n") == 3);  // a second epoch, same writer
+  CHECK(p.WriteOrder(Writer(1), 38, "f0\n") == 3);  // a second epoch, same writer
   CHECK(s.NextUse({s.Id("f0"), 0}).after == 4);
-  CHECK(p.WriteOrder(2, 0, "f0\n") == 3);        // another process: its own stream
-  CHECK(s.NextUse({s.Id("f0"), 0}).after == 0);  // its first read is f0
+  CHECK(p.WriteOrder(Writer(2), 0, "f0\n") == 3);  // another process: its own stream
+  CHECK(s.NextUse({s.Id("f0"), 0}).after == 0);    // its first read is f0
   CHECK(s.Stat("order", "active_streams") == 2);
 
   p.ClearOrder();
   CHECK(s.Stat("order", "declared") == 0);
   CHECK(s.NextUse({s.Id("f0"), 0}).next == kNever);
-  CHECK(p.WriteOrder(1, 0, "f5\n") == 3);
+  CHECK(p.WriteOrder(Writer(1), 0, "f5\n") == 3);
   CHECK(s.NextUse({s.Id("f5"), 0}).next == 0);
 }
 
@@ -109,7 +112,7 @@ TEST_CASE("Prefetcher OnRead consumes the order only at offset 0 and in order mo
           "[prefetcher]") {
   Store s(1 << 20, PrefetchMode::kOrder);
   Prefetcher& p = s.prefetcher();
-  REQUIRE(p.WriteOrder(1, 0, "f0\nf1\nf0\n") == 9);
+  REQUIRE(p.WriteOrder(Writer(1), 0, "f0\nf1\nf0\n") == 9);
   p.OnRead(s.Id("f0"), 4096, 1, false);  // a later piece of the same read
   CHECK(s.Stat("order", "consumed") == 0);
   p.OnRead(s.Id("f1"), 0, 1, false);
@@ -148,24 +151,24 @@ TEST_CASE("Prefetcher WriteMode switches modes and needs a tier to promote", "[p
   CHECK(q.WriteMode("stage-in") == -EOPNOTSUPP);
   CHECK(q.WriteMode("on-access\n") > 0);
   // Hints are still parsed and counted without tiers.
-  CHECK(q.WriteOrder(1, 0, "f0\nnope\n") == 8);
+  CHECK(q.WriteOrder(Writer(1), 0, "f0\nnope\n") == 8);
   CHECK(none.Stat("order", "valid_lines") == 1);
   CHECK(none.Stat("order", "rejected_lines") == 1);
-  CHECK(q.WriteStage(1, 0, "nope\n") == -EINVAL);
+  CHECK(q.WriteStage(Writer(1), 0, "nope\n") == -EINVAL);
 }
 
 TEST_CASE("Prefetcher WriteStage promotes the named files", "[prefetcher]") {
   Store s(1 << 20);
   s.store().Start();
   Prefetcher& p = s.prefetcher();
-  CHECK(p.WriteStage(1, 0, "f1\n/mnt/d\nnope\n") == 15);
+  CHECK(p.WriteStage(Writer(1), 0, "f1\n/mnt/d\nnope\n") == 15);
   CHECK(s.Stat("stage", "requested_files") == 3);  // f1, d/g0, d/g1
   CHECK(s.Stat("stage", "valid_lines") == 2);
   CHECK(s.Stat("stage", "rejected_lines") == 1);
   REQUIRE(s.StatReaches("stage", "done_files", 3));
   CHECK(s.Stat("promotions", "files_resident") == 3);
   CHECK(s.Stat("stage", "done_bytes") == 10000 + 2 + 2);
-  CHECK(p.WriteStage(1, 15, "f1\n") == 3);  // already asked for: not again
+  CHECK(p.WriteStage(Writer(1), 15, "f1\n") == 3);  // already asked for: not again
   CHECK(s.Stat("stage", "requested_files") == 3);
 }
 
@@ -177,7 +180,7 @@ TEST_CASE("Prefetcher's planner thread survives a throw (issue 11 item 9)", "[pr
   });
   s.store().Start();
   // Late stage lines (no newline) are taken only by the planner thread.
-  CHECK(s.prefetcher().WriteStage(1, 0, "f1") == 2);
+  CHECK(s.prefetcher().WriteStage(Writer(1), 0, "f1") == 2);
   REQUIRE(s.StatReaches("stage", "done_files", 1));
   CHECK(s.Stat("prefetch", "planner_errors") == 3);
   CHECK(rounds.load() > 3);
@@ -186,7 +189,7 @@ TEST_CASE("Prefetcher's planner thread survives a throw (issue 11 item 9)", "[pr
 TEST_CASE("Prefetcher in order mode promotes declared files ahead of the reader", "[prefetcher]") {
   Store s(1 << 20, PrefetchMode::kOrder);
   s.store().Start();
-  REQUIRE(s.prefetcher().WriteOrder(1, 0, "f4\nf2\nf0\n") == 9);
+  REQUIRE(s.prefetcher().WriteOrder(Writer(1), 0, "f4\nf2\nf0\n") == 9);
   REQUIRE(s.StatReaches("promotions", "files_resident", 3));
   CHECK(s.Stat("promotions", "files_resident") == 3);
   CHECK(s.Stat("stage", "requested_files") == 0);
@@ -203,7 +206,7 @@ TEST_CASE("Prefetcher: the chunks of a file being read stay needed until its rea
   s.store().Start();
   Prefetcher& p = s.prefetcher();
   const NodeId big = s.Id("big");
-  REQUIRE(p.WriteOrder(1, 0, "big\nf0\n") == 7);
+  REQUIRE(p.WriteOrder(Writer(1), 0, "big\nf0\n") == 7);
   CHECK(s.NextUse({big, 4}).next == 0);
   p.OnRead(big, 0, 4096, false);  // consumed; no later use is declared
   for (uint32_t c = 0; c < 5; ++c) CHECK(s.NextUse({big, c}).next == 0);

@@ -51,6 +51,7 @@ struct AccessCaller {
   uid_t uid = 0;
   gid_t gid = 0;
   std::vector<gid_t> groups;  // supplementary
+  bool operator==(const AccessCaller&) const = default;
 };
 
 class Backend {

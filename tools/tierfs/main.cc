@@ -1,7 +1,11 @@
 // tierfs: mount a tiered read-only mirror of a dataset directory, or (with a
 // subcommand: stat, hint, stage) talk to a running mount, or (index) save
 // SOURCE's namespace index.
+#include <sys/prctl.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -12,6 +16,15 @@
 #include "tools/tierfs/subcommands.h"
 
 int main(int argc, char** argv) {
+  // Not dumpable, before anything else: no option parsed, SOURCE not yet
+  // read. A daemon run as the job's user could otherwise be ptrace()d, or
+  // its environment, open files and memory read through /proc, by that
+  // user's other processes during the scan (its /proc entries become
+  // root's), and no core file holds what it read. Kept across the fork
+  // that detaches the daemon; an exec (fusermount3) starts afresh.
+  if (::prctl(PR_SET_DUMPABLE, 0) != 0) {
+    std::fprintf(stderr, "tierfs: prctl(PR_SET_DUMPABLE, 0): %s\n", std::strerror(errno));
+  }
   std::vector<std::string> args(argv, argv + argc);
   if (args.size() > 1 && args[1] == "index") return tierfs::cli::RunIndexCommand(args);
   if (args.size() > 1 && tierfs::cli::IsSubcommand(args[1])) {
