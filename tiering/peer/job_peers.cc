@@ -296,13 +296,14 @@ void JobPeers::VisitCounters(CounterVisitor& v) const {
   v.Counter("source_fallbacks", fallbacks_.load(std::memory_order_relaxed),
             {"Fetches from a peer that failed and were read from SOURCE instead."});
   v.Counter("read_here", read_here_.load(std::memory_order_relaxed),
-            {"Chunks whose home had no copy yet: read from SOURCE here and offered to it."});
+            {"Chunks the node that keeps them had no copy of yet: read from SOURCE here and "
+             "offered to it."});
   v.Counter("offered", offered_.load(std::memory_order_relaxed),
-            {"Chunks read from SOURCE here and offered to their home."});
+            {"Chunks read from SOURCE here and offered to the node that keeps them."});
   v.Counter("asked_ahead", asked_ahead_.load(std::memory_order_relaxed),
-            {"Chunks whose home peer was asked to promote them ahead of the read."});
+            {"Chunks the node that keeps them was asked to promote ahead of the read."});
   v.Counter("asked_ahead_failed", asked_ahead_failed_.load(std::memory_order_relaxed),
-            {"Requests to a home peer to promote a chunk ahead that failed."});
+            {"Requests to the node that keeps a chunk to promote it ahead that failed."});
   if (client_) {
     client_->VisitCounters(v);
   } else {
