@@ -324,7 +324,7 @@ const std::vector<OwnOption>& OwnOptions() {
        }},
       {"peer_idle", "SECONDS",
        "close a connection to a peer unused this long (it is made again when needed; default "
-       "300)",
+       "1800)",
        [](MountConfig& c, const std::string& v, const std::string& o) {
          c.tiering.peers.idle_close = ParseSpan(v, o, 0.1, 86400);
          c.peer_set = true;

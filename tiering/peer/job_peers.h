@@ -50,7 +50,7 @@ struct JobPeersConfig {
   std::string munge_socket;                      // "" = libmunge's default
   std::chrono::milliseconds timeout{5000};       // a fetch's deadline
   std::chrono::milliseconds dead_after{10000};   // a peer silent this long is dead
-  std::chrono::milliseconds idle_close{300000};  // a connection unused this long is closed
+  std::chrono::milliseconds idle_close{1800000};  // a connection unused this long is closed
   size_t max_connections = 256;                  // connections to peers open at once
   uint64_t chunk_size = 8 << 20;
   unsigned server_threads = 16;  // provider calls at once

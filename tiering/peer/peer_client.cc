@@ -490,6 +490,9 @@ void PeerClient::VisitCounters(CounterVisitor& v) const {
               {"Fetches not tried because the peer was not up, or slow to answer."});
     v.Counter("late", c.late, {"Answers that came after their fetch had given up."});
     v.Counter("closed_idle", c.closed_idle, {"Connections to the peer closed for being unused."});
+    v.Counter("connect_us", c.connect_us,
+              {"Time spent connecting to the peer (handshake and transport), summed over the ups.",
+               Unit::kMicroseconds});
     v.Counter("resets", c.resets,
               {"Times the peer had forgotten the connection and it was made again."});
     v.Counter("not_resident", c.not_resident,

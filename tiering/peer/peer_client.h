@@ -69,7 +69,7 @@ struct PeerClientOptions {
   std::chrono::milliseconds retry_min{100}, retry_max{5000};
   std::chrono::milliseconds dead_after{10000};   // silence (no answer to pings) that is death
   std::chrono::milliseconds grace{60000};        // a peer never up is not dead before this
-  std::chrono::milliseconds idle_close{300000};  // an open connection unused this long is closed
+  std::chrono::milliseconds idle_close{1800000};  // an open connection unused this long is closed
   size_t max_connections =
       256;  // open (up or connecting) at once; beyond, the least used idle one closes
   bool connect_at_start = false;  // connect to every peer at Start, not on first need
@@ -99,6 +99,7 @@ struct PeerLinkCounters {
   std::atomic<uint64_t> late{0};              // answers to requests their caller gave up on
   std::atomic<uint64_t> closed_idle{0};       // connections closed unused (kBye)
   std::atomic<uint64_t> resets{0};            // "unknown session" answers: connected again
+  std::atomic<uint64_t> connect_us{0};        // time to connect, summed over the ups
   std::atomic<uint64_t> latency_us{0};        // summed over the fetched chunks
   std::atomic<uint64_t> not_resident{0};      // kIfResident fetches it answered kNotResident
   std::atomic<uint64_t> offered{0};           // chunks offered to it

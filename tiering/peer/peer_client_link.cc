@@ -148,6 +148,10 @@ void PeerClient::Connect(Link& l) {
       l.dead = false;
       l.ever_up = true;
       l.last_heard = Clock::now();
+      l.counters.connect_us += static_cast<uint64_t>(
+          std::chrono::duration_cast<std::chrono::microseconds>(
+              l.last_heard - (l.deadline - options_.connect_timeout))
+              .count());
       // Made now: used now (idle_close counts from here, not from its last use).
       l.last_used.store(std::max(l.last_used.load(), l.last_heard.time_since_epoch().count()));
       l.counters.ups++;
