@@ -330,8 +330,8 @@ const std::vector<OwnOption>& OwnOptions() {
          c.peer_set = true;
        }},
       {"peer_connections", "N",
-       "most connections to other nodes open at once; beyond, the least used is closed "
-       "(default 256)",
+       "most connections to other nodes open at once, each way; beyond, the least used is "
+       "closed (default 1024)",
        [](MountConfig& c, const std::string& v, const std::string& o) {
          c.tiering.peers.max_connections = ParseUnsigned(v, o, 1, 65536);
          c.peer_set = true;

@@ -194,8 +194,19 @@ PeerServer::Connection* PeerServer::TakeSession(
     return nullptr;
   }
   if (by_session_.size() >= options_.max_connections) {
-    counters_.rejected_connections++;
-    return nullptr;
+    // Full: the session heard from least recently, with nothing in flight,
+    // makes room; its client is told when it speaks again (kUnknownSession)
+    // and connects anew.
+    Connection* lru = nullptr;
+    for (auto& [id, c] : by_session_) {
+      if (c->in_flight == 0 && (lru == nullptr || c->last_seen < lru->last_seen)) lru = c.get();
+    }
+    if (lru == nullptr) {
+      counters_.rejected_connections++;
+      return nullptr;
+    }
+    counters_.evicted_sessions++;
+    Drop(lru->session);
   }
   auto c = std::make_unique<Connection>();
   c->session = s.id;
@@ -556,7 +567,9 @@ void PeerServer::VisitCounters(CounterVisitor& v) const {
   door_->VisitCounters(v);
   v.Counter("sessions", c.connections, {"Peer sessions taken up."});
   v.Counter("rejected_connections", c.rejected_connections,
-            {"Peer sessions refused because too many were open."});
+            {"Peer sessions refused because too many were open, all of them busy."});
+  v.Counter("evicted_sessions", c.evicted_sessions,
+            {"Peer sessions dropped to make room for a new one (peer_connections)."});
   v.Gauge("open_connections", static_cast<double>(c.open.load()), {"Peer sessions open."});
   v.Counter("forged", c.forged, {"Messages that did not open under their session's key."});
   v.Counter("replayed", c.replayed, {"Messages with a sequence number seen before."});

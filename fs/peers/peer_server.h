@@ -72,7 +72,7 @@ struct PeerServerOptions {
   size_t max_per_connection = 16;
   uint64_t max_bytes_in_flight = 256 << 20;  // the bytes of those requests
   uint64_t max_bytes_per_connection = 64 << 20;
-  size_t max_connections = 1024;                  // authenticated sessions
+  size_t max_connections = 1024;  // sessions; beyond, the least recently heard one is dropped
   std::chrono::milliseconds hello_timeout{2000};  // the whole handshake
   size_t max_handshakes = 64;                     // connections in their handshake
   size_t max_handshakes_per_address = 8;
@@ -90,7 +90,8 @@ struct PeerServerOptions {
 
 struct PeerServerCounters {
   std::atomic<uint64_t> connections{0};           // sessions taken up
-  std::atomic<uint64_t> rejected_connections{0};  // over max_connections
+  std::atomic<uint64_t> rejected_connections{0};  // over max_connections, none evictable
+  std::atomic<uint64_t> evicted_sessions{0};      // dropped to make room (least recently heard)
   std::atomic<uint64_t> open{0};                  // gauge
   std::atomic<uint64_t> forged{0};    // messages that do not open under their session's key
   std::atomic<uint64_t> replayed{0};  // ... that open, with a sequence number seen before

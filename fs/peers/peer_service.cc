@@ -20,6 +20,7 @@ Result<std::unique_ptr<PeerService>> PeerService::Start(JobPeers* peers, const N
   // Its clients ping at least every dead_after / 4: a session silent for
   // three times dead_after is gone.
   so.idle_timeout = 3 * config.dead_after;
+  so.max_connections = config.max_connections;
   // Each peer asks at most PeerClientOptions::max_in_flight (8) at once;
   // beyond this the answer is kBusy and the asker reads SOURCE.
   so.max_in_flight = 256;

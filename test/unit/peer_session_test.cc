@@ -150,5 +150,35 @@ TEST_CASE("peer session: max_connections bounds the open connections", "[peer]")
   for (size_t peer = 0; peer < 3; ++peer) CHECK_FALSE(a.client().dead(peer));
 }
 
+TEST_CASE("peer session: a server full of sessions drops the least recently heard, and says so",
+          "[peer]") {
+  if (!PeersCanRun()) return;
+  PatternProvider provider(kChunk);
+  provider.Add("f", 3 * kChunk);
+  PeerServerOptions server;
+  server.max_connections = 1;
+  TestNode b("b", &provider, kChunk, 0, server);
+  b.StartServer();
+  TestNode a("a", &provider, kChunk), c("c", &provider, kChunk);
+  PeerClientOptions client;
+  client.retry_min = 20ms;
+  a.connect_at_start = c.connect_at_start = false;
+  a.StartClient({b.address()}, client);
+  c.StartClient({b.address()}, client);
+  std::vector<char> buf(kChunk);
+  for (int round = 0; round < 3; ++round) {
+    for (TestNode* n : {&a, &c}) {  // each connection makes room by dropping the other's
+      auto start = Clock::now();
+      CHECK(n->client().Fetch(0, kRef, buf.data(), start + 5s) == static_cast<ssize_t>(kChunk));
+      CHECK(Since(start) < 2s);
+    }
+  }
+  CHECK(b.server().counters().evicted_sessions >= 4);
+  CHECK(b.server().counters().rejected_connections == 0);
+  CHECK(a.client().counters(0).resets + c.client().counters(0).resets >= 4);
+  CHECK_FALSE(a.client().dead(0));
+  CHECK_FALSE(c.client().dead(0));
+}
+
 }  // namespace
 }  // namespace tierfs

@@ -388,11 +388,15 @@ void PeerClient::OnError(Link& l, const PeerMessage& m) {
     // The peer dropped this session (it heard nothing from us for long):
     // connect again now; the Fetches it ends ask again on the new one. Not
     // dead: its chunks keep their home.
+    // Told so on a keep-alive, nothing is waiting: idle until next needed
+    // (two nodes competing for a full server's last slot must not take it
+    // from each other at every heartbeat).
     l.counters.resets++;
+    const bool wanted = !l.pending.empty();
     Forget(l, kIdle, -ECONNRESET);  // its Fetches ask again once it is up
-    TIERFS_LOG(kInfo, "peer {} had forgotten this node's connection: connecting again",
-               l.address.name);
-    Connect(l);
+    TIERFS_LOG(kInfo, "peer {} had forgotten this node's connection{}", l.address.name,
+               wanted ? ": connecting again" : "");
+    if (wanted) Connect(l);
     return;
   }
   if (p == nullptr || p->phase == Pending::kReceiving) {

@@ -67,11 +67,11 @@ struct PeerClientOptions {
   std::vector<PeerAddress> peers;                   // the other nodes of the job
   std::chrono::milliseconds connect_timeout{3000};  // the whole handshake
   std::chrono::milliseconds retry_min{100}, retry_max{5000};
-  std::chrono::milliseconds dead_after{10000};   // silence (no answer to pings) that is death
-  std::chrono::milliseconds grace{60000};        // a peer never up is not dead before this
+  std::chrono::milliseconds dead_after{10000};    // silence (no answer to pings) that is death
+  std::chrono::milliseconds grace{60000};         // a peer never up is not dead before this
   std::chrono::milliseconds idle_close{1800000};  // an open connection unused this long is closed
-  size_t max_connections =
-      256;  // open (up or connecting) at once; beyond, the least used idle one closes
+  // Open (up or connecting) at once; beyond, the least used idle one closes.
+  size_t max_connections = 1024;
   bool connect_at_start = false;  // connect to every peer at Start, not on first need
   size_t max_in_flight = 8;       // requests outstanding per peer
   // Offers being sent at once, in all, and their bytes: beyond, an offer is dropped.
