@@ -51,7 +51,11 @@ PeerClient::PeerClient(PeerAuth* auth, PeerClientOptions options, std::unique_pt
   }
   ucx_->SetEndpointErrorHandler([this](ucp_ep_h ep, ucs_status_t s) {
     auto it = by_ep_.find(ep);
-    if (it != by_ep_.end()) Down(*it->second, ucs_status_string(s), /*dead=*/true);
+    // A reset or refused connection is a dead peer; a transport timeout
+    // (its progress starved, the network congested) is a slow one: its
+    // chunks stay, and a reconnect that fails too takes it for dead.
+    if (it != by_ep_.end())
+      Down(*it->second, ucs_status_string(s), /*dead=*/s != UCS_ERR_ENDPOINT_TIMEOUT);
   });
 }
 
