@@ -231,7 +231,10 @@ void PeerDoor::AdjustPuzzle(Clock::time_point now) {
     bits = bits == 0 ? 8 : std::min(bits + 2, options_.max_puzzle_bits);
     calm_since_ = now;
   } else if (bits > 0 && now - calm_since_ >= std::chrono::seconds(1)) {
-    bits = bits > 2 ? bits - 2 : 0;
+    // 2 fewer per calm second, however long since the last connection.
+    const auto calm = std::chrono::duration_cast<std::chrono::seconds>(now - calm_since_).count();
+    const auto fewer = static_cast<unsigned>(std::min<int64_t>(calm * 2, bits));
+    bits -= fewer;
     calm_since_ = now;
   }
   if (bits != puzzle_bits_.load() && LogSampled(++puzzle_changes_)) {

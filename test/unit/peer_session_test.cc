@@ -5,6 +5,7 @@
 // closed by agreement when unused, and bounded in number. Every timer is
 // shortened here and outlived.
 #include <catch2/catch.hpp>
+#include <future>
 #include <thread>
 
 #include "peer_fixture.h"
@@ -178,6 +179,40 @@ TEST_CASE("peer session: a server full of sessions drops the least recently hear
   CHECK(a.client().counters(0).resets + c.client().counters(0).resets >= 4);
   CHECK_FALSE(a.client().dead(0));
   CHECK_FALSE(c.client().dead(0));
+}
+
+TEST_CASE("peer session: with every connection busy, a new one is put off, not waited for",
+          "[peer]") {
+  if (!PeersCanRun()) return;
+  PatternProvider slow(kChunk), quick(kChunk);
+  slow.Add("f", 3 * kChunk);
+  quick.Add("f", 3 * kChunk);
+  TestNode b("b", &slow, kChunk), c("c", &quick, kChunk);
+  b.StartServer();
+  c.StartServer();
+  TestNode a("a", &quick, kChunk);
+  a.connect_at_start = false;
+  PeerClientOptions client;
+  client.max_connections = 1;
+  a.StartClient({b.address(), c.address()}, client);
+  std::vector<char> one(kChunk), two(kChunk);
+  REQUIRE(a.client().Fetch(0, kRef, one.data(), Clock::now() + 5s) == static_cast<ssize_t>(kChunk));
+  slow.Stall();  // b's connection now has a request in flight: it cannot be closed
+  auto busy = std::async(std::launch::async,
+                         [&] { return a.client().Fetch(0, kRef, one.data(), Clock::now() + 5s); });
+  REQUIRE(Within(2s, [&] { return slow.calls.load() >= 2; }));
+  auto start = Clock::now();
+  CHECK(a.client().Fetch(1, kRef, two.data(), start + 3s) == -EHOSTDOWN);
+  CHECK(Since(start) < 1s);  // not the fetch's deadline
+  std::this_thread::sleep_for(300ms);
+  CHECK(a.client().counters(1).ups == 0);  // not retried unasked
+  CHECK_FALSE(a.client().dead(1));
+  CHECK(a.client().open_connections() == 1);
+  slow.Release();
+  CHECK(busy.get() == static_cast<ssize_t>(kChunk));
+  CHECK(a.client().Fetch(1, kRef, two.data(), Clock::now() + 5s) ==
+        static_cast<ssize_t>(kChunk));  // b's closes now, c's opens
+  CHECK(a.client().counters(0).closed_idle == 1);
 }
 
 }  // namespace

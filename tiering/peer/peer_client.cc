@@ -39,7 +39,7 @@ PeerClient::PeerClient(PeerAuth* auth, PeerClientOptions options, std::unique_pt
     : auth_(auth),
       options_(std::move(options)),
       ucx_(std::move(ucx)),
-      pool_(4, 4 * 1024),
+      pool_(kHandshakeThreads, 4 * 1024),
       buffers_(std::make_shared<BufferPool>(size_t{64} << 20)) {
   for (size_t i = 0; i < options_.peers.size(); ++i) {
     auto l = std::make_unique<Link>();
@@ -156,6 +156,7 @@ bool PeerClient::AwaitUp(Link& l, Deadline deadline) {
   if (stopped_.load()) return false;
   int state = l.state.load();
   if (state == kDown) return false;  // retried at its time; SOURCE meanwhile
+  const uint64_t refused = l.no_slot.load();
   if (state == kIdle) {
     ucx_->Post([this, &l] {
       if (l.state.load() == kIdle) {
@@ -165,11 +166,12 @@ bool PeerClient::AwaitUp(Link& l, Deadline deadline) {
       }
     });
   }
-  // An attempt ends up or down (Connect never leaves a link idle).
+  // An attempt ends up or down, or idle when no connection could be
+  // closed to make room for it.
   std::unique_lock lock(l.slot_mu);
   l.slot_cv.wait_until(lock, std::min(deadline, Clock::now() + options_.connect_timeout), [&] {
     int st = l.state.load();
-    return st == kUp || st == kDown;
+    return st == kUp || st == kDown || l.no_slot.load() != refused;
   });
   return l.state.load() == kUp;
 }

@@ -158,6 +158,9 @@ class PeerClient {
 
  private:
   PeerClient(PeerAuth* auth, PeerClientOptions options, std::unique_ptr<UcxWorker> ucx);
+  // Handshakes at once: each mostly waits (the network, munged), and at
+  // the start of an epoch a node may connect to hundreds of peers.
+  static constexpr unsigned kHandshakeThreads = 8;
   struct Pending;
   struct Link;
   enum State : int { kDown = 0, kConnecting = 1, kUp = 2, kIdle = 3 };

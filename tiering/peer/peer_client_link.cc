@@ -82,8 +82,8 @@ void PeerClient::Ping(Link& l) {
 // The handshake blocks (TCP, munged): it runs on the pool, bounded by the
 // connect timeout; the endpoint is made back on the progress thread. At
 // most max_connections are open: beyond, the least recently used one
-// with nothing in flight is closed first; if none can be, this one waits
-// (down, not dead, retried).
+// with nothing in flight is closed first; if none can be, this one stays
+// idle and its fetches read SOURCE (it is connected when next needed).
 void PeerClient::Connect(Link& l) {
   if (open_.load() >= options_.max_connections) {
     Link* lru = nullptr;
@@ -93,9 +93,8 @@ void PeerClient::Connect(Link& l) {
         lru = o.get();
       }
     }
-    if (lru == nullptr) {
-      l.state = kDown;
-      l.retry_at = Clock::now() + options_.retry_min;
+    if (lru == nullptr) {  // stays idle (not retried unasked); its waiters read SOURCE
+      ++l.no_slot;
       Signal(l);
       return;
     }
@@ -104,21 +103,34 @@ void PeerClient::Connect(Link& l) {
   l.state = kConnecting;
   ++open_;
   uint64_t generation = ++l.generation;
-  l.deadline = Clock::now() + options_.connect_timeout;
+  // The handshake has connect_timeout from when a thread takes it; waiting
+  // for one (hundreds of peers asked at an epoch's start) may take as long
+  // again. One that waited too long failed here, not there: not a death.
+  const auto queued_at = Clock::now();
+  l.deadline = queued_at + 2 * options_.connect_timeout;
   size_t index = l.index;
-  bool queued = pool_.Submit([this, index, generation, deadline = l.deadline, address = l.address] {
+  bool queued = pool_.Submit([this, index, generation, queued_at, address = l.address] {
     std::string error;
     auto session = std::make_shared<ClientSession>();
-    HandshakeResult r = HandshakeResult::kUnreachable;
-    int fd = ConnectTcp(address.host, address.port, deadline, &error);
-    if (fd >= 0) {
-      r = RunClientHandshake(fd, *auth_, address.name, deadline, session.get(), &error);
-      ::close(fd);
+    HandshakeResult r = HandshakeResult::kLocal;
+    const auto start = Clock::now();
+    const auto deadline =
+        std::min(start + options_.connect_timeout, queued_at + 2 * options_.connect_timeout);
+    if (start - queued_at >= options_.connect_timeout) {
+      error = "too many connections being made at once here";
+    } else {
+      r = HandshakeResult::kUnreachable;
+      int fd = ConnectTcp(address.host, address.port, deadline, &error);
+      if (fd >= 0) {
+        r = RunClientHandshake(fd, *auth_, address.name, deadline, session.get(), &error);
+        ::close(fd);
+      }
     }
     ucx_->Post([this, index, generation, r, session, error]() mutable {
       Link& l = *links_[index];
       if (generation != l.generation || l.state.load() != kConnecting) return;
-      const bool failure_is_death = l.ever_up || Clock::now() - started_at_ >= options_.grace;
+      const bool failure_is_death = r != HandshakeResult::kLocal &&
+                                    (l.ever_up || Clock::now() - started_at_ >= options_.grace);
       if (r != HandshakeResult::kOk) {
         if (r == HandshakeResult::kRefused || r == HandshakeResult::kBadPeer) {
           l.counters.refused++;
@@ -148,10 +160,10 @@ void PeerClient::Connect(Link& l) {
       l.dead = false;
       l.ever_up = true;
       l.last_heard = Clock::now();
-      l.counters.connect_us += static_cast<uint64_t>(
-          std::chrono::duration_cast<std::chrono::microseconds>(
-              l.last_heard - (l.deadline - options_.connect_timeout))
-              .count());
+      l.counters.connect_us +=
+          static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                    l.last_heard - (l.deadline - 2 * options_.connect_timeout))
+                                    .count());
       // Made now: used now (idle_close counts from here, not from its last use).
       l.last_used.store(std::max(l.last_used.load(), l.last_heard.time_since_epoch().count()));
       l.counters.ups++;

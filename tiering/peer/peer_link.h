@@ -69,6 +69,7 @@ struct PeerClient::Link {
   // Fetches skip it until then (steady_clock ns): it let one time out.
   std::atomic<int64_t> slow_until{0};
   std::atomic<int64_t> last_used{0};  // steady_clock ns of the last Fetch or Offer
+  std::atomic<uint64_t> no_slot{0};   // connects put off: max_connections open, none idle
   PeerLinkCounters counters;
 
   std::mutex slot_mu;  // guards in_flight. A leaf lock.
