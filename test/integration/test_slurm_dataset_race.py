@@ -26,7 +26,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 
 import harness
 from slurm_fixture import JOB, SlurmFixture

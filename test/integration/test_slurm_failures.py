@@ -27,7 +27,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 
 import harness
 from slurm_fixture import JOB, SlurmFixture
