@@ -10,9 +10,9 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 
 import harness
+import slurm_fixture
 from slurm_fixture import JOB, OTHER_JOB, REPO, SlurmFixture
 
 LIB = os.path.join(REPO, "tools", "slurm", "tierfs-slurm-lib.bash")
@@ -452,7 +452,4 @@ class SlurmScripts(SlurmFixture):
 
 
 if __name__ == "__main__":
-    if os.geteuid() != 0:
-        print("SKIPPED: the Slurm prolog/epilog run as root (slurmd's user); this is not root")
-        sys.exit(harness.SKIP)
-    harness.main()
+    slurm_fixture.main()

@@ -28,6 +28,7 @@ import subprocess
 import sys
 
 import harness
+import slurm_fixture
 from slurm_fixture import JOB, SlurmFixture
 
 # The wrapper that stands for the site's tierfs: the job's daemon (-f) gets
@@ -152,7 +153,4 @@ class DatasetRace(SlurmFixture):
 
 
 if __name__ == "__main__":
-    if os.geteuid() != 0:
-        print("SKIPPED: the Slurm prolog runs as root (slurmd's user); this is not root")
-        sys.exit(harness.SKIP)
-    harness.main()
+    slurm_fixture.main()
