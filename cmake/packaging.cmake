@@ -79,7 +79,9 @@ that declares a job's read order.")
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS fuse3)
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS python3)
+# conffiles: the Slurm hooks in /etc/slurm/{prolog,epilog}.d (tools/CMakeLists.txt).
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
-    ${PROJECT_SOURCE_DIR}/tools/packaging/postinst ${PROJECT_SOURCE_DIR}/tools/packaging/prerm)
+    ${PROJECT_SOURCE_DIR}/tools/packaging/postinst ${PROJECT_SOURCE_DIR}/tools/packaging/prerm
+    ${PROJECT_SOURCE_DIR}/tools/packaging/conffiles)
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
 include(CPack)

@@ -170,6 +170,17 @@ const std::vector<OwnOption>& OwnOptions() {
                  ? -1
                  : static_cast<int64_t>(ParseUnsigned(v.substr(colon + 1), o, 0, 0xFFFFFFFE));
        }},
+      {"open_as", "UID:GID",
+       "a root daemon opens SOURCE and MOUNTPOINT once, with this user's permissions (and its "
+       "groups), and never walks their paths again: the Slurm prolog's, for the job's user",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         size_t colon = v.find(':');
+         if (colon == std::string::npos) {
+           throw OptionError(fmt::format("option '{}': '{}' is not UID:GID", o, v));
+         }
+         c.open_as_uid = ParseUnsigned(v.substr(0, colon), o, 0, 0xFFFFFFFE);
+         c.open_as_gid = ParseUnsigned(v.substr(colon + 1), o, 0, 0xFFFFFFFE);
+       }},
       {"max_open_files", "N", "SOURCE files kept open (default: half of RLIMIT_NOFILE)",
        [](MountConfig& c, const std::string& v, const std::string& o) {
          c.max_open_files = ParseUnsigned(v, o, 16, 1u << 30);

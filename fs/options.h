@@ -53,6 +53,8 @@ struct MountConfig {
   // The control files' owner (who may steer the mount besides root);
   // -1 = the daemon's user.
   int64_t control_uid = -1, control_gid = -1;
+  // open_as=: the user whose permissions open SOURCE and MOUNTPOINT; -1 = none.
+  int64_t open_as_uid = -1, open_as_gid = -1;
 
   // Tiers and promotion (ram=, tier=, policy=, ...), and the peers.
   TieringConfig tiering;

@@ -22,6 +22,7 @@
 #include "fs/filesystem.h"
 #include "fs/metrics_server.h"
 #include "fs/mount_checks.h"
+#include "fs/open_as.h"
 #include "fs/service_notify.h"
 #include "fs/shutdown_guard.h"
 #include "tiering/base/log.h"
@@ -232,6 +233,16 @@ int RunMount(const MountConfig& config) {
     std::fprintf(stderr, "tierfs: %s\n", message.c_str());
     return 2;
   };
+  // What SOURCE's and MOUNTPOINT's owners control (exit 3 and 4): their
+  // state is not this machine's failure (the Slurm prolog cancels the job).
+  auto source_fail = [](const std::string& message) {
+    std::fprintf(stderr, "tierfs: %s\n", message.c_str());
+    return 3;
+  };
+  auto mountpoint_fail = [](const std::string& message) {
+    std::fprintf(stderr, "tierfs: %s\n", message.c_str());
+    return 4;
+  };
   std::vector<std::string> warnings;
   if (Status checked = CheckBeforeScan(config, &warnings); !checked.ok()) {
     return usage(checked.message());
@@ -255,15 +266,35 @@ int RunMount(const MountConfig& config) {
     metrics = std::move(bound).value();
   }
   std::string source, mountpoint;
-  if (Status err = CheckSource(config.source, &source); !err.ok()) return fail(err.message());
+  // open_as=: both opened once as that user; from here on they are those
+  // directories (/proc/self/fd/N), never their paths walked again.
+  OpenedAs opened_as;
+  if (config.open_as_uid >= 0) {
+    OpenAsFailure failed = OpenAsFailure::kNone;
+    Status err =
+        OpenAs(static_cast<uid_t>(config.open_as_uid), static_cast<gid_t>(config.open_as_gid),
+               config.source, config.mountpoint, &opened_as, &failed);
+    if (failed == OpenAsFailure::kSource) return source_fail(err.message());
+    if (failed == OpenAsFailure::kMountpoint) return mountpoint_fail(err.message());
+    if (!err.ok()) return ::geteuid() == 0 ? fail(err.message()) : usage(err.message());
+    source = opened_as.source_shown();
+  } else if (Status err = CheckSource(config.source, &source); !err.ok()) {
+    return source_fail(err.message());
+  }
+  const std::string source_open = opened_as.active() ? opened_as.source_path() : source;
   // mount.fuse3 -o drop_privileges mounts itself and hands over the FUSE
   // device as /dev/fd/N: libfuse takes that as the mount point.
   const bool fd_mount = config.mountpoint.rfind("/dev/fd/", 0) == 0;
   if (fd_mount) {
     mountpoint = config.mountpoint;
+  } else if (opened_as.active()) {
+    if (Status err = opened_as.CheckMountpoint(config.nonempty); !err.ok()) {
+      return mountpoint_fail(err.message());
+    }
+    mountpoint = opened_as.mount_shown();
   } else if (Status err = CheckMountpoint(config.mountpoint, source, config.nonempty, &mountpoint);
              !err.ok()) {
-    return fail(err.message());
+    return mountpoint_fail(err.message());
   }
 
   uint64_t fd_limit = RaiseFileLimit();
@@ -274,8 +305,8 @@ int RunMount(const MountConfig& config) {
   }
 
   int err = 0;
-  std::shared_ptr<Backend> posix = NewPosixBackend(source, &err);
-  if (!posix) return fail(fmt::format("SOURCE '{}': {}", source, std::strerror(-err)));
+  std::shared_ptr<Backend> posix = NewPosixBackend(source_open, &err);
+  if (!posix) return source_fail(fmt::format("SOURCE '{}': {}", source, std::strerror(-err)));
   CountingBackend backend(posix);
   if (!posix->stable_inodes()) {
     TIERFS_LOG(kInfo,
@@ -285,7 +316,7 @@ int RunMount(const MountConfig& config) {
 
   NotifyStatus(fmt::format("scanning {}", source));
   struct stat source_st {};
-  ::stat(source.c_str(), &source_st);
+  ::stat(source_open.c_str(), &source_st);
   OpenOptions open_options;
   if (Status err = IndexPath(config, &open_options.index); !err.ok()) return fail(err.message());
   open_options.check = config.index_check;
@@ -296,7 +327,7 @@ int RunMount(const MountConfig& config) {
   Result<std::unique_ptr<Namespace>> scanned =
       OpenNamespace(&backend, identity, open_options, &opened);
   for (const auto& note : opened.notes) TIERFS_LOG(kWarning, "{}", note);
-  if (!scanned.ok()) return fail(scanned.status().message());
+  if (!scanned.ok()) return source_fail(scanned.status().message());
   std::unique_ptr<Namespace> ns = std::move(scanned).value();
   TIERFS_LOG(kInfo,
              "{}: {} files ({} bytes), {} directories, {} symlinks in {:.2f} s, {} metadata "
@@ -377,7 +408,8 @@ int RunMount(const MountConfig& config) {
     fuse_session_destroy(se);
     return fail("cannot install signal handlers");
   }
-  if (fuse_session_mount(se, mountpoint.c_str()) != 0) {
+  const std::string mount_on = opened_as.active() ? opened_as.mount_path() : mountpoint;
+  if (fuse_session_mount(se, mount_on.c_str()) != 0) {
     fuse_remove_signal_handlers(se);
     fuse_session_destroy(se);
     return fail(fmt::format("cannot mount on '{}' (is /dev/fuse usable and fusermount3 installed?)",
@@ -407,6 +439,9 @@ int RunMount(const MountConfig& config) {
                  ? " (passthrough for files wholly in one tier file)"
                  : fmt::format(" (passthrough off: {})", ctx.passthrough().why_not()));
   ShutdownGuard guard(se, config.shutdown_timeout);
+  if (opened_as.active()) {
+    guard.set_unmount([&] { return opened_as.Unmount(fuse_session_fd(se)); });
+  }
   if (!config.foreground) {
     // No thread runs yet (the scan's have been joined, promotion threads start
     // later), so forking is safe.
@@ -436,8 +471,10 @@ int RunMount(const MountConfig& config) {
   fuse_loop_cfg_set_max_threads(loop, config.threads);
   fuse_loop_cfg_set_idle_threads(loop, std::min(config.threads, 16u));
   fuse_loop_cfg_set_clone_fd(loop, 1);
-  std::thread tune(
-      [&] { SetReadAhead(mountpoint, fd_mount ? 0 : config.read_ahead_kb, ctx.init_patch()); });
+  std::thread tune([&] {
+    SetReadAhead(opened_as.active() ? opened_as.mounted_path() : mountpoint,
+                 fd_mount ? 0 : config.read_ahead_kb, ctx.init_patch());
+  });
   NotifyReady(fmt::format("serving {} on {} ({} files)", source, mountpoint, ns->file_count()));
   int rc = fuse_session_loop_mt(se, loop);
   NotifyStopping("unmounting: stopping promotions");
@@ -446,7 +483,8 @@ int RunMount(const MountConfig& config) {
   fuse_remove_signal_handlers(se);
   FinishPromotions(store.get(), metrics.get(), peer_service.get());
   guard.Finish();
-  fuse_session_unmount(se);
+  // A mount on an opened directory: libfuse's unmount would name /proc/self/fd/N.
+  if (!opened_as.active() || !opened_as.Unmount(fuse_session_fd(se))) fuse_session_unmount(se);
   fuse_session_destroy(se);
   TIERFS_LOG(kInfo, "unmounted {}", mountpoint);
   // The loop returns the signal number when SIGINT/SIGTERM/SIGHUP ended it:

@@ -61,7 +61,8 @@ void ShutdownGuard::Watch() {
       TIERFS_LOG(kError,
                  "shutdown forced ({}): unmounting without waiting for readers and promotions",
                  signals >= 2 ? "second signal" : "shutdown_timeout");
-      fuse_session_unmount(se_);  // lazy: the mount is gone, blocked readers get an error
+      // Lazy: the mount is gone, blocked readers get an error.
+      if (!unmount_ || !unmount_()) fuse_session_unmount(se_);
       std::_Exit(1);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));

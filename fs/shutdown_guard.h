@@ -11,7 +11,9 @@
 #include <fuse_lowlevel.h>
 
 #include <atomic>
+#include <functional>
 #include <thread>
+#include <utility>
 
 namespace tierfs {
 
@@ -24,6 +26,10 @@ class ShutdownGuard {
   ShutdownGuard(const ShutdownGuard&) = delete;
   ShutdownGuard& operator=(const ShutdownGuard&) = delete;
 
+  // What unmounts the mount instead of libfuse (a mount libfuse cannot
+  // unmount itself: open_as=); returns false to have libfuse try. Before
+  // Start().
+  void set_unmount(std::function<bool()> unmount) { unmount_ = std::move(unmount); }
   // Starts the watching thread. After any fork (fuse_daemonize).
   void Start();
   // Stops watching: the shutdown finished in time. Before the session is
@@ -34,6 +40,7 @@ class ShutdownGuard {
   void Watch();
   fuse_session* const se_;
   const unsigned timeout_s_;
+  std::function<bool()> unmount_;
   std::atomic<bool> done_{false};
   std::thread thread_;
 };

@@ -47,26 +47,53 @@ class CommandLineTest(unittest.TestCase):
 
     def test_bad_source(self):
         with harness.workdir() as (src, mnt):
-            self.check_fails([src + "/missing", mnt], "SOURCE", "No such file or directory")
+            # Exit 3: SOURCE's state, which its owner controls.
+            self.check_fails([src + "/missing", mnt], "SOURCE", "No such file or directory", code=3)
             f = os.path.join(src, "file")
             open(f, "w").close()
-            self.check_fails([f, mnt], "SOURCE", "is not a directory")
-            self.check_fails([mnt, mnt], "SOURCE itself")
+            self.check_fails([f, mnt], "SOURCE", "is not a directory", code=3)
+            self.check_fails([mnt, mnt], "SOURCE itself", code=4)
             self.assertFalse(harness.is_mounted(mnt))
 
     def test_bad_mountpoint(self):
         with harness.workdir() as (src, mnt):
-            self.check_fails([src, mnt + "/missing"], "MOUNTPOINT", "No such file or directory")
+            # Exit 4: MOUNTPOINT's state, which its owner controls.
+            self.check_fails([src, mnt + "/missing"], "MOUNTPOINT", "No such file or directory",
+                             code=4)
             f = os.path.join(src, "file")
             open(f, "w").close()
-            self.check_fails([src, f], "MOUNTPOINT", "is not a directory")
+            self.check_fails([src, f], "MOUNTPOINT", "is not a directory", code=4)
             # Non-empty: refused unless -o nonempty.
-            self.check_fails([mnt + "/..", src], "not empty", "nonempty")
+            self.check_fails([mnt + "/..", src], "not empty", "nonempty", code=4)
             # Busy: something is mounted there already.
             with harness.Mount(src, mnt):
-                r = self.check_fails([src, mnt], "busy")
+                r = self.check_fails([src, mnt], "busy", code=4)
                 self.assertIn("fusermount3 -u", r.stderr)
             self.assertFalse(harness.is_mounted(mnt))
+
+    def test_open_as_refuses_what_its_user_cannot_reach(self):
+        user = harness.unprivileged_user() if os.geteuid() == 0 else None
+        if user is None:
+            self.skipTest("needs root and a second user (useradd, setpriv)")
+        with harness.workdir() as (src, mnt):
+            base = os.path.dirname(src)
+            os.chmod(base, 0o755)
+            as_user = f"open_as={user[0]}:{user[1]}"
+            private = os.path.join(base, "private")
+            os.mkdir(private, 0o700)  # root's: the user may not search it
+            os.mkdir(os.path.join(private, "data"), 0o755)
+            self.check_fails([os.path.join(private, "data"), mnt, "-f", "-o", as_user],
+                             f"cannot be read as uid {user[0]}", "Permission denied", code=3)
+            link = os.path.join(base, "link")
+            os.symlink(mnt, link)
+            self.check_fails([src, link, "-f", "-o", as_user], "is a symbolic link", code=4)
+            os.rmdir(os.path.join(private, "data"))
+            os.rmdir(private)
+            os.unlink(link)
+            self.assertFalse(harness.is_mounted(mnt))
+        r = harness.as_user(user, harness.tierfs_bin(), "/", "/tmp", "-f", "-o", as_user)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn(b"needs a root daemon", r.stderr)
 
     def test_stale_mount_is_explained(self):
         with harness.workdir() as (src, mnt):

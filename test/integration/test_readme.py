@@ -294,7 +294,6 @@ class SlurmQuickstart(unittest.TestCase):
     def test_admin_paths_are_what_the_package_installs(self):
         installed = self.installed_in_slurm_dir()
         named = re.findall(r"/usr/lib/tierfs/slurm/([\w.@-]+)", self.admin[0] + self.conf[0])
-        self.assertTrue(named)
         for name in named:
             self.assertIn(name, installed, f"README names /usr/lib/tierfs/slurm/{name}")
         self.assertIn("-DCMAKE_INSTALL_PREFIX=/usr", self.read("tools", "package"))
@@ -302,14 +301,16 @@ class SlurmQuickstart(unittest.TestCase):
         deb = re.search(r"apt install (\S+)", self.admin[0]).group(1)
         self.assertEqual(deb, f"./build-package/tierfs_{version}_amd64.deb")
         self.assertIn("build=build-package", self.read("tools", "package"))
-        # The plugstack line goes where the plugin's own file and README say.
-        copy = re.search(r"cp (\S+) (\S+)", self.admin[0])
-        self.assertEqual(os.path.basename(copy.group(1)), "plugstack-tierfs.conf")
+        # The package itself puts the plugstack line where Debian's plugstack.conf
+        # includes it, and the hooks where slurm.conf's patterns look.
+        self.assertEqual(len(commands(self.admin[0])), 1, "the admin only installs the package")
+        rules = self.read("tools", "slurm", "CMakeLists.txt")
+        self.assertIn("DESTINATION /etc/slurm/plugstack.conf.d RENAME tierfs.conf", rules)
         plugstack = self.read("tools", "slurm", "spank", "plugstack-tierfs.conf.in")
-        self.assertIn(os.path.dirname(copy.group(2)) + "/", plugstack)
-        self.assertIn(f"cp {copy.group(1)} {copy.group(2)}", self.read("tools", "slurm",
-                                                                         "README.md"))
         self.assertRegex(plugstack, r"(?m)^optional @TIERFS_SPANK_INSTALLED@$")
+        rules = self.read("tools", "CMakeLists.txt")
+        self.assertIn("DESTINATION /etc/slurm/${script}.d RENAME tierfs", rules)
+        self.assertIn("/etc/slurm/prolog.d/tierfs", self.read("tools", "packaging", "conffiles"))
 
     def test_slurm_conf_lines_are_what_a_real_slurm_ran(self):
         real = self.read("test", "integration", "test_slurm_real.py")
@@ -323,8 +324,12 @@ class SlurmQuickstart(unittest.TestCase):
         self.assertEqual(keys["PrologFlags"], "Alloc")
         mount_timeout = int(re.search(r"MOUNT_TIMEOUT=(\d+)", lib).group(1))
         self.assertGreater(int(keys["PrologEpilogTimeout"]), mount_timeout)
-        self.assertEqual(os.path.basename(keys["Prolog"]), "tierfs-prolog")
-        self.assertEqual(os.path.basename(keys["Epilog"]), "tierfs-epilog")
+        # The patterns the package's hooks are found by, as the real Slurm ran them.
+        self.assertEqual(keys["Prolog"], "/etc/slurm/prolog.d/*")
+        self.assertEqual(keys["Epilog"], "/etc/slurm/epilog.d/*")
+        self.assertIn(f'prolog="{keys["Prolog"]}", epilog="{keys["Epilog"]}"', real)
+        self.assertIn(f"Prolog={keys['Prolog']}\nEpilog={keys['Epilog']}\n",
+                      self.read("tools", "slurm", "README.md"))
 
     def test_user_options_are_the_plugins(self):
         spank = self.read("tools", "slurm", "spank", "tierfs_spank.c")

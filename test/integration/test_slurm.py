@@ -10,10 +10,12 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 
 import harness
-from slurm_fixture import JOB, OTHER_JOB, SlurmFixture
+import slurm_fixture
+from slurm_fixture import JOB, OTHER_JOB, REPO, SlurmFixture
+
+LIB = os.path.join(REPO, "tools", "slurm", "tierfs-slurm-lib.bash")
 
 
 def tearDownModule():
@@ -94,8 +96,11 @@ class SlurmScripts(SlurmFixture):
         with open(self.cancelled) as f:
             self.assertEqual(f.read().split(), [JOB])
         with open(self.scontrol_calls) as f:  # the job's user sees why in `scontrol show job`
-            self.assertEqual(f.read(), f"update JobId={JOB} AdminComment=tierfs: dataset "
-                                       f"'{missing}' does not exist; nothing mounted\n")
+            calls = f.read().splitlines()
+        why = f"dataset '{missing}' does not exist or cannot be reached by uid 0; nothing mounted"
+        self.assertIn(f"update JobId={JOB} AdminComment=tierfs: {why}", calls)
+        # ... and on srun's or salloc's stderr.
+        self.assertIn(f"notify {JOB} tierfs on node001: job {JOB} is cancelled: {why}", calls)
         self.assert_nothing_left()
         self.assertEqual(self.epilog().returncode, 0)
 
@@ -113,7 +118,9 @@ class SlurmScripts(SlurmFixture):
         r = self.prolog(TIERFS_OPTIONS="promote_threads=999")  # allowed, but above tierfs's 256
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("option 'promote_threads': '999' is not a whole number", r.stderr)
-        self.assertIn("tierfs refused the options", r.stderr)
+        self.assertIn("tierfs refused the job's options (promote_threads=999)", r.stderr)
+        with open(self.cancelled) as f:
+            self.assertEqual(f.read().split(), [JOB])
         self.assert_nothing_left()
 
     def test_prolog_refuses_a_mount_name_that_is_a_path(self):
@@ -145,6 +152,29 @@ class SlurmScripts(SlurmFixture):
         self.assertEqual(harness.read_file(os.path.join(self.mnt, rel)), data)
         self.assertEqual(self.epilog().returncode, 0)
         self.assert_nothing_left()
+
+    def test_the_example_config_changes_nothing_and_shows_the_defaults(self):
+        example = os.path.join(REPO, "tools", "slurm", "slurm.conf.example")
+        with open(example) as f:
+            text = f.read()
+        self.assertEqual(re.findall(r"(?m)^[A-Z_]+=.*", text), [], "a setting not commented out")
+        shown = re.findall(r"(?m)^#([A-Z_]+)=(.*)$", text)
+        self.assertGreater(len(shown), 20)
+        uncommented = os.path.join(self.root, "uncommented.conf")
+        with open(uncommented, "w") as f:
+            f.write("".join(f"{name}={value}\n" for name, value in shown))
+        names = " ".join(name for name, _ in shown)
+        script = (f'set -euo pipefail; TIERFS_SCRIPT=test; source {LIB}; load_config; '
+                  f'for v in {names}; do printf "%s=%s\\n" "$v" "${{!v}}"; done')
+        values = []
+        for conf in (os.path.join(self.root, "none.conf"), example, uncommented):
+            r = subprocess.run(["bash", "-c", script], env={"TIERFS_SLURM_CONF": conf,
+                                                            "PATH": os.environ["PATH"]},
+                               capture_output=True, text=True, timeout=30)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            values.append(r.stdout)
+        self.assertEqual(values[1], values[0], "copying the example changed a setting")
+        self.assertEqual(values[2], values[0], "a value the example shows is not the default")
 
     def test_a_job_without_a_dataset_is_left_alone(self):
         r = self.prolog(TIERFS_DATASET=None)
@@ -245,7 +275,8 @@ class SlurmScripts(SlurmFixture):
     def test_ram_above_the_job_memory_allocation_is_capped(self):
         r = self.prolog(TIERFS_OPTIONS="ram=1G", SLURM_MEM_PER_NODE="100")
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertIn("capped", r.stderr)
+        self.assertIn("ram=1G: the RAM tier is 100M, the job's memory on this node (--mem)",
+                      r.stderr)
         self.assertEqual(self.memory_budget(), 100 << 20)
         self.assertEqual(self.epilog().returncode, 0)
         # The automatic size too: 10 MB per CPU on 3 CPUs is below 25% of MemAvailable.
@@ -261,14 +292,15 @@ class SlurmScripts(SlurmFixture):
         self.write_config(SQUEUE=squeue)
         r = self.prolog(TIERFS_OPTIONS="ram=1G")
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertIn("capped", r.stderr)
+        self.assertIn("ram=1G: the RAM tier is 80M", r.stderr)
         self.assertEqual(self.memory_budget(), 80 << 20)
         self.assertEqual(self.epilog().returncode, 0)
         self.write_config()
         # No allocation known: a job gets at most the automatic size.
         r = self.prolog(TIERFS_OPTIONS="ram=64T")
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertIn("capped", r.stderr)
+        self.assertIn("of the memory available on this node (the job asked for no memory)",
+                      r.stderr)
         with open("/proc/meminfo") as f:
             avail = next(int(l.split()[1]) * 1024 for l in f if l.startswith("MemAvailable:"))
         self.assertLess(self.memory_budget(), avail * 0.35)
@@ -348,7 +380,8 @@ class SlurmScripts(SlurmFixture):
         r = self.prolog(TIERFS_DATASET=dataset, SLURM_JOB_USER=harness.OTHER_USER,
                         SLURM_JOB_UID=str(uid), SLURM_JOB_GID=str(gid))
         self.assertEqual(r.returncode, 0, r.stderr)  # the job is cancelled, the node is fine
-        self.assertIn(f"dataset '{dataset}' cannot be reached by uid {uid}", r.stderr)
+        self.assertIn(f"dataset '{dataset}' does not exist or cannot be reached by uid {uid}",
+                      r.stderr)
         with open(self.cancelled) as f:
             self.assertEqual(f.read().split(), [JOB])
         self.assert_nothing_left()
@@ -419,7 +452,4 @@ class SlurmScripts(SlurmFixture):
 
 
 if __name__ == "__main__":
-    if os.geteuid() != 0:
-        print("SKIPPED: the Slurm prolog/epilog run as root (slurmd's user); this is not root")
-        sys.exit(harness.SKIP)
-    harness.main()
+    slurm_fixture.main()

@@ -19,11 +19,19 @@ capped at the job's --mem; so do `srun` (a job of its own) and `salloc`
 (mounted before its command runs; an srun inside it makes a step, whose
 --tierfs is ignored and said to be); the epilog leaves no daemon, mount,
 tier or state; an option the site does not allow cancels the job, and says
-why in its AdminComment; a malformed plugin value is refused by sbatch,
+why in its output file (written as the job's user) and its AdminComment,
+and a missing dataset cancels an srun, saying why on its stderr, both nodes
+staying idle; a ram= capped at --mem is said on srun's stderr and at the
+end of a batch job's output file; a malformed plugin value is refused by sbatch,
 before anything is submitted; a job cancelled while it reads is cleaned up;
 a 2-node job's daemons become peers: a cold read hands the chunk to its
 home, and the other node then fetches what it does not home instead of
 reading SOURCE.
+
+With TIERFS_PACKAGE_TEST=1 (or TIERFS_DEB=PATH), PackageUnderSlurm installs
+the Debian package, sets the cluster up as tools/slurm/README.md says, runs a
+--tierfs job, removes the package (dpkg -r) and runs a job without --tierfs:
+it runs, sbatch says nothing of a plugin, both nodes stay idle.
 
 Skipped (exit 77, the reason printed) unless root with FUSE, Slurm's daemons
 and clients (slurmctld, slurmd, slurm-client), munged, a second user
@@ -187,11 +195,23 @@ class Cluster:
         self.write_slurm_conf()
         os.makedirs(self.path("state"), mode=0o700)
         self.env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "SLURM_CONF": self.path("slurm.conf")}
-        self.daemon("slurmctld", ["slurmctld", "-D", "-f", self.path("slurm.conf")])
         for node in NODES:
             os.makedirs(self.path("spool", node))
+        self.start_slurm()
+
+    def start_slurm(self):
+        self.daemon("slurmctld", ["slurmctld", "-D", "-f", self.path("slurm.conf")])
+        for node in NODES:
             self.daemon(node, ["slurmd", "-D", "-N", node, "-f", self.path("slurm.conf")])
         self.wait_idle(timeout=60)
+
+    def restart_slurm(self):
+        """slurmctld and both slurmd again, reading slurm.conf (and plugstack) anew."""
+        for proc in self.procs.values():
+            proc.terminate()
+        for proc in self.procs.values():
+            proc.wait(timeout=30)
+        self.start_slurm()
 
     def write_site_config(self, node, cgroup):
         """/etc/tierfs/slurm.conf of `node`: its own directories, the peers' settings."""
@@ -210,7 +230,8 @@ class Cluster:
             f.write("export UCX_TLS=tcp\n")  # the peers talk TCP on loopback, as across a network
         os.chmod(self.path(f"site-{node}.conf"), 0o644)
 
-    def write_slurm_conf(self):
+    def write_slurm_conf(self, prolog=None, epilog=None, plugstack=None):
+        """slurm.conf: Prolog, Epilog and PlugStackConfig the test's own unless given."""
         d = self.dir
         lines = [
             "ClusterName=tierfstest", "SlurmctldHost=localhost(127.0.0.1)",
@@ -224,8 +245,9 @@ class Cluster:
             "JobCompType=jobcomp/none", "SchedulerType=sched/builtin", "SelectType=select/linear",
             "MpiDefault=none", "ReturnToService=2", "KillWait=2", "MinJobAge=600",
             f"FirstJobId={FIRST_JOB_ID}",
-            f"Prolog={d}/prolog", f"Epilog={d}/epilog", "PrologFlags=Alloc",
-            "PrologEpilogTimeout=120", f"PlugStackConfig={d}/plugstack.conf",
+            f"Prolog={prolog or d + '/prolog'}", f"Epilog={epilog or d + '/epilog'}",
+            "PrologFlags=Alloc", "PrologEpilogTimeout=120",
+            f"PlugStackConfig={plugstack or d + '/plugstack.conf'}",
         ]
         lines += [f"NodeName={n} NodeHostname={n} NodeAddr={a} Port={self.node_ports[n]} CPUs=1 "
                   "RealMemory=1000 State=UNKNOWN" for n, a in NODES.items()]
@@ -300,6 +322,20 @@ class Cluster:
         if r.job is not None:
             self.jobs.append(r.job)
         return r
+
+    def read_all(self, mount_root, name, *args):
+        """Submits READ_ALL with sbatch `args`; the job's id once it COMPLETED
+        having read every file through its mount (AssertionError else)."""
+        r = self.sbatch(*args, script=READ_ALL.format(mount_root=mount_root, name=name,
+                                                      dataset=self.dataset, jobs=self.path("jobs")))
+        if r.returncode != 0:
+            raise AssertionError(f"sbatch: {r.stderr}")
+        info = self.wait_done(r.job)
+        with open(self.path("jobs", f"{r.job}.out")) as f:
+            out = f.read()
+        if info["JobState"] != "COMPLETED" or f"READ {len(self.files)} FILES" not in out:
+            raise AssertionError(f"job {r.job}: {info.get('JobState')}\n{out}\n{self.logs()}")
+        return r.job
 
     def wait_done(self, job_id, timeout=90):
         """The job's final state, once its epilogs have finished too."""
@@ -450,30 +486,22 @@ class RealSlurm(unittest.TestCase):
 
     def test_a_job_reads_its_dataset_through_the_mount_then_the_epilog_clears_it(self):
         c = self.c
-        script = READ_ALL.format(mount_root=c.path("tfs-node1", "mnt"), name="imagenet",
-                                 dataset=c.dataset, jobs=c.path("jobs"))
-        r = c.sbatch("-N1", "-w", "tfs-node1", "--mem=300", f"--tierfs={c.dataset}",
-                     "--tierfs-mount=imagenet",
-                     "--tierfs-options=prefetch=stage-in,ram=1G,promote_threads=3", script=script)
-        self.assertEqual(r.returncode, 0, r.stderr)
-        info = c.wait_done(r.job)
-        with open(c.path("jobs", f"{r.job}.out")) as f:
-            out = f.read()
-        self.assertEqual(info["JobState"], "COMPLETED", f"{out}\n{c.logs()}")
-        self.assertIn(f"READ {len(c.files)} FILES", out)
-        with open(c.path("jobs", f"{r.job}.stats")) as f:
+        job = c.read_all(c.path("tfs-node1", "mnt"), "imagenet", "-N1", "-w", "tfs-node1",
+                         "--mem=300", f"--tierfs={c.dataset}", "--tierfs-mount=imagenet",
+                         "--tierfs-options=prefetch=stage-in,ram=1G,promote_threads=3")
+        with open(c.path("jobs", f"{job}.stats")) as f:
             stats = json.load(f)
         self.assertEqual(stats["promotions"]["threads"], 3)
         tiers = {t["kind"]: t for t in stats["tiers"]}
         # ram=1G asked for, capped at the job's --mem=300 (slurmd's SLURM_MEM_PER_NODE).
         self.assertEqual(tiers["memory"]["budget"], 300 << 20)
         self.assertEqual(tiers["directory"]["path"],
-                         c.path("tfs-node1", "scratch", "tierfs-slurm", str(r.job)))
+                         c.path("tfs-node1", "scratch", "tierfs-slurm", str(job)))
         with open(c.path("tfs-node1.log")) as f:
             log = f.read()
-        self.assertIn(f"mounted {c.dataset} at {c.mnt('tfs-node1', r.job, 'imagenet')}", log)
+        self.assertIn(f"mounted {c.dataset} at {c.mnt('tfs-node1', job, 'imagenet')}", log)
         self.assertIn("prefetch=stage-in", log)
-        self.assertEqual(c.nothing_left(r.job), "")
+        self.assertEqual(c.nothing_left(job), "")
 
     def test_srun_mounts_the_dataset_for_the_job_it_makes(self):
         c = self.c
@@ -544,7 +572,44 @@ test ! -e "{c.path("tfs-node1", "mnt")}/$SLURM_JOB_ID/other" && echo NO OTHER MO
         info = c.wait_done(r.job)
         self.assertEqual(info["JobState"], "CANCELLED", f"{info}\n{c.logs()}")
         self.assertIn("a job may not set 'metrics'", info.get("AdminComment", ""), info)
-        self.assertFalse(os.path.exists(c.path("jobs", f"{r.job}.out")), "the job ran")
+        # Its user reads why in the job's output file (written as that user); the script
+        # never ran; the node was not drained (tearDown: both idle).
+        out = c.path("jobs", f"{r.job}.out")
+        with open(out) as f:
+            text = f.read()
+        self.assertIn(f"job {r.job} is cancelled: TIERFS_OPTIONS: a job may not set 'metrics'", text)
+        self.assertNotIn("RAN", text)
+        self.assertEqual(os.stat(out).st_uid, c.user[0])
+        self.assertEqual(c.nothing_left(r.job), "")
+        self.assertEqual(set(c.node_states().values()), {"idle"})
+
+    def test_an_srun_whose_dataset_is_missing_is_cancelled_and_says_why_on_its_stderr(self):
+        c = self.c
+        missing = c.path("lustre", "no-such-dataset")
+        r = c.run("srun", "-N1", "-w", "tfs-node2", f"--chdir={c.path('jobs')}",
+                  f"--tierfs={missing}", "echo", "RAN", user=c.user, timeout=120)
+        self.assertNotEqual(r.returncode, 0, r.stdout)
+        self.assertNotIn("RAN", r.stdout)
+        self.assertIn(f"is cancelled: dataset '{missing}' does not exist or cannot be reached by "
+                      f"uid {c.user[0]}", r.stderr)
+        c.wait_idle()  # not drained
+
+    def test_a_ram_capped_at_the_jobs_memory_is_said_on_srun_and_in_the_output_file(self):
+        c = self.c
+        says = "ram=8G: the RAM tier is 500M, the job's memory on this node (--mem)"
+        r = c.run("srun", "-N1", "-w", "tfs-node1", "--mem=500", f"--chdir={c.path('jobs')}",
+                  f"--tierfs={c.dataset}", "--tierfs-options=ram=8G", "bash", "-c",
+                  'echo "JOB $SLURM_JOB_ID"', user=c.user, timeout=120)
+        self.assertEqual(r.returncode, 0, f"{r.stdout}\n{r.stderr}\n{c.logs()}")
+        self.jobs_made(int(r.stdout.split("JOB ", 1)[1].split()[0]))
+        self.assertIn(f"tierfs on tfs-node1: {says}", r.stderr)
+        r = c.sbatch("-N1", "-w", "tfs-node1", "--mem=500", f"--tierfs={c.dataset}",
+                     "--tierfs-options=ram=8G", script="#!/bin/sh\necho RAN\n")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        info = c.wait_done(r.job)
+        self.assertEqual(info["JobState"], "COMPLETED", f"{info}\n{c.logs()}")
+        with open(c.path("jobs", f"{r.job}.out")) as f:  # the epilog appends it
+            self.assertEqual(f.read(), f"RAN\ntierfs on tfs-node1: {says}\n")
         self.assertEqual(c.nothing_left(r.job), "")
 
     def test_sbatch_refuses_a_malformed_value_before_submitting(self):
@@ -651,6 +716,112 @@ test ! -e "{c.path("tfs-node1", "mnt")}/$SLURM_JOB_ID/other" && echo NO OTHER MO
         info = c.wait_done(r.job)
         self.assertEqual(info["JobState"], "COMPLETED", f"{info}\n{c.logs()}")
         self.assertEqual(c.nothing_left(r.job), "")
+
+
+def package_installed():
+    r = subprocess.run(["dpkg-query", "-W", "-f=${Status}", "tierfs"], capture_output=True,
+                       text=True, timeout=60)
+    return "install ok installed" in r.stdout
+
+
+def package_skip_reason():
+    if os.environ.get("TIERFS_PACKAGE_TEST") != "1" and not os.environ.get("TIERFS_DEB"):
+        return ("set TIERFS_PACKAGE_TEST=1 (builds the package: a Release build, slow) or "
+                "TIERFS_DEB=PATH (a built one) to run it: it installs and removes the package "
+                "tierfs on this machine")
+    if shutil.which("dpkg") is None:
+        return "no dpkg"
+    if package_installed():
+        return "a package named tierfs is installed already; this test never replaces it"
+    return ""
+
+
+class PackageUnderSlurm(unittest.TestCase):
+    """The Debian package on this cluster, set up as tools/slurm/README.md says:
+    `apt install` (dpkg -i here), slurm.conf's Prolog=/etc/slurm/prolog.d/*,
+    Epilog=/etc/slurm/epilog.d/* and Debian's /etc/slurm/plugstack.conf (which
+    includes plugstack.conf.d), /etc/tierfs/slurm.conf a copy of the installed
+    example with this cluster's directories added (bound over /etc/tierfs in the
+    test's mount namespace only). A job with --tierfs reads its dataset; then
+    `dpkg -r tierfs`: sbatch loads no plugin and says nothing about one, a job
+    without --tierfs runs, and both nodes stay idle. The package is purged and
+    the cluster set back as it was at the end, whatever failed."""
+
+    @classmethod
+    def setUpClass(cls):
+        reason = package_skip_reason()
+        if reason:
+            raise unittest.SkipTest(reason)
+        c = cls.c = CLUSTER
+        cls.tmp = tempfile.mkdtemp(prefix="tierfs-slurm-deb-")
+        cls.addClassCleanup(cls.set_back)
+        deb = os.environ.get("TIERFS_DEB")
+        if not deb:
+            r = subprocess.run([os.path.join(REPO, "tools", "package"), "--build-dir",
+                                os.path.join(cls.tmp, "build"), "-j",
+                                os.environ.get("TIERFS_PACKAGE_JOBS", str(os.cpu_count() or 1))],
+                               capture_output=True, text=True, timeout=7200)
+            if r.returncode != 0:
+                raise AssertionError(f"tools/package failed:\n{r.stderr[-3000:]}")
+            deb = r.stdout.strip().splitlines()[-1]
+        subprocess.run(["dpkg", "-i", deb], check=True, capture_output=True, timeout=300)
+        # /etc/tierfs/slurm.conf: the example as installed, and what this cluster needs.
+        cls.made_etc = not os.path.isdir("/etc/tierfs")
+        if cls.made_etc:
+            os.mkdir("/etc/tierfs", 0o755)
+        etc = os.path.join(cls.tmp, "etc-tierfs")
+        os.mkdir(etc, 0o755)
+        shutil.copy("/usr/lib/tierfs/slurm/slurm.conf.example", os.path.join(etc, "slurm.conf"))
+        with open(os.path.join(etc, "slurm.conf"), "a") as f:
+            f.write(f"MOUNT_ROOT={c.path('pkg', 'mnt')}\nSTATE_ROOT={c.path('pkg', 'state')}\n"
+                    f"LOCAL_SCRATCH={c.path('pkg', 'scratch')}\nRUN_AS_USER={c.run_as_user}\n"
+                    "TIER_MIN_MB=1\nRAM_MIN_MB=1\nMOUNT_TIMEOUT=30\nSTEP_TIMEOUT=5\n")
+        os.chmod(os.path.join(etc, "slurm.conf"), 0o644)
+        os.makedirs(c.path("pkg", "scratch"), mode=0o755)
+        subprocess.run(["mount", "--bind", etc, "/etc/tierfs"], check=True, timeout=30)
+        cls.bound = True
+        c.write_slurm_conf(prolog="/etc/slurm/prolog.d/*", epilog="/etc/slurm/epilog.d/*",
+                           plugstack="/etc/slurm/plugstack.conf")
+        c.restart_slurm()
+
+    @classmethod
+    def set_back(cls):
+        c = cls.c
+        # Installed, or removed with its configuration files (the hooks) kept.
+        subprocess.run(["dpkg", "--purge", "tierfs"], capture_output=True, timeout=300)
+        if getattr(cls, "bound", False):
+            subprocess.run(["umount", "/etc/tierfs"], capture_output=True, timeout=30)
+        if getattr(cls, "made_etc", False):
+            try:
+                os.rmdir("/etc/tierfs")
+            except OSError:
+                pass
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+        c.write_slurm_conf()
+        c.restart_slurm()
+
+    def test_a_job_with_the_package_then_without_it(self):
+        c = self.c
+        for path in ("/etc/slurm/prolog.d/tierfs", "/etc/slurm/epilog.d/tierfs",
+                     "/etc/slurm/plugstack.conf.d/tierfs.conf"):
+            self.assertTrue(os.path.exists(path), f"the package did not install {path}")
+        mount_root = c.path("pkg", "mnt")
+        c.read_all(mount_root, "", "-N1", "-w", "tfs-node1", f"--tierfs={c.dataset}",
+                   "--tierfs-options=prefetch=stage-in")
+        self.assertEqual(os.listdir(mount_root), [], "the epilog left a mount point")
+
+        r = subprocess.run(["dpkg", "-r", "tierfs"], capture_output=True, text=True, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertFalse(os.path.lexists("/etc/slurm/plugstack.conf.d/tierfs.conf"))
+        r = c.sbatch("-N1", "-w", "tfs-node1", script="#!/bin/sh\necho RAN\n")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stderr, "", "sbatch complains about a plugin the package took away")
+        info = c.wait_done(r.job)
+        self.assertEqual(info["JobState"], "COMPLETED", f"{info}\n{c.logs()}")
+        with open(c.path("jobs", f"{r.job}.out")) as f:
+            self.assertEqual(f.read(), "RAN\n")
+        c.wait_idle()
+        self.assertEqual(set(c.node_states().values()), {"idle"})
 
 
 if __name__ == "__main__":

@@ -8,7 +8,9 @@ from a clean Release build (lintian: no error), `dpkg -i` installs it, then
   - /usr/bin/python3 imports tierfs_hint from dist-packages (with torch too,
     when python3-torch is installed),
 and `dpkg -r` removes it leaving nothing behind (no /usr/bin/tierfs, no file
-of the package, no byte code). The package is removed even when a check fails.
+of the package, no byte code, no plugstack line) but the Slurm prolog and
+epilog hooks, configuration files that then do nothing (exit 0), which
+`dpkg --purge` removes. The package is purged even when a check fails.
 
 Slow (a full Release build) and it installs a package on the machine, so it
 runs only when asked: TIERFS_PACKAGE_TEST=1 (ctest -L package). Skipped (77)
@@ -43,9 +45,9 @@ def sh(*cmd, check=True, **kw):
     return r
 
 
-def installed(package="tierfs"):
+def installed(package="tierfs", state="installed"):
     r = sh("dpkg-query", "-W", "-f=${Status}", package, check=False)
-    return "install ok installed" in r.stdout
+    return r.stdout.endswith(f" {state}")
 
 
 def private_usr_local_bin():
@@ -73,7 +75,8 @@ class DebianPackage(unittest.TestCase):
             sys.stderr.write(r.stderr[-3000:])
         cls.deb = deb
         r = sh("dpkg-deb", "-c", deb)
-        cls.contents = [line.split()[-1][1:] for line in r.stdout.splitlines()]  # "./usr/..." -> "/usr/..."
+        # "./usr/..." -> "/usr/..."; a symlink's line ends "NAME -> TARGET"
+        cls.contents = [line.split(" -> ")[0].split()[-1][1:] for line in r.stdout.splitlines()]
         sh("dpkg", "-i", deb)
         cls.addClassCleanup(cls.remove)
         cls.files = [p for p in sh("dpkg", "-L", "tierfs").stdout.split() if os.path.isfile(p)]
@@ -81,8 +84,8 @@ class DebianPackage(unittest.TestCase):
 
     @classmethod
     def remove(cls):
-        if installed():
-            sh("dpkg", "-r", "tierfs", check=False)
+        if installed() or installed("tierfs", "config-files"):
+            sh("dpkg", "--purge", "tierfs", check=False)
         shutil.rmtree(cls.tmp, ignore_errors=True)
 
     def setUp(self):
@@ -102,6 +105,8 @@ class DebianPackage(unittest.TestCase):
                      "/usr/lib/tierfs/slurm/tierfs-prolog", "/usr/lib/tierfs/slurm/tierfs-epilog",
                      "/usr/lib/tierfs/slurm/tierfs_spank.so",
                      "/usr/lib/tierfs/slurm/plugstack-tierfs.conf",
+                     "/etc/slurm/prolog.d/tierfs", "/etc/slurm/epilog.d/tierfs",
+                     "/etc/slurm/plugstack.conf.d/tierfs.conf",
                      "/usr/share/doc/tierfs/copyright", "/usr/share/doc/tierfs/README.md",
                      "/usr/lib/python3/dist-packages/tierfs_hint.py"):
             self.assertIn(path, self.contents)
@@ -116,6 +121,12 @@ class DebianPackage(unittest.TestCase):
         # The installed units and scripts name the installed daemon.
         for path, text in ((UNIT, "ExecStart=/usr/bin/tierfs "),
                            ("/usr/lib/tierfs/slurm/tierfs-slurm-lib.bash", "TIERFS_BIN=/usr/bin/tierfs"),
+                           ("/usr/lib/tierfs/slurm/slurm.conf.example",
+                            "\n#TIERFS_BIN=/usr/bin/tierfs\n"),
+                           ("/etc/slurm/prolog.d/tierfs", "exec /usr/lib/tierfs/slurm/tierfs-prolog"),
+                           ("/etc/slurm/epilog.d/tierfs", "exec /usr/lib/tierfs/slurm/tierfs-epilog"),
+                           ("/etc/slurm/plugstack.conf.d/tierfs.conf",
+                            "\noptional /usr/lib/tierfs/slurm/tierfs_spank.so\n"),
                            ("/usr/lib/tierfs/slurm/plugstack-tierfs.conf",
                             "\noptional /usr/lib/tierfs/slurm/tierfs_spank.so\n")):
             with open(path) as f:
@@ -160,15 +171,23 @@ class DebianPackage(unittest.TestCase):
         if sh("/usr/bin/python3", "-c", "import torch", check=False).returncode == 0:
             sh("/usr/bin/python3", "-c", "import torch, tierfs_hint", cwd="/")
 
-    def test_z_dpkg_r_leaves_nothing(self):  # last: unittest runs tests by name
+    def test_z_dpkg_r_leaves_only_hooks_that_do_nothing(self):  # last: tests run by name
+        hooks = ["/etc/slurm/prolog.d/tierfs", "/etc/slurm/epilog.d/tierfs"]
         sh("dpkg", "-r", "tierfs")
         self.assertFalse(installed())
         self.assertFalse(os.path.exists("/usr/bin/tierfs"))
-        left = [p for p in self.files if os.path.exists(p)]
-        self.assertEqual(left, [])
+        left = [p for p in self.files if os.path.lexists(p)]
+        self.assertEqual(sorted(left), sorted(hooks))  # configuration files: kept until --purge
+        self.assertFalse(os.path.lexists("/etc/slurm/plugstack.conf.d/tierfs.conf"))
+        for hook in hooks:  # as slurmd runs them: no PATH, a job's variables
+            r = subprocess.run([hook], env={"SLURM_JOB_ID": "1", "SLURM_JOB_UID": "0"},
+                               capture_output=True, text=True, timeout=30)
+            self.assertEqual((r.returncode, r.stdout, r.stderr), (0, "", ""), hook)
         pycache = "/usr/lib/python3/dist-packages/__pycache__"
         if os.path.isdir(pycache):
             self.assertEqual([f for f in os.listdir(pycache) if f.startswith("tierfs_hint.")], [])
+        sh("dpkg", "--purge", "tierfs")
+        self.assertEqual([p for p in hooks if os.path.lexists(p)], [])
 
 
 def skip_reason():

@@ -294,6 +294,50 @@ job_dataset() {
   printf '%s' "${d:-$DATASET}"
 }
 
+# ---- what the job's user reads ----
+
+# The file a batch job's output goes to (its StdErr, else StdOut), from
+# SLURM_JOB_STDERR/SLURM_JOB_STDOUT, which slurmd gives the prolog and
+# epilog of a batch job only (srun and salloc: empty). A name with %
+# patterns is taken as scontrol shows it, expanded. The job's user chose
+# it: it is only ever written as that user (job_output_append).
+job_output_file() {
+  local file=${SLURM_JOB_STDERR:-${SLURM_JOB_STDOUT:-}} line
+  [[ -n $file && $file != /dev/null ]] || return 0
+  if [[ $file == *%* ]]; then
+    line=$(timeout -k 2 "$STEP_TIMEOUT" "$SCONTROL" -o show job "$JOB_ID" </dev/null 2>/dev/null) ||
+      return 0
+    [[ $line == *" StdErr="* ]] || return 0
+    file=${line##* StdErr=}
+    file=${file%% StdIn=*}
+  fi
+  if [[ $file != /* ]]; then file=${SLURM_JOB_WORK_DIR:-/nonexistent}/$file; fi
+  printf '%s' "$file"
+}
+
+# Appends the lines $2... to the batch job's output file $1, as the job's
+# user (its uid, gid and groups: only where that user may write, following
+# only what that user may follow), under STEP_TIMEOUT (a FIFO, a hanging
+# PFS). Never as root.
+job_output_append() {
+  local file=$1 groups=--clear-groups
+  shift
+  [[ -n $file ]] || return 0
+  if getent passwd "$JOB_UID" >/dev/null; then groups=--init-groups; fi
+  # shellcheck disable=SC2016  # expanded by the inner sh
+  timeout -k 2 "$STEP_TIMEOUT" setpriv --reuid="$JOB_UID" --regid="$JOB_GID" "$groups" -- \
+    sh -c 'f=$1; shift; umask 077; printf "%s\n" "$@" >>"$f"' sh "$file" "$@" \
+    </dev/null >/dev/null 2>&1 || log warning "could not write to the job's output file $file"
+}
+
+# Says $1 on the stderr of the job's srun or salloc, where it waits for its
+# allocation (`scontrol notify`; a batch job's goes nowhere: see
+# job_output_append). Best effort.
+job_notify() {
+  timeout -k 2 "$STEP_TIMEOUT" "$SCONTROL" notify "$JOB_ID" "${1:0:1000}" \
+    </dev/null >/dev/null 2>&1 || true
+}
+
 # ---- mounts and processes ----
 
 # The mountinfo line of the mount at $1 (exact path), empty if none. Reads
@@ -456,7 +500,13 @@ cleanup_job() {
   fi
   end_daemon_cgroup || healthy=1
   remove_tier_data
-  if [[ -d $mnt && ($mnt == "$JOB_MOUNT_DIR" || $mnt == "$JOB_MOUNT_DIR"/*) ]]; then rmdir "$mnt" 2>/dev/null || true; fi
+  # The mount point, with whatever the daemon's user put in it (rm neither
+  # follows a symlink nor crosses into another file system).
+  if [[ -d $mnt && ($mnt == "$JOB_MOUNT_DIR" || $mnt == "$JOB_MOUNT_DIR"/*) ]] &&
+    ! is_mounted "$mnt"; then
+    rmdir "$mnt" 2>/dev/null || timeout -k 2 "$t" rm -rf --one-file-system -- "$mnt" 2>/dev/null ||
+      true
+  fi
   if [[ -d $JOB_MOUNT_DIR ]]; then rmdir "$JOB_MOUNT_DIR" 2>/dev/null || true; fi
   if [[ -e $STATE_DIR || -L $STATE_DIR ]] && trusted_root "$STATE_ROOT"; then rm -rf "$STATE_DIR"; fi
   return "$healthy"
