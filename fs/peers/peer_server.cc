@@ -569,7 +569,7 @@ void PeerServer::VisitCounters(CounterVisitor& v) const {
   v.Counter("rejected_connections", c.rejected_connections,
             {"Peer sessions refused because too many were open, all of them busy."});
   v.Counter("evicted_sessions", c.evicted_sessions,
-            {"Peer sessions dropped to make room for a new one (peer_connections)."});
+            {"Peer sessions dropped to make room for a new one (at the bound on connections)."});
   v.Gauge("open_connections", static_cast<double>(c.open.load()), {"Peer sessions open."});
   v.Counter("forged", c.forged, {"Messages that did not open under their session's key."});
   v.Counter("replayed", c.replayed, {"Messages with a sequence number seen before."});
@@ -579,7 +579,8 @@ void PeerServer::VisitCounters(CounterVisitor& v) const {
   v.Counter("pings", c.pings, {"Keep-alive messages answered."});
   v.Counter("byes", c.byes, {"Sessions closed by their peer for being unused."});
   v.Counter("idle_dropped", c.idle_dropped,
-            {"Sessions dropped because their peer had been silent for peer_dead x 3."});
+            {"Sessions dropped because their peer had been silent for three times the time that "
+             "makes a peer taken for gone."});
   v.Counter("forgotten_told", c.forgotten_told,
             {"Messages on a dropped session, answered so that their peer connects again."});
   v.Counter("bad_version", c.bad_version, {"Messages of another wire version."});

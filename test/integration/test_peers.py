@@ -529,7 +529,8 @@ class PeersTest(unittest.TestCase):
                 job.wait_up(1, 1, timeout=10)
                 server = job.peers(0)["server"]
                 self.assertGreaterEqual(server["connections"], 1100)
-                self.assertGreaterEqual(server["evicted"], 1000)
+                # Closed once old enough to be squatters, or turned away younger.
+                self.assertGreaterEqual(server["evicted"] + server["handshake_turned_away"], 1000)
                 log = job.mounts[0].output()
                 self.assertLess(len(log), 64 * KiB, "the flood fills the log")
                 for s in idle:

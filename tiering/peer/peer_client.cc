@@ -466,7 +466,7 @@ void PeerClient::VisitCounters(CounterVisitor& v) const {
   v.Gauge("dead", static_cast<double>(dead),
           {"Peers of the job taken for gone: their chunks are kept by other nodes."});
   v.Gauge("open_connections", static_cast<double>(open_.load()),
-          {"Connections to peers open or being opened (at most peer_connections)."});
+          {"Connections to peers open or being opened (bounded by an option of the mount)."});
   v.Counter("stray", stray_, {"Answers from peers that matched no connection: dropped."});
   v.Histogram("fetch_latency", latency_, {"Time to fetch a chunk from a peer."});
   // Per peer, latency as a sum (mean = latency_us / fetched_chunks): the
