@@ -234,7 +234,8 @@ void Prefetcher::VisitCounters(CounterVisitor& v) const {
             {"Rounds of the prefetch planner lost to an error."});
   v.BeginGroup("order");
   intake_.VisitOrderCounters(v);
-  v.Gauge("lookahead", tuner_.window(), {"Files promoted ahead of the readers at most."});
+  v.Gauge("lookahead", tuner_.window(),
+          {"Files promoted ahead of the readers at most.", Unit::kFiles});
   model_.VisitCounters(v);
   v.EndGroup();
   v.BeginGroup("stage");
