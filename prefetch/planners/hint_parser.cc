@@ -120,6 +120,7 @@ void HintParser::FlushTails(std::chrono::steady_clock::duration age, Result* out
     }
     out->files.insert(out->files.end(), r.files.begin(), r.files.end());
     out->valid += r.valid;
+    out->directives += r.directives;
     out->rejected += r.rejected;
   }
 }
@@ -222,6 +223,7 @@ std::optional<HintParser::Rejection> HintParser::ResolveDirective(std::string_vi
     return reject("an unknown directive (//stream NAME, //epoch)");
   }
   out->valid++;
+  out->directives++;
   return std::nullopt;
 }
 
