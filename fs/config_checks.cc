@@ -7,6 +7,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -211,6 +212,13 @@ Status CheckBeforeScan(const MountConfig& config, std::vector<std::string>* warn
     }
     ::close(fd);
     ::unlink(probe.c_str());
+  }
+  if (std::find(config.fuse_options.begin(), config.fuse_options.end(), "ro") !=
+      config.fuse_options.end()) {
+    warnings->push_back(
+        "ro: the kernel refuses every write to a read-only mount, the control files' too: no "
+        "order hints, staging or mode switch through .tierfs (the mount is read-only without "
+        "ro: writes to its files fail with EROFS)");
   }
   if (!t.enabled()) {
     warnings->push_back(

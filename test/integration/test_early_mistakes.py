@@ -200,6 +200,14 @@ class EarlyMistakes(unittest.TestCase):
         for options in (["ram=1M"], [f"tier={self.tier}:1M"]):
             self.assertNotIn("no tier", self.mount_detached(options), options)
 
+    def test_ro_is_warned_about_the_control_files(self):
+        # tierfs does not pass ro itself (its mount is read-only without it):
+        # on a read-only mount the kernel refuses the control files' writes.
+        said = self.mount_detached(["ram=1M", "ro"])
+        self.assertIn("ro: the kernel refuses every write to a read-only mount, the control "
+                      "files' too", said)
+        self.assertNotIn("ro:", self.mount_detached(["ram=1M"]))
+
     def test_ram_above_the_memory_available_is_warned_about_and_mounted(self):
         with open("/proc/meminfo") as f:
             total_kib = int(f.readline().split()[1])
