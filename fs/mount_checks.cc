@@ -110,26 +110,34 @@ std::string FuseDeviceProblem() {
 Status CheckFuseMount(const std::string& mountpoint, const std::vector<std::string>& fuse_options,
                       const std::string& fuse_conf) {
   std::vector<std::string> problems;
-  if (std::string device = FuseDeviceProblem(); !device.empty()) problems.push_back(device);
+  bool machine = false, place = false;  // this machine's setup; the mount point's
+  if (std::string device = FuseDeviceProblem(); !device.empty()) {
+    problems.push_back(device);
+    machine = true;
+  }
   const uid_t uid = ::getuid();
   if (::geteuid() != 0) {  // root mounts with mount(2); a user through fusermount3
     const std::string fusermount = FindFusermount();
     struct stat st {};
     if (fusermount.empty()) {
+      machine = true;
       problems.push_back(
           "fusermount3 is not installed (Debian package fuse3): a user other than root mounts "
           "through it");
     } else if (::stat(fusermount.c_str(), &st) == 0 &&
                (st.st_uid != 0 || (st.st_mode & S_ISUID) == 0)) {
+      machine = true;
       problems.push_back(fmt::format(
           "{} is not set-uid root: a user other than root cannot mount with it", fusermount));
     }
     if (::stat(mountpoint.c_str(), &st) == 0 && (st.st_mode & S_ISVTX) && st.st_uid != uid) {
+      place = true;
       problems.push_back(fmt::format(
           "MOUNTPOINT '{}' is sticky and owned by uid {}: fusermount3 mounts only on a sticky "
           "directory of one's own (make a directory of your own)",
           mountpoint, st.st_uid));
     } else if (::access(mountpoint.c_str(), W_OK) != 0) {
+      place = true;
       problems.push_back(fmt::format(
           "MOUNTPOINT '{}' is not writable by uid {}: fusermount3 mounts only where the user may "
           "write (make a directory of your own)",
@@ -146,11 +154,12 @@ Status CheckFuseMount(const std::string& mountpoint, const std::vector<std::stri
     }
   }
   if (problems.empty()) return Status::Ok();
+  const int code = machine ? ENODEV : place ? EACCES : EPERM;
   std::string message = fmt::format("cannot mount on '{}'", mountpoint);
-  if (problems.size() == 1) return Status::Error(EPERM, message + ": " + problems[0]);
+  if (problems.size() == 1) return Status::Error(code, message + ": " + problems[0]);
   message += ":";
   for (const std::string& p : problems) message += "\n  " + p;
-  return Status::Error(EPERM, message);
+  return Status::Error(code, message);
 }
 
 bool IsMountPoint(const std::string& path) {

@@ -331,9 +331,10 @@ int RunMount(const MountConfig& config) {
              !err.ok()) {
     return mountpoint_fail(err.message());
   }
-  if (!fd_mount) {
+  if (!fd_mount) {  // what fusermount3 would refuse, before the scan, by whose it is
     if (Status why = CheckFuseMount(mountpoint, config.fuse_options); !why.ok()) {
-      return usage(why.message());  // what fusermount3 would refuse, before the scan
+      if (why.code() == EACCES) return mountpoint_fail(why.message());
+      return why.code() == EPERM ? usage(why.message()) : fail(why.message());
     }
   }
   // Warnings once SOURCE and MOUNTPOINT are known good: a mistake is said alone.
