@@ -1,10 +1,13 @@
 #include "fs/config_checks.h"
 
 #include <fmt/format.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -120,23 +123,49 @@ Status CheckBeforeScan(const MountConfig& config, std::vector<std::string>* warn
   for (const auto& d : t.dirs) {
     if (Status s = CheckTierDir(d.path, d.budget, warnings); !s.ok()) return s;
   }
-  if (t.ram > 0) {
+  // A directory tier on tmpfs or ramfs (/dev/shm) is memory as the RAM tier is.
+  uint64_t memory_tiers = 0;
+  std::string memory_paths;
+  for (const auto& d : t.dirs) {
+    struct statfs fs;
+    if (::statfs(d.path.c_str(), &fs) == 0 &&
+        (fs.f_type == TMPFS_MAGIC || fs.f_type == RAMFS_MAGIC)) {
+      memory_tiers += d.budget;
+      memory_paths +=
+          fmt::format("{}'{}' ({})", memory_paths.empty() ? "" : ", ", d.path, Human(d.budget));
+    }
+  }
+  if (t.ram > 0 || memory_tiers > 0) {
     const uint64_t total = MemInfo("MemTotal"), available = MemInfo("MemAvailable");
-    if (t.ram < 4096) {
+    if (t.ram > 0 && t.ram < 4096) {
       return Status::Error(
           EINVAL, fmt::format("ram={} is {} byte(s): too small to hold a file (sizes take K, M, "
                               "G, T: ram=16G)",
                               t.ram, t.ram));
     }
-    if (total > 0 && t.ram > total) {
+    if (t.ram > 0 && total > 0 && t.ram > total) {
       return Status::Error(EINVAL, fmt::format("ram={} is more than this machine's memory ({})",
                                                Human(t.ram), Human(total)));
     }
+    const uint64_t memory = t.ram + memory_tiers;
+    const std::string both =
+        t.ram > 0 ? fmt::format("ram={} and the memory-backed tier {}", Human(t.ram), memory_paths)
+                  : fmt::format("the memory-backed tier {}", memory_paths);
     if (available > 0 && t.ram > available) {
       warnings->push_back(
           fmt::format("ram={} is more than the memory available now ({}): "
                       "the RAM tier may push other programs out",
                       Human(t.ram), Human(available)));
+    } else if (memory_tiers > 0 && total > 0 && memory > total) {
+      warnings->push_back(fmt::format(
+          "{} together are more than this machine's memory ({}): a tmpfs tier is memory too, "
+          "and both full would push other programs out or fail",
+          both, Human(total)));
+    } else if (memory_tiers > 0 && available > 0 && memory > available) {
+      warnings->push_back(
+          fmt::format("{} together are more than the memory available now ({}): a tmpfs tier is "
+                      "memory too, and both full may push other programs out",
+                      both, Human(available)));
     }
   }
   if (!t.enabled()) {
@@ -183,6 +212,13 @@ Status CheckBeforeScan(const MountConfig& config, std::vector<std::string>* warn
     }
     ::close(fd);
     ::unlink(probe.c_str());
+  }
+  if (std::find(config.fuse_options.begin(), config.fuse_options.end(), "ro") !=
+      config.fuse_options.end()) {
+    warnings->push_back(
+        "ro: the kernel refuses every write to a read-only mount, the control files' too: no "
+        "order hints, staging or mode switch through .tierfs (the mount is read-only without "
+        "ro: writes to its files fail with EROFS)");
   }
   if (!t.enabled()) {
     warnings->push_back(

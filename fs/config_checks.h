@@ -15,8 +15,10 @@ namespace tierfs {
 // Tier directories (absolute, existing, a directory and not a symbolic link,
 // writable; a budget larger than their file system is warned about), modes that need a
 // tier, RAM budgets against the machine's memory (refused above MemTotal or
-// below 4 KiB; warned above MemAvailable), the index file's directory, and
-// a mount with no tier at all (warned: a mirror only).
+// below 4 KiB; warned above MemAvailable, and when the RAM tier and the
+// tiers on tmpfs or ramfs together exceed MemTotal or MemAvailable), the
+// index file's directory, a mount with no tier at all (warned: a mirror
+// only), and the ro option (warned: the control files cannot be written).
 // An error if the command line may not go on; doubtful but allowed settings
 // go to *warnings.
 Status CheckBeforeScan(const MountConfig& config, std::vector<std::string>* warnings);

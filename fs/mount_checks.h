@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "tiering/base/status.h"
 
@@ -21,5 +22,18 @@ Status CheckMountpoint(const std::string& mountpoint, const std::string& source,
 
 // True if `path` (absolute, resolved) is the mount point of a mounted file system.
 bool IsMountPoint(const std::string& path);
+
+// Returns ok if the FUSE mount itself can be made on `mountpoint` (resolved)
+// by this process with `fuse_options` (the -o words handed to libfuse), else
+// every reason it cannot, one a line, each saying the fix: /dev/fuse missing
+// or not readable and writable; for a user other than root, fusermount3
+// missing or not set-uid root, a mount point the user may not write or
+// (sticky) does not own, and allow_other or allow_root without
+// user_allow_other in `fuse_conf`. What fusermount3 refuses, said before the
+// scan rather than after it. The code says whose it is to fix: ENODEV this
+// machine's setup (the device, fusermount3), else EACCES the mount point,
+// else EPERM an option the machine does not permit.
+Status CheckFuseMount(const std::string& mountpoint, const std::vector<std::string>& fuse_options,
+                      const std::string& fuse_conf = "/etc/fuse.conf");
 
 }  // namespace tierfs

@@ -248,7 +248,9 @@ const std::vector<OwnOption>& OwnOptions() {
        [](MountConfig& c, const std::string& v, const std::string& o) {
          c.tiering.prefetch.lookahead = ParseUnsigned(v, o, 1, 1u << 20);
        }},
-      {"promote_queue", "N", "queued promotions per lane before new ones are rejected (4096)",
+      {"promote_queue", "N",
+       "promotions that may wait for a thread, for each of reads, read ahead and "
+       "background, before new ones are refused (4096)",
        [](MountConfig& c, const std::string& v, const std::string& o) {
          c.tiering.promote_queue = ParseUnsigned(v, o, 1, 1u << 24);
        }},
@@ -407,15 +409,39 @@ bool IsIgnored(const std::string& name) {
          std::end(kIgnoredOptions);
 }
 
-std::string ValidOptionList() {
-  std::string s = "tierfs options: ";
-  for (const auto& o : OwnOptions())
-    s += fmt::format("{}{}{}, ", o.name, *o.value ? "=" : "", o.value);
-  s.resize(s.size() - 2);
-  s += "\nFUSE mount options: ";
-  for (std::string_view o : kFuseOptions) s += fmt::format("{}{}, ", o, o.back() == '=' ? "V" : "");
-  s.resize(s.size() - 2);
-  return s;
+// The edit distance of a and b: insertions, deletions and substitutions.
+size_t EditDistance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// The option `name` was most likely meant to be: a known one at most two
+// edits away (one for names of up to four letters); "" if none is.
+std::string NearestOption(const std::string& name) {
+  std::vector<std::string_view> known;
+  for (const auto& o : OwnOptions()) known.emplace_back(o.name);
+  for (std::string_view o : kFuseOptions)
+    known.push_back(o.back() == '=' ? o.substr(0, o.size() - 1) : o);
+  std::string best;
+  size_t best_distance = name.size() <= 4 ? 2 : 3;
+  for (std::string_view o : known) {
+    const size_t d = EditDistance(name, o);
+    if (d < best_distance) {
+      best_distance = d;
+      best = o;
+    }
+  }
+  return best;
 }
 
 // Splits a -o argument on commas; "\," is a literal comma.
@@ -468,7 +494,14 @@ void ApplyOption(MountConfig& config, const std::string& opt) {
     config.fuse_options.push_back(EscapeForFuse(opt));
     return;
   }
-  throw OptionError(fmt::format("unknown option '{}'\n{}", opt, ValidOptionList()));
+  if (IsFuseOption(name, !has_value)) {
+    throw OptionError(has_value ? fmt::format("option '{}' takes no value", name)
+                                : fmt::format("option '{}' needs a value: {}=V", name, name));
+  }
+  if (std::string meant = NearestOption(name); !meant.empty()) {
+    throw OptionError(fmt::format("unknown option '{}' (did you mean '{}'?)", name, meant));
+  }
+  throw OptionError(fmt::format("unknown option '{}' (tierfs --help lists the options)", name));
 }
 
 // The peer list file's text: a regular file, at most 1 MiB.

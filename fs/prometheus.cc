@@ -51,6 +51,16 @@ UnitRule RuleFor(Unit unit) {
       return {{"_us"}, "_seconds", 1e-6};
     case Unit::kBytesPerSecond:
       return {{"_bytes_per_s", "_bytes_per_second"}, "_bytes_per_second", 1};
+    case Unit::kFiles:
+      return {{"_files"}, "_files", 1};
+    case Unit::kChunks:
+      return {{"_chunks"}, "_chunks", 1};
+    case Unit::kEntries:
+      return {{"_entries"}, "_entries", 1};
+    case Unit::kPromotions:
+      return {{"_promotions"}, "_promotions", 1};
+    case Unit::kParts:
+      return {{"_parts"}, "_parts", 1};
     case Unit::kNone:
       break;
   }
@@ -102,6 +112,7 @@ PrometheusCounterWriter::Family& PrometheusCounterWriter::Add(const std::string&
 
 void PrometheusCounterWriter::Sample(std::string_view name, double value, const About& about,
                                      bool counter) {
+  if (about.unit == Unit::kBytesPerSecond) return;  // rate() of a counter, by convention
   std::string family = Name(name, about);
   if (counter) family += "_total";
   value *= RuleFor(about.unit).scale;

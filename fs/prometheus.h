@@ -7,8 +7,9 @@
 // labels (tierfs_tiers_used_bytes{tier="ram",...}; items of one series are
 // added up), histograms are in seconds, each family's HELP is its About's
 // sentence, and words (version, SOURCE, mount point, modes) are labels of
-// tierfs_info. Notes are left out. The same walk makes .tierfs/stats, so the
-// two cannot disagree. No FUSE include.
+// tierfs_info. Notes and precomputed rates (bytes per second) are left
+// out: Prometheus computes rates from counters. The same walk makes
+// .tierfs/stats, so the two cannot disagree. No FUSE include.
 #pragma once
 
 #include <map>

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <poll.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -9,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -85,6 +87,40 @@ void AnswerInit(fuse_session* se) {
   int n = fuse_session_receive_buf(se, &buf);
   if (n > 0) fuse_session_process_buf(se, &buf);
   std::free(buf.mem);
+}
+
+// fuse_session_mount(), with what libfuse and fusermount3 print meanwhile
+// kept in *said (trimmed; several lines indented) instead of on stderr; on
+// success it is passed on to stderr. A memory file, not a pipe: fusermount3
+// with auto_unmount outlives the mount and keeps its stderr.
+int MountSaying(fuse_session* se, const std::string& mountpoint, std::string* said) {
+  said->clear();
+  std::fflush(stderr);
+  const int saved = ::dup(STDERR_FILENO);
+  const int capture = ::memfd_create("tierfs-mount-messages", MFD_CLOEXEC);
+  if (saved < 0 || capture < 0 || ::dup2(capture, STDERR_FILENO) < 0) {
+    if (saved >= 0) ::close(saved);
+    if (capture >= 0) ::close(capture);
+    return fuse_session_mount(se, mountpoint.c_str());
+  }
+  const int rc = fuse_session_mount(se, mountpoint.c_str());
+  std::fflush(stderr);
+  ::dup2(saved, STDERR_FILENO);
+  ::close(saved);
+  char buf[4096];
+  for (ssize_t n; (n = ::pread(capture, buf, sizeof(buf), static_cast<off_t>(said->size()))) > 0;) {
+    said->append(buf, static_cast<size_t>(n));
+  }
+  ::close(capture);
+  if (rc == 0) {
+    if (!said->empty()) std::fwrite(said->data(), 1, said->size(), stderr);
+    return rc;
+  }
+  while (!said->empty() && std::isspace(static_cast<unsigned char>(said->back()))) said->pop_back();
+  for (size_t at = said->find('\n'); at != std::string::npos; at = said->find('\n', at + 3)) {
+    said->replace(at, 1, "\n  ");
+  }
+  return rc;
 }
 
 std::string FuseOptionString(const MountConfig& config, const std::string& source) {
@@ -254,7 +290,6 @@ int RunMount(const MountConfig& config) {
   if (passthrough == PassthroughWant::kOn && !no_passthrough.empty()) {
     return usage(fmt::format("passthrough=on is impossible here: {}", no_passthrough));
   }
-  for (const auto& w : warnings) TIERFS_LOG(kWarning, "{}", w);
   // The metrics port too: bound now, served once mounted.
   std::unique_ptr<MetricsServer> metrics;
   const FsContext* metrics_ctx = nullptr;
@@ -296,6 +331,14 @@ int RunMount(const MountConfig& config) {
              !err.ok()) {
     return mountpoint_fail(err.message());
   }
+  if (!fd_mount) {  // what fusermount3 would refuse, before the scan, by whose it is
+    if (Status why = CheckFuseMount(mountpoint, config.fuse_options); !why.ok()) {
+      if (why.code() == EACCES) return mountpoint_fail(why.message());
+      return why.code() == EPERM ? usage(why.message()) : fail(why.message());
+    }
+  }
+  // Warnings once SOURCE and MOUNTPOINT are known good: a mistake is said alone.
+  for (const auto& w : warnings) TIERFS_LOG(kWarning, "{}", w);
 
   uint64_t fd_limit = RaiseFileLimit();
   uint64_t max_open = config.max_open_files ? config.max_open_files : fd_limit / 2;
@@ -409,11 +452,15 @@ int RunMount(const MountConfig& config) {
     return fail("cannot install signal handlers");
   }
   const std::string mount_on = opened_as.active() ? opened_as.mount_path() : mountpoint;
-  if (fuse_session_mount(se, mount_on.c_str()) != 0) {
+  if (std::string said; MountSaying(se, mount_on, &said) != 0) {
     fuse_remove_signal_handlers(se);
     fuse_session_destroy(se);
-    return fail(fmt::format("cannot mount on '{}' (is /dev/fuse usable and fusermount3 installed?)",
-                            mountpoint));
+    // libfuse's or fusermount3's own words, or else what a check finds now.
+    if (!said.empty()) return fail(fmt::format("cannot mount on '{}': {}", mountpoint, said));
+    if (Status why = CheckFuseMount(mountpoint, config.fuse_options); !why.ok()) {
+      return fail(why.message());
+    }
+    return fail(fmt::format("cannot mount on '{}' (libfuse gave no reason)", mountpoint));
   }
   if (int err = NegotiateParallelDirops<FsContext>(se); err != 0) {
     fuse_session_unmount(se);

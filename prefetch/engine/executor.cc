@@ -102,13 +102,17 @@ void Executor::Shutdown() {
 
 void Executor::VisitCounters(CounterVisitor& v) const {
   v.Gauge("threads", threads(), {"Promotion worker threads."});
-  v.Gauge("queued_foreground", static_cast<double>(queued(Lane::kForeground)),
-          {"Promotions of chunks being read, waiting for a thread."});
+  v.Gauge(
+      "queued_foreground", static_cast<double>(queued(Lane::kForeground)),
+      {"Chunks being read whose promotion waits for a thread.", Unit::kChunks, "queued_for_reads"});
   v.Gauge("queued_lookahead", static_cast<double>(queued(Lane::kLookahead)),
-          {"Promotions of chunks about to be read, waiting for a thread."});
+          {"Chunks to read ahead of the readers whose promotion waits for a thread.", Unit::kChunks,
+           "queued_read_ahead"});
   v.Gauge("queued_background", static_cast<double>(queued(Lane::kBackground)),
-          {"Background promotions (next chunks, staging) waiting for a thread."});
-  v.Gauge("running", running(), {"Promotions running now."});
+          {"Chunks promoted in the background (a file's next chunks, staging) waiting for a "
+           "thread.",
+           Unit::kChunks});
+  v.Gauge("running", running(), {"Chunks whose promotion is running now.", Unit::kChunks});
 }
 
 }  // namespace tierfs

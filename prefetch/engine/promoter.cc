@@ -201,11 +201,13 @@ int Promoter::Adopt(ChunkKey key, const char* data, size_t n) {
 void Promoter::VisitCounters(CounterVisitor& v) const {
   v.Counter("requested", requested(), {"Chunk promotions put in flight."});
   v.Counter("rejected", rejected(),
-            {"Chunk promotions refused because the executor's lane was full."});
+            {"Chunk promotions refused because the queue of their kind (for reads, read ahead, "
+             "background) was full."});
   v.Counter("inline", inline_copies(),
             {"Chunk promotions copied by the reader's own thread (small chunks it missed)."});
   v.Counter("adopted", adopted(),
-            {"Chunks a peer read from SOURCE and offered to this node, their home, kept."});
+            {"Chunks another node read from SOURCE and offered to this node, the node that keeps "
+             "them, and kept."});
   v.Counter("hurried", hurried(),
             {"Queued chunk promotions a reader needed: started at once, not after the queue."});
 }

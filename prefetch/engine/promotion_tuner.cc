@@ -107,10 +107,12 @@ unsigned PromotionTuner::Tune(double seconds, uint64_t lead, bool order_mode) {
 void PromotionTuner::VisitCounters(CounterVisitor& v) const {
   const unsigned parallelism = executor_ ? executor_->active_limit() : 0;
   std::lock_guard lock(mu_);
-  v.Gauge("parallelism", parallelism, {"Promotions allowed to read SOURCE at once."});
+  v.Gauge("parallelism", parallelism,
+          {"Promotions allowed to read SOURCE at once.", Unit::kPromotions, "parallel"});
   v.Flag("tune_parallelism", tune_parallelism_,
-         {"1 if the number of parallel SOURCE reads is tuned."});
-  v.Flag("tune_lookahead", tune_window_, {"1 if the look-ahead window is tuned."});
+         {"1 if the number of parallel SOURCE reads is tuned.", Unit::kNone, "parallelism_tuned"});
+  v.Flag("tune_lookahead", tune_window_,
+         {"1 if the read-ahead window is tuned.", Unit::kNone, "lookahead_tuned"});
   v.Gauge("source_latency_ms", latency_us_ / 1e3,
           {"Mean latency of SOURCE reads in the last tuning period.", Unit::kMilliseconds});
   v.Gauge("best_source_latency_ms", best_latency_us_ / 1e3,

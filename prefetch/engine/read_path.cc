@@ -220,29 +220,41 @@ void ReadPath::CountSource(ssize_t bytes) {
 
 void ReadPath::VisitCounters(CounterVisitor& v) const {
   auto load = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
+  // Each in parts of reads (a read's bytes within one chunk), as every tier's
+  // hits: a read of the kernel (requests.read) is one part or more.
   v.Counter("from_tiers", load(counters_.tier_reads),
-            {"Read pieces served from a tier, resident when asked for (hits)."});
+            {"Parts of reads served from a tier, resident when asked for (hits).", Unit::kParts});
   v.Counter("after_promotion", load(counters_.promoted_reads),
-            {"Read pieces served from a tier once the promotion their miss started or waited for "
-             "had finished (misses)."});
-  v.Counter("from_source", load(counters_.source_reads), {"Read pieces served from SOURCE."});
+            {"Parts of reads served from a tier once the promotion their miss started or waited "
+             "for had finished (misses).",
+             Unit::kParts});
+  v.Counter("from_source", load(counters_.source_reads),
+            {"Parts of reads served from SOURCE.", Unit::kParts});
   v.Counter("source_bytes", load(counters_.source_bytes),
             {"Bytes of reads served from SOURCE.", Unit::kBytes});
-  v.Counter("waits", load(counters_.waits), {"Reads that waited for a promotion in flight."});
-  v.Counter("early", load(counters_.early_reads),
-            {"Reads that waited and were served before the promotion completed."});
+  v.Counter("waits", load(counters_.waits),
+            {"Parts of reads that waited for a promotion in flight.", Unit::kParts, "waited"});
+  v.Counter(
+      "early", load(counters_.early_reads),
+      {"Parts of reads that waited and were served before the promotion completed.", Unit::kParts});
   v.Counter("wait_timeouts", load(counters_.wait_timeouts),
-            {"Reads that gave up waiting for a promotion and read SOURCE."});
+            {"Parts of reads that gave up waiting for a promotion and read SOURCE.", Unit::kParts,
+             "wait_timeout"});
   v.Counter("tier_errors", load(counters_.tier_errors),
-            {"Tier reads that failed (then served from SOURCE)."});
+            {"Parts of reads whose tier read failed (then served from SOURCE).", Unit::kParts,
+             "tier_error"});
   v.Counter("from_peers", load(counters_.peer_reads),
-            {"Read pieces fetched from a peer and not kept."});
+            {"Parts of reads fetched from another node and not kept.", Unit::kParts});
   v.Counter("peer_bytes", load(counters_.peer_bytes),
-            {"Bytes of reads fetched from a peer and not kept.", Unit::kBytes});
+            {"Bytes of reads fetched from another node and not kept.", Unit::kBytes});
   v.Counter("from_copy", load(counters_.copy_reads),
-            {"Misses served from the reader's own copy while the tier commits it."});
+            {"Parts of reads that missed, served from the reader's own copy while the tier "
+             "commits it.",
+             Unit::kParts});
   v.Counter("bypass_kept", load(counters_.bypass_kept),
-            {"Misses left on SOURCE because they had been read from there already."});
+            {"Parts of reads that missed, left on SOURCE because they had been read from there "
+             "already.",
+             Unit::kParts});
 }
 
 }  // namespace tierfs

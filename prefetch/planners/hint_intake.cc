@@ -18,6 +18,7 @@ HintParser::Result HintIntake::FeedOrder(const HintWriter& writer, uint64_t off,
   std::lock_guard lock(mu_);
   order_.Feed(writer, off, data, &result);
   order_valid_ += result.valid;
+  order_directives_ += result.directives;
   order_rejected_ += result.rejected;
   return result;
 }
@@ -43,14 +44,23 @@ void HintIntake::FlushLate(std::chrono::steady_clock::duration age,
   order_.FlushTails(age, order);
   for (const auto& [writer, r] : *order) {
     order_valid_ += r.valid;
+    order_directives_ += r.directives;
     order_rejected_ += r.rejected;
   }
   stage_.FlushTails(age, stage);
 }
 
+uint64_t HintIntake::order_paths() const {
+  std::lock_guard lock(mu_);
+  return order_valid_ - order_directives_;
+}
+
 void HintIntake::VisitOrderCounters(CounterVisitor& v) const {
   std::lock_guard lock(mu_);
-  v.Counter("valid_lines", order_valid_, {"Paths written to .tierfs/order and accepted."});
+  v.Counter("valid_lines", order_valid_,
+            {"Lines written to .tierfs/order and accepted: paths, and directives."});
+  v.Counter("directive_lines", order_directives_,
+            {"Directives written to .tierfs/order and accepted (stream and epoch lines)."});
   v.Counter("rejected_lines", order_rejected_, {"Lines written to .tierfs/order and rejected."});
   order_.VisitRejected(v);
 }

@@ -38,14 +38,18 @@ class HintIntake {
   void FlushLate(std::chrono::steady_clock::duration age,
                  std::map<uint64_t, HintParser::Result>* order, HintParser::Result* stage);
 
-  // valid_lines, rejected_lines and the last line refused, of each file.
+  // Paths written to the order file and accepted, ever.
+  uint64_t order_paths() const;
+
+  // valid_lines (of the order: directive_lines of them), rejected_lines and
+  // the last line refused, of each file.
   void VisitOrderCounters(CounterVisitor& v) const;
   void VisitStageCounters(CounterVisitor& v) const;
 
  private:
   mutable std::mutex mu_;  // guards the rest. A leaf lock.
   HintParser order_, stage_;
-  uint64_t order_valid_ = 0, order_rejected_ = 0;
+  uint64_t order_valid_ = 0, order_directives_ = 0, order_rejected_ = 0;
 };
 
 }  // namespace tierfs

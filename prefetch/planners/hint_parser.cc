@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace tierfs {
 namespace {
 
@@ -25,11 +27,18 @@ size_t Utf8Length(std::string_view s) {
 
 std::string HintParser::Shown(std::string_view line) {
   std::string out;
+  out.reserve(std::min(line.size(), kMaxShown) + 3);
   size_t i = 0;
   while (i < line.size() && i < kMaxShown) {
     const auto c = static_cast<unsigned char>(line[i]);
     if (c >= 0x20 && c < 0x7f && c != '\\') {
-      out.push_back(line[i++]);
+      size_t end = i + 1;  // the run of printable ASCII, at once
+      while (end < line.size() && end < kMaxShown && line[end] >= 0x20 && line[end] < 0x7f &&
+             line[end] != '\\') {
+        ++end;
+      }
+      out.append(line.substr(i, end - i));
+      i = end;
     } else if (size_t n = c >= 0x80 ? Utf8Length(line.substr(i)) : 0; n > 0) {
       out.append(line.substr(i, n));
       i += n;
@@ -120,6 +129,7 @@ void HintParser::FlushTails(std::chrono::steady_clock::duration age, Result* out
     }
     out->files.insert(out->files.end(), r.files.begin(), r.files.end());
     out->valid += r.valid;
+    out->directives += r.directives;
     out->rejected += r.rejected;
   }
 }
@@ -222,6 +232,7 @@ std::optional<HintParser::Rejection> HintParser::ResolveDirective(std::string_vi
     return reject("an unknown directive (//stream NAME, //epoch)");
   }
   out->valid++;
+  out->directives++;
   return std::nullopt;
 }
 

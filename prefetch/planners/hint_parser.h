@@ -71,6 +71,7 @@ class HintParser {
     std::vector<NodeId> files;  // in order
     std::vector<Mark> marks;    // in order
     uint64_t valid = 0;         // lines that named something, or directives
+    uint64_t directives = 0;    // of those, directives
     uint64_t rejected = 0;      // lines that did not (counted, never fatal)
   };
   static constexpr size_t kMaxStreamName = 64;

@@ -79,9 +79,25 @@ void Prefetcher::Declare(uint64_t writer, const HintParser::Result& result) {
   if (model_.Declare(writer, result)) wake_.notify_all();
 }
 
+std::string Prefetcher::UnusedOrderWarning() const {
+  const PrefetchMode mode = mode_.load();
+  if (mode == PrefetchMode::kOrder) return "";
+  return fmt::format(
+      "the prefetch mode is {}: the declared order is kept but not followed; to follow it: echo "
+      "order > {}/.tierfs/prefetch",
+      PrefetchModeName(mode), config_.mountpoint.empty() ? "MOUNT" : config_.mountpoint);
+}
+
 ssize_t Prefetcher::WriteOrder(const HintWriter& writer, uint64_t off, std::string_view data) {
   HintParser::Result result = intake_.FeedOrder(writer, off, data);
   Declare(writer.id, result);
+  if (result.valid > result.directives && !warned_unused_order_.exchange(true)) {
+    if (std::string why = UnusedOrderWarning(); !why.empty()) {
+      TIERFS_LOG(kWarning, "order hints written: {}", why);
+    } else {
+      warned_unused_order_ = false;  // in order mode: warn if it changes
+    }
+  }
   // Some complete line, and none of them valid: tell the writer.
   if (result.valid == 0 && result.rejected > 0) return -EINVAL;
   return static_cast<ssize_t>(data.size());
@@ -233,8 +249,12 @@ void Prefetcher::VisitCounters(CounterVisitor& v) const {
   v.Counter("planner_errors", loop_errors_.load(std::memory_order_relaxed),
             {"Rounds of the prefetch planner lost to an error."});
   v.BeginGroup("order");
+  if (std::string why = UnusedOrderWarning(); !why.empty() && intake_.order_paths() > 0) {
+    v.Note("warning", why);
+  }
   intake_.VisitOrderCounters(v);
-  v.Gauge("lookahead", tuner_.window(), {"Files promoted ahead of the readers at most."});
+  v.Gauge("lookahead", tuner_.window(),
+          {"Files promoted ahead of the readers at most.", Unit::kFiles});
   model_.VisitCounters(v);
   v.EndGroup();
   v.BeginGroup("stage");

@@ -90,6 +90,10 @@ class Prefetcher final : public ReadObserver {
   ssize_t WriteStage(const HintWriter& writer, uint64_t off, std::string_view data);
   ssize_t WriteMode(std::string_view data);
   std::string ModeText() const;
+  // Why a declared order is not followed now, and how to have it followed
+  // (logged at the first paths written; "warning" in the order's figures
+  // once paths were accepted); "" in order mode.
+  std::string UnusedOrderWarning() const;
 
   // The "prefetch" group's figures: mode, order, stage, autotune.
   void VisitCounters(CounterVisitor& v) const;
@@ -141,7 +145,8 @@ class Prefetcher final : public ReadObserver {
   std::mutex mu_;         // guards stop_; a leaf lock (the wake-up's)
   std::condition_variable wake_;
   bool stop_ = false;
-  std::atomic<uint64_t> loop_errors_{0};  // rounds of the planner thread lost to a throw
+  std::atomic<uint64_t> loop_errors_{0};          // rounds of the planner thread lost to a throw
+  std::atomic<bool> warned_unused_order_{false};  // logged once: an order outside order mode
   std::function<void()> round_hook_;
   std::thread thread_;
 };

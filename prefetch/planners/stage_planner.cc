@@ -1,16 +1,32 @@
 #include "prefetch/planners/stage_planner.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace tierfs {
 
 StagePlanner::StagePlanner(const Namespace* ns, const Catalog* catalog)
-    : ns_(ns), catalog_(catalog), marked_(catalog ? ns->size() : 0, 0) {}
+    : ns_(ns),
+      catalog_(catalog),
+      marks_(catalog ? std::make_unique<std::atomic<uint8_t>[]>(ns->size()) : nullptr) {}
+
+bool StagePlanner::Resident(NodeId id) const {
+  for (uint32_t c = 0; c < catalog_->chunks(id); ++c) {
+    if (!Catalog::IsResident(catalog_->state(ChunkKey{id, c}))) return false;
+  }
+  return true;
+}
 
 void StagePlanner::AddFile(NodeId id) {
-  if (!catalog_ || catalog_->chunks(id) == 0 || marked_[id]) return;
+  if (!catalog_ || catalog_->chunks(id) == 0) return;
+  const uint8_t m = marks_[id].load(std::memory_order_relaxed);
+  if (m & kNamedNow) return;  // named twice in one write ("a" and "a/x")
+  named_++;
+  const bool resident = Resident(id);
+  if (resident) resident_when_named_++;
+  marks_[id].store(m | kNamedNow | kStaged | (resident ? kCounted : 0), std::memory_order_relaxed);
+  if (m & kStaged) return;
   if (staged_.empty()) started_ = std::chrono::steady_clock::now();
-  marked_[id] = 1;
   staged_.push_back(id);
   queue_.push_back(id);
 }
@@ -18,6 +34,10 @@ void StagePlanner::AddFile(NodeId id) {
 void StagePlanner::StageAll() {
   std::lock_guard lock(mu_);
   for (NodeId id = 0; id < ns_->size(); ++id) AddFile(id);
+  if (!marks_) return;
+  for (NodeId id = 0; id < ns_->size(); ++id) {
+    marks_[id].fetch_and(static_cast<uint8_t>(~kNamedNow), std::memory_order_relaxed);
+  }
 }
 
 void StagePlanner::Add(const HintParser::Result& result) {
@@ -25,6 +45,10 @@ void StagePlanner::Add(const HintParser::Result& result) {
   valid_ += result.valid;
   rejected_ += result.rejected;
   for (NodeId id : result.files) AddFile(id);
+  if (!marks_) return;
+  for (NodeId id : result.files) {
+    marks_[id].fetch_and(static_cast<uint8_t>(~kNamedNow), std::memory_order_relaxed);
+  }
 }
 
 bool StagePlanner::Next(NodeId* id) {
@@ -55,6 +79,7 @@ void StagePlanner::VisitCounters(CounterVisitor& v, bool background_idle) const 
     started = started_;
   }
   uint64_t done_files = 0, done_bytes = 0, failed = 0, requested_bytes = 0;
+  std::vector<NodeId> newly_resident;  // not counted in made_resident_bytes_ yet
   for (size_t i = 0; i < staged.size(); ++i) {
     NodeId id = staged[i];
     uint64_t size = ns_->node(id).size;
@@ -68,16 +93,27 @@ void StagePlanner::VisitCounters(CounterVisitor& v, bool background_idle) const 
     if (all) {
       done_files++;
       done_bytes += size;
+      if (!(marks_[id].load(std::memory_order_relaxed) & kCounted)) newly_resident.push_back(id);
     } else if (i < fed && !in_flight && background_idle) {
       failed++;  // fed, settled, not resident: no room, or the copy failed
     }
+  }
+  uint64_t named, resident_when_named, made_resident_bytes;
+  {
+    std::lock_guard lock(mu_);
+    for (NodeId id : newly_resident) {
+      if (marks_[id].fetch_or(kCounted, std::memory_order_relaxed) & kCounted) continue;
+      made_resident_bytes_ += ns_->node(id).size;
+    }
+    named = named_;
+    resident_when_named = resident_when_named_;
+    made_resident_bytes = made_resident_bytes_;
   }
   double elapsed =
       staged.empty()
           ? 0
           : std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   double rate = elapsed > 0 ? done_bytes / elapsed : 0;
-  double eta = rate > 0 ? (requested_bytes - done_bytes) / rate : -1;
   v.Gauge("requested_files", static_cast<double>(staged.size()),
           {"Files asked to be staged through .tierfs/stage."});
   v.Gauge("requested_bytes", static_cast<double>(requested_bytes),
@@ -89,12 +125,25 @@ void StagePlanner::VisitCounters(CounterVisitor& v, bool background_idle) const 
   v.Gauge("failed_files", static_cast<double>(failed),
           {"Staged files that could not be made resident (no room, or a failed copy)."});
   v.Gauge("queued_files", static_cast<double>(queued), {"Staged files not yet promoted."});
+  v.Counter("named_files", named,
+            {"Files named to be staged, each time named (a directory names every file below "
+             "it)."});
+  v.Counter("resident_when_named_files", resident_when_named,
+            {"Files named to be staged that were wholly resident in the tiers already."});
+  v.Counter("made_resident_bytes", made_resident_bytes,
+            {"Size of the staged files that became wholly resident after they were named, each "
+             "file counted once.",
+             Unit::kBytes});
   v.Counter("valid_lines", valid, {"Paths written to .tierfs/stage and accepted."});
   v.Counter("rejected_lines", rejected, {"Lines written to .tierfs/stage and rejected."});
   v.Gauge("rate_bytes_per_s", std::round(rate),
           {"Staged bytes made resident per second since staging started.", Unit::kBytesPerSecond});
-  v.Gauge("eta_seconds", std::round(eta * 10) / 10,
-          {"Estimated time until every staged file is resident (-1: unknown).", Unit::kSeconds});
+  if (rate > 0) {  // unknown before the first staged byte is resident: left out
+    const double left =
+        static_cast<double>(requested_bytes - std::min(requested_bytes, done_bytes));
+    v.Gauge("eta_seconds", std::round(left / rate * 10) / 10,
+            {"Estimated time until every staged file is resident.", Unit::kSeconds});
+  }
 }
 
 }  // namespace tierfs

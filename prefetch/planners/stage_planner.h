@@ -6,9 +6,11 @@
 // the planner or a reader.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -33,19 +35,28 @@ class StagePlanner {
 
   // The "stage" group's figures. `background_idle`: no stage-in promotion
   // is queued (a fed file that is not resident has then failed or found no
-  // room).
+  // room). Counts the staged files first seen resident (made_resident_bytes).
   void VisitCounters(CounterVisitor& v, bool background_idle) const;
 
  private:
-  void AddFile(NodeId id);  // REQUIRES: mu_ held
+  // Bits of marks_, per node.
+  static constexpr uint8_t kStaged = 1;    // in staged_
+  static constexpr uint8_t kNamedNow = 2;  // named in the Add() under way
+  static constexpr uint8_t kCounted = 4;   // resident when named, or counted since
+  void AddFile(NodeId id);                 // REQUIRES: mu_ held
+  bool Resident(NodeId id) const;          // every chunk resident in a tier
 
   const Namespace* const ns_;
   const Catalog* const catalog_;
-  mutable std::mutex mu_;       // guards the rest. Lock order: a leaf.
+  mutable std::mutex mu_;       // guards the rest but marks_' loads. Lock order: a leaf.
   std::deque<NodeId> queue_;    // files still to feed to the executor
   std::vector<NodeId> staged_;  // every file ever asked for
-  std::vector<char> marked_;    // per node: already in staged_
+  // Per node (none without a catalog): stored under mu_, loaded anywhere.
+  std::unique_ptr<std::atomic<uint8_t>[]> marks_;
   uint64_t valid_ = 0, rejected_ = 0;
+  uint64_t named_ = 0;                // files named, each time (once per write)
+  uint64_t resident_when_named_ = 0;  // ...of which resident then
+  mutable uint64_t made_resident_bytes_ = 0;
   std::chrono::steady_clock::time_point started_{};  // the first file asked for
 };
 

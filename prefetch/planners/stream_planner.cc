@@ -314,26 +314,28 @@ void StreamPlanner::VisitCounters(CounterVisitor& v) const {
   uint64_t position = 0;
   for (const auto& [name, s] : streams_) position += s->plan.cursor();
   v.Gauge("declared", static_cast<double>(declared()),
-          {"Files declared in the read order, all streams held."});
+          {"Files declared in the read order, all streams held.", Unit::kFiles});
   v.Gauge("position", static_cast<double>(position),
-          {"Files of the declared order the readers are past, all streams held."});
+          {"Files of the declared order the readers are past, all streams held.", Unit::kFiles});
   v.Counter("consumed", consumed_total_, {"Reads matched to a declared stream."});
   v.Counter("dropped", dropped_entries_,
             {"Declared files dropped because the order held too many."});
-  v.Gauge("lead", static_cast<double>(min_lead()),
-          {"The smallest lead of the streams: files resident ahead of their readers."});
+  v.Gauge(
+      "lead", static_cast<double>(min_lead()),
+      {"The smallest lead of the streams: files resident ahead of their readers.", Unit::kFiles});
   v.Gauge("active_streams", static_cast<double>(streams_.size()), {"Declared streams held."});
   v.Counter("dropped_streams", dropped_streams_, {"Streams dropped to make room for a new one."});
   v.BeginList("streams", "stream");
   for (const auto& [name, s] : streams_) {
     v.BeginItem({{"name", name}}, s->series);
-    v.Gauge("declared", static_cast<double>(s->plan.size()), {"Files declared in the stream."});
+    v.Gauge("declared", static_cast<double>(s->plan.size()),
+            {"Files declared in the stream.", Unit::kFiles});
     v.Gauge("position", static_cast<double>(s->plan.cursor()),
-            {"Files of the stream its readers are past."});
+            {"Files of the stream its readers are past.", Unit::kFiles});
     v.Gauge("outstanding", static_cast<double>(s->plan.outstanding()),
-            {"Files of the stream still to be read."});
+            {"Files of the stream still to be read.", Unit::kFiles});
     v.Gauge("lead", static_cast<double>(s->lead),
-            {"Files of the stream resident ahead of its readers."});
+            {"Files of the stream resident ahead of its readers.", Unit::kFiles});
     v.Counter("consumed", s->plan.consumed(), {"Reads matched to the stream."});
     v.Counter("lookahead_hits", s->hits,
               {"Reads of the stream served from a tier without waiting."});

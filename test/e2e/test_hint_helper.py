@@ -144,6 +144,26 @@ class HintedSamplerTest(unittest.TestCase):
         self.assertIn("rejected every path (none names a file in the mount); "
                       "first: 'c0/f000.jpg': not in the mount", str(w[0].message))
 
+    def test_a_mount_not_in_order_mode_is_hinted_with_one_warning_saying_how_to_switch(self):
+        mode = os.path.join(self.m.root, ".tierfs", "prefetch")
+        with open(mode, "w") as f:
+            f.write("on-access\n")
+        sampler = tierfs_hint.HintedSampler(list(range(10)), self.m.samples, self.m.root)
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            for _ in range(3):
+                self.assertEqual(list(sampler), list(range(10)))
+        self.assertEqual([str(x.message) for x in w], [
+            f"tierfs_hint: {self.m.root} is in prefetch mode on-access: the declared order is "
+            f"kept but not followed; to follow it: echo order > {mode}"])
+        self.assertEqual(sampler.epochs_hinted, 3)  # hinted all the same
+        with open(mode, "w") as f:
+            f.write("order\n")
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            list(tierfs_hint.HintedSampler(list(range(10)), self.m.samples, self.m.root))
+        self.assertEqual(w, [])
+
     def test_an_index_without_a_path_disables_hints_not_training(self):
         with warnings.catch_warnings(record=True) as w:
             warnings.simplefilter("always")

@@ -34,8 +34,10 @@ class CommandLineTest(unittest.TestCase):
 
     def test_unknown_and_malformed_options(self):
         with harness.workdir() as (src, mnt):
-            r = self.check_fails([src, mnt, "-o", "allow_other,bogus=1"], "unknown option 'bogus=1'",
-                                 "tierfs options:", "threads=N", "allow_other", code=2)
+            self.check_fails([src, mnt, "-o", "allow_other,bogus=1"], "unknown option 'bogus'",
+                                 "tierfs --help lists the options", code=2)
+            self.check_fails([src, mnt, "-o", "prefech=order"],
+                             "unknown option 'prefech' (did you mean 'prefetch'?)", code=2)
             self.check_fails([src, mnt, "-o", "threads=abc"], "threads", "'abc'", code=2)
             self.check_fails([src, mnt, "-o", "threads=0"], "threads", code=2)
             self.check_fails([src, mnt, "-o", "threads"], "needs a value", code=2)

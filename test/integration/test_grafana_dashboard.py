@@ -14,9 +14,9 @@ import harness
 DASHBOARD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools",
                          "grafana", "tierfs.json")
 METRIC = re.compile(r"\btierfs_[a-zA-Z0-9_]+")
-# Every read piece served, wherever from: the one denominator of a hit ratio
-# (tools/tierfs/commands.h, ReadPieces).
-READ_PIECES = {f"tierfs_reads_{name}_total" for name in
+# Every part of a read served, wherever from: the one denominator of a hit
+# ratio (tools/tierfs/commands.h, ReadPieces).
+READ_PIECES = {f"tierfs_reads_{name}_parts_total" for name in
                ("from_tiers", "after_promotion", "early", "from_copy", "from_source",
                 "from_peers")}
 
@@ -112,9 +112,9 @@ class GrafanaDashboard(unittest.TestCase):
                 values = scraped(harness.scrape_metrics(port))
                 stat = subprocess.run([harness.tierfs_bin(), "stat", mnt], capture_output=True,
                                       text=True, timeout=30).stdout
-        self.assertGreaterEqual(values["tierfs_reads_from_copy_total"], len(files), values)
-        self.assertGreaterEqual(values["tierfs_reads_from_tiers_total"], 4, values)
-        shown = re.search(r"reads +\S+ served from tiers \(([0-9.]+)%\)", stat)
+        self.assertGreaterEqual(values["tierfs_reads_from_copy_parts_total"], len(files), values)
+        self.assertGreaterEqual(values["tierfs_reads_from_tiers_parts_total"], 4, values)
+        shown = re.search(r"\n +\S+ \(([0-9.]+)%\) from a tier, resident when asked \(hits\)", stat)
         self.assertIsNotNone(shown, stat)
         ratio = evaluate(hit_ratio_panel(load_dashboard())["targets"][0]["expr"], values)
         self.assertAlmostEqual(100 * ratio, float(shown.group(1)), delta=0.05)

@@ -10,7 +10,15 @@ _per_s, _kb, _mb); figures in bytes end in _bytes (or _bytes_total,
 _bytes_per_second), durations in _seconds; a HELP that is a sentence, not a
 path of .tierfs/stats; label values from a bounded set (no process ids,
 stream series capped, the rest as stream="other"); and tierfs_info names
-the version, SOURCE and mount point."""
+the version, SOURCE and mount point.
+
+And what a name says is what it counts: a gauge ends in the unit it counts
+(tierfs_prefetch_order_lookahead_files, not ..._lookahead) unless it is a
+yes/no (HELP "1 if ..."); parts of reads (a read split at chunk boundaries)
+end in _parts, so they cannot be taken for whole reads (tierfs_tiers_hits
+were parts, said to be "reads served whole"); no precomputed rate (a
+counter, and rate()); no negative value standing for "unknown" (a stage ETA
+of -1); no stutter (autotune_tune, stage_staged, open_files_open)."""
 import os
 import re
 import subprocess
@@ -39,6 +47,16 @@ JSON_PATH = re.compile(r"(?<![\w./])[a-z0-9_]+\.[a-z0-9_]+(?![\w/])|\.tierfs/sta
 SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$')
 LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
 STREAM_SERIES = 16  # StreamPlanner::kSeries
+# The nouns a gauge may end in: what it counts, or its unit.
+GAUGE_UNITS = ("bytes", "seconds", "files", "chunks", "parts", "entries", "promotions",
+               "directories", "symlinks", "streams", "threads", "snapshots")
+FLAG_HELP = re.compile(r"^1 if ")
+PARTS_HELP = re.compile(r"^parts of reads\b", re.I)
+COUNT_HELP = {"files": re.compile(r"^(\w+ )?files\b", re.I),
+              "chunks": re.compile(r"^(\w+ )?chunks\b", re.I)}
+# Figures of the peers: their names are the peers' code's, not yet held to
+# these rules (counts of nodes, a port, a number of bits, server_serve).
+UNIT_RULE_EXEMPT = ("tierfs_peers_",)
 
 
 def parse(text):
@@ -66,6 +84,40 @@ def parse(text):
         assert family in families, f"{name}: a sample without # HELP and # TYPE"
         families[family]["samples"].append((name, labels, value))
     return families
+
+
+def unit_violations(name, kind, help_text, samples):
+    """What the name does not say of what it counts, and stutters."""
+    bad = []
+    if name.startswith(UNIT_RULE_EXEMPT):
+        return bad
+    words = name.split("_")[1:]
+    if words and words[-1] == "total":
+        words = words[:-1]
+    for a, b in zip(words, words[1:]):
+        if a != b and min(len(a), len(b)) >= 3 and (a in b or b in a):
+            bad.append(f"{name}: stutters ({a}_{b})")
+    repeated = {w for w in words[:-1] if words.count(w) > 1 and w not in GAUGE_UNITS}
+    if repeated:
+        bad.append(f"{name}: says {', '.join(sorted(repeated))} twice")
+    if name.endswith("_per_second"):
+        bad.append(f"{name}: a precomputed rate (export a counter: rate() makes the rate)")
+    if PARTS_HELP.search(help_text) and not re.search(r"_parts(_total)?$", name):
+        bad.append(f"{name}: counts parts of reads, not named _parts")
+    if kind == "gauge" and name != "tierfs_info":
+        if FLAG_HELP.search(help_text):
+            if words and words[-1] in GAUGE_UNITS:
+                bad.append(f"{name}: a yes/no named as a count")
+        elif not words or words[-1] not in GAUGE_UNITS:
+            bad.append(f"{name}: a count that does not end in what it counts "
+                       f"({', '.join(GAUGE_UNITS)})")
+        for unit, subject in COUNT_HELP.items():
+            if subject.search(help_text) and not name.endswith("_" + unit):
+                bad.append(f"{name}: counts {unit}, not named _{unit}")
+        for sample, labels, value in samples:
+            if value < 0:
+                bad.append(f"{sample}: {value} (a negative value for 'unknown': leave it out)")
+    return bad
 
 
 def violations(families, source, mount):
@@ -97,6 +149,7 @@ def violations(families, source, mount):
             bad.append(f"{name}: HELP {help_text!r} names a path, not what is measured")
         if not fam["samples"]:
             bad.append(f"{name}: no sample")
+        bad += unit_violations(name, kind, help_text, fam["samples"])
         for sample, labels, _ in fam["samples"]:
             for key, value in labels.items():
                 if "pid:" in value or re.fullmatch(r"\d{3,}", value):
@@ -152,7 +205,7 @@ class MetricsConventions(unittest.TestCase):
                 stats = harness.mount_stats(mnt)
         families = self.check(text, src, mnt)
         streams = {labels["stream"]: value for _, labels, value in
-                   families["tierfs_prefetch_order_streams_declared"]["samples"]}
+                   families["tierfs_prefetch_order_streams_declared_files"]["samples"]}
         self.assertEqual(len(stats["prefetch"]["order"]["streams"]), STREAM_SERIES + 5)
         # The first slot is rank0's, the next are processes'.
         self.assertEqual(streams["rank0"], len(files))
@@ -166,6 +219,31 @@ class MetricsConventions(unittest.TestCase):
         used = {labels["tier"]: value for _, labels, value in
                 families["tierfs_tiers_used_bytes"]["samples"]}
         self.assertEqual(used["ram"], stats["tiers"][0]["used"])
+        # The tiers' hits and the reads from tiers are one unit, parts of reads.
+        hits = sum(v for _, _, v in families["tierfs_tiers_hit_parts_total"]["samples"])
+        self.assertEqual(hits, families["tierfs_reads_from_tiers_parts_total"]["samples"][0][2])
+        # Staging's progress as a counter, not a rate.
+        self.assertIn("tierfs_prefetch_stage_made_resident_bytes_total", families)
+
+    def test_the_rules_catch_what_a_mount_exported_before(self):
+        # Names a mount exported (each a breach): counts with no unit, a yes/no
+        # that stutters, parts of reads named as reads, a rate, an ETA of -1.
+        before = [
+            ("tierfs_prefetch_order_lookahead", "gauge", "Files promoted ahead of the readers "
+                                                        "at most.", 64),
+            ("tierfs_open_files_open", "gauge", "SOURCE files held open now.", 3),
+            ("tierfs_prefetch_autotune_tune_parallelism", "gauge",
+             "1 if the number of parallel SOURCE reads is tuned.", 1),
+            ("tierfs_reads_from_tiers_total", "counter",
+             "Parts of reads served from a tier, resident when asked for (hits).", 7),
+            ("tierfs_prefetch_stage_rate_bytes_per_second", "gauge",
+             "Staged bytes made resident per second since staging started.", 10),
+            ("tierfs_prefetch_stage_eta_seconds", "gauge",
+             "Estimated time until every staged file is resident.", -1),
+        ]
+        for name, kind, help_text, value in before:
+            with self.subTest(name=name):
+                self.assertNotEqual(unit_violations(name, kind, help_text, [(name, {}, value)]), [])
 
     def test_peered_daemons(self):
         try:

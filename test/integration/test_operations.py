@@ -79,7 +79,7 @@ class MetricsTest(unittest.TestCase):
                 self.assertGreaterEqual(count, 50)
                 self.assertEqual(
                     samples[("tierfs_requests_read_latency_seconds_bucket", 'le="+Inf"')], count)
-                self.assertIn(("tierfs_prefetch_order_lead", ""), samples)
+                self.assertIn(("tierfs_prefetch_order_lead_files", ""), samples)
                 # Which SOURCE and mount: two mounts on a node are told apart.
                 info = [labels for name, labels in samples if name == "tierfs_info"]
                 self.assertEqual(len(info), 1, info)

@@ -48,13 +48,15 @@ class SubcommandTest(unittest.TestCase):
             text = out.stdout
             self.assertIn(f"tierfs {s['version']} at {self.mnt}", text)
             self.assertIn("namespace   40 files, 5 directories", text)
-            self.assertRegex(text, r"tiers +ram +memory +[0-9.]+ KiB / 16\.0 MiB")
+            self.assertRegex(text, r"tiers +RAM: [0-9.]+ KiB of 16\.0 MiB used")
             self.assertIn(f"SOURCE      {used / 1024:.1f} KiB read in", text)
             self.assertIn("promotions  10 chunks copied into the tiers", text)
-            self.assertIn("queued 0 foreground (being read), 0 look-ahead, 0 background", text)
+            self.assertIn("waiting for a thread: 0 for reads, 0 to read ahead, 0 in the background",
+                          text)
             self.assertIn("0 refused (queue full), 0 fit in no tier, 0 evicted; "
                           "10 of 40 files fully resident", text)
-            self.assertIn("prefetch    mode on-access", text)
+            self.assertIn("prefetch    mode on-access: a file is copied into the tiers when it is "
+                          "first read", text)
             # A tier's hits are the pieces read from its finished copies; those
             # read from a copy still being made from SOURCE (reads.early) are
             # SOURCE's bytes and shown apart (counted as hits, a cold epoch
@@ -63,19 +65,21 @@ class SubcommandTest(unittest.TestCase):
             hits = sum(t["hits"] for t in s["tiers"])
             pieces = read_pieces(r)
             self.assertEqual(hits, r["from_tiers"], r)
-            shown = re.search(r"hits (\d+) \(([0-9.]+)% of reads\)", text)
+            shown = re.search(r"(\d+) hits \(([0-9.]+)% of reads\)", text)
             self.assertIsNotNone(shown, text)
             self.assertEqual(int(shown.group(1)), hits)
             self.assertAlmostEqual(float(shown.group(2)), 100 * hits / pieces, delta=0.05)
-            self.assertIn(f"reads       {hits} served from tiers (", text)
-            self.assertIn(f"), {r['early']} from copies still being made from SOURCE (", text)
+            self.assertIn(f"reads       {pieces} parts of reads served", text)
+            self.assertIn(f"\n            {hits} (0.0%) from a tier, resident when asked (hits)\n",
+                          text)
+            self.assertIn(f"            {r['early']} (", text)
             # Each of these reads was the file's first: each came from SOURCE,
             # through the promotion its miss started, so none is a hit (they
             # were counted as hits: "hit ratio 100%" on a cold epoch).
             self.assertEqual(hits, 0, r)
             self.assertGreaterEqual(r["after_promotion"] + r["early"], 10, r)
-            self.assertIn(f"), {r['after_promotion']} from the tier once their miss was promoted (",
-                          text)
+            self.assertIn(f"            {r['after_promotion']} (100.0%) from a tier once their miss "
+                          "was promoted\n", text)
 
     def test_hit_ratio_counts_the_reads_served_from_their_readers_copy(self):
         # A directory tier: a cold read of a small file is served from the
@@ -113,13 +117,13 @@ class SubcommandTest(unittest.TestCase):
             self.assertAlmostEqual(float(shown.group(1)), 100 * new_hits / new_pieces, delta=0.05)
             self.assertLess(float(shown.group(1)), 50, watched)
             text = self.tierfs("stat", self.mnt).stdout
-            shown = re.search(r"hits (\d+) \(([0-9.]+)% of reads\)", text)
+            shown = re.search(r"(\d+) hits \(([0-9.]+)% of reads\)", text)
             self.assertIsNotNone(shown, text)
             self.assertEqual(int(shown.group(1)), hits)
             self.assertAlmostEqual(float(shown.group(2)), 100 * hits / pieces, delta=0.05)
             self.assertLess(float(shown.group(2)), 50, text)
-            self.assertIn(f"{r['from_copy']} from the copy their reader had just made from "
-                          f"SOURCE ({100 * r['from_copy'] / pieces:.1f}%)", text)
+            self.assertIn(f"{r['from_copy']} ({100 * r['from_copy'] / pieces:.1f}%) from the copy "
+                          "their reader had just made from SOURCE", text)
 
     def test_stat_says_what_each_figure_is(self):
         # No bare figures ("queued 0+0") and no raw keys ("source_latency_ms
@@ -131,14 +135,15 @@ class SubcommandTest(unittest.TestCase):
             self.assertNotRegex(text, r"\d\+\d")
             self.assertNotRegex(text, r"[a-z]+_[a-z_]+ \d")  # a JSON key and its value
             self.assertNotRegex(text, r"\d\.\d{3,}")  # rounded for people
-            self.assertRegex(text, r"readers past 0 of 1 declared files \(0\.0%\); look-ahead "
-                                   r"window \d+ files, \d+ resident ahead of the readers")
-            self.assertIn("hint lines accepted 1, rejected 1 (last: 'no/such': not in the mount",
-                          text)
-            self.assertRegex(text, r"stage     10 of 10 requested files staged \(\S+ \S+ of \S+ "
-                                   r"\S+\), 0 failed, 0 queued; 0 paths rejected")
-            self.assertRegex(text, r"autotune  \d+ SOURCE reads at once \(tuned\), look-ahead "
-                                   r"window tuned; SOURCE latency [0-9.]+ ms \(best [0-9.]+ ms\)")
+            self.assertIn("readers past 0 of 1 declared files (0.0%)\n", text)
+            self.assertRegex(text, r"read ahead: up to \d+ files, \d+ resident ahead of the "
+                                   r"readers")
+            self.assertIn("hints: 1 paths accepted, 1 lines rejected (last: 'no/such': not in the "
+                          "mount", text)
+            self.assertRegex(text, r"stage     10 of 10 files asked for are resident \(\S+ \S+ of "
+                                   r"\S+ \S+\)\n +0 failed, 0 queued; 0 paths rejected")
+            self.assertRegex(text, r"autotune  \d+ SOURCE reads at once \(tuned\), read-ahead "
+                                   r"window tuned\n +SOURCE latency [0-9.]+ ms \(best [0-9.]+ ms\)")
 
     def test_stat_json_is_the_raw_stats(self):
         with harness.Mount(self.src, self.mnt) as m:
@@ -149,6 +154,57 @@ class SubcommandTest(unittest.TestCase):
             self.assertEqual(stats["namespace"]["files"], 40)
             out = self.tierfs("stat", self.mnt)
             self.assertIn("tiers       none", out.stdout)
+
+    def test_stat_reads_right_for_a_newcomer(self):
+        # Lines of at most 100 characters (the reads line was 250), tiers by
+        # where they are, the page cache said to be unseen, hint lines and
+        # declared files told apart ("hint lines accepted 1,203" beside
+        # "1,200 declared files": 3 were directives).
+        tier = os.path.join(os.path.dirname(self.src), "nvme")
+        os.mkdir(tier)
+        names = sorted(self.files)
+        with harness.Mount(self.src, self.mnt, ["ram=16M", f"tier={tier}:16M",
+                                                 "prefetch=order"]):
+            order = "//stream a\n//epoch\n" + "".join(r + "\n" for r in names) + "//epoch\n"
+            self.assertEqual(self.tierfs("hint", self.mnt, "-", input=order).returncode, 0)
+            for rel in names[:5]:
+                harness.read_file(os.path.join(self.mnt, rel))
+            text = self.tierfs("stat", self.mnt).stdout
+        long = [line for line in text.splitlines() if len(line) > 100]
+        self.assertEqual(long, [], text)
+        self.assertRegex(text, r"\ntiers       RAM: .* of 16\.0 MiB used")
+        self.assertIn(f"\n            {tier}: ", text)
+        self.assertNotIn("dir0", text)
+        self.assertIn("page cache  not seen: reads the kernel serves from its page cache never "
+                      "reach tierfs,\n", text)
+        self.assertIn("of 40 declared files", text)
+        self.assertIn("hints: 40 paths and 3 directives accepted, 0 lines rejected", text)
+
+    def test_stat_of_a_mirror_shows_no_prefetching(self):
+        # A mount without tiers promotes nothing: no promotion, prefetch,
+        # order, stage or autotune lines, no tier hits.
+        with harness.Mount(self.src, self.mnt):
+            for rel in sorted(self.files)[:3]:
+                harness.read_file(os.path.join(self.mnt, rel))
+            text = self.tierfs("stat", self.mnt).stdout
+        for word in ("promotions", "prefetch", "order", "stage", "autotune", "hits",
+                     "waited for a promotion"):
+            self.assertNotIn(word, text)
+        self.assertIn("tiers       none: a mirror only", text)
+        self.assertIn("            3 (100.0%) directly from SOURCE", text)
+        self.assertIn("page cache  not seen", text)
+
+    def test_stat_in_on_access_mode_says_a_declared_order_is_not_followed(self):
+        with harness.Mount(self.src, self.mnt, ["ram=16M"]):
+            text = self.tierfs("stat", self.mnt).stdout
+            self.assertNotIn("order", text)  # nothing declared: nothing to say
+            self.assertNotIn("stage", text)
+            self.assertNotIn("read-ahead window", text)
+            self.tierfs("hint", self.mnt, "-", input="d1/f00001\n")
+            text = self.tierfs("stat", self.mnt).stdout
+        self.assertIn("  order     1 declared files, not followed in mode on-access; to follow "
+                      "them: echo order >", text)
+        self.assertNotIn("readers past", text)
 
     def test_stat_watch_prints_rates_until_counted_or_interrupted(self):
         # The reads must reach the daemon to show in its rates: with
@@ -315,6 +371,32 @@ class SubcommandTest(unittest.TestCase):
             self.assertEqual(out.returncode, 1)
             self.assertIn("No such file or directory", out.stderr)
 
+    def test_hint_to_a_mount_not_in_order_mode_is_taken_and_warned_about(self):
+        # Written to an on-access mount, a hint was accepted with no word
+        # that nothing would follow it.
+        with harness.Mount(self.src, self.mnt, ["ram=16M"]) as m:
+            out = self.tierfs("hint", self.mnt, "-", input="//epoch\nd1/f00001\nd2/f00002\n")
+            self.assertEqual(out.returncode, 0, out.stderr)
+            self.assertIn("accepted 2 of 2 paths and 1 of 1 directives, rejected 0; declared order "
+                          "now 2 files (mode on-access)", out.stdout)
+            switch = f"echo order > {self.mnt}/.tierfs/prefetch"
+            self.assertEqual(out.stderr, f"tierfs hint: warning: {self.mnt} is in prefetch mode "
+                                         "on-access: the declared order is kept but not followed; "
+                                         f"to follow it: {switch}\n")
+            # The control file's own report says it too, and the daemon's log.
+            order = m.stats()["prefetch"]["order"]
+            self.assertEqual(order["warning"], "the prefetch mode is on-access: the declared order "
+                                               f"is kept but not followed; to follow it: {switch}")
+            self.assertEqual((order["valid_lines"], order["directive_lines"]), (3, 1))
+            self.assertIn(f"warning: order hints written: the prefetch mode is on-access", m.output())
+            # Switched as said: followed, and no more warning.
+            subprocess.run(["sh", "-c", switch], check=True)
+            out = self.tierfs("hint", self.mnt, "-", input="d1/f00001\n")
+            self.assertEqual((out.returncode, out.stderr), (0, ""))
+            self.assertNotIn("warning", m.stats()["prefetch"]["order"])
+            harness.wait_for(lambda: m.stats()["promotions"]["files_resident"] > 0,
+                             what="the order followed once switched")
+
     def test_hint_alone_starts_prefetching(self):
         with harness.Mount(self.src, self.mnt, ["ram=16M", "prefetch=order"]) as m:
             out = self.tierfs("hint", self.mnt, "-", input="\n".join(sorted(self.files)) + "\n")
@@ -330,7 +412,7 @@ class SubcommandTest(unittest.TestCase):
         with harness.Mount(self.src, self.mnt, ["ram=16M"]) as m:
             out = self.tierfs("stage", self.mnt)
             self.assertEqual(out.returncode, 0, out.stderr)
-            self.assertIn("staged 40 files", out.stdout)
+            self.assertRegex(out.stdout, r"^staged 40 files, [0-9.]+ KiB in [0-9.]+ s\n$")
             s = m.stats()
             stage = s["prefetch"]["stage"]
             self.assertEqual((stage["requested_files"], stage["done_files"]), (40, 40))
@@ -340,6 +422,19 @@ class SubcommandTest(unittest.TestCase):
             for rel, data in self.files.items():
                 self.assertEqual(harness.read_file(os.path.join(self.mnt, rel)), data)
             self.assertEqual(m.stats()["source"]["read_bytes"], self.total)
+
+    def test_stage_counts_what_was_resident_already(self):
+        # "staged 10 files" for 20 asked when 10 were resident: now both.
+        with harness.Mount(self.src, self.mnt, ["ram=16M"]):
+            for rel in [r for r in self.files if r.startswith("d1/")]:
+                harness.read_file(os.path.join(self.mnt, rel))
+            out = self.tierfs("stage", self.mnt, "d1", "d2")
+            self.assertEqual(out.returncode, 0, out.stderr)
+            self.assertRegex(out.stdout, r"^staged 10 files, [0-9.]+ KiB in [0-9.]+ s; 10 of the "
+                                         r"20 files asked for were resident already\n$")
+            out = self.tierfs("stage", self.mnt, "d1", "d2", "d2/f00002")
+            self.assertEqual(out.stdout, "nothing to stage: the 20 files asked for were resident "
+                                         "already\n")
 
     def test_stage_some_paths_quietly(self):
         with harness.Mount(self.src, self.mnt, ["ram=16M"]) as m:

@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "fs/counter_json.h"
@@ -71,14 +72,50 @@ const std::map<std::string, Renamed> kRenamed = {
     {"tierfs_tiers_used", {"tierfs_tiers_used_bytes", 1}},
     {"tierfs_tiers_bytes_served", {"tierfs_tiers_served_bytes", 1}},
     {"tierfs_promotions_chunk_size", {"tierfs_promotions_chunk_size_bytes", 1}},
-    {"tierfs_prefetch_stage_rate_bytes_per_s", {"tierfs_prefetch_stage_rate_bytes_per_second", 1}},
+    // Counts name what they count: parts of reads, files, chunks, entries.
+    {"tierfs_tiers_hits", {"tierfs_tiers_hit_parts", 1}},
+    {"tierfs_reads_from_tiers", {"tierfs_reads_from_tiers_parts", 1}},
+    {"tierfs_reads_after_promotion", {"tierfs_reads_after_promotion_parts", 1}},
+    {"tierfs_reads_from_source", {"tierfs_reads_from_source_parts", 1}},
+    {"tierfs_reads_waits", {"tierfs_reads_waited_parts", 1}},
+    {"tierfs_reads_early", {"tierfs_reads_early_parts", 1}},
+    {"tierfs_reads_wait_timeouts", {"tierfs_reads_wait_timeout_parts", 1}},
+    {"tierfs_reads_tier_errors", {"tierfs_reads_tier_error_parts", 1}},
+    {"tierfs_reads_from_peers", {"tierfs_reads_from_peers_parts", 1}},
+    {"tierfs_reads_from_copy", {"tierfs_reads_from_copy_parts", 1}},
+    {"tierfs_reads_bypass_kept", {"tierfs_reads_bypass_kept_parts", 1}},
+    {"tierfs_promotions_queued_foreground", {"tierfs_promotions_queued_for_reads_chunks", 1}},
+    {"tierfs_promotions_queued_lookahead", {"tierfs_promotions_queued_read_ahead_chunks", 1}},
+    {"tierfs_promotions_queued_background", {"tierfs_promotions_queued_background_chunks", 1}},
+    {"tierfs_promotions_running", {"tierfs_promotions_running_chunks", 1}},
+    {"tierfs_promotions_files_resident", {"tierfs_promotions_resident_files", 1}},
+    {"tierfs_prefetch_order_lookahead", {"tierfs_prefetch_order_lookahead_files", 1}},
+    {"tierfs_prefetch_order_declared", {"tierfs_prefetch_order_declared_files", 1}},
+    {"tierfs_prefetch_order_position", {"tierfs_prefetch_order_position_files", 1}},
+    {"tierfs_prefetch_order_lead", {"tierfs_prefetch_order_lead_files", 1}},
+    {"tierfs_prefetch_order_streams_declared", {"tierfs_prefetch_order_streams_declared_files", 1}},
+    {"tierfs_prefetch_order_streams_position", {"tierfs_prefetch_order_streams_position_files", 1}},
+    {"tierfs_prefetch_order_streams_outstanding",
+     {"tierfs_prefetch_order_streams_outstanding_files", 1}},
+    {"tierfs_prefetch_order_streams_lead", {"tierfs_prefetch_order_streams_lead_files", 1}},
+    {"tierfs_prefetch_autotune_parallelism", {"tierfs_prefetch_autotune_parallel_promotions", 1}},
+    {"tierfs_prefetch_autotune_tune_parallelism",
+     {"tierfs_prefetch_autotune_parallelism_tuned", 1}},
+    {"tierfs_prefetch_autotune_tune_lookahead", {"tierfs_prefetch_autotune_lookahead_tuned", 1}},
+    {"tierfs_open_files_open", {"tierfs_open_files_held_files", 1}},
+    {"tierfs_open_files_capacity", {"tierfs_open_files_capacity_files", 1}},
+    {"tierfs_namespace_skipped", {"tierfs_namespace_skipped_entries", 1}},
     {"tierfs_prefetch_autotune_source_latency_ms",
      {"tierfs_prefetch_autotune_source_latency_seconds", 1e-3}},
     {"tierfs_prefetch_autotune_best_source_latency_ms",
      {"tierfs_prefetch_autotune_best_source_latency_seconds", 1e-3}},
 };
 
+// Figures of the JSON only: rates (Prometheus computes them from counters).
+const std::set<std::string> kJsonOnly = {"tierfs_prefetch_stage_rate_bytes_per_s"};
+
 void Put(const std::string& name, const std::string& labels, double value, Samples* out) {
+  if (kJsonOnly.count(name)) return;
   auto r = kRenamed.find(name);
   if (r == kRenamed.end()) {
     (*out)[{name, labels}] = value;

@@ -25,6 +25,10 @@ TEST_CASE("Prometheus names carry base units, JSON keeps its keys and values", "
     v.Gauge("uptime_seconds", 14, {"Time since start.", Unit::kSeconds});
     v.Counter("hits", 15, {"Things found."});
     v.Flag("on", true, {"1 if on."});
+    v.Gauge("lookahead", 16, {"Files ahead.", Unit::kFiles});
+    v.Gauge("queued_files", 17, {"Files queued.", Unit::kFiles});
+    v.Counter("from_tiers", 18, {"Parts of reads from tiers.", Unit::kParts});
+    v.Gauge("running", 19, {"Chunks running.", Unit::kChunks, "busy"});
     v.EndGroup();
   };
   PrometheusCounterWriter prometheus;
@@ -40,10 +44,16 @@ TEST_CASE("Prometheus names carry base units, JSON keeps its keys and values", "
   CHECK_THAT(text, Catch::Contains("\ntierfs_g_read_bytes_total 10\n"));
   CHECK_THAT(text, Catch::Contains("\ntierfs_g_bytes_total 11\n"));
   CHECK_THAT(text, Catch::Contains("\ntierfs_g_served_bytes_total 12\n"));
-  CHECK_THAT(text, Catch::Contains("\ntierfs_g_rate_bytes_per_second 13\n"));
+  // A precomputed rate is for people: Prometheus takes rate() of a counter.
+  CHECK_THAT(text, !Catch::Contains("tierfs_g_rate"));
   CHECK_THAT(text, Catch::Contains("\ntierfs_g_uptime_seconds 14\n"));
   CHECK_THAT(text, Catch::Contains("# TYPE tierfs_g_hits_total counter\ntierfs_g_hits_total 15\n"));
   CHECK_THAT(text, Catch::Contains("# TYPE tierfs_g_on gauge\ntierfs_g_on 1\n"));
+  // A count names what it counts, once.
+  CHECK_THAT(text, Catch::Contains("\ntierfs_g_lookahead_files 16\n"));
+  CHECK_THAT(text, Catch::Contains("\ntierfs_g_queued_files 17\n"));
+  CHECK_THAT(text, Catch::Contains("\ntierfs_g_from_tiers_parts_total 18\n"));
+  CHECK_THAT(text, Catch::Contains("\ntierfs_g_busy_chunks 19\n"));
   CHECK_THAT(text, !Catch::Contains("_ms") && !Catch::Contains("_us") &&
                        !Catch::Contains("per_s ") && !Catch::Contains(".tierfs/stats"));
 
@@ -53,7 +63,9 @@ TEST_CASE("Prometheus names carry base units, JSON keeps its keys and values", "
         "{\n  \"g\": {\n    \"latency_ms\": 250,\n    \"spent_us\": 1500000,\n"
         "    \"budget\": 4096,\n    \"read_bytes\": 10,\n    \"bytes\": 11,\n"
         "    \"bytes_served\": 12,\n    \"rate_bytes_per_s\": 13,\n"
-        "    \"uptime_seconds\": 14,\n    \"hits\": 15,\n    \"on\": true}\n}\n");
+        "    \"uptime_seconds\": 14,\n    \"hits\": 15,\n    \"on\": true,\n"
+        "    \"lookahead\": 16,\n    \"queued_files\": 17,\n    \"from_tiers\": 18,\n"
+        "    \"running\": 19}\n}\n");
 }
 
 TEST_CASE("Prometheus adds up the items of one series; words label tierfs_info", "[prometheus]") {

@@ -22,14 +22,22 @@ namespace tierfs {
 
 using Labels = std::vector<std::pair<std::string_view, std::string_view>>;
 
-// The unit of a figure's value as the component reports it.
+// The unit of a figure's value as the component reports it. A count of
+// things names what it counts (Prometheus: the noun ends the name,
+// tierfs_prefetch_order_lookahead_files), unless its key already does
+// ("directories", "threads") or it counts events (a counter's _total).
 enum class Unit {
-  kNone,  // a count, a ratio, a setting
+  kNone,  // a count of events, a ratio, a setting, or a key that ends in its noun
   kBytes,
   kSeconds,
-  kMilliseconds,  // Prometheus: converted to seconds
-  kMicroseconds,  // Prometheus: converted to seconds
-  kBytesPerSecond,
+  kMilliseconds,    // Prometheus: converted to seconds
+  kMicroseconds,    // Prometheus: converted to seconds
+  kBytesPerSecond,  // a rate for people: JSON only (Prometheus takes rate() of a counter)
+  kFiles,
+  kChunks,
+  kEntries,
+  kPromotions,
+  kParts,  // parts of reads: a read's bytes within one chunk (most reads are one part)
 };
 
 // What a figure measures.

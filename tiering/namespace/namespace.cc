@@ -162,7 +162,9 @@ void Namespace::VisitCounters(CounterVisitor& v) const {
   v.Gauge("directories", static_cast<double>(dir_count()), {"Directories in the namespace."});
   v.Gauge("symlinks", static_cast<double>(symlink_count()), {"Symbolic links in the namespace."});
   v.Gauge("skipped", static_cast<double>(skipped_count()),
-          {"SOURCE entries left out of the namespace (special files, unlistable directories)."});
+          {"SOURCE entries not served as they are: special files (left out) and directories "
+           "that could not be listed (shown empty).",
+           Unit::kEntries});
   v.Gauge("file_bytes", static_cast<double>(total_file_bytes()),
           {"Total size of the namespace's regular files.", Unit::kBytes});
   v.Gauge("memory_bytes", static_cast<double>(memory_bytes()),

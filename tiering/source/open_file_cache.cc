@@ -89,8 +89,10 @@ size_t OpenFileCache::open_files() const {
 }
 
 void OpenFileCache::VisitCounters(CounterVisitor& v) const {
-  v.Gauge("open", static_cast<double>(open_files()), {"SOURCE files held open now."});
-  v.Gauge("capacity", static_cast<double>(capacity()), {"Most SOURCE files held open at once."});
+  v.Gauge("open", static_cast<double>(open_files()),
+          {"SOURCE files held open now.", Unit::kFiles, "held"});
+  v.Gauge("capacity", static_cast<double>(capacity()),
+          {"Most SOURCE files held open at once.", Unit::kFiles});
   v.Counter("hits", hits(), {"Reads that found their SOURCE file already open."});
   v.Counter("misses", misses(), {"Reads that had to open their SOURCE file."});
   v.Counter("evictions", evictions(), {"SOURCE files closed to make room for others."});

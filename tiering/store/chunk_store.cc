@@ -333,7 +333,9 @@ void ChunkStore::VisitTiers(CounterVisitor& v) const {
     v.Gauge("used", static_cast<double>(t->used()),
             {"Bytes of chunks held or being written in the tier.", Unit::kBytes});
     v.Gauge("chunks", static_cast<double>(chunks[i]), {"Chunks resident in the tier."});
-    v.Counter("hits", t->hits(), {"Reads served whole from the tier."});
+    v.Counter("hits", t->hits(),
+              {"Parts of reads served from the tier, resident when asked for (hits).", Unit::kParts,
+               "hit"});
     v.Counter("bytes_served", t->bytes_served(),
               {"Bytes read from the tier to serve reads.", Unit::kBytes, "served"});
     v.EndItem();
@@ -354,10 +356,10 @@ void ChunkStore::VisitPromotions(CounterVisitor& v) const {
   v.Counter("dropped", load(counters_.dropped),
             {"Resident chunks found unreadable in their tier and dropped."});
   v.Counter("copies_evicted", load(counters_.copies_evicted),
-            {"Chunks homed on other nodes evicted to make room for this node's own."});
+            {"Chunks that another node keeps, evicted to make room for chunks this node keeps."});
   v.Counter("bytes", load(counters_.bytes), {"Bytes promoted into the tiers.", Unit::kBytes});
   v.Gauge("files_resident", static_cast<double>(catalog_->FullyResidentFiles()),
-          {"Files whose every chunk is resident in a tier."});
+          {"Files whose every chunk is resident in a tier.", Unit::kFiles, "resident"});
   v.Gauge("policy_entries", static_cast<double>(policy_->entries()),
           {"Entries the eviction policy keeps to order evictions (its memory)."});
 }

@@ -25,7 +25,10 @@ NAME" is sent first), e.g. when several processes feed one order.
 
 Hints never break training: if the mount has no `.tierfs/order` (not tierfs,
 or an older tierfs) or a write fails, a RuntimeWarning is issued once and the
-job goes on without hints. Standard library only; torch is not imported.
+job goes on without hints. A mount that is not in prefetch mode `order`
+keeps the hints but does not follow them: a RuntimeWarning says so once,
+with how to switch (`echo order > MOUNT/.tierfs/prefetch`). Standard
+library only; torch is not imported.
 """
 import errno
 import json
@@ -39,6 +42,7 @@ __all__ = ["HintedSampler", "hint", "clear", "relative_paths"]
 __version__ = "0.1.0"
 
 ORDER_FILE = os.path.join(".tierfs", "order")
+MODE_FILE = os.path.join(".tierfs", "prefetch")
 # Errors after which no later write can succeed: stop trying.
 _PERMANENT = {errno.ENOENT, errno.ENOTDIR, errno.EACCES, errno.EPERM, errno.EROFS}
 
@@ -99,8 +103,10 @@ class _Writer:
     def __init__(self, mount):
         self.path = os.path.join(mount, ORDER_FILE)
         self.stats_path = os.path.join(mount, ".tierfs", "stats")
+        self.mode_path = os.path.join(mount, MODE_FILE)
         self.disabled = False
         self._warned = set()
+        self._mode_checked = False
 
     def write(self, rel_paths, truncate=False):
         """Writes the paths (one line each) in one open/write/close; returns True on success."""
@@ -116,10 +122,25 @@ class _Writer:
                     view = view[os.write(fd, view):]
             finally:
                 os.close(fd)
-            return True
         except OSError as e:
             self._fail(e)
             return False
+        if not self._mode_checked:
+            self._mode_checked = True
+            self._check_mode()
+        return True
+
+    def _check_mode(self):
+        """Warns if the mount's prefetch mode is not `order` (the hints are kept, not followed)."""
+        try:
+            with open(self.mode_path) as f:
+                mode = f.read().strip()
+        except OSError:
+            return  # an older tierfs: nothing to tell
+        if mode and mode != "order":
+            _warn(f"{os.path.dirname(os.path.dirname(self.path))} is in prefetch mode {mode}: "
+                  "the declared order is kept but not followed; to follow it: "
+                  f"echo order > {self.mode_path}")
 
     def _fail(self, e):
         if e.errno in (errno.ENOENT, errno.ENOTDIR):

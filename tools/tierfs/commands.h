@@ -29,6 +29,10 @@ uint64_t ReadPieces(const JsonValue& stats);
 // stats group (prefetch.order or prefetch.stage) read after the write.
 std::string RejectedLines(const JsonValue& group, uint64_t rejected, uint64_t lines);
 
+// "MOUNT is in prefetch mode MODE: the declared order is kept but not
+// followed; to follow it: echo order > MOUNT/.tierfs/prefetch".
+std::string UnusedOrder(const MountControl& mount, const std::string& mode);
+
 // 1536 -> "1.5 KiB"; below 1 KiB "N B".
 std::string HumanBytes(uint64_t bytes);
 // 1234567 -> "1,234,567".

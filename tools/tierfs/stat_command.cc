@@ -3,6 +3,7 @@
 // omitted or marked, never an error.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
@@ -19,8 +20,26 @@ std::string Uptime(double seconds) {
   return fmt::format("{}d {:02}h", s / 86400, s % 86400 / 3600);
 }
 
+constexpr size_t kWidth = 100;  // no line longer, but for a single word that is
+constexpr int kLabel = 11;      // the label column, then a space
+
+// `text` after `label`, wrapped at spaces to kWidth columns, the further
+// lines indented under the text.
 void Line(const char* label, const std::string& text) {
-  std::printf("%-11s %s\n", label, text.c_str());
+  const size_t room = kWidth - kLabel - 1;
+  std::string rest = text;
+  const char* shown = label;
+  do {
+    size_t cut = rest.size();
+    if (cut > room) {
+      cut = rest.rfind(' ', room);
+      if (cut == std::string::npos || cut == 0) cut = rest.find(' ', room);
+      if (cut == std::string::npos) cut = rest.size();
+    }
+    std::printf("%-*s %s\n", kLabel, shown, rest.substr(0, cut).c_str());
+    rest = cut < rest.size() ? rest.substr(cut + 1) : "";
+    shown = "";
+  } while (!rest.empty());
 }
 
 // The "peers" group (a mount with -o peers=): who is up, what moved between
@@ -47,24 +66,30 @@ void PrintPeers(const JsonValue& s) {
                        Grouped(p->Uint("source_fallbacks"))));
 }
 
+// Each tier by where it is (RAM, or its directory): how full, its hits.
 void PrintTiers(const JsonValue& stats) {
   const JsonValue* tiers = stats.Member("tiers");
   if (!tiers || !tiers->is_array() || tiers->items().empty()) {
-    Line("tiers", "none (every read goes to SOURCE; mount with -o ram=SIZE or tier=PATH:SIZE)");
+    Line("tiers",
+         "none: a mirror only, every read goes to SOURCE (mount with -o ram=SIZE or "
+         "tier=PATH:SIZE to keep copies)");
     return;
   }
   uint64_t pieces = ReadPieces(stats);
   const char* label = "tiers";
   for (const JsonValue& t : tiers->items()) {
     uint64_t budget = t.Uint("budget"), limit = t.Uint("limit", budget), used = t.Uint("used");
-    std::string room =
-        fmt::format("{} / {} ({})", HumanBytes(used), HumanBytes(limit), Percent(used, limit));
+    const std::string path = t.String("path");
+    const std::string where = t.String("kind") == "memory" ? "RAM"
+                              : path.empty()               ? t.String("name", "?")
+                                                           : path;
+    std::string room = fmt::format("{} of {} used ({})", HumanBytes(used), HumanBytes(limit),
+                                   Percent(used, limit));
     if (limit < budget)
       room += fmt::format(" [budget {}, lowered after ENOSPC]", HumanBytes(budget));
-    Line(label,
-         fmt::format("{:<8} {:<9} {}  hits {} ({} of reads), served {}", t.String("name", "?"),
-                     t.String("kind", "?"), room, Grouped(t.Uint("hits")),
-                     Percent(t.Uint("hits"), pieces), HumanBytes(t.Uint("bytes_served"))));
+    Line(label, fmt::format("{}: {}, {} hits ({} of reads), {} served", where, room,
+                            Grouped(t.Uint("hits")), Percent(t.Uint("hits"), pieces),
+                            HumanBytes(t.Uint("bytes_served"))));
     label = "";
   }
 }
@@ -77,54 +102,89 @@ std::string LastRejected(const JsonValue& group) {
 }
 
 // The "autotune" group in words: what is tuned, where it stands, why.
-std::string Autotune(const JsonValue& a) {
+// `window`: the read-ahead window applies (order mode).
+void Autotune(const JsonValue& a, bool window) {
   auto yes = [&a](const char* key) {
     const JsonValue* v = a.Member(key);
     return v != nullptr && v->type() == JsonValue::Type::kBool && v->boolean();
   };
-  std::string out = fmt::format(
-      "{} SOURCE reads at once ({}), look-ahead window {}; SOURCE latency {:.1f} ms (best "
-      "{:.1f} ms), {} backoffs, {} decisions",
-      Grouped(a.Uint("parallelism")), yes("tune_parallelism") ? "tuned" : "fixed",
-      yes("tune_lookahead") ? "tuned" : "fixed", a.Number("source_latency_ms"),
-      a.Number("best_source_latency_ms"), Grouped(a.Uint("backoffs")),
-      Grouped(a.Uint("decisions")));
-  if (std::string last = a.String("last"); !last.empty()) out += "; last: " + last;
-  return out;
+  std::string tuned = fmt::format("{} SOURCE reads at once ({})", Grouped(a.Uint("parallelism")),
+                                  yes("tune_parallelism") ? "tuned" : "fixed");
+  if (window) {
+    tuned += fmt::format(", read-ahead window {}", yes("tune_lookahead") ? "tuned" : "fixed");
+  }
+  Line("  autotune", tuned);
+  std::string seen = fmt::format(
+      "SOURCE latency {:.1f} ms (best {:.1f} ms), {} backoffs, {} "
+      "decisions",
+      a.Number("source_latency_ms"), a.Number("best_source_latency_ms"),
+      Grouped(a.Uint("backoffs")), Grouped(a.Uint("decisions")));
+  if (std::string last = a.String("last"); !last.empty()) seen += "; last: " + last;
+  Line("", seen);
 }
 
-void PrintPrefetch(const JsonValue& stats) {
+// What each prefetch mode does, for the mode line.
+std::string ModeMeaning(const std::string& mode) {
+  if (mode == "on-access") return "a file is copied into the tiers when it is first read";
+  if (mode == "stage-in") return "every file is copied into the tiers now, in the background";
+  if (mode == "order") return "files are copied just ahead of the order declared by hints";
+  return "";
+}
+
+// Only what applies to the mount: nothing without tiers; the order's lines
+// in order mode (or, if hints were declared in another mode, that they are
+// not followed); staging once asked for; the tuner's read-ahead window in
+// order mode.
+void PrintPrefetch(const JsonValue& stats, const std::string& mount) {
   const JsonValue* p = stats.Member("prefetch");
+  const JsonValue* tiers = stats.Member("tiers");
+  if (!tiers || !tiers->is_array() || tiers->items().empty()) return;
   if (!p || !p->is_object()) {
     Line("prefetch", "not reported (a daemon without prefetch modes)");
     return;
   }
-  Line("prefetch", fmt::format("mode {}", p->String("mode", "?")));
+  const std::string mode = p->String("mode", "?");
+  const std::string meaning = ModeMeaning(mode);
+  Line("prefetch", meaning.empty() ? "mode " + mode : fmt::format("mode {}: {}", mode, meaning));
   if (const JsonValue* o = p->Member("order"); o && o->is_object()) {
     uint64_t declared = o->Uint("declared"), position = o->Uint("position");
-    Line("  order", fmt::format("readers past {} of {} declared files ({}); look-ahead window {} "
-                                "files, {} resident ahead of the readers",
-                                Grouped(position), Grouped(declared), Percent(position, declared),
-                                Grouped(o->Uint("lookahead")), Grouped(o->Uint("lead"))));
-    std::string dropped;
-    if (const JsonValue* d = o->Member("dropped"); d && d->is_number()) {
-      dropped = fmt::format(", {} declared files dropped (the order held too many)",
-                            Grouped(o->Uint("dropped")));
+    const uint64_t directives = o->Uint("directive_lines");
+    const uint64_t paths = o->Uint("valid_lines") - std::min(o->Uint("valid_lines"), directives);
+    std::string hints =
+        fmt::format("hints: {} paths{} accepted, {} lines rejected{}", Grouped(paths),
+                    directives == 0   ? ""
+                    : directives == 1 ? " and 1 directive"
+                                      : fmt::format(" and {} directives", Grouped(directives)),
+                    Grouped(o->Uint("rejected_lines")), LastRejected(*o));
+    if (o->Uint("dropped") > 0) {
+      hints += fmt::format("; {} declared files dropped (the order held too many)",
+                           Grouped(o->Uint("dropped")));
     }
-    Line("", fmt::format("hint lines accepted {}, rejected {}{}{}", Grouped(o->Uint("valid_lines")),
-                         Grouped(o->Uint("rejected_lines")), LastRejected(*o), dropped));
+    if (mode == "order") {
+      Line("  order", fmt::format("readers past {} of {} declared files ({})", Grouped(position),
+                                  Grouped(declared), Percent(position, declared)));
+      Line("", fmt::format("read ahead: up to {} files, {} resident ahead of the readers",
+                           Grouped(o->Uint("lookahead")), Grouped(o->Uint("lead"))));
+      Line("", hints);
+    } else if (paths > 0 || declared > 0) {
+      Line("  order", fmt::format("{} declared files, not followed in mode {}; to follow them: "
+                                  "echo order > {}/.tierfs/prefetch",
+                                  Grouped(declared), mode, mount));
+      Line("", hints);
+    }
   }
-  if (const JsonValue* s = p->Member("stage"); s && s->is_object()) {
+  if (const JsonValue* s = p->Member("stage");
+      s && s->is_object() && (mode == "stage-in" || s->Uint("requested_files") > 0)) {
     uint64_t files = s->Uint("requested_files"), bytes = s->Uint("requested_bytes");
-    Line("  stage", fmt::format("{} of {} requested files staged ({} of {}), {} failed, {} "
-                                "queued; {} paths rejected{}",
+    Line("  stage", fmt::format("{} of {} files asked for are resident ({} of {})",
                                 Grouped(s->Uint("done_files")), Grouped(files),
-                                HumanBytes(s->Uint("done_bytes")), HumanBytes(bytes),
-                                Grouped(s->Uint("failed_files")), Grouped(s->Uint("queued_files")),
-                                Grouped(s->Uint("rejected_lines")), LastRejected(*s)));
+                                HumanBytes(s->Uint("done_bytes")), HumanBytes(bytes)));
+    Line("", fmt::format("{} failed, {} queued; {} paths rejected{}",
+                         Grouped(s->Uint("failed_files")), Grouped(s->Uint("queued_files")),
+                         Grouped(s->Uint("rejected_lines")), LastRejected(*s)));
   }
   if (const JsonValue* a = p->Member("autotune"); a && a->is_object() && !a->members().empty()) {
-    Line("  autotune", Autotune(*a));
+    Autotune(*a, mode == "order");
   }
 }
 
@@ -150,24 +210,31 @@ int RunStat(const MountControl& mount, bool json) {
                                 HumanBytes(s.Uint("namespace.file_bytes"))));
   PrintTiers(s);
   if (s.Member("reads")) {
-    const uint64_t early = s.Uint("reads.early");
-    const uint64_t from_copy = s.Uint("reads.from_copy");
-    const uint64_t from_tiers = s.Uint("reads.from_tiers");
-    const uint64_t promoted = s.Uint("reads.after_promotion");
-    const uint64_t from_peers = s.Uint("reads.from_peers");
     const uint64_t pieces = ReadPieces(s);
-    Line("reads",
-         fmt::format("{} served from tiers ({}), {} from the tier once their miss was promoted "
-                     "({}), {} from copies still being made from SOURCE "
-                     "({}), {} from the copy their reader had just made from SOURCE ({}), {} "
-                     "directly from SOURCE ({}), {} waited for a promotion{}",
-                     Grouped(from_tiers), Percent(from_tiers, pieces), Grouped(promoted),
-                     Percent(promoted, pieces), Grouped(early), Percent(early, pieces),
-                     Grouped(from_copy), Percent(from_copy, pieces),
-                     Grouped(s.Uint("reads.from_source")), HumanBytes(s.Uint("reads.source_bytes")),
-                     Grouped(s.Uint("reads.waits")),
-                     from_peers == 0 ? "" : fmt::format(", {} from peers", Grouped(from_peers))));
+    auto part = [pieces](uint64_t n) {
+      return fmt::format("{} ({})", Grouped(n), Percent(n, pieces));
+    };
+    Line("reads", fmt::format("{} parts of reads served (a read is one part per chunk it spans):",
+                              Grouped(pieces)));
+    if (s.Member("tiers") && !s.Member("tiers")->items().empty()) {
+      Line("", part(s.Uint("reads.from_tiers")) + " from a tier, resident when asked (hits)");
+      Line("", part(s.Uint("reads.after_promotion")) + " from a tier once their miss was promoted");
+      Line("", part(s.Uint("reads.early")) + " from copies still being made from SOURCE");
+      Line("", part(s.Uint("reads.from_copy")) +
+                   " from the copy their reader had just made from SOURCE");
+    }
+    Line("", fmt::format(
+                 "{} directly from SOURCE ({}){}", part(s.Uint("reads.from_source")),
+                 HumanBytes(s.Uint("reads.source_bytes")),
+                 s.Member("tiers") && !s.Member("tiers")->items().empty()
+                     ? fmt::format("; {} waited for a promotion", Grouped(s.Uint("reads.waits")))
+                     : ""));
+    if (const uint64_t from_peers = s.Uint("reads.from_peers"); from_peers > 0) {
+      Line("", part(from_peers) + " from other nodes");
+    }
   }
+  Line("page cache", "not seen: reads the kernel serves from its page cache never reach tierfs,");
+  Line("", "so no figure here counts them (an epoch read again from memory adds no reads here)");
   if (const JsonValue* pt = s.Member("passthrough"); pt && pt->is_object()) {
     const JsonValue* active = pt->Member("active");
     Line("passthrough",
@@ -190,13 +257,16 @@ int RunStat(const MountControl& mount, bool json) {
        fmt::format("{} reads ({}) from the kernel, {} lookups, {} errors",
                    Grouped(s.Uint("requests.read")), HumanBytes(s.Uint("requests.read_bytes")),
                    Grouped(s.Uint("requests.lookup")), Grouped(s.Uint("requests.errors"))));
-  if (const JsonValue* p = s.Member("promotions"); p && p->is_object()) {
+  const JsonValue* tiers = s.Member("tiers");
+  const bool tiered = tiers && tiers->is_array() && !tiers->items().empty();
+  if (const JsonValue* p = s.Member("promotions"); tiered && p && p->is_object()) {
     // Counts of chunks (of up to chunk_size bytes), and of files where said.
-    Line("promotions",
-         fmt::format("{} chunks copied into the tiers ({}), {} failed, {} running; queued {} "
-                     "foreground (being read), {} look-ahead, {} background",
-                     Grouped(p->Uint("done")), HumanBytes(p->Uint("bytes")),
-                     Grouped(p->Uint("failed")), Grouped(p->Uint("running")),
+    Line("promotions", fmt::format("{} chunks copied into the tiers ({}), {} failed, {} running",
+                                   Grouped(p->Uint("done")), HumanBytes(p->Uint("bytes")),
+                                   Grouped(p->Uint("failed")), Grouped(p->Uint("running"))));
+    Line("",
+         fmt::format("waiting for a thread: {} for reads, {} to read ahead, {} in the "
+                     "background",
                      Grouped(p->Uint("queued_foreground")), Grouped(p->Uint("queued_lookahead")),
                      Grouped(p->Uint("queued_background"))));
     Line("", fmt::format("{} refused (queue full), {} fit in no tier, {} evicted; {} of {} files "
@@ -205,7 +275,7 @@ int RunStat(const MountControl& mount, bool json) {
                          Grouped(p->Uint("evicted")), Grouped(p->Uint("files_resident")),
                          Grouped(s.Uint("namespace.files"))));
   }
-  PrintPrefetch(s);
+  PrintPrefetch(s, mount.mount());
   PrintPeers(s);
   return 0;
 }

@@ -145,7 +145,7 @@ int RunHint(const MountControl& mount, const std::string& list_path) {
   if (root.empty() || root.back() != '/') root += '/';
   const bool from_cwd = !cwd_error && !root_error;
   std::string text;
-  uint64_t lines = 0;
+  uint64_t lines = 0, directives = 0;
   for (size_t start = 0; start < input.size();) {
     size_t end = input.find('\n', start);
     if (end == std::string::npos) end = input.size();
@@ -153,6 +153,7 @@ int RunHint(const MountControl& mount, const std::string& list_path) {
     start = end + 1;
     if (line.empty()) continue;
     ++lines;
+    if (line.rfind("//", 0) == 0) ++directives;
     if (line[0] != '/' && from_cwd) {
       std::string here = (cwd / line).lexically_normal().string();
       if (here.compare(0, root.size(), root) == 0) line = here;
@@ -183,9 +184,19 @@ int RunHint(const MountControl& mount, const std::string& list_path) {
       lines, order->Uint("valid_lines") - before.Uint("prefetch.order.valid_lines"));
   uint64_t rejected = std::min<uint64_t>(
       lines - valid, order->Uint("rejected_lines") - before.Uint("prefetch.order.rejected_lines"));
-  std::printf("accepted %s of %s paths, rejected %s; declared order now %s paths (mode %s)\n",
-              Grouped(valid).c_str(), Grouped(lines).c_str(), Grouped(rejected).c_str(),
-              Grouped(order->Uint("declared")).c_str(), after.String("prefetch.mode", "?").c_str());
+  // Directives ("//epoch") are accepted lines but not paths.
+  const uint64_t valid_directives = std::min<uint64_t>(
+      {valid, directives,
+       order->Uint("directive_lines") - before.Uint("prefetch.order.directive_lines")});
+  const uint64_t valid_paths = valid - valid_directives;
+  const std::string mode = after.String("prefetch.mode", "?");
+  std::printf("accepted %s of %s paths%s, rejected %s; declared order now %s files (mode %s)\n",
+              Grouped(valid_paths).c_str(), Grouped(lines - directives).c_str(),
+              directives == 0 ? ""
+                              : fmt::format(" and {} of {} directives", Grouped(valid_directives),
+                                            Grouped(directives))
+                                    .c_str(),
+              Grouped(rejected).c_str(), Grouped(order->Uint("declared")).c_str(), mode.c_str());
   if (rejected > 0 || err == EINVAL) {
     std::fprintf(stderr, "tierfs hint: %s\n",
                  RejectedLines(*order, std::max<uint64_t>(rejected, 1), lines).c_str());
@@ -197,7 +208,17 @@ int RunHint(const MountControl& mount, const std::string& list_path) {
                  mount.mount().c_str());
     return 1;
   }
+  if (mode != "order" && mode != "?") {
+    std::fprintf(stderr, "tierfs hint: warning: %s\n", UnusedOrder(mount, mode).c_str());
+  }
   return 0;
+}
+
+std::string UnusedOrder(const MountControl& mount, const std::string& mode) {
+  return fmt::format(
+      "{} is in prefetch mode {}: the declared order is kept but not followed; to follow it: "
+      "echo order > {}",
+      mount.mount(), mode, mount.ControlPath("prefetch"));
 }
 
 std::string RejectedLines(const JsonValue& group, uint64_t rejected, uint64_t lines) {
