@@ -42,23 +42,24 @@ void Line(const char* label, const std::string& text) {
   } while (!rest.empty());
 }
 
-// The "peers" group (a mount with -o peers=): who is up, what moved between
-// the nodes, and what fell back to SOURCE. Nothing without peers.
+// The "peers" group (a mount with -o peers=): how many are connected (on
+// first need), which are taken for gone, what moved between the nodes, and
+// what fell back to SOURCE. Nothing without peers.
 void PrintPeers(const JsonValue& s) {
   const JsonValue* p = s.Member("peers");
   if (p == nullptr || !p->is_object()) return;
-  std::string down;
+  std::string gone;
   if (const JsonValue* remote = p->Member("remote"); remote && remote->is_array()) {
     for (const JsonValue& r : remote->items()) {
-      const JsonValue* up = r.Member("up");
-      if (up != nullptr && up->type() == JsonValue::Type::kBool && !up->boolean()) {
-        down += (down.empty() ? "" : ", ") + r.String("name", "?");
+      const JsonValue* dead = r.Member("dead");
+      if (dead != nullptr && dead->type() == JsonValue::Type::kBool && dead->boolean()) {
+        gone += (gone.empty() ? "" : ", ") + r.String("name", "?");
       }
     }
   }
-  Line("peers",
-       fmt::format("'{}' of {} nodes, {} up{}", p->String("self", "?"), Grouped(p->Uint("size")),
-                   Grouped(p->Uint("up")), down.empty() ? "" : fmt::format(" (down: {})", down)));
+  Line("peers", fmt::format("'{}' of {} nodes, {} connected{}", p->String("self", "?"),
+                            Grouped(p->Uint("size")), Grouped(p->Uint("up")),
+                            gone.empty() ? "" : fmt::format(" (taken for gone: {})", gone)));
   Line("", fmt::format("fetched {} in {} requests (SOURCE reads saved), served {} in {}, "
                        "{} fell back to SOURCE",
                        HumanBytes(p->Uint("fetched_bytes")), Grouped(p->Uint("fetched_chunks")),
