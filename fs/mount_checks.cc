@@ -187,6 +187,18 @@ Status CheckSource(const std::string& source, std::string* resolved) {
   return Status::Ok();
 }
 
+bool EmptyDirectory(DIR* dir) {
+  bool empty = true;
+  while (struct dirent* de = ::readdir(dir)) {
+    if (std::strcmp(de->d_name, ".") != 0 && std::strcmp(de->d_name, "..") != 0) {
+      empty = false;
+      break;
+    }
+  }
+  ::closedir(dir);
+  return empty;
+}
+
 Status CheckMountpoint(const std::string& mountpoint, const std::string& source,
                        bool allow_nonempty, std::string* resolved) {
   const std::string named = fmt::format("MOUNTPOINT '{}'", mountpoint);
@@ -213,15 +225,7 @@ Status CheckMountpoint(const std::string& mountpoint, const std::string& source,
   if (!allow_nonempty) {
     DIR* dir = ::opendir(resolved->c_str());
     if (dir == nullptr) return Status::FromErrno(errno, named);
-    bool empty = true;
-    while (struct dirent* de = ::readdir(dir)) {
-      if (std::strcmp(de->d_name, ".") != 0 && std::strcmp(de->d_name, "..") != 0) {
-        empty = false;
-        break;
-      }
-    }
-    ::closedir(dir);
-    if (!empty) {
+    if (!EmptyDirectory(dir)) {
       return Status::Error(ENOTEMPTY, named +
                                           " is not empty; mounting would hide its files (use -o "
                                           "nonempty to mount anyway)");

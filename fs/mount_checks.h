@@ -1,6 +1,8 @@
 // Checks made before mounting, each failing with a message for the user.
 #pragma once
 
+#include <dirent.h>
+
 #include <string>
 #include <vector>
 
@@ -22,6 +24,9 @@ Status CheckMountpoint(const std::string& mountpoint, const std::string& source,
 
 // True if `path` (absolute, resolved) is the mount point of a mounted file system.
 bool IsMountPoint(const std::string& path);
+
+// True if the open directory `dir` holds nothing but "." and ".."; closes it.
+bool EmptyDirectory(DIR* dir);
 
 // Returns ok if the FUSE mount itself can be made on `mountpoint` (resolved)
 // by this process with `fuse_options` (the -o words handed to libfuse), else

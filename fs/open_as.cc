@@ -18,6 +18,8 @@
 #include <cstring>
 #include <vector>
 
+#include "fs/mount_checks.h"
+
 namespace tierfs {
 namespace {
 
@@ -151,15 +153,7 @@ Status OpenedAs::CheckMountpoint(bool allow_nonempty) const {
     if (fd >= 0) ::close(fd);
     return why;
   }
-  bool empty = true;
-  while (struct dirent* de = ::readdir(dir)) {
-    if (std::strcmp(de->d_name, ".") != 0 && std::strcmp(de->d_name, "..") != 0) {
-      empty = false;
-      break;
-    }
-  }
-  ::closedir(dir);
-  if (!empty) {
+  if (!EmptyDirectory(dir)) {
     return Status::Error(ENOTEMPTY, named + " is not empty; mounting would hide its files");
   }
   return Status::Ok();
