@@ -79,7 +79,8 @@ std::string PeerDoor::listen_error() const {
   return listen_error_;
 }
 
-// 0 when listening, 1 for a failure worth retrying (the port is taken), -1 otherwise.
+// Ok when listening; EADDRINUSE when another process holds the port (worth
+// retrying); another error otherwise.
 Status PeerDoor::Bind() {
   int fd = options_.inherited_fd;
   if (fd < 0) {

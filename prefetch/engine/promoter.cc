@@ -60,9 +60,10 @@ bool Promoter::Hurry(ChunkKey key) {
   }
   if (!q || q->taken.exchange(true)) return false;  // dropped, or its job has started
   hurried_.fetch_add(1, std::memory_order_relaxed);
-  // A large chunk goes ahead of everything queued; the reader takes its
-  // range early, as from any copy in flight. If even that lane is full, or
-  // the chunk is small, this thread copies it.
+  // A large chunk joins the queue for reads (ahead of every read-ahead and
+  // background copy, behind other reads' copies); the reader takes its
+  // range early, as from any copy in flight. If that queue is full, or the
+  // chunk is small, this thread copies it.
   if (q->claim.length() > kReadSize &&
       executor_->Submit(Executor::Lane::kForeground,
                         Executor::Job{[this, q] { Copy(q->claim, q->home); }})) {

@@ -46,7 +46,8 @@ class Promoter {
   // A reader needs `key`, which is in flight but whose copy has not started
   // (queued on the look-ahead or background lane, perhaps behind a whole
   // stage-in): the copy starts now, on this thread for a chunk of at most
-  // kReadSize, else at the head of the foreground lane. True if this call
+  // kReadSize, else at the back of the queue for reads (it runs before any
+  // read-ahead or background copy, after other reads' copies). True if this call
   // hurried it; false if it was not waiting in a queue.
   bool Hurry(ChunkKey key);
 
@@ -91,7 +92,8 @@ class Promoter {
   uint64_t inline_copies() const { return inline_.load(std::memory_order_relaxed); }
   uint64_t hurried() const { return hurried_.load(std::memory_order_relaxed); }
   uint64_t adopted() const { return adopted_.load(std::memory_order_relaxed); }
-  // requested and rejected, into the "promotions" group.
+  // Its counters (requested, rejected, inline, adopted, hurried),
+  // into the "promotions" group.
   void VisitCounters(CounterVisitor& v) const;
 
  private:
