@@ -227,7 +227,7 @@ void PeerDoor::AdjustPuzzle(Clock::time_point now) {
   const uint64_t busy = counters_.busy.load();
   const bool pressed = checks_pending_ >= kCheckQueue / 2 || busy > busy_seen_;
   busy_seen_ = busy;
-  unsigned bits = puzzle_bits_.load();
+  unsigned bits = counters_.work_bits.load();
   if (pressed) {
     bits = bits == 0 ? 8 : std::min(bits + 2, options_.max_puzzle_bits);
     calm_since_ = now;
@@ -238,11 +238,11 @@ void PeerDoor::AdjustPuzzle(Clock::time_point now) {
     bits -= fewer;
     calm_since_ = now;
   }
-  if (bits != puzzle_bits_.load() && LogSampled(++puzzle_changes_)) {
+  if (bits != counters_.work_bits.load() && LogSampled(++puzzle_changes_)) {
     TIERFS_LOG(kInfo, "peer service: hellos now cost {} bits of work ({} checks waiting)", bits,
                checks_pending_);
   }
-  puzzle_bits_ = bits;
+  counters_.work_bits = bits;
 }
 
 void PeerDoor::Admit(int fd, uint32_t address) {
@@ -288,7 +288,7 @@ void PeerDoor::Admit(int fd, uint32_t address) {
   c->deadline = now + options_.handshake_timeout;
   c->nonce = RandomNonce();
   AdjustPuzzle(now);
-  c->bits = puzzle_bits_.load();
+  c->bits = counters_.work_bits.load();
   int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   std::string greeting = Framed(EncodeGreeting(c->nonce, c->bits));
@@ -501,7 +501,7 @@ void PeerDoor::VisitCounters(CounterVisitor& v) const {
       {"Connections closed at once: the limits were full of connections too young to evict."});
   v.Counter("handshake_unsolved", c.unsolved,
             {"Handshakes refused unchecked: the work asked of them under a flood was not done."});
-  v.Gauge("handshake_work_bits", puzzle_bits_.load(),
+  v.Gauge("handshake_work_bits", counters_.work_bits.load(),
           {"Work a new connection must do before its handshake is checked (0: none; raised "
            "while handshakes come faster than they can be checked)."});
   v.Counter("authenticated", c.authenticated, {"Handshakes that authenticated a peer."});

@@ -72,6 +72,7 @@ struct PeerDoorCounters {
   std::atomic<uint64_t> busy{0};         // hellos not checked: too many at once
   std::atomic<uint64_t> unsolved{0};     // hellos without the puzzle's solution
   std::atomic<uint64_t> turned_away{0};  // closed at once: the limits full of young ones
+  std::atomic<unsigned> work_bits{0};    // gauge: the puzzle a greeting asks for now
   std::atomic<uint64_t> authenticated{0};
   std::atomic<uint64_t> expired_sessions{0};  // authenticated, never used
   std::atomic<uint64_t> listen_failures{0};   // binds that failed (the port taken)
@@ -140,7 +141,6 @@ class PeerDoor {
   size_t checks_pending_ = 0;  // hellos submitted to checks_, results not yet taken
   std::chrono::steady_clock::time_point puzzle_step_, calm_since_;
   uint64_t busy_seen_ = 0, puzzle_changes_ = 0;
-  std::atomic<unsigned> puzzle_bits_{0};  // what a greeting asks now (read by VisitCounters)
 
   mutable std::mutex mu_;  // guards checked_, sessions_ and listen_error_. A leaf lock.
   std::vector<std::unique_ptr<Checked>> checked_;  // MUNGE results for the thread
