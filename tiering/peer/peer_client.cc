@@ -116,7 +116,12 @@ ssize_t PeerClient::Fetch(size_t peer, const ChunkRef& ref, char* dest, Deadline
     ++l.in_flight;
   }
   auto start = Clock::now();
-  ssize_t r = Ask(l, ref, dest, deadline, flags);
+  ssize_t r = -EBUSY;
+  if (start.time_since_epoch().count() < l.slow_until.load(std::memory_order_relaxed)) {
+    l.counters.skipped++;  // it stalled while this caller waited for a slot
+  } else {
+    r = Ask(l, ref, dest, deadline, flags);
+  }
   if (r == -ECONNRESET && AwaitUp(l, deadline)) {
     r = Ask(l, ref, dest, deadline, flags);  // once more, on the connection made again
   }
@@ -268,6 +273,7 @@ void PeerClient::Send(const std::shared_ptr<Pending>& p) {
     Complete(l, p, -EIO);
     return;
   }
+  p->sent_at = Clock::now();
   l.pending[p->id] = p;
   ucx_->Send(l.ep, kPeerAmId, h, n, p->path.data(), p->path.size(), UCP_AM_SEND_FLAG_REPLY,
              [this, p](ucs_status_t s) {
@@ -376,7 +382,10 @@ ucs_status_t PeerClient::OnMessage(const void* header, size_t header_size, void*
     return UcxWorker::Discard(param);
   }
   Heard(l);
-  if (m.type == MsgType::kPong) return UCS_OK;
+  if (m.type == MsgType::kPong) {
+    if (m.request_id == l.ping_id) OnPong(l);
+    return UCS_OK;
+  }
   if (m.type == MsgType::kError) {
     OnError(l, m);
     return UCS_OK;
@@ -499,6 +508,9 @@ void PeerClient::VisitCounters(CounterVisitor& v) const {
     v.Counter("skipped", c.skipped,
               {"Fetches not tried because the peer was not up, or slow to answer."});
     v.Counter("late", c.late, {"Answers that came after their fetch had given up."});
+    v.Counter("stalls", c.stalls,
+              {"Times the peer answered nothing, not even a ping, while fetches waited: they "
+               "were read from SOURCE here."});
     v.Counter("closed_idle", c.closed_idle, {"Connections to the peer closed for being unused."});
     v.Counter("connect_us", c.connect_us,
               {"Time spent connecting to the peer (handshake and transport), summed over the ups.",

@@ -20,7 +20,12 @@
 // marked dead: JobPeers then homes its chunks elsewhere. A Fetch that times
 // out marks the peer slow: Fetches skip it (-EBUSY at once: the caller
 // reads SOURCE) for slow_backoff (retry_min, doubling to retry_max; reset
-// by an answer with bytes), but its chunks keep their home. A peer that
+// by an answer with bytes), but its chunks keep their home. A peer with
+// fetches waiting that answers nothing, not even a ping, for a stall time
+// (eight round trips; dead_after / 50 to dead_after / 4) is stopped or cut
+// off: those fetches end -ETIMEDOUT at once and it is slow the same way;
+// one that answers pings is working on them (a home promoting from a slow
+// PFS) and they wait to their deadline. A peer that
 // never came up is dead only once `grace` has passed since Start, so a
 // node that starts a little late does not move the job's homes.
 //
@@ -97,6 +102,7 @@ struct PeerLinkCounters {
   std::atomic<uint64_t> busy{0};              // kBusy answers, and no slot by the deadline
   std::atomic<uint64_t> skipped{0};           // Fetch while the peer was not up, or slow
   std::atomic<uint64_t> late{0};              // answers to requests their caller gave up on
+  std::atomic<uint64_t> stalls{0};            // silent with requests waiting: read here meanwhile
   std::atomic<uint64_t> closed_idle{0};       // connections closed unused (kBye)
   std::atomic<uint64_t> resets{0};            // "unknown session" answers: connected again
   std::atomic<uint64_t> connect_us{0};        // time to connect, summed over the ups
@@ -186,6 +192,9 @@ class PeerClient {
   // Its requests end with `error`.
   int Forget(Link& l, int next, int error = -EHOSTDOWN);
   void Ping(Link& l);
+  void OnPong(Link& l);  // a round trip measured
+  // Ends the waiting fetches of a peer that answers nothing (see above).
+  void CheckStall(Link& l, std::chrono::steady_clock::time_point now);
   // A message from `l` authenticated: it is alive.
   static void Heard(Link& l);
   // The state changed: wake the Fetches waiting for a connection.

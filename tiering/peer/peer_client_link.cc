@@ -54,6 +54,8 @@ void PeerClient::Tick() {
           Down(l, "silent for " + std::to_string(Ms(now - l.last_heard)) + " ms", /*dead=*/true);
         } else if (now - l.last_heard >= heartbeat && now - l.last_ping >= heartbeat) {
           Ping(l);
+        } else {
+          CheckStall(l, now);
         }
         // Slow, and has not answered a ping since: stays slow.
         const auto slow = Clock::time_point(Clock::duration(l.slow_until.load()));
@@ -70,10 +72,58 @@ void PeerClient::Tick() {
 
 void PeerClient::Heard(Link& l) { l.last_heard = Clock::now(); }
 
+// A peer with fetches waiting that has been heard from since the oldest
+// was sent is working on them (a home promoting from a slow PFS still
+// answers pings from its progress thread at once): they wait up to their
+// deadline. One that answers nothing, not even a ping, for the stall time
+// is stopped or cut off: its waiting fetches end now (their callers read
+// SOURCE) and it is slow, skipped until it answers pings again. Not dead:
+// its chunks keep their home, and dead_after still decides death.
+void PeerClient::CheckStall(Link& l, Clock::time_point now) {
+  Clock::time_point oldest = Clock::time_point::max();
+  for (const auto& [id, p] : l.pending) {
+    if (p->phase == Pending::kWaiting) oldest = std::min(oldest, p->sent_at);
+  }
+  if (oldest == Clock::time_point::max() || l.last_heard >= oldest) return;
+  // The stall time: eight round trips, within [dead_after / 50 (50 ms at
+  // least), dead_after / 4]. The probe: a ping once the oldest fetch
+  // waited half of it with nothing heard.
+  const auto rtt = std::chrono::duration_cast<milliseconds>(8 * l.srtt);
+  const auto floor = std::max(milliseconds(50), options_.dead_after / 50);
+  const auto stall = std::clamp(rtt, floor, std::max(floor, options_.dead_after / 4));
+  if (l.last_ping < oldest || l.last_ping <= l.last_heard) {
+    if (now - oldest >= stall / 2) Ping(l);
+    return;
+  }
+  if (now - l.last_ping < stall) return;
+  l.counters.stalls++;
+  l.slow_until.store((now + l.slow_backoff).time_since_epoch().count());
+  l.slow_backoff = std::min(l.slow_backoff * 2, options_.retry_max);
+  std::vector<std::shared_ptr<Pending>> ended;
+  for (auto& [id, p] : l.pending) {
+    if (p->phase == Pending::kWaiting) ended.push_back(p);
+  }
+  for (auto& p : ended) Complete(l, p, -ETIMEDOUT);
+  const uint64_t n = l.counters.stalls.load();
+  if (LogSampled(n)) {
+    TIERFS_LOG(kWarning,
+               "peer {} answered nothing for {} ms, not even a ping: {} fetches read here, and "
+               "its chunks read here until it answers",
+               l.address.name, Ms(now - oldest), ended.size());
+  }
+}
+
+void PeerClient::OnPong(Link& l) {
+  const auto sample =
+      std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - l.last_ping);
+  l.srtt = l.srtt.count() == 0 ? sample : (7 * l.srtt + sample) / 8;
+}
+
 void PeerClient::Ping(Link& l) {
   WireHeader h;
-  size_t n = EncodeBare(MsgType::kPing,
-                        WireIds{next_request_++, l.crypto->session, l.crypto->next_seq++}, &h);
+  l.ping_id = next_request_++;
+  size_t n =
+      EncodeBare(MsgType::kPing, WireIds{l.ping_id, l.crypto->session, l.crypto->next_seq++}, &h);
   l.last_ping = Clock::now();
   if (!SealWire(l.crypto->keys.send, &h, n, nullptr, 0, nullptr)) return;
   ucx_->Send(l.ep, kPeerAmId, h, n, nullptr, 0, UCP_AM_SEND_FLAG_REPLY, [](ucs_status_t) {});

@@ -44,6 +44,7 @@ struct PeerClient::Pending {
   ~Pending() {
     if (pool) pool->Give(std::move(sealed));
   }
+  std::chrono::steady_clock::time_point sent_at;  // progress thread
   WireHeader header{};  // the kData answer's header
   size_t header_size = 0;
   uint64_t seq = 0;
@@ -86,6 +87,9 @@ struct PeerClient::Link {
   std::chrono::steady_clock::time_point retry_at;
   std::chrono::steady_clock::time_point last_heard;  // up: the last message that authenticated
   std::chrono::steady_clock::time_point last_ping;   // up: the last kPing sent
+  uint64_t ping_id = 0;                              // ... and its request id
+  // Smoothed ping round trip (0: none measured yet on this connection).
+  std::chrono::microseconds srtt{0};
   std::chrono::milliseconds backoff{0};
   std::chrono::milliseconds slow_backoff{0};
   std::unordered_map<uint64_t, std::shared_ptr<Pending>> pending;  // sent, by request id
