@@ -182,18 +182,24 @@ class PeersSmokeJobTiming(PeersSmoke):
     unused) and 3.5 s between epochs (longer than peer_idle and the
     servers' 3 x peer_dead), node 1 reads a PFS 10x slower, and node 2
     stops for 0.6 s in epoch 2 (less than peer_dead: slow, not gone). The paused job's cache holds: epoch 1 reads
-    each byte once, later epochs at most 5%; per daemon, threads, fds and
-    resident memory are reported."""
+    each byte once, later epochs at most 5% (epoch 2 at most node 2's share
+    more: the others read it from the PFS rather than wait for node 2); per
+    daemon, threads, fds and resident memory are reported."""
     EXTRA = ["--start-pause", "11", "--epoch-pause", "3.5", "--peer-opts",
              "peer_dead=1,peer_idle=1", "--slow-node", "1", "--stop-node", "2", "--stop-s", "0.6"]
 
     def test_paused_job_reads_each_byte_once_then_at_most_5_percent(self):
         size = self.doc["dataset"]["bytes"]
+        nodes = self.doc["nodes"]
         epochs = self.contender("tierfs-peers-paused")
         self.assertLessEqual(epochs[0]["pfs_read_bytes"], size * 1.05, epochs[0])
         for e in epochs[1:]:
+            # While node 2 is stopped (epoch 2) the others do not wait for
+            # it: they read its share from the PFS (a stop longer than these
+            # short epochs may cover all of it), and nothing else.
+            allowed = 0.05 + (1 / nodes if e["epoch"] == 2 else 0)
             with self.subTest(epoch=e["epoch"]):
-                self.assertLessEqual(e["pfs_read_bytes"], size * 0.05,
+                self.assertLessEqual(e["pfs_read_bytes"], size * allowed,
                                      f"epoch {e['epoch']}: {e['pfs_pct']:.1f}% from the PFS")
 
     def test_process_figures_per_daemon(self):
