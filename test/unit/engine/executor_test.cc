@@ -3,6 +3,7 @@
 
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <filesystem>
 #include <future>
 #include <string>
 #include <thread>
@@ -15,6 +16,15 @@ namespace {
 using Lane = Executor::Lane;
 using testing::Eventually;
 using namespace std::chrono_literals;
+
+// The threads of this process (/proc/self/task): a thread is listed from
+// the moment it is created, so an executor that started one is seen at once,
+// however slowly its jobs would run.
+size_t ProcessThreads() {
+  size_t n = 0;
+  for ([[maybe_unused]] const auto& task : std::filesystem::directory_iterator("/proc/self/task")) ++n;
+  return n;
+}
 
 // Records the names of the jobs that ran, in order, and of those destroyed
 // without running (dropped: what a job captures is its cleanup).
@@ -103,9 +113,11 @@ TEST_CASE("Executor rejects and counts jobs beyond a lane's capacity", "[executo
 
 TEST_CASE("Executor runs jobs submitted before Start only after Start", "[executor]") {
   Journal journal;  // outlives the executor, whose threads write to it
+  const size_t before = ProcessThreads();
   Executor executor(2, 8);
   for (int i = 0; i < 3; ++i) REQUIRE(executor.Submit(Lane::kBackground, journal.Job("j")));
-  std::this_thread::sleep_for(20ms);
+  // A job runs only on a worker thread, and none exists yet: none can run.
+  CHECK(ProcessThreads() == before);
   CHECK(journal.ran().empty());
   CHECK(executor.completed() == 0);
   executor.Start();
@@ -151,9 +163,10 @@ TEST_CASE("Executor Shutdown before Start cancels everything queued", "[executor
     Executor executor(4, 8);
     REQUIRE(executor.Submit(Lane::kForeground, journal.Job("f")));
     REQUIRE(executor.Submit(Lane::kBackground, journal.Job("b")));
+    const size_t before = ProcessThreads();
     executor.Shutdown();
-    executor.Start();  // too late: no thread starts
-    std::this_thread::sleep_for(10ms);
+    executor.Start();                     // too late: no thread starts,
+    CHECK(ProcessThreads() == before);    // so no job can run
   }  // the destructor does not hang
   CHECK(journal.ran().empty());
   CHECK(journal.cancelled() == std::vector<std::string>{"f", "b"});
