@@ -22,6 +22,8 @@ import pathlib
 import re
 import sys
 
+from structure_report import report, usage
+
 CODE_DIRS = ("tiering", "prefetch", "fs")
 MUTEX_TYPE = r"std::(?:shared_|recursive_|timed_|recursive_timed_)?mutex"
 MUTEX_MEMBER = re.compile(
@@ -171,15 +173,11 @@ def check_components(root: pathlib.Path, doc: str) -> list[str]:
 
 def main(argv: list[str]) -> int:
     if len(argv) != 2:
-        print(__doc__.strip().splitlines()[2], file=sys.stderr)
-        return 2
+        return usage(__doc__)
     root = pathlib.Path(argv[1])
     doc = (root / "docs" / "ARCHITECTURE.md").read_text()
     problems = check_locks(root, doc) + check_libraries(root, doc) + check_components(root, doc)
-    for p in problems:
-        print(p)
-    print(f"check_architecture: {len(code_mutexes(root))} mutexes, {len(problems)} problem(s)")
-    return 1 if problems else 0
+    return report("check_architecture", f"{len(code_mutexes(root))} mutexes", problems)
 
 
 if __name__ == "__main__":

@@ -20,6 +20,8 @@ import re
 import subprocess
 import sys
 
+from structure_report import report, usage
+
 FORBIDDEN = re.compile(
     r"libfuse3?\b|-lfuse3?\b|libuc[pstm]\b|-luc[pstm]\b"
     r"|libtierfs_(fs|peer|peer_service|parallel_dirops|engine|planners|prefetch)\.a")
@@ -60,14 +62,10 @@ def problems(build: pathlib.Path, runner: pathlib.Path) -> list[str]:
 
 def main(argv: list[str]) -> int:
     if len(argv) < 3:
-        print(__doc__.strip().splitlines()[2], file=sys.stderr)
-        return 2
+        return usage(__doc__)
     build = pathlib.Path(argv[1])
     found = [p for runner in argv[2:] for p in problems(build, pathlib.Path(runner))]
-    for p in found:
-        print(p)
-    print(f"check_unit_links: {len(argv) - 2} runners, {len(found)} problem(s)")
-    return 1 if found else 0
+    return report("check_unit_links", f"{len(argv) - 2} runners", found)
 
 
 if __name__ == "__main__":
