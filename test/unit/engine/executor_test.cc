@@ -5,6 +5,7 @@
 #include <chrono>
 #include <filesystem>
 #include <future>
+#include <iterator>
 #include <string>
 #include <thread>
 
@@ -21,9 +22,8 @@ using namespace std::chrono_literals;
 // the moment it is created, so an executor that started one is seen at once,
 // however slowly its jobs would run.
 size_t ProcessThreads() {
-  size_t n = 0;
-  for ([[maybe_unused]] const auto& task : std::filesystem::directory_iterator("/proc/self/task")) ++n;
-  return n;
+  namespace fs = std::filesystem;
+  return std::distance(fs::directory_iterator("/proc/self/task"), fs::directory_iterator());
 }
 
 // Records the names of the jobs that ran, in order, and of those destroyed
@@ -165,8 +165,8 @@ TEST_CASE("Executor Shutdown before Start cancels everything queued", "[executor
     REQUIRE(executor.Submit(Lane::kBackground, journal.Job("b")));
     const size_t before = ProcessThreads();
     executor.Shutdown();
-    executor.Start();                     // too late: no thread starts,
-    CHECK(ProcessThreads() == before);    // so no job can run
+    executor.Start();  // too late: no thread starts, so no job can run
+    CHECK(ProcessThreads() == before);
   }  // the destructor does not hang
   CHECK(journal.ran().empty());
   CHECK(journal.cancelled() == std::vector<std::string>{"f", "b"});
