@@ -1,13 +1,16 @@
 // Shared helpers of the FUSE handlers. Exceptions never cross into libfuse:
 // every handler body runs inside Guarded(), which turns std::bad_alloc into
-// ENOMEM and anything else into EIO.
+// ENOMEM and any other exception, std::exception or not, into EIO and a log
+// line.
 #pragma once
 
+#include <cxxabi.h>
 #include <fuse_lowlevel.h>
 
 #include <cerrno>
 #include <exception>
 #include <new>
+#include <utility>
 
 #include "fs/filesystem.h"
 #include "tiering/base/log.h"
@@ -22,17 +25,30 @@ inline void ReplyError(fuse_req_t req, int err) {
   fuse_reply_err(req, err);
 }
 
-// Runs `body`, which must reply exactly once unless it throws before replying.
+// Runs `body` and catches whatever it throws: 0 if it returned, else the
+// errno to reply: ENOMEM for std::bad_alloc, EIO for any other exception
+// (std::exception or not), logged with `op`. A thread's cancellation
+// unwinding (abi::__forced_unwind) goes on: it must not be swallowed.
 template <typename Body>
-void Guarded(fuse_req_t req, const char* op, Body&& body) {
+int RunGuarded(const char* op, Body&& body) {
   try {
     body();
+    return 0;
+  } catch (const abi::__forced_unwind&) {
+    throw;
   } catch (const std::bad_alloc&) {
-    ReplyError(req, ENOMEM);
-  } catch (const std::exception& e) {
-    TIERFS_LOG(kError, "{} failed: {}", op, e.what());
-    ReplyError(req, EIO);
+    return ENOMEM;
+  } catch (...) {
+    TIERFS_LOG(kError, "{} failed: {}", op, DescribeCurrentException());
+    return EIO;
   }
+}
+
+// Runs `body`, which must reply exactly once unless it throws before
+// replying; a throw is answered with RunGuarded's errno.
+template <typename Body>
+void Guarded(fuse_req_t req, const char* op, Body&& body) {
+  if (int err = RunGuarded(op, std::forward<Body>(body)); err != 0) ReplyError(req, err);
 }
 
 // Handler groups, wired into one table by TierFsOps().

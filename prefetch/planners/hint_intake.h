@@ -47,7 +47,10 @@ class HintIntake {
   void VisitStageCounters(CounterVisitor& v) const;
 
  private:
-  mutable std::mutex mu_;  // guards the rest. A leaf lock.
+  // Guards the rest. Lock order: taken with no other lock held; a line's
+  // writer is checked under it (HintAccess: SourcePermissions::mu_, a leaf,
+  // and SOURCE may be asked as the writer).
+  mutable std::mutex mu_;
   HintParser order_, stage_;
   uint64_t order_valid_ = 0, order_directives_ = 0, order_rejected_ = 0;
 };

@@ -84,7 +84,13 @@ class OrderModel {
   const Catalog* const catalog_;
   NextUseTable* const next_uses_;
   BeladyPolicy* const policy_;
-  mutable std::mutex mu_;  // guards planner_ and reading_
+  // Guards planner_ and reading_. Lock order: taken with no other lock held;
+  // while held, only StreamPlanner, OrderPlan, the look-ahead's `ready` and
+  // `size` callbacks (the catalog's atomics, the planner thread's own
+  // memory, the snapshot: no lock) and the NextUseTable are called, the last
+  // taking one of its stripes (a leaf). The policy is told of changes
+  // (NotifyChanged) after it is released.
+  mutable std::mutex mu_;
   StreamPlanner planner_;
   std::unordered_map<NodeId, Reading> reading_;
   std::atomic<size_t> reading_size_{0};  // reads at offset > 0 skip mu_ when 0

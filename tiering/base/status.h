@@ -6,7 +6,9 @@
 // lets a caller decide (ENOENT: create it; EBUSY: wait); the message is
 // what gets printed. Result<T> is a T, or the Status saying why there is
 // none. Objects that can fail to start are made by a factory returning
-// Result<std::unique_ptr<X>>, not by a constructor that throws.
+// Result<std::unique_ptr<X>>, not by a constructor that throws, and a
+// factory or a connection step says why it failed in its Result or Status:
+// no `int* err` or `std::string* error` out-parameter.
 //
 // The hot path (read, promote, fetch) keeps 0 or -errno: no allocation per
 // call.

@@ -44,8 +44,6 @@ class SourceDir {
   virtual int lstat(const std::string& name, struct stat* st) = 0;
 };
 
-// Paths are relative to SOURCE's root; "" names the root itself.
-// Thread-safe: every method may be called concurrently.
 // A caller's identity as the kernel gave it to the daemon, for access_as.
 struct AccessCaller {
   uid_t uid = 0;
@@ -54,6 +52,8 @@ struct AccessCaller {
   bool operator==(const AccessCaller&) const = default;
 };
 
+// Paths are relative to SOURCE's root; "" names the root itself.
+// Thread-safe: every method may be called concurrently.
 class Backend {
  public:
   virtual ~Backend() = default;

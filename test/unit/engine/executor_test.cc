@@ -3,7 +3,9 @@
 
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <filesystem>
 #include <future>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -15,6 +17,25 @@ namespace {
 using Lane = Executor::Lane;
 using testing::Eventually;
 using namespace std::chrono_literals;
+
+// The ids of this process's threads (/proc/self/task). A thread is listed
+// from the moment it is created, so an executor that started one is seen at
+// once, however slowly its jobs would run.
+std::set<std::string> ProcessThreads() {
+  std::set<std::string> ids;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    ids.insert(task.path().filename());
+  }
+  return ids;
+}
+
+// The threads started since `before` was taken (one that ended since, such
+// as another test's thread after its join, is not counted).
+size_t ThreadsStartedSince(const std::set<std::string>& before) {
+  size_t n = 0;
+  for (const std::string& id : ProcessThreads()) n += before.count(id) == 0 ? 1 : 0;
+  return n;
+}
 
 // Records the names of the jobs that ran, in order, and of those destroyed
 // without running (dropped: what a job captures is its cleanup).
@@ -103,9 +124,11 @@ TEST_CASE("Executor rejects and counts jobs beyond a lane's capacity", "[executo
 
 TEST_CASE("Executor runs jobs submitted before Start only after Start", "[executor]") {
   Journal journal;  // outlives the executor, whose threads write to it
+  const auto before = ProcessThreads();
   Executor executor(2, 8);
   for (int i = 0; i < 3; ++i) REQUIRE(executor.Submit(Lane::kBackground, journal.Job("j")));
-  std::this_thread::sleep_for(20ms);
+  // A job runs only on a worker thread, and none exists yet: none can run.
+  CHECK(ThreadsStartedSince(before) == 0);
   CHECK(journal.ran().empty());
   CHECK(executor.completed() == 0);
   executor.Start();
@@ -151,9 +174,10 @@ TEST_CASE("Executor Shutdown before Start cancels everything queued", "[executor
     Executor executor(4, 8);
     REQUIRE(executor.Submit(Lane::kForeground, journal.Job("f")));
     REQUIRE(executor.Submit(Lane::kBackground, journal.Job("b")));
+    const auto before = ProcessThreads();
     executor.Shutdown();
-    executor.Start();  // too late: no thread starts
-    std::this_thread::sleep_for(10ms);
+    executor.Start();  // too late: no thread starts, so no job can run
+    CHECK(ThreadsStartedSince(before) == 0);
   }  // the destructor does not hang
   CHECK(journal.ran().empty());
   CHECK(journal.cancelled() == std::vector<std::string>{"f", "b"});

@@ -68,7 +68,7 @@ TEST_CASE("Prometheus names carry base units, JSON keeps its keys and values", "
         "    \"running\": 19}\n}\n");
 }
 
-TEST_CASE("Prometheus adds up the items of one series; words label tierfs_info", "[prometheus]") {
+TEST_CASE("Prometheus adds up the items of one series, words label tierfs_info", "[prometheus]") {
   PrometheusCounterWriter prometheus;
   CounterVisitor& v = prometheus;
   v.Text("version", "1.2", "version");

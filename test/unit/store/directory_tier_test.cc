@@ -60,7 +60,7 @@ TEST_CASE("DirectoryTier stores and reads a chunk", "[directory_tier]") {
   CHECK(DataFiles(dir).empty());
 }
 
-TEST_CASE("DirectoryTier shows nothing before Commit; Abort leaves no file", "[directory_tier]") {
+TEST_CASE("DirectoryTier shows nothing before Commit, Abort leaves no file", "[directory_tier]") {
   TempTree dir;
   auto tier = Open(dir, 1 << 20);
   tier->Recover(AcceptAll);

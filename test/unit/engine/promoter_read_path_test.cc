@@ -190,7 +190,7 @@ struct FaultyDirTier {
   std::unique_ptr<DirectoryTier> tier;
 };
 
-TEST_CASE("A cold read promotes the file; the next read needs no SOURCE read",
+TEST_CASE("A cold read promotes the file, the next read needs no SOURCE read",
           "[promoter][read_path]") {
   Source source({100000, 5000});
   Stack stack(&source, Ram(kMiB), kMiB);
@@ -431,7 +431,7 @@ TEST_CASE("A chunk read part-way from SOURCE for want of room stays there when r
   CHECK(Catalog::IsResident(stack.State(1, 1)));
 }
 
-TEST_CASE("A tier whose device is full is marked full; reads still succeed",
+TEST_CASE("A tier whose device is full is marked full, reads still succeed",
           "[promoter][read_path]") {
   Source source({40000, 30000, 20000});
   FaultyDirTier full(kMiB);
@@ -493,7 +493,7 @@ TEST_CASE("A directory tier that fails a read serves it from SOURCE and drops th
   CHECK(stack.tier(0).chunks() == 1);
 }
 
-TEST_CASE("A miss copied into a directory tier is served from the copy; a pool thread commits",
+TEST_CASE("A miss copied into a directory tier is served from the copy, a pool thread commits",
           "[promoter][read_path]") {
   Source source({40000, 50000});
   FaultyDirTier disk(kMiB, "disk");
@@ -780,7 +780,7 @@ TEST_CASE("TieredStore reuses a directory tier's chunks after a restart", "[tier
   }
 }
 
-TEST_CASE("A chunk a peer offers is kept as a promotion; reads of it are hits, not SOURCE's",
+TEST_CASE("A chunk a peer offers is kept as a promotion, reads of it are hits, not SOURCE's",
           "[promoter][read_path]") {
   Source source({100000, 5000, 100000});
   Stack stack(&source, Ram(150000), kMiB);

@@ -46,7 +46,7 @@ std::vector<char> Pattern(std::string_view path, uint64_t off, size_t n) {
   return v;
 }
 
-TEST_CASE("peer offer: a home without the chunk says so at once; one with it serves it", "[peer]") {
+TEST_CASE("peer offer: a home without the chunk says so at once, one with it serves it", "[peer]") {
   if (!PeersCanRun()) return;
   Pair p;
   std::vector<char> buf(kChunk, 'z');

@@ -268,7 +268,7 @@ TEST_CASE("peer claim: round trip and strict decoding", "[peer]") {
   CHECK_FALSE(DecodeClaim(EncodeClaim(nul), &d));
 }
 
-TEST_CASE("wire: pings, pongs and byes are a bare header; unknown sessions map to ECONNRESET",
+TEST_CASE("wire: pings, pongs and byes are a bare header, unknown sessions map to ECONNRESET",
           "[peer]") {
   for (MsgType type : {MsgType::kPing, MsgType::kPong, MsgType::kBye}) {
     WireHeader h;

@@ -142,7 +142,7 @@ TEST_CASE("peer server: hellos that are forged, misaddressed or not for this gre
   s.HonestFetchWorks();
 }
 
-TEST_CASE("peer server: a hello captured on a squatted port is worthless; the port is retried",
+TEST_CASE("peer server: a hello captured on a squatted port is worthless, the port is retried",
           "[peer]") {
   if (!PeersCanRun()) return;
   PatternProvider provider(kChunk);

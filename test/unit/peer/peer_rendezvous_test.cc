@@ -48,7 +48,7 @@ TEST_CASE("rendezvous: a peer going down moves only its keys, and back", "[peer]
   for (int p : {0, 1, 3}) CHECK(to_other[p] > moved / 3 - 200);
 }
 
-TEST_CASE("rendezvous: the list's order does not matter; no live peer is -1", "[peer]") {
+TEST_CASE("rendezvous: the list's order does not matter, no live peer is -1", "[peer]") {
   Rendezvous a({"n0", "n1", "n2"});
   Rendezvous b({"n2", "n0", "n1"});
   for (int i = 0; i < 1000; ++i) CHECK(a.name(a.Home(Key(i))) == b.name(b.Home(Key(i))));

@@ -59,7 +59,7 @@ TEST_CASE("FaultBackend fails the next N calls, then forwards", "[fault_backend]
   CHECK(f.faults->injected_failures() == 2);
 }
 
-TEST_CASE("FaultBackend FailAll fails every path; Heal removes faults", "[fault_backend]") {
+TEST_CASE("FaultBackend FailAll fails every path, Heal removes faults", "[fault_backend]") {
   Faulty f;
   f.faults->FailAll(Op::kStat, EIO);
   struct stat st;
