@@ -347,9 +347,12 @@ int RunMount(const MountConfig& config) {
                             fd_limit));
   }
 
-  int err = 0;
-  std::shared_ptr<Backend> posix = NewPosixBackend(source_open, &err);
-  if (!posix) return source_fail(fmt::format("SOURCE '{}': {}", source, std::strerror(-err)));
+  Result<std::unique_ptr<Backend>> opened_posix = NewPosixBackend(source_open);
+  if (!opened_posix.ok()) {
+    return source_fail(
+        fmt::format("SOURCE '{}': {}", source, std::strerror(opened_posix.status().code())));
+  }
+  std::shared_ptr<Backend> posix = std::move(opened_posix).value();
   CountingBackend backend(posix);
   if (!posix->stable_inodes()) {
     TIERFS_LOG(kInfo,

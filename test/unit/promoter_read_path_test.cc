@@ -45,9 +45,7 @@ class Source {
       contents_.push_back(PatternBytes(sizes[i], static_cast<unsigned>(i)));
       tree_.Write(Name(i), contents_.back());
     }
-    int err = 0;
-    std::shared_ptr<Backend> posix = NewPosixBackend(tree_.root(), &err);
-    REQUIRE(posix != nullptr);
+    std::shared_ptr<Backend> posix = RequireOk(NewPosixBackend(tree_.root()));
     faults_ = std::make_shared<FaultBackend>(posix);
     counting_ = std::make_unique<CountingBackend>(faults_);
     Rescan();
