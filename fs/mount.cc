@@ -84,7 +84,7 @@ bool PermissionsBySource(const MountConfig& config) {
 
 }  // namespace
 
-MountFailure Mount::Make() {
+MountFailure TierfsMount::Make() {
   if (MountFailure f = CheckCommandLine()) return f;
   if (MountFailure f = OpenSourceAndMountpoint()) return f;
   // Warnings once SOURCE and MOUNTPOINT are known good: a mistake is said alone.
@@ -97,7 +97,7 @@ MountFailure Mount::Make() {
 
 // A bad command line is said before SOURCE is touched (exit 2, at once);
 // the metrics port too is bound now, served once mounted.
-MountFailure Mount::CheckCommandLine() {
+MountFailure TierfsMount::CheckCommandLine() {
   if (MountFailure f = Blamed(Blame::kCommandLine, CheckBeforeScan(config_, &warnings_))) return f;
   no_passthrough_ = PassthroughUnavailable(config_.passthrough);
   if (config_.passthrough == PassthroughWant::kOn && !no_passthrough_.empty()) {
@@ -112,7 +112,7 @@ MountFailure Mount::CheckCommandLine() {
   return {};
 }
 
-MountFailure Mount::OpenSourceAndMountpoint() {
+MountFailure TierfsMount::OpenSourceAndMountpoint() {
   if (config_.open_as_uid >= 0) {
     OpenAsFailure failed = OpenAsFailure::kNone;
     Status err =
@@ -151,7 +151,7 @@ MountFailure Mount::OpenSourceAndMountpoint() {
   return Blamed(blame, why);
 }
 
-MountFailure Mount::ScanSource() {
+MountFailure TierfsMount::ScanSource() {
   fd_limit_ = RaiseFileLimit();
   max_open_ = config_.max_open_files ? config_.max_open_files : fd_limit_ / 2;
   if (max_open_ + 64 > fd_limit_) {
@@ -197,7 +197,7 @@ MountFailure Mount::ScanSource() {
   return {};
 }
 
-MountFailure Mount::OpenStore() {
+MountFailure TierfsMount::OpenStore() {
   reader_ = std::make_unique<SourceReader>(backend_.get(), ns_.get(), max_open_);
   TieringConfig tiering = config_.tiering;
   tiering.prefetch.mountpoint = fd_mount_ ? "" : mountpoint_;
@@ -214,7 +214,7 @@ MountFailure Mount::OpenStore() {
 
 // The handlers' context: who may steer the mount, who decides opens, how
 // directories are listed, passthrough.
-void Mount::ConfigureContext() {
+void TierfsMount::ConfigureContext() {
   const uid_t control_uid =
       config_.control_uid >= 0 ? static_cast<uid_t>(config_.control_uid) : ::getuid();
   const gid_t control_gid =
@@ -254,7 +254,7 @@ void Mount::ConfigureContext() {
   }
 }
 
-MountFailure Mount::MountFuse() {
+MountFailure TierfsMount::MountFuse() {
   Result<std::unique_ptr<FuseSession>> created = FuseSession::Create(
       FuseOptionString(config_, source_), config_.debug, TierFsOps(), ctx_.get());
   if (!created.ok()) return Blamed(Blame::kMachine, created.status());
@@ -270,8 +270,8 @@ MountFailure Mount::MountFuse() {
       return {Blame::kMachine,
               fmt::format("cannot mount on '{}': {}", mountpoint_, said.message())};
     }
-    if (MountFailure f = Blamed(Blame::kMachine, CheckFuseMount(mountpoint_, config_.fuse_options)))
-      return f;
+    const Status now = CheckFuseMount(mountpoint_, config_.fuse_options);
+    if (!now.ok()) return Blamed(Blame::kMachine, now);
     return {Blame::kMachine,
             fmt::format("cannot mount on '{}' (libfuse gave no reason)", mountpoint_)};
   }

@@ -1,4 +1,4 @@
-// Mount: one tierfs mount, made (every check, the scan, the store, the
+// TierfsMount: one tierfs mount, made (every check, the scan, the store, the
 // FUSE mount: fs/mount.cc), then served until unmounted (fs/session.cc).
 // Internal to RunMount; the handlers see only the FsContext.
 #pragma once
@@ -23,9 +23,9 @@ namespace tierfs {
 // One mount: made (every check, the scan, the store, the FUSE mount), then
 // served until unmounted. A failure while making it leaves nothing mounted.
 // Members are declared in the order they are made and destroyed in reverse.
-class Mount {
+class TierfsMount {
  public:
-  explicit Mount(const MountConfig& config) : config_(config) {}
+  explicit TierfsMount(const MountConfig& config) : config_(config) {}
 
   // Each step in turn, up to a mounted FUSE session; the first failure.
   MountFailure Make();

@@ -65,7 +65,7 @@ std::unique_ptr<PeerService> StartPeerService(TieredStore* store, const Namespac
 
 }  // namespace
 
-void Mount::Detach() {
+void TierfsMount::Detach() {
   if (!config_.foreground) {
     // No thread runs yet (the scan's have been joined, promotion threads start
     // later), so forking is safe.
@@ -87,13 +87,13 @@ void Mount::Detach() {
   }
 }
 
-void Mount::FinishPromotions() {
+void TierfsMount::FinishPromotions() {
   if (metrics_) metrics_->Stop();
   if (peer_service_) peer_service_->Stop();  // its requests read through the store
   store_->Shutdown();
 }
 
-int Mount::Serve() {
+int TierfsMount::Serve() {
   ShutdownGuard guard(session_->get(), config_.shutdown_timeout);
   if (opened_as_.active()) {
     guard.set_unmount([this] { return opened_as_.Unmount(fuse_session_fd(session_->get())); });
@@ -126,7 +126,7 @@ int Mount::Serve() {
 
 int RunMount(const MountConfig& config) {
   Log::SetLevel(config.log_level);
-  Mount mount(config);
+  TierfsMount mount(config);
   if (MountFailure failed = mount.Make()) {
     std::fprintf(stderr, "tierfs: %s\n", failed.message.c_str());
     return ExitStatus(failed.blame);

@@ -6,7 +6,7 @@
 
 namespace tierfs {
 
-PeerChunkReader::Found PeerChunkReader::Find(const ChunkRef& ref) const {
+PeerChunkReader::FoundFile PeerChunkReader::Find(const ChunkRef& ref) const {
   auto id = ns_->Resolve(ref.path);
   if (!id || !S_ISREG(ns_->node(*id).mode)) return {0, -ENOENT};
   const Node& node = ns_->node(*id);
@@ -21,19 +21,19 @@ PeerChunkReader::Found PeerChunkReader::Find(const ChunkRef& ref) const {
 }
 
 Residence PeerChunkReader::Holds(const ChunkRef& ref) {
-  const Found f = Find(ref);
+  const FoundFile f = Find(ref);
   if (f.err != 0) return f.err == -ENOENT ? Residence::kNoSuchFile : Residence::kStale;
   return reads_->Holds(f.id, ref.chunk) ? Residence::kHeld : Residence::kNotHeld;
 }
 
 int PeerChunkReader::Adopt(const ChunkRef& ref, const char* data) {
-  const Found f = Find(ref);
+  const FoundFile f = Find(ref);
   if (f.err != 0) return f.err;
   return reads_->Adopt(f.id, ref.chunk, data, ref.chunk_length());
 }
 
 int PeerChunkReader::ReadChunk(const ChunkRef& ref, Deadline deadline, ChunkBytes* out) {
-  const Found f = Find(ref);
+  const FoundFile f = Find(ref);
   if (f.err != 0) return f.err;
   const uint64_t want = ref.length();
   TierRead got;

@@ -23,11 +23,11 @@ class PeerChunkReader : public ChunkProvider {
  private:
   // The file `ref` names, if this node's snapshot describes it alike
   // (size, mtime, ctime, inode): its id; else why not.
-  struct Found {
+  struct FoundFile {
     NodeId id = 0;
     int err = 0;  // 0 (found), -ENOENT or -ESTALE
   };
-  Found Find(const ChunkRef& ref) const;
+  FoundFile Find(const ChunkRef& ref) const;
   const Namespace* const ns_;
   ReadPath* const reads_;
 };

@@ -111,7 +111,7 @@ ssize_t ReadPath::ReadChunk(ChunkKey key, uint64_t off, size_t n, char* scratch,
   ChunkRead r{key, off, n, scratch, out, origin, asker};
   for (int look = 0; look < kLooks; ++look) {
     const uint8_t state = store_->state(key);
-    Step step;
+    ChunkStep step;
     switch (SeenAs(state)) {
       case Seen::kResident:
         step = ReadResident(r, state);
@@ -132,7 +132,7 @@ ssize_t ReadPath::ReadChunk(ChunkKey key, uint64_t off, size_t n, char* scratch,
 
 // Resident: from its tier. A chunk evicted meanwhile (normal) or a tier that
 // fails is read from SOURCE, which holds every byte.
-ReadPath::Step ReadPath::ReadResident(ChunkRead& r, uint8_t state) {
+ReadPath::ChunkStep ReadPath::ReadResident(ChunkRead& r, uint8_t state) {
   const int err = store_->Read(r.key, state, r.off, r.n, r.scratch, r.out, /*hit=*/!r.missed);
   if (err == 0) {
     (r.missed ? counters_.promoted_reads : counters_.tier_reads)
@@ -152,7 +152,7 @@ ReadPath::Step ReadPath::ReadResident(ChunkRead& r, uint8_t state) {
 // rather than left behind the queue ahead of it; then the promotion is
 // waited for, rather than SOURCE read a second time, but only for the bytes
 // this read needs, and not forever.
-ReadPath::Step ReadPath::AwaitPromotion(ChunkRead& r) {
+ReadPath::ChunkStep ReadPath::AwaitPromotion(ChunkRead& r) {
   if (!r.hurried && promoter_ != nullptr) {
     r.hurried = true;
     if (promoter_->Hurry(r.key)) return {};
@@ -180,9 +180,9 @@ ReadPath::Step ReadPath::AwaitPromotion(ChunkRead& r) {
 // thread: the reader needs all of it about as soon as the copy has it, and
 // a hand-off to a pool thread and back costs more CPU than the copy. A
 // larger one goes to the pool and is waited for (its first bytes early).
-ReadPath::Step ReadPath::PromoteOnMiss(ChunkRead& r) {
+ReadPath::ChunkStep ReadPath::PromoteOnMiss(ChunkRead& r) {
   auto uncached = [&] {
-    return Step{true, ReadUncached(r.key, r.off, r.n, r.scratch, r.out, r.origin)};
+    return ChunkStep{true, ReadUncached(r.key, r.off, r.n, r.scratch, r.out, r.origin)};
   };
   if (r.requested || promoter_ == nullptr) return uncached();
   r.requested = true;

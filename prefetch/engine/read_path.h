@@ -92,13 +92,13 @@ class ReadPath {
   // One read of a chunk across its looks, and what it has done so far.
   struct ChunkRead;
   // What a transition leads to: the read's answer, or another look.
-  struct Step {
+  struct ChunkStep {
     bool answered = false;
     ssize_t result = 0;  // the count or -errno, once answered
   };
-  Step ReadResident(ChunkRead& r, uint8_t state);
-  Step AwaitPromotion(ChunkRead& r);
-  Step PromoteOnMiss(ChunkRead& r);
+  ChunkStep ReadResident(ChunkRead& r, uint8_t state);
+  ChunkStep AwaitPromotion(ChunkRead& r);
+  ChunkStep PromoteOnMiss(ChunkRead& r);
   // A chunk that stays on SOURCE here: from its home if another node homes
   // it and `origin` may ask it, else (or if the home fails) from SOURCE.
   ssize_t ReadUncached(ChunkKey key, uint64_t off, size_t n, char* scratch, TierRead* out,
