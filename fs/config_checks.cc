@@ -168,16 +168,7 @@ Status CheckBeforeScan(const MountConfig& config, std::vector<std::string>* warn
                       both, Human(available)));
     }
   }
-  if (!t.enabled()) {
-    if (t.peers_enabled()) {
-      return Status::Error(EINVAL, "peers= needs a tier to share (ram= or tier=)");
-    }
-    if (t.prefetch.mode != PrefetchMode::kOnAccess) {
-      return Status::Error(EINVAL,
-                           fmt::format("prefetch={} needs a tier to promote into (ram= or tier=)",
-                                       PrefetchModeName(t.prefetch.mode)));
-    }
-  }
+  if (Status needs = t.CheckNeedsTier(); !needs.ok()) return needs;
   if (!config.log_to.empty() && config.log_to[0] == '/') {
     const std::string& log = config.log_to;
     const std::string dir = log.substr(0, log.rfind('/') + 1);

@@ -15,6 +15,7 @@
 
 #include "fs/caller_access.h"
 #include "fs/control.h"
+#include "fs/mount_modes.h"
 #include "fs/parallel_dirops.h"
 #include "fs/passthrough.h"
 #include "fs/peers/peer_service.h"
@@ -39,13 +40,6 @@ struct FsTimeouts {
   double entry = 86400;
   double attr = 86400;
 };
-
-// How the kernel lists directories: always READDIRPLUS (names with
-// attributes: one listing primes every lookup), plain READDIR (names only;
-// each entry costs a LOOKUP when used), or the kernel's adaptive choice
-// (READDIRPLUS_AUTO: plus for the first chunk, then plus only if lookups
-// followed). See docs/ARCHITECTURE.md "Listing".
-enum class ReaddirMode { kPlus, kPlain, kAuto };
 
 // Everything the handlers need. Owned by the mount session; outlives the loop.
 class FsContext {

@@ -1,20 +1,17 @@
 #include "fs/options.h"
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
-#include <cstdlib>
-#include <cstring>
 #include <functional>
+#include <initializer_list>
 #include <optional>
 #include <stdexcept>
+#include <utility>
 
 #include "tiering/base/units.h"
 #include "tiering/peer/peer_list.h"
@@ -81,6 +78,19 @@ std::chrono::milliseconds ParseSpan(const std::string& text, const std::string& 
   return std::chrono::milliseconds(static_cast<int64_t>(s * 1000));
 }
 
+// The value of the word `text` among `words`, in the order they are listed;
+// any other word is an error naming them all.
+template <class Enum>
+Enum OneOf(const std::string& text, const std::string& opt,
+           std::initializer_list<std::pair<const char*, Enum>> words) {
+  std::string names;
+  for (const auto& [word, value] : words) {
+    if (text == word) return value;
+    names += fmt::format("{}{}", names.empty() ? "" : ", ", word);
+  }
+  throw OptionError(fmt::format("option '{}': '{}' is not one of {}", opt, text, names));
+}
+
 const std::vector<OwnOption>& OwnOptions() {
   static const std::vector<OwnOption> options = {
       {"threads", "N", "max FUSE worker threads (1-1024, default 64)",
@@ -120,11 +130,10 @@ const std::vector<OwnOption>& OwnOptions() {
        "how the kernel lists directories: plus (default: READDIRPLUS, names with "
        "attributes), plain (READDIR) or auto (the kernel's adaptive READDIRPLUS)",
        [](MountConfig& c, const std::string& v, const std::string& o) {
-         if (v != "plus" && v != "plain" && v != "auto") {
-           throw OptionError(
-               fmt::format("option '{}': '{}' is not one of plus, plain, auto", o, v));
-         }
-         c.readdir = v;
+         c.readdir = OneOf<ReaddirMode>(v, o,
+                                        {{"plus", ReaddirMode::kPlus},
+                                         {"plain", ReaddirMode::kPlain},
+                                         {"auto", ReaddirMode::kAuto}});
        }},
       {"passthrough", "MODE",
        "FUSE passthrough, for files wholly in one tier file: the kernel reads them from that "
@@ -133,20 +142,18 @@ const std::vector<OwnOption>& OwnOptions() {
        "(default), auto (on when the daemon has CAP_SYS_ADMIN and the kernel accepts it) or on "
        "(refuse to mount without it)",
        [](MountConfig& c, const std::string& v, const std::string& o) {
-         if (v != "auto" && v != "on" && v != "off") {
-           throw OptionError(fmt::format("option '{}': '{}' is not one of auto, on, off", o, v));
-         }
-         c.passthrough = v;
+         c.passthrough = OneOf<PassthroughWant>(v, o,
+                                                {{"auto", PassthroughWant::kAuto},
+                                                 {"on", PassthroughWant::kOn},
+                                                 {"off", PassthroughWant::kOff}});
        }},
       {"permissions", "MODE",
        "who decides whether a caller may open a file: source (SOURCE, asked as the caller: "
        "ACLs included; the default for a root daemon with allow_other) or snapshot (the "
        "mode bits scanned at mount)",
        [](MountConfig& c, const std::string& v, const std::string& o) {
-         if (v != "source" && v != "snapshot") {
-           throw OptionError(fmt::format("option '{}': '{}' is not one of source, snapshot", o, v));
-         }
-         c.permissions = v;
+         c.permissions = OneOf<PermissionsBy>(
+             v, o, {{"source", PermissionsBy::kSource}, {"snapshot", PermissionsBy::kSnapshot}});
        }},
       {"perm_ttl", "SECONDS",
        "with permissions=source, how long SOURCE's answer for a caller and file is kept "
@@ -504,38 +511,10 @@ void ApplyOption(MountConfig& config, const std::string& opt) {
   throw OptionError(fmt::format("unknown option '{}' (tierfs --help lists the options)", name));
 }
 
-// The peer list file's text: a regular file, at most 1 MiB.
-std::string ReadPeerFile(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-  if (fd < 0) {
-    const int err = errno;
-    throw OptionError(fmt::format("option 'peers': cannot open '{}': {}", path, std::strerror(err)),
-                      err);
-  }
-  struct stat st;
-  std::string text;
-  bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= (1 << 20);
-  if (ok) {
-    text.resize(static_cast<size_t>(st.st_size));
-    size_t done = 0;
-    while (done < text.size()) {
-      ssize_t n = ::read(fd, text.data() + done, text.size() - done);
-      if (n <= 0) break;
-      done += static_cast<size_t>(n);
-    }
-    text.resize(done);
-  }
-  ::close(fd);
-  if (!ok) {
-    throw OptionError(
-        fmt::format("option 'peers': '{}' is not a regular file of at most 1 MiB", path));
-  }
-  return text;
-}
-
-// Fills config.tiering.peers from peers=, peer_name= and peer_port=.
-void ResolvePeers(MountConfig& config) {
-  JobPeersConfig& p = config.tiering.peers;
+// What peers= asks of the other peer options, checked before anything is
+// read for it (ResolvePeers, fs/mount_inputs.h, reads the rest).
+void CheckPeerOptions(const MountConfig& config) {
+  const JobPeersConfig& p = config.tiering.peers;
   if (config.peers.empty()) {
     if (!config.peer_name.empty() || !p.job.empty() || !p.munge_socket.empty() || config.peer_set) {
       throw OptionError(
@@ -548,37 +527,8 @@ void ResolvePeers(MountConfig& config) {
   if (config.tiering.chunk_size > kMaxWireChunk) {
     throw OptionError(fmt::format("peers= takes chunk_size up to {} MiB", kMaxWireChunk >> 20));
   }
-  const auto port = static_cast<uint16_t>(config.peer_port);
   if (config.peers.find('/') != std::string::npos && config.peers[0] != '/') {
     throw OptionError(fmt::format("option 'peers': '{}' is not an absolute path", config.peers));
-  }
-  auto list = config.peers.find('/') != std::string::npos
-                  ? ParsePeerFile(ReadPeerFile(config.peers), port)
-                  : ParsePeerInline(config.peers, port);
-  if (!list.ok()) throw OptionError(fmt::format("option 'peers': {}", list.status().message()));
-  p.peers = std::move(list).value();
-  p.self = config.peer_name;
-  if (p.self.empty()) {
-    char host[256] = {};
-    if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
-    p.self = std::string(host).substr(0, std::string(host).find('.'));
-  }
-  auto self = std::find_if(p.peers.begin(), p.peers.end(),
-                           [&](const PeerEntry& e) { return e.name == p.self; });
-  if (self == p.peers.end()) {
-    throw OptionError(fmt::format(
-        "option 'peers': this node, '{}', is not in the list (set peer_name=)", p.self));
-  }
-  // This node listens where the list says (its own line may name a port).
-  config.peer_port = self->port;
-  if (p.job.empty()) {
-    const char* id = std::getenv("SLURM_JOB_ID");
-    const char* cluster = std::getenv("SLURM_CLUSTER_NAME");
-    if (id == nullptr || *id == '\0') {
-      throw OptionError("peers= needs peer_job= (or SLURM_JOB_ID in the environment)");
-    }
-    p.job = fmt::format("slurm:{}:{}", cluster != nullptr ? cluster : "", id);
-    if (p.job.size() > 255) throw OptionError("SLURM_CLUSTER_NAME and SLURM_JOB_ID are too long");
   }
 }
 
@@ -619,7 +569,7 @@ MountConfig ParseOrThrow(const std::vector<std::string>& args) {
   }
   config.source = positional[0];
   config.mountpoint = positional[1];
-  ResolvePeers(config);
+  CheckPeerOptions(config);
   return config;
 }
 

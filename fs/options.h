@@ -1,12 +1,15 @@
 // Command-line and -o option parsing for the tierfs mount. tierfs's own
 // options are parsed and validated here; standard FUSE/mount options are
-// checked against a list and handed to libfuse. No FUSE include: unit-tested.
+// checked against a list and handed to libfuse. Pure: no file, host name or
+// environment variable is read here (fs/mount_inputs.h reads what peers=
+// refers to). No FUSE include: unit-tested and fuzzed.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "fs/mount_modes.h"
 #include "prefetch/assembly/tiered_store.h"
 #include "tiering/base/log.h"
 #include "tiering/base/status.h"
@@ -28,12 +31,12 @@ struct MountConfig {
   unsigned scan_threads = 0;  // metadata requests in flight during the scan; 0: auto (tuned)
   std::string index;          // saved namespace index: a file, "auto" or "" (none)
   IndexCheck index_check = IndexCheck::kDirs;
-  unsigned index_wait = 600;        // seconds to wait for another node building the index
-  std::string readdir = "plus";     // plus, plain or auto (ReaddirMode in fs/filesystem.h)
-  std::string passthrough = "off";  // auto, on or off (PassthroughWant in fs/passthrough.h)
-  uint64_t max_open_files = 0;      // SOURCE fd cache; 0 = half of RLIMIT_NOFILE
-  double entry_timeout = 86400;     // seconds the kernel may cache names
-  double attr_timeout = 86400;      // seconds the kernel may cache attributes
+  unsigned index_wait = 600;  // seconds to wait for another node building the index
+  ReaddirMode readdir = ReaddirMode::kPlus;
+  PassthroughWant passthrough = PassthroughWant::kOff;
+  uint64_t max_open_files = 0;   // SOURCE fd cache; 0 = half of RLIMIT_NOFILE
+  double entry_timeout = 86400;  // seconds the kernel may cache names
+  double attr_timeout = 86400;   // seconds the kernel may cache attributes
   // Kernel readahead of the mount in KiB; 0 = the kernel's default;
   // kMaxRequestReadAhead = the largest read request (max_pages), at least 1 MiB.
   static constexpr unsigned kMaxRequestReadAhead = ~0u;
@@ -45,10 +48,7 @@ struct MountConfig {
   std::string log_to;
   std::string metrics;             // [HOST:]PORT of the Prometheus endpoint; "" = off
   unsigned shutdown_timeout = 30;  // seconds to finish promotions at unmount
-  // Who decides a caller's open: "source" (SOURCE, asked as the caller),
-  // "snapshot" (the kernel, on the snapshot's mode bits), "" = source for a
-  // root daemon with allow_other, else snapshot.
-  std::string permissions;
+  PermissionsBy permissions = PermissionsBy::kDefault;  // who decides a caller's open
   double perm_ttl = 60;  // seconds an answer of SOURCE is kept; 0 = until revalidated
   // The control files' owner (who may steer the mount besides root);
   // -1 = the daemon's user.
@@ -59,7 +59,7 @@ struct MountConfig {
   // Tiers and promotion (ram=, tier=, policy=, ...), and the peers.
   TieringConfig tiering;
   // Peers as given (peers=, peer_name=, peer_port=): resolved into
-  // tiering.peers once every option is read.
+  // tiering.peers by ResolvePeers (fs/mount_inputs.h).
   std::string peers;
   std::string peer_name;
   unsigned peer_port = 7740;
@@ -70,9 +70,9 @@ struct MountConfig {
   std::vector<std::string> fuse_options;
 };
 
-// Parses argv (argv[0] is the program). Fails with a complete message for
-// the user: EINVAL for a bad option or value, the errno of a peers= file
-// that cannot be opened.
+// Parses argv (argv[0] is the program). Fails (EINVAL) with a complete
+// message for the user. peers= is kept as given: tiering.peers is empty
+// until ResolvePeers.
 Result<MountConfig> ParseCommandLine(const std::vector<std::string>& args);
 
 // ParseByteSize (tiering/base/units.h) for the value of -o `option`: "512", "64K",

@@ -24,11 +24,10 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "fs/mount_modes.h"
 #include "tiering/base/counter_visitor.h"
 
 namespace tierfs {
-
-enum class PassthroughWant { kAuto, kOn, kOff };
 
 // Whether this daemon may use passthrough: "" if it may try (the kernel's
 // INIT decides the rest), else why not ("passthrough=off", no

@@ -7,8 +7,10 @@
 
 namespace tierfs {
 
-// Runs a mount to completion. Returns the process exit status: 0 after a
-// clean unmount, 1 with a message on stderr when the mount cannot be made.
+// Runs a mount to completion: makes it, then serves it. Returns the process
+// exit status (ExitStatus, fs/mount_failure.h): 0 after a clean unmount;
+// else, with a message on stderr, whose failure it was: 1 this machine's,
+// 2 the command line's, 3 SOURCE's, 4 MOUNTPOINT's.
 int RunMount(const MountConfig& config);
 
 }  // namespace tierfs

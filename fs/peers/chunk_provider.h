@@ -18,6 +18,22 @@ struct ChunkBytes {
   std::shared_ptr<const void> hold;  // keeps `data` alive until the bytes are sent
 };
 
+// Whether this node holds a chunk a peer asks after, for a kIfResident
+// request: held (in a tier, or being promoted), not held (the asker reads
+// SOURCE itself), or the file is one ReadChunk would refuse.
+enum class Residence {
+  kHeld,
+  kNotHeld,
+  kNoSuchFile,  // ReadChunk's -ENOENT
+  kStale,       // ReadChunk's -ESTALE: the asker's snapshot and ours differ
+};
+
+// The -errno ReadChunk answers for a file Holds refused (kNoSuchFile,
+// kStale); 0 for kHeld and kNotHeld.
+inline int ResidenceErrno(Residence r) {
+  return r == Residence::kNoSuchFile ? -ENOENT : r == Residence::kStale ? -ESTALE : 0;
+}
+
 class ChunkProvider {
  public:
   virtual ~ChunkProvider() = default;
@@ -31,12 +47,10 @@ class ChunkProvider {
   // gives up at `deadline`: every call holds one of the server's threads.
   virtual int ReadChunk(const ChunkRef& ref, Deadline deadline, ChunkBytes* out) = 0;
   // For a kIfResident request, on the server's progress thread (so quick:
-  // no I/O): 1 if this node holds chunk `ref` or is promoting it, 0 if
-  // neither (the asker reads SOURCE itself), or -ENOENT / -ESTALE as
-  // ReadChunk would answer. A provider that cannot tell says 1.
-  virtual int Holds(const ChunkRef& ref) {
+  // no I/O). A provider that cannot tell says kHeld.
+  virtual Residence Holds(const ChunkRef& ref) {
     (void)ref;
-    return 1;
+    return Residence::kHeld;
   }
   // Keeps the ref.chunk_length() bytes at `data` as chunk `ref` (whole),
   // offered by the authenticated peer that read them from SOURCE, if this

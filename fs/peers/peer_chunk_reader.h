@@ -17,13 +17,17 @@ class PeerChunkReader : public ChunkProvider {
  public:
   PeerChunkReader(const Namespace* ns, ReadPath* reads) : ns_(ns), reads_(reads) {}
   int ReadChunk(const ChunkRef& ref, Deadline deadline, ChunkBytes* out) override;
-  int Holds(const ChunkRef& ref) override;
+  Residence Holds(const ChunkRef& ref) override;
   int Adopt(const ChunkRef& ref, const char* data) override;
 
  private:
   // The file `ref` names, if this node's snapshot describes it alike
-  // (size, mtime, ctime, inode): its id, or -ENOENT / -ESTALE.
-  int64_t Find(const ChunkRef& ref) const;
+  // (size, mtime, ctime, inode): its id; else why not.
+  struct FoundFile {
+    NodeId id = 0;
+    int err = 0;  // 0 (found), -ENOENT or -ESTALE
+  };
+  FoundFile Find(const ChunkRef& ref) const;
   const Namespace* const ns_;
   ReadPath* const reads_;
 };

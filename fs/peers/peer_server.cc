@@ -271,9 +271,11 @@ void PeerServer::OnRequest(Connection& c, const PeerMessage& m, std::string_view
     return;
   }
   if ((m.flags & kIfResident) != 0) {  // no work here for a chunk nobody here has
-    if (int holds = provider_->Holds(job->ref); holds <= 0) {
-      (holds == 0 ? counters_.not_resident : counters_.errors)++;
-      SendError(c, m.request_id, holds == 0 ? WireError::kNotResident : WireErrorFromErrno(holds));
+    if (const Residence r = provider_->Holds(job->ref); r != Residence::kHeld) {
+      const bool not_held = r == Residence::kNotHeld;
+      (not_held ? counters_.not_resident : counters_.errors)++;
+      SendError(c, m.request_id,
+                not_held ? WireError::kNotResident : WireErrorFromErrno(ResidenceErrno(r)));
       return;
     }
   }

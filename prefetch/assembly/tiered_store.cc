@@ -34,20 +34,24 @@ Result<std::vector<std::unique_ptr<Tier>>> TieredStore::OpenTiers(const TieringC
   return tiers;
 }
 
+Status TieringConfig::CheckNeedsTier() const {
+  if (enabled()) return Status::Ok();
+  if (peers_enabled()) return Status::Error(EINVAL, "peers= needs a tier to share (ram= or tier=)");
+  if (prefetch.mode != PrefetchMode::kOnAccess) {
+    return Status::Error(EINVAL,
+                         fmt::format("prefetch={} needs a tier to promote into (ram= or tier=)",
+                                     PrefetchModeName(prefetch.mode)));
+  }
+  return Status::Ok();
+}
+
 Result<std::unique_ptr<TieredStore>> TieredStore::Open(const TieringConfig& config,
                                                        const Namespace* ns, SourceReader* source,
                                                        dev_t source_dev) {
   std::unique_ptr<TieredStore> store(new TieredStore());
   store->config_ = config;
+  if (Status needs = config.CheckNeedsTier(); !needs.ok()) return needs;
   if (!config.enabled()) {
-    if (config.peers_enabled()) {
-      return Status::Error(EINVAL, "peers= needs a tier to share (ram= or tier=)");
-    }
-    if (config.prefetch.mode != PrefetchMode::kOnAccess) {
-      return Status::Error(EINVAL,
-                           fmt::format("prefetch={} needs a tier to promote into (ram= or tier=)",
-                                       PrefetchModeName(config.prefetch.mode)));
-    }
     store->source_ = std::make_unique<ChunkSource>(source, config.chunk_size);
     store->read_path_ = std::make_unique<ReadPath>(ns, store->source_.get(), nullptr, nullptr);
     // Hints are still parsed and counted, so helpers work against any mount.

@@ -47,6 +47,10 @@ struct TieringConfig {
   JobPeersConfig peers;
   bool enabled() const { return ram > 0 || !dirs.empty(); }
   bool peers_enabled() const { return !peers.peers.empty(); }
+  // Without a tier, what needs one (peers=, a prefetch mode other than
+  // on-access) is refused (EINVAL, naming it); ok otherwise. The one home
+  // of the rule: the mount's early checks and Open both ask it.
+  Status CheckNeedsTier() const;
 };
 
 class TieredStore {

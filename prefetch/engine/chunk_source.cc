@@ -6,27 +6,28 @@
 
 namespace tierfs {
 
-ssize_t ChunkSource::Read(ChunkKey key, uint64_t off, size_t n, char* buf, int* home) {
-  if (*home != kSource) {
-    ssize_t r = peers_->Fetch(*home, key, off, n, buf);
+ssize_t ChunkSource::Read(ChunkKey key, uint64_t off, size_t n, char* buf, HomeLink* home) {
+  if (!home->is_source()) {
+    ssize_t r = peers_->Fetch(home->link(), key, off, n, buf);
     if (r == static_cast<ssize_t>(n)) return r;
-    *home = kSource;  // it failed us (JobPeers counts the fallback)
+    *home = HomeLink::Source();  // it failed us (JobPeers counts the fallback)
   }
-  return source_->Read(key.node, buf, n, static_cast<uint64_t>(key.chunk) * chunk_size_ + off);
+  return source_->Read(key.node, static_cast<uint64_t>(key.chunk) * chunk_size_ + off, n, buf);
 }
 
 ssize_t ChunkSource::ReadForCopy(ChunkKey key, uint64_t off, size_t n, char* buf, Route* route) {
-  if (route->home != kSource && off == 0 && route->length <= kMaxOffer) {
-    ssize_t r = peers_->Fetch(route->home, key, off, n, buf, /*if_resident=*/true);
+  if (!route->home.is_source() && off == 0 && route->length <= kMaxOffer) {
+    ssize_t r = peers_->Fetch(route->home.link(), key, off, n, buf, /*if_resident=*/true);
     if (r == static_cast<ssize_t>(n)) return r;
     if (r == -ENODATA) route->offer_to = route->home;  // it has none: read here, then offer
-    route->home = kSource;
+    route->home = HomeLink::Source();
   }
   return Read(key, off, n, buf, &route->home);
 }
 
-void ChunkSource::Offer(ChunkKey key, const char* data, size_t n, int link) {
-  if (peers_ != nullptr && link != kSource && n <= kMaxOffer) peers_->Offer(link, key, data, n);
+void ChunkSource::Offer(ChunkKey key, const char* data, size_t n, HomeLink to) {
+  if (peers_ != nullptr && !to.is_source() && n <= kMaxOffer)
+    peers_->Offer(to.link(), key, data, n);
 }
 
 ChunkSource::OfferBuffer& ChunkSource::OfferBuffer::operator=(OfferBuffer&& o) noexcept {
@@ -61,8 +62,8 @@ ChunkSource::OfferBuffer ChunkSource::TakeOfferBuffer(uint64_t n) {
 }
 
 bool ChunkSource::AskHome(ChunkKey key) {
-  const int home = Home(key);
-  return home == kSource || peers_->AskAhead(home, key);
+  const HomeLink home = Home(key);
+  return home.is_source() || peers_->AskAhead(home.link(), key);
 }
 
 }  // namespace tierfs

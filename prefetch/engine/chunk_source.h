@@ -20,25 +20,58 @@
 
 namespace tierfs {
 
+// Whom a read or a promotion serves, which decides where its bytes may come
+// from when no tier here holds them.
+enum class Origin {
+  // This node (a reader of the mount, a planner): from the chunk's home if
+  // another node homes it, else from SOURCE.
+  kThisNode,
+  // A peer that asked this node, its home as far as the peer knows: from
+  // SOURCE only, never from yet another peer.
+  kPeer,
+};
+
+// Where the bytes of a chunk no tier here holds are fetched from: SOURCE,
+// or the link to the peer that homes the chunk (JobPeers's number for it).
+class HomeLink {
+ public:
+  static constexpr HomeLink Source() { return HomeLink(-1); }
+  // JobPeers's answer for a chunk's home: a link, or -1 for this node.
+  static constexpr HomeLink FromJobPeers(int link) { return HomeLink(link < 0 ? -1 : link); }
+  bool is_source() const { return link_ < 0; }
+  // The peer link. REQUIRES: !is_source().
+  int link() const { return link_; }
+  bool operator==(const HomeLink&) const = default;
+
+ private:
+  explicit constexpr HomeLink(int link) : link_(link) {}
+  int link_;
+};
+
 class ChunkSource {
  public:
-  static constexpr int kSource = -1;  // a "home" that is SOURCE itself
-
   // `source` and `peers` (which may be null: no peers) must outlive this.
   ChunkSource(SourceReader* source, uint64_t chunk_size, JobPeers* peers = nullptr)
       : source_(source), chunk_size_(chunk_size), peers_(peers) {}
 
-  // The peer link that homes `key`, or kSource when this node does (or
-  // there are no peers).
-  int Home(ChunkKey key) const { return peers_ != nullptr ? peers_->Home(key) : kSource; }
-  bool HomedHere(ChunkKey key) const { return Home(key) == kSource; }
+  // The link to the peer that homes `key`, or SOURCE when this node does
+  // (or there are no peers).
+  HomeLink Home(ChunkKey key) const {
+    return peers_ != nullptr ? HomeLink::FromJobPeers(peers_->Home(key)) : HomeLink::Source();
+  }
+  // Where a miss of `origin` on `key` gets its bytes: Home(key) for this
+  // node, SOURCE for a peer.
+  HomeLink HomeFor(ChunkKey key, Origin origin) const {
+    return origin == Origin::kThisNode ? Home(key) : HomeLink::Source();
+  }
+  bool HomedHere(ChunkKey key) const { return Home(key).is_source(); }
 
   // Reads [off, off+n) of chunk `key` (off within the chunk) into `buf`,
-  // from peer `*home`, or from SOURCE when *home is kSource or the peer
-  // does not deliver all n bytes; then *home becomes kSource, so a caller
-  // reading a chunk piece by piece goes on from SOURCE. The count (short
-  // only at SOURCE's EOF) or -errno.
-  ssize_t Read(ChunkKey key, uint64_t off, size_t n, char* buf, int* home);
+  // from `*home`, or from SOURCE when that is SOURCE or the peer does not
+  // deliver all n bytes; then *home becomes SOURCE, so a caller reading a
+  // chunk piece by piece goes on from SOURCE. The count (short only at
+  // SOURCE's EOF) or -errno.
+  ssize_t Read(ChunkKey key, uint64_t off, size_t n, char* buf, HomeLink* home);
   // How a promotion reads a chunk piece by piece: from `home` as Read
   // does, except that the first piece (off 0) asks a remote home for its
   // bytes only if it holds the chunk or is promoting it. If it has
@@ -51,14 +84,15 @@ class ChunkSource {
   // byte budget for one connection (at least 64 MiB) and the home would
   // never get it.
   struct Route {
-    int home = kSource;
+    HomeLink home = HomeLink::Source();
     uint64_t length = 0;  // the chunk's
-    int offer_to = kSource;
+    HomeLink offer_to = HomeLink::Source();
   };
   ssize_t ReadForCopy(ChunkKey key, uint64_t off, size_t n, char* buf, Route* route);
-  // Offers peer `link` the whole chunk `key` (n bytes at `data`), without
-  // waiting. Chunks above kMaxOffer bytes are not offered.
-  void Offer(ChunkKey key, const char* data, size_t n, int link);
+  // Offers the peer at `to` the whole chunk `key` (n bytes at `data`),
+  // without waiting. Chunks above kMaxOffer bytes are not offered, nor
+  // anything to SOURCE.
+  void Offer(ChunkKey key, const char* data, size_t n, HomeLink to);
   static constexpr uint64_t kMaxOffer = uint64_t{32} << 20;
 
   // Memory a promotion keeps a chunk of several pieces in for its offer:
@@ -84,7 +118,7 @@ class ChunkSource {
 
   // Reads up to n bytes of file `node` at file offset `off` from SOURCE.
   ssize_t ReadFile(NodeId node, uint64_t off, size_t n, char* buf) {
-    return source_->Read(node, buf, n, off);
+    return source_->Read(node, off, n, buf);
   }
   // Asks `key`'s home, if another node, to promote it now (look-ahead for
   // a chunk this node has no room to copy). True if there is no such home

@@ -11,15 +11,18 @@ namespace tierfs {
 Promoter::Promoter(ChunkStore* store, ChunkSource* source, Executor* executor)
     : store_(store), source_(source), executor_(executor) {}
 
-bool Promoter::Request(ChunkKey key, Executor::Lane lane, From from) {
+Promoter::Outcome Promoter::Request(ChunkKey key, Executor::Lane lane, Origin origin) {
   // A full lane would reject the job after the claim made room for it:
   // look first, so that no chunk is evicted for a promotion never made.
   if (executor_->queued(lane) >= executor_->capacity()) {
     rejected_.fetch_add(1, std::memory_order_relaxed);
-    return false;
+    // Another promotion may have it already: the caller may wait for that.
+    return store_->state(key) == Catalog::kOnSource ? Outcome::kLaneFull : Outcome::kBusy;
   }
   auto q = std::make_shared<Queued>();
-  if (!ClaimFor(key, from, &q->claim, &q->home)) return false;
+  if (Outcome claimed = ClaimFor(key, origin, &q->claim, &q->home); claimed != Outcome::kStarted) {
+    return claimed;
+  }
   const bool may_hurry = lane != Executor::Lane::kForeground;
   if (may_hurry) {
     QueuedStripe& stripe = StripeOf(key);
@@ -30,10 +33,10 @@ bool Promoter::Request(ChunkKey key, Executor::Lane lane, From from) {
   if (!executor_->Submit(lane, Executor::Job{[this, q] { Run(*q); }})) {
     if (may_hurry) Forget(key);
     rejected_.fetch_add(1, std::memory_order_relaxed);
-    return false;
+    return Outcome::kLaneFull;
   }
   requested_.fetch_add(1, std::memory_order_relaxed);
-  return true;
+  return Outcome::kStarted;
 }
 
 void Promoter::Run(Queued& q) {
@@ -73,19 +76,29 @@ bool Promoter::Hurry(ChunkKey key) {
   return true;
 }
 
-bool Promoter::ClaimFor(ChunkKey key, From from, ChunkClaim* claim, int* home) {
+Promoter::Outcome Promoter::ClaimFor(ChunkKey key, Origin origin, ChunkClaim* claim,
+                                     HomeLink* home) {
   // Cheap before the claim: a chunk resident or in flight needs no home.
-  if (store_->state(key) != Catalog::kOnSource) return false;
-  *home = from == From::kHome ? source_->Home(key) : ChunkSource::kSource;
+  if (store_->state(key) != Catalog::kOnSource) return Outcome::kBusy;
+  *home = source_->HomeFor(key, origin);
   // A copy of a chunk homed elsewhere takes free room only.
-  return store_->Claim(key, claim, /*may_evict=*/*home == ChunkSource::kSource) ==
-         ChunkStore::ClaimResult::kClaimed;
+  switch (store_->Claim(key, claim, /*may_evict=*/home->is_source())) {
+    case ChunkStore::ClaimResult::kClaimed:
+      return Outcome::kStarted;
+    case ChunkStore::ClaimResult::kBusy:
+      return Outcome::kBusy;
+    case ChunkStore::ClaimResult::kNoRoom:
+      break;
+  }
+  return Outcome::kNoRoom;
 }
 
-bool Promoter::PromoteHere(ChunkKey key, From from, Serve* serve) {
+Promoter::Outcome Promoter::PromoteHere(ChunkKey key, Origin origin, Serve* serve) {
   ChunkClaim claim;
-  int home;
-  if (!ClaimFor(key, from, &claim, &home)) return false;
+  HomeLink home = HomeLink::Source();
+  if (Outcome claimed = ClaimFor(key, origin, &claim, &home); claimed != Outcome::kStarted) {
+    return claimed;
+  }
   requested_.fetch_add(1, std::memory_order_relaxed);
   inline_.fetch_add(1, std::memory_order_relaxed);
   // A tier whose commit waits for the device (a directory tier's fdatasync
@@ -95,18 +108,17 @@ bool Promoter::PromoteHere(ChunkKey key, From from, Serve* serve) {
   if (serve == nullptr || !slow || claim.length() > kReadSize ||
       serve->off + serve->n > claim.length()) {
     Copy(claim, home);
-    return true;
+    return Outcome::kStarted;
   }
   const char* bytes = Fill(claim, home);
-  if (bytes == nullptr) return true;  // failed: on SOURCE again
+  if (bytes == nullptr) return Outcome::kStarted;  // failed: on SOURCE again
   std::memcpy(serve->scratch, bytes + serve->off, serve->n);
-  serve->served = true;
   auto held = std::make_shared<ChunkClaim>(std::move(claim));
   // A job dropped unrun (shutdown) undoes the claim; a full lane: commit here.
   if (!executor_->Submit(Executor::Lane::kForeground, Executor::Job{[held] { held->Publish(); }})) {
     held->Publish();
   }
-  return true;
+  return Outcome::kServed;
 }
 
 bool Promoter::AskHome(ChunkKey key) {
@@ -115,11 +127,11 @@ bool Promoter::AskHome(ChunkKey key) {
                            Executor::Job{[this, key] { source_->AskHome(key); }});
 }
 
-void Promoter::Copy(ChunkClaim& claim, int home) {
+void Promoter::Copy(ChunkClaim& claim, HomeLink home) {
   if (Fill(claim, home) != nullptr) claim.Publish();  // a failed commit undoes the claim itself
 }
 
-const char* Promoter::Fill(ChunkClaim& claim, int home) {
+const char* Promoter::Fill(ChunkClaim& claim, HomeLink home) {
   thread_local AlignedBuffer aligned;
   char* buf;
   try {
@@ -150,13 +162,13 @@ const char* Promoter::Fill(ChunkClaim& claim, int home) {
       claim.Fail(err, why);
       return nullptr;
     }
-    if (route.offer_to != ChunkSource::kSource && claim.length() > kReadSize) {
+    if (!route.offer_to.is_source() && claim.length() > kReadSize) {
       if (done == 0) whole = source_->TakeOfferBuffer(claim.length());
       if (whole.data() != nullptr) std::memcpy(whole.data() + done, buf, want);
     }
     done += want;
   }
-  if (route.offer_to != ChunkSource::kSource) {
+  if (!route.offer_to.is_source()) {
     const char* bytes = claim.length() <= kReadSize ? buf : whole.data();
     if (bytes != nullptr) source_->Offer(claim.key(), bytes, claim.length(), route.offer_to);
   }

@@ -33,15 +33,23 @@ class Promoter {
   // before the store is destroyed.
   Promoter(ChunkStore* store, ChunkSource* source, Executor* executor);
 
-  // Where a promotion may get the bytes: from the chunk's home if another
-  // node homes it, or from SOURCE only (a peer asked this node: it is the
-  // home as far as the asker knows).
-  enum class From { kHome, kSource };
+  // What a call asking for a promotion did: why, when it put nothing in
+  // flight, so that a caller need not look at the catalog again to guess.
+  enum class Outcome {
+    kStarted,   // claimed: in flight (Request), or copied here (PromoteHere:
+                // resident, or on SOURCE again if the copy failed)
+    kServed,    // PromoteHere: the caller's range served from the copy,
+                // the commit left to a pool thread (in flight)
+    kBusy,      // resident or in flight already: another promotion has it
+    kNoRoom,    // on SOURCE, and no tier has room for it now
+    kLaneFull,  // on SOURCE, and the lane's queue is full
+  };
+  // The bytes come from where `origin` may take them (ChunkSource::HomeFor).
 
-  // Starts promoting `key` if it is on SOURCE only. Returns true if this call
-  // put it in flight (the caller may then wait on the store). The chunk is
+  // Starts promoting `key` if it is on SOURCE only. kStarted if this call
+  // put it in flight (the caller may then wait on the store): the chunk is
   // claimed now; its copy waits its turn on `lane`.
-  bool Request(ChunkKey key, Executor::Lane lane, From from = From::kHome);
+  Outcome Request(ChunkKey key, Executor::Lane lane, Origin origin = Origin::kThisNode);
 
   // A reader needs `key`, which is in flight but whose copy has not started
   // (queued on the look-ahead or background lane, perhaps behind a whole
@@ -53,21 +61,20 @@ class Promoter {
 
   // Promotes `key` on the calling thread, now: claims it and copies it
   // (a reader's miss on a small chunk: no hand-off to a pool thread, no
-  // wait). True if this call claimed it: it is resident when it returns, or
-  // on SOURCE again if the copy failed.
+  // wait). kStarted if this call claimed it: it is resident when it
+  // returns, or on SOURCE again if the copy failed.
   //
   // With `serve`, the caller wants [off, off+n) of the chunk: for a tier
   // whose commit waits for the device (Tier::slow_commit) and a chunk of one
   // SOURCE request, the range is copied to `scratch` from the bytes read
-  // (serve->served), and the commit runs on a pool thread: the chunk is
-  // then in flight when this returns, resident soon after.
+  // (kServed), and the commit runs on a pool thread: the chunk is then in
+  // flight when this returns, resident soon after.
   struct Serve {
     uint64_t off = 0;
     size_t n = 0;
     char* scratch = nullptr;
-    bool served = false;
   };
-  bool PromoteHere(ChunkKey key, From from = From::kHome, Serve* serve = nullptr);
+  Outcome PromoteHere(ChunkKey key, Origin origin = Origin::kThisNode, Serve* serve = nullptr);
 
   // Keeps `n` bytes a peer read from SOURCE and offered as chunk `key`
   // (this node is its home, as the peer saw it): claimed like a promotion
@@ -97,21 +104,20 @@ class Promoter {
   void VisitCounters(CounterVisitor& v) const;
 
  private:
-  // Claims `key` if it is on SOURCE only; *home: the peer link to copy
-  // from, or ChunkSource::kSource. False if it was not claimed.
-  bool ClaimFor(ChunkKey key, From from, ChunkClaim* claim, int* home);
-  // `home`: the peer link to copy from, or ChunkSource::kSource.
-  void Copy(ChunkClaim& claim, int home);
+  // Claims `key` if it is on SOURCE only; *home: where to copy it from.
+  // kStarted if claimed, else why not (kBusy, kNoRoom).
+  Outcome ClaimFor(ChunkKey key, Origin origin, ChunkClaim* claim, HomeLink* home);
+  void Copy(ChunkClaim& claim, HomeLink home);
   // Copy without the commit: the buffer holding the last piece read, or
   // null after failing the claim. A home that has no copy is offered the
   // one read here from SOURCE (ChunkSource::Route).
-  const char* Fill(ChunkClaim& claim, int home);
+  const char* Fill(ChunkClaim& claim, HomeLink home);
 
   // A claimed chunk whose copy is queued: whoever takes it first (the
   // executor's job, or a reader through Hurry) copies it.
   struct Queued {
     ChunkClaim claim;
-    int home = ChunkSource::kSource;
+    HomeLink home = HomeLink::Source();
     std::atomic<bool> taken{false};
   };
   void Run(Queued& q);

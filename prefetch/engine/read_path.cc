@@ -14,7 +14,7 @@ ReadPath::ReadPath(const Namespace* ns, ChunkSource* source, ChunkStore* store, 
 ssize_t ReadPath::ReadLocal(NodeId id, uint64_t off, size_t size, char* scratch, TierRead* out,
                             InFlight::Deadline deadline) {
   bool hit = true;
-  return ReadRange(id, off, size, scratch, out, &hit, /*local=*/true, deadline);
+  return ReadRange(id, off, size, scratch, out, &hit, Origin::kPeer, deadline);
 }
 
 bool ReadPath::Holds(NodeId id, uint32_t chunk) const {
@@ -29,7 +29,7 @@ int ReadPath::Adopt(NodeId id, uint32_t chunk, const char* data, size_t n) {
 
 ssize_t ReadPath::Read(NodeId id, uint64_t off, size_t size, char* scratch, TierRead* out) {
   bool hit = true;
-  ssize_t n = ReadRange(id, off, size, scratch, out, &hit, /*local=*/false);
+  ssize_t n = ReadRange(id, off, size, scratch, out, &hit, Origin::kThisNode);
   // Only now: the planner may evict a file once it is consumed, and this
   // read must not lose its data to that (the reply holds what it needs).
   if (n > 0) {
@@ -41,7 +41,7 @@ ssize_t ReadPath::Read(NodeId id, uint64_t off, size_t size, char* scratch, Tier
 }
 
 ssize_t ReadPath::ReadRange(NodeId id, uint64_t off, size_t size, char* scratch, TierRead* out,
-                            bool* hit, bool local, InFlight::Deadline asker) {
+                            bool* hit, Origin origin, InFlight::Deadline asker) {
   const uint64_t file_size = ns_->node(id).size;
   *out = {};
   if (off >= file_size || size == 0) return 0;
@@ -54,13 +54,13 @@ ssize_t ReadPath::ReadRange(NodeId id, uint64_t off, size_t size, char* scratch,
   ChunkKey key{id, static_cast<uint32_t>(off / chunk_size)};
   uint64_t in_chunk = off % chunk_size;
   if (in_chunk + size <= chunk_size)
-    return ReadChunk(key, in_chunk, size, scratch, out, hit, local, asker);
+    return ReadChunk(key, in_chunk, size, scratch, out, hit, origin, asker);
   // The request straddles chunks: assemble the pieces in scratch.
   size_t done = 0;
   while (done < size) {
     size_t n = static_cast<size_t>(std::min<uint64_t>(size - done, chunk_size - in_chunk));
     TierRead piece;
-    ssize_t r = ReadChunk(key, in_chunk, n, scratch + done, &piece, hit, local, asker);
+    ssize_t r = ReadChunk(key, in_chunk, n, scratch + done, &piece, hit, origin, asker);
     if (r < 0) return r;
     if (piece.data != scratch + done) std::memcpy(scratch + done, piece.data, piece.size);
     done += static_cast<size_t>(r);
@@ -73,99 +73,154 @@ ssize_t ReadPath::ReadRange(NodeId id, uint64_t off, size_t size, char* scratch,
   return static_cast<ssize_t>(done);
 }
 
+// One read of a chunk across its looks at the chunk's state: what it asks
+// for, and what it has done already (each transition at most once).
+struct ReadPath::ChunkRead {
+  const ChunkKey key;
+  const uint64_t off;  // within the chunk
+  const size_t n;
+  char* const scratch;
+  TierRead* const out;
+  const Origin origin;
+  const InFlight::Deadline asker;  // a peer's; max() for this node's reads
+  bool missed = false;             // not resident at the first look: not a hit
+  bool requested = false;          // a promotion was asked for
+  bool hurried = false;            // a queued copy was hurried
+  InFlight::Deadline deadline{};   // of the wait for a promotion, once it began
+};
+
+namespace {
+
+// The chunk's state as a read sees it.
+enum class Seen { kResident, kInFlight, kOnSource };
+
+Seen SeenAs(uint8_t state) {
+  if (Catalog::IsResident(state)) return Seen::kResident;
+  return state == Catalog::kInFlight ? Seen::kInFlight : Seen::kOnSource;
+}
+
+// A promotion failing or evicted as soon as made could keep a read looking:
+// after this many looks it is served as a miss not kept (the home, then
+// SOURCE).
+constexpr int kLooks = 3;
+
+}  // namespace
+
 ssize_t ReadPath::ReadChunk(ChunkKey key, uint64_t off, size_t n, char* scratch, TierRead* out,
-                            bool* hit, bool local, InFlight::Deadline asker) {
-  bool requested = false;  // at most one promotion attempt per read
-  bool hurried = false;    // ...and one hurry of a queued one
-  InFlight::Deadline deadline{};
-  bool missed = false;  // this piece was not resident when asked for
-  for (int attempt = 0; attempt < 3; ++attempt) {
-    uint8_t state = store_->state(key);
-    if (Catalog::IsResident(state)) {
-      int err = store_->Read(key, state, off, n, scratch, out, /*hit=*/!missed);
-      if (err == 0) {
-        (missed ? counters_.promoted_reads : counters_.tier_reads)
-            .fetch_add(1, std::memory_order_relaxed);
-        return static_cast<ssize_t>(n);
-      }
-      if (err != -ENOENT) {  // ENOENT: evicted meanwhile, which is normal
-        counters_.tier_errors.fetch_add(1, std::memory_order_relaxed);
-        TIERFS_LOG(kWarning, "tier {} read of '{}' failed ({}); served from SOURCE",
-                   store_->tiers()[static_cast<size_t>(Catalog::TierOf(state))]->name(),
-                   ns_->Path(key.node), std::strerror(-err));
-      }
-      break;
+                            bool* hit, Origin origin, InFlight::Deadline asker) {
+  ChunkRead r{key, off, n, scratch, out, origin, asker};
+  for (int look = 0; look < kLooks; ++look) {
+    const uint8_t state = store_->state(key);
+    ChunkStep step;
+    switch (SeenAs(state)) {
+      case Seen::kResident:
+        step = ReadResident(r, state);
+        break;
+      case Seen::kInFlight:
+        *hit = false, r.missed = true;
+        step = AwaitPromotion(r);
+        break;
+      case Seen::kOnSource:
+        *hit = false, r.missed = true;
+        step = PromoteOnMiss(r);
+        break;
     }
-    *hit = false;
-    missed = true;
-    // In flight but still queued (stage-in, look-ahead): start it now rather
-    // than wait for the queue ahead of it.
-    if (state == Catalog::kInFlight && !hurried && promoter_ != nullptr) {
-      hurried = true;
-      if (promoter_->Hurry(key)) continue;
-    }
-    if (state == Catalog::kInFlight) {
-      // Wait for the promotion rather than read SOURCE a second time, but
-      // only for the bytes this read needs, and not forever.
-      counters_.waits.fetch_add(1, std::memory_order_relaxed);
-      if (deadline == InFlight::Deadline{})
-        deadline = std::min(asker, std::chrono::steady_clock::now() + wait_limit_);
-      int err = store_->ReadInFlight(key, off, n, deadline, out);
-      if (err == 0) {
-        counters_.early_reads.fetch_add(1, std::memory_order_relaxed);
-        return static_cast<ssize_t>(n);
-      }
-      if (err == -ETIMEDOUT) {
-        counters_.wait_timeouts.fetch_add(1, std::memory_order_relaxed);
-        // A peer that asked has given up by now: no SOURCE read for nobody.
-        if (std::chrono::steady_clock::now() >= asker) return -ETIMEDOUT;
-        break;  // the promotion is stuck (a slow OST, a full pool): read SOURCE
-      }
-      continue;
-    }
-    // On SOURCE only: promote it (first access, Monarch) and wait for that.
-    if (requested || promoter_ == nullptr) return ReadUncached(key, off, n, scratch, out, local);
-    requested = true;
-    if (off != 0 && WasBypassed(key)) {
-      counters_.bypass_kept.fetch_add(1, std::memory_order_relaxed);
-      return ReadUncached(key, off, n, scratch, out, local);
-    }
-    const auto from = local ? Promoter::From::kSource : Promoter::From::kHome;
-    // A chunk of at most one SOURCE request is copied by this thread: the
-    // reader needs all of it about as soon as the copy has it, and a
-    // hand-off to a pool thread and back costs more CPU than the copy.
-    // A larger one goes to the pool and is waited for (its first bytes early).
-    Promoter::Serve serve{off, n, scratch};
-    const bool started = store_->catalog().length(key.node, key.chunk) <= Promoter::kReadSize
-                             ? promoter_->PromoteHere(key, from, &serve)
-                             : promoter_->Request(key, Executor::Lane::kForeground, from);
-    if (serve.served) {  // from the copy, its commit on a pool thread
-      counters_.copy_reads.fetch_add(1, std::memory_order_relaxed);
-      PromoteRestOf(key);
-      out->data = scratch;
-      out->size = n;
-      return static_cast<ssize_t>(n);
-    }
-    if (!started) {
-      // Another reader may have put it in flight since our look: wait for
-      // that rather than read SOURCE a second time.
-      if (store_->state(key) == Catalog::kOnSource) {  // no room, or queue full
-        NoteBypassed(key);
-        return ReadUncached(key, off, n, scratch, out, local);
-      }
-      continue;
-    }
-    PromoteRestOf(key);  // then: resident (copied here), in flight, or on SOURCE (failed)
+    if (step.answered) return step.result;
   }
-  return ReadSource(key, off, n, scratch, out);
+  return ReadUncached(key, off, n, scratch, out, origin);  // the home, then SOURCE
+}
+
+// Resident: from its tier. A chunk evicted meanwhile (normal) or a tier that
+// fails is read from SOURCE, which holds every byte.
+ReadPath::ChunkStep ReadPath::ReadResident(ChunkRead& r, uint8_t state) {
+  const int err = store_->Read(r.key, state, r.off, r.n, r.scratch, r.out, /*hit=*/!r.missed);
+  if (err == 0) {
+    (r.missed ? counters_.promoted_reads : counters_.tier_reads)
+        .fetch_add(1, std::memory_order_relaxed);
+    return {true, static_cast<ssize_t>(r.n)};
+  }
+  if (err != -ENOENT) {  // ENOENT: evicted meanwhile, which is normal
+    counters_.tier_errors.fetch_add(1, std::memory_order_relaxed);
+    TIERFS_LOG(kWarning, "tier {} read of '{}' failed ({}); served from SOURCE",
+               store_->tiers()[static_cast<size_t>(Catalog::TierOf(state))]->name(),
+               ns_->Path(r.key.node), std::strerror(-err));
+  }
+  return {true, ReadSource(r.key, r.off, r.n, r.scratch, r.out)};
+}
+
+// In flight: a copy still queued (stage-in, look-ahead) is started now
+// rather than left behind the queue ahead of it; then the promotion is
+// waited for, rather than SOURCE read a second time, but only for the bytes
+// this read needs, and not forever.
+ReadPath::ChunkStep ReadPath::AwaitPromotion(ChunkRead& r) {
+  if (!r.hurried && promoter_ != nullptr) {
+    r.hurried = true;
+    if (promoter_->Hurry(r.key)) return {};
+  }
+  counters_.waits.fetch_add(1, std::memory_order_relaxed);
+  if (r.deadline == InFlight::Deadline{}) {
+    r.deadline = std::min(r.asker, std::chrono::steady_clock::now() + wait_limit_);
+  }
+  const int err = store_->ReadInFlight(r.key, r.off, r.n, r.deadline, r.out);
+  if (err == 0) {
+    counters_.early_reads.fetch_add(1, std::memory_order_relaxed);
+    return {true, static_cast<ssize_t>(r.n)};
+  }
+  if (err != -ETIMEDOUT) return {};  // it ended (resident, or failed): look again
+  counters_.wait_timeouts.fetch_add(1, std::memory_order_relaxed);
+  // A peer that asked has given up by now: no SOURCE read for nobody.
+  if (std::chrono::steady_clock::now() >= r.asker) return {true, -ETIMEDOUT};
+  // The promotion is stuck (a slow OST, a full pool, a home that does not
+  // answer): SOURCE, not the home it may be waiting for.
+  return {true, ReadSource(r.key, r.off, r.n, r.scratch, r.out)};
+}
+
+// On SOURCE only: promoted (first access, Monarch) once per read, and
+// waited for. A chunk of at most one SOURCE request is copied by this
+// thread: the reader needs all of it about as soon as the copy has it, and
+// a hand-off to a pool thread and back costs more CPU than the copy. A
+// larger one goes to the pool and is waited for (its first bytes early).
+ReadPath::ChunkStep ReadPath::PromoteOnMiss(ChunkRead& r) {
+  auto uncached = [&] {
+    return ChunkStep{true, ReadUncached(r.key, r.off, r.n, r.scratch, r.out, r.origin)};
+  };
+  if (r.requested || promoter_ == nullptr) return uncached();
+  r.requested = true;
+  if (r.off != 0 && WasBypassed(r.key)) {
+    counters_.bypass_kept.fetch_add(1, std::memory_order_relaxed);
+    return uncached();
+  }
+  Promoter::Serve serve{r.off, r.n, r.scratch};
+  const Promoter::Outcome outcome =
+      store_->catalog().length(r.key.node, r.key.chunk) <= Promoter::kReadSize
+          ? promoter_->PromoteHere(r.key, r.origin, &serve)
+          : promoter_->Request(r.key, Executor::Lane::kForeground, r.origin);
+  switch (outcome) {
+    case Promoter::Outcome::kServed:  // from the copy, its commit on a pool thread
+      counters_.copy_reads.fetch_add(1, std::memory_order_relaxed);
+      PromoteRestOf(r.key);
+      r.out->data = r.scratch;
+      r.out->size = r.n;
+      return {true, static_cast<ssize_t>(r.n)};
+    case Promoter::Outcome::kStarted:  // now resident, in flight, or on SOURCE (failed)
+      PromoteRestOf(r.key);
+      return {};
+    case Promoter::Outcome::kBusy:  // another reader's promotion since the look: wait for it
+      return {};
+    case Promoter::Outcome::kNoRoom:
+    case Promoter::Outcome::kLaneFull:
+      NoteBypassed(r.key);
+      return uncached();
+  }
+  return uncached();
 }
 
 ssize_t ReadPath::ReadUncached(ChunkKey key, uint64_t off, size_t n, char* scratch, TierRead* out,
-                               bool local) {
-  int home = local ? ChunkSource::kSource : source_->Home(key);
+                               Origin origin) {
+  HomeLink home = source_->HomeFor(key, origin);
   ssize_t r = source_->Read(key, off, n, scratch, &home);
   if (r < 0) return r;
-  if (home != ChunkSource::kSource) {
+  if (!home.is_source()) {
     counters_.peer_reads.fetch_add(1, std::memory_order_relaxed);
     counters_.peer_bytes.fetch_add(static_cast<uint64_t>(r), std::memory_order_relaxed);
   } else {
@@ -195,11 +250,9 @@ void ReadPath::PromoteRestOf(ChunkKey key) {
   // chunks, until the lane is full or the tiers have no room (the rest is
   // promoted when it is read).
   for (uint32_t c = key.chunk + 1; c < store_->catalog().chunks(key.node); ++c) {
-    const ChunkKey next{key.node, c};
-    if (!promoter_->Request(next, Executor::Lane::kBackground) &&
-        store_->state(next) == Catalog::kOnSource) {
-      break;
-    }
+    const Promoter::Outcome o =
+        promoter_->Request(ChunkKey{key.node, c}, Executor::Lane::kBackground);
+    if (o == Promoter::Outcome::kNoRoom || o == Promoter::Outcome::kLaneFull) break;
   }
 }
 

@@ -81,16 +81,30 @@ class ReadPath {
 
  private:
   // *hit becomes false when a piece was not served from a tier at once.
-  // `local`: no peer is asked.
+  // `origin` kPeer: no peer is asked.
   ssize_t ReadRange(NodeId id, uint64_t off, size_t size, char* scratch, TierRead* out, bool* hit,
-                    bool local, InFlight::Deadline asker = InFlight::Deadline::max());
-  // Reads [off, off+n) of one chunk (off relative to the chunk).
+                    Origin origin, InFlight::Deadline asker = InFlight::Deadline::max());
+  // Reads [off, off+n) of one chunk (off relative to the chunk): a few
+  // looks at the chunk's state, each followed by the transition for that
+  // state.
   ssize_t ReadChunk(ChunkKey key, uint64_t off, size_t n, char* scratch, TierRead* out, bool* hit,
-                    bool local, InFlight::Deadline asker);
+                    Origin origin, InFlight::Deadline asker);
+  // One read of a chunk across its looks, and what it has done so far.
+  struct ChunkRead;
+  // What a transition leads to: the read's answer, or another look.
+  struct ChunkStep {
+    bool answered = false;
+    ssize_t result = 0;  // the count or -errno, once answered
+  };
+  ChunkStep ReadResident(ChunkRead& r, uint8_t state);
+  ChunkStep AwaitPromotion(ChunkRead& r);
+  ChunkStep PromoteOnMiss(ChunkRead& r);
   // A chunk that stays on SOURCE here: from its home if another node homes
-  // it, else (or if the home fails) from SOURCE.
+  // it and `origin` may ask it, else (or if the home fails) from SOURCE.
   ssize_t ReadUncached(ChunkKey key, uint64_t off, size_t n, char* scratch, TierRead* out,
-                       bool local);
+                       Origin origin);
+  // From SOURCE itself, skipping the peers: for a file no tier takes, a
+  // tier that failed, or a promotion that is stuck.
   ssize_t ReadSource(ChunkKey key, uint64_t off, size_t n, char* scratch, TierRead* out);
   void CountSource(ssize_t bytes);
   void PromoteRestOf(ChunkKey key);

@@ -148,7 +148,8 @@ bool Prefetcher::Promote(NodeId id, Executor::Lane lane, bool home_share) {
     if (catalog_->state(key) != Catalog::kOnSource) continue;
     // With peers, stage-in stages this node's home share: each node its own.
     if (home_share && !promoter_->HomedHere(key)) continue;
-    if (!promoter_->Request(key, lane) && catalog_->state(key) == Catalog::kOnSource) {
+    if (const Promoter::Outcome o = promoter_->Request(key, lane);
+        o == Promoter::Outcome::kNoRoom || o == Promoter::Outcome::kLaneFull) {
       // A copy of a chunk another node homes takes free room only: with
       // none, its home is asked to promote it (once among the last asked),
       // and later chunks are still worth asking for.

@@ -6,10 +6,9 @@
 // argument per NUL-separated piece (so -f, -d, --, positionals and -oLIST
 // are reached too).
 //
-// Parsing is nearly pure: ParseCommandLine neither checks nor creates paths
-// (tier=PATH:SIZE and index=FILE are only recorded; the daemon opens them
-// later); only peers=FILE is read (a regular file of at most 1 MiB), so the
-// target writes no file. It aborts on any breach of:
+// Parsing is pure: ParseCommandLine neither checks nor creates paths
+// (tier=PATH:SIZE, index=FILE and peers=FILE are only recorded; the daemon
+// opens them later), so the target writes no file. It aborts on any breach of:
 //   - a bad command line fails with a message (a Status), nothing else;
 //   - an accepted one has values within the documented ranges;
 //   - a FUSE option handed on has every ',' and '\' escaped, so joining the
@@ -65,7 +64,10 @@ void CheckRanges(const MountConfig& c) {
     if (dir.path.empty() || dir.budget == 0) Fail("a tier without a path or a budget");
   }
   if (!c.index.empty() && c.index != "auto" && c.index[0] != '/') Fail("a relative index path");
-  if (c.readdir != "plus" && c.readdir != "plain" && c.readdir != "auto") Fail("readdir mode");
+  if (c.readdir != ReaddirMode::kPlus && c.readdir != ReaddirMode::kPlain &&
+      c.readdir != ReaddirMode::kAuto) {
+    Fail("readdir mode");
+  }
 }
 
 }  // namespace

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "tiering/base/status.h"
+
 namespace tierfs {
 
 // One entry of a SOURCE directory, with its lstat() attributes.
@@ -81,9 +83,9 @@ class Backend {
   virtual bool stable_inodes() const { return true; }
 };
 
-// A backend over a local (or PFS-mounted) directory. Returns nullptr and sets
-// *err to -errno when `root` cannot be opened as a directory.
-std::unique_ptr<Backend> NewPosixBackend(const std::string& root, int* err);
+// A backend over a local (or PFS-mounted) directory. Fails with the errno
+// when `root` cannot be opened as a directory ("'root': strerror").
+Result<std::unique_ptr<Backend>> NewPosixBackend(const std::string& root);
 
 // Forwards every call to a target; subclasses override what they change.
 class BackendWrapper : public Backend {

@@ -412,14 +412,10 @@ int Backend::open_dir(const std::string& rel, std::unique_ptr<SourceDir>* out) {
   return 0;
 }
 
-std::unique_ptr<Backend> NewPosixBackend(const std::string& root, int* err) {
+Result<std::unique_ptr<Backend>> NewPosixBackend(const std::string& root) {
   int fd = ::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) {
-    *err = PosixError();
-    return nullptr;
-  }
-  *err = 0;
-  return std::make_unique<PosixBackend>(fd);
+  if (fd < 0) return Status::FromErrno(-PosixError(), "'" + root + "'");
+  return std::unique_ptr<Backend>(std::make_unique<PosixBackend>(fd));
 }
 
 }  // namespace tierfs

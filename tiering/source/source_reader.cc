@@ -11,7 +11,7 @@ namespace tierfs {
 SourceReader::SourceReader(Backend* backend, const Namespace* ns, size_t max_open_files)
     : ns_(ns), files_(backend, ns, max_open_files) {}
 
-ssize_t SourceReader::Read(NodeId id, char* buf, size_t size, uint64_t off) {
+ssize_t SourceReader::Read(NodeId id, uint64_t off, size_t size, char* buf) {
   const uint64_t file_size = ns_->node(id).size;
   if (off >= file_size || size == 0) return 0;
   const size_t expected = static_cast<size_t>(std::min<uint64_t>(size, file_size - off));

@@ -20,7 +20,7 @@ class SourceReader {
   // Reads up to `size` bytes of regular-file node `id` at `off` into `buf`.
   // Returns the byte count (fewer than `size` only at the snapshot's EOF) or
   // -errno. Thread-safe.
-  ssize_t Read(NodeId id, char* buf, size_t size, uint64_t off);
+  ssize_t Read(NodeId id, uint64_t off, size_t size, char* buf);
 
   const OpenFileCache& open_files() const { return files_; }
   uint64_t failed_reads() const { return failed_reads_.load(std::memory_order_relaxed); }

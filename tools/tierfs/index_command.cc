@@ -145,12 +145,13 @@ int RunIndexCommand(const std::vector<std::string>& args) {
     std::fprintf(stderr, "tierfs index: SOURCE '%s' is not a directory\n", source.c_str());
     return 1;
   }
-  int err = 0;
-  std::unique_ptr<Backend> backend = NewPosixBackend(source, &err);
-  if (!backend) {
-    std::fprintf(stderr, "tierfs index: SOURCE '%s': %s\n", source.c_str(), std::strerror(-err));
+  Result<std::unique_ptr<Backend>> posix = NewPosixBackend(source);
+  if (!posix.ok()) {
+    std::fprintf(stderr, "tierfs index: SOURCE '%s': %s\n", source.c_str(),
+                 std::strerror(posix.status().code()));
     return 1;
   }
+  std::unique_ptr<Backend> backend = std::move(posix).value();
   Log::SetLevel(quiet ? kWarning : kInfo);
   ScanReport scan;
   OpenReport report;

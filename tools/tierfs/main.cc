@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "fs/mount_inputs.h"
 #include "fs/options.h"
 #include "fs/session.h"
 #include "tierfs/version.h"
@@ -30,7 +31,7 @@ int main(int argc, char** argv) {
   if (args.size() > 1 && tierfs::cli::IsSubcommand(args[1])) {
     return tierfs::cli::RunSubcommand(args);
   }
-  tierfs::Result<tierfs::MountConfig> parsed = tierfs::ParseCommandLine(args);
+  tierfs::Result<tierfs::MountConfig> parsed = tierfs::ReadCommandLine(args);
   if (!parsed.ok()) {
     std::fprintf(stderr, "tierfs: %s\n", parsed.status().message().c_str());
     return 2;

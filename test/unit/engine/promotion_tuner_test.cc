@@ -23,8 +23,7 @@ TEST_CASE("PromotionTuner raises parallelism that pays and backs off when SOURCE
   testing::TempTree tree;
   const size_t kFiles = 3000;
   for (size_t i = 0; i < kFiles; ++i) tree.Write(fmt::format("f{}", i), std::string(16384, 'x'));
-  int err = 0;
-  auto faults = std::make_shared<testing::FaultBackend>(NewPosixBackend(tree.root(), &err));
+  auto faults = std::make_shared<testing::FaultBackend>(RequireOk(NewPosixBackend(tree.root())));
   auto ns = RequireOk(ScanNamespace(faults.get(), ScanOptions{}));
   SourceReader reader(faults.get(), ns.get(), 4096);
   faults->SetDelay(10ms);  // every SOURCE call: parallel reads all pay (no contention)

@@ -155,8 +155,7 @@ TEST_CASE("Every counter appears in the stats JSON and in Prometheus with one va
           "[counters]") {
   TempTree tree, tier_dir;
   for (int i = 0; i < 6; ++i) tree.Write(fmt::format("f{}", i), std::string(20000 + i, 'x'));
-  int err = 0;
-  CountingBackend backend(NewPosixBackend(tree.root(), &err));
+  CountingBackend backend(RequireOk(NewPosixBackend(tree.root())));
   auto ns = RequireOk(ScanNamespace(&backend, ScanOptions{}));
   SourceReader reader(&backend, ns.get(), 16);
   TieringConfig config;

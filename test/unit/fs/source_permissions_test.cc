@@ -8,6 +8,7 @@
 #include <functional>
 #include <thread>
 
+#include "require_ok.h"
 #include "scan_tree.h"
 
 namespace tierfs {
@@ -39,9 +40,8 @@ struct Fixture {
   Fixture() {
     tree.Write("neg.txt", "secret");
     ns = testing::ScanTree(tree);
-    int err = 0;
     backend = std::make_unique<GroupAclBackend>(
-        std::shared_ptr<Backend>(NewPosixBackend(tree.root(), &err)));
+        std::shared_ptr<Backend>(RequireOk(NewPosixBackend(tree.root()))));
     file = *ns->Resolve("neg.txt");
   }
 };

@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "require_ok.h"
 #include "temp_tree.h"
 
 namespace tierfs {
@@ -22,9 +23,7 @@ struct Faulty {
     tree.Mkdir("d");
     tree.Write("d/f", PatternBytes(1000, 1));
     tree.Write("g", "g");
-    int err = 0;
-    std::shared_ptr<Backend> posix = NewPosixBackend(tree.root(), &err);
-    REQUIRE(posix != nullptr);
+    std::shared_ptr<Backend> posix = RequireOk(NewPosixBackend(tree.root()));
     faults = std::make_shared<FaultBackend>(posix);
   }
 };

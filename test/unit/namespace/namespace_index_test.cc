@@ -101,9 +101,7 @@ struct Fixture {
   std::shared_ptr<FileIo> io_for_open;  // OpenQuietly's; null: the local file system
 
   Fixture() {
-    int err = 0;
-    backend = NewPosixBackend(tree->root(), &err);
-    REQUIRE(backend);
+    backend = RequireOk(NewPosixBackend(tree->root()));
     struct stat st = tree->Lstat("");
     id = {tree->root(), st.st_dev, st.st_ino};
     index = tree->root() + ".index";

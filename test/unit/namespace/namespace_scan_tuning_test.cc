@@ -95,12 +95,7 @@ const TempTree& Classes() {
   return *tree;
 }
 
-std::shared_ptr<Backend> Posix() {
-  int err = 0;
-  std::shared_ptr<Backend> backend = NewPosixBackend(Classes().root(), &err);
-  REQUIRE(backend != nullptr);
-  return backend;
-}
+std::shared_ptr<Backend> Posix() { return RequireOk(NewPosixBackend(Classes().root())); }
 
 std::unique_ptr<Namespace> MustScan(Backend* backend, const ScanOptions& options,
                                     ScanReport* report) {

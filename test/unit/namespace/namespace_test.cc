@@ -69,13 +69,7 @@ constexpr uint64_t kDirs = 8 + kDeepChain;
 constexpr uint64_t kFiles = 11 + kWideEntries;
 constexpr uint64_t kSymlinks = 3;
 
-std::shared_ptr<Backend> Posix() {
-  int err = 0;
-  std::shared_ptr<Backend> backend = NewPosixBackend(Source().root(), &err);
-  REQUIRE(backend != nullptr);
-  REQUIRE(err == 0);
-  return backend;
-}
+std::shared_ptr<Backend> Posix() { return RequireOk(NewPosixBackend(Source().root())); }
 
 std::unique_ptr<Namespace> Scan(Backend* backend, unsigned threads = 16) {
   return RequireOk(ScanNamespace(backend, ScanOptions{threads}));
@@ -303,9 +297,7 @@ TEST_CASE("ScanNamespace refuses a tree whose names overflow the arena (issue 11
   TempTree tree;
   tree.Write(std::string(200, 'a'), "x");
   tree.Write(std::string(200, 'b'), "y");
-  int err = 0;
-  auto backend = NewPosixBackend(tree.root(), &err);
-  REQUIRE(backend != nullptr);
+  auto backend = RequireOk(NewPosixBackend(tree.root()));
   ScanOptions options;
   options.max_arena_bytes = 399;  // one byte short of the two names
   Status too_large = ScanNamespace(backend.get(), options).status();
@@ -340,11 +332,10 @@ TEST_CASE("ScanNamespace fails with a message when the root fails", "[namespace]
 }
 
 TEST_CASE("NewPosixBackend rejects a root that is not a directory", "[namespace]") {
-  int err = 0;
-  CHECK(NewPosixBackend(Source().Abs("missing"), &err) == nullptr);
-  CHECK(err == -ENOENT);
-  CHECK(NewPosixBackend(Source().Abs("top"), &err) == nullptr);
-  CHECK(err == -ENOTDIR);
+  Status missing = NewPosixBackend(Source().Abs("missing")).status();
+  CHECK(missing.code() == ENOENT);
+  CHECK(missing.message() == "'" + Source().Abs("missing") + "': No such file or directory");
+  CHECK(NewPosixBackend(Source().Abs("top")).status().code() == ENOTDIR);
 }
 
 TEST_CASE("ScanNamespace gives the same snapshot with 1 and 16 threads", "[namespace]") {

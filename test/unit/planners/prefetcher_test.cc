@@ -34,9 +34,7 @@ class Store {
     tree_.Mkdir("d");
     tree_.Write("d/g0", "g0");
     tree_.Write("d/g1", "g1");
-    int err = 0;
-    backend_ = NewPosixBackend(tree_.root(), &err);
-    REQUIRE(backend_ != nullptr);
+    backend_ = RequireOk(NewPosixBackend(tree_.root()));
     ns_ = testing::ScanTree(tree_);
     reader_ = std::make_unique<SourceReader>(backend_.get(), ns_.get(), 16);
     TieringConfig config;

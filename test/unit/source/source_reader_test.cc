@@ -31,9 +31,7 @@ class Dataset {
       contents_.push_back(PatternBytes(size + static_cast<size_t>(i), static_cast<unsigned>(i)));
       tree_.Write(Name(i), contents_.back());
     }
-    int err = 0;
-    std::shared_ptr<Backend> posix = NewPosixBackend(tree_.root(), &err);
-    REQUIRE(posix != nullptr);
+    std::shared_ptr<Backend> posix = RequireOk(NewPosixBackend(tree_.root()));
     faults_ = std::make_shared<FaultBackend>(posix);
     counting_ = std::make_unique<CountingBackend>(faults_);
     ns_ = RequireOk(ScanNamespace(counting_.get(), ScanOptions{}));
@@ -61,7 +59,7 @@ class Dataset {
 ssize_t ReadAt(SourceReader& reader, const Dataset& d, int i, uint64_t off, size_t size,
                std::string* data) {
   data->assign(size, '\0');
-  ssize_t n = reader.Read(d.Id(i), data->data(), size, off);
+  ssize_t n = reader.Read(d.Id(i), off, size, data->data());
   data->resize(n > 0 ? static_cast<size_t>(n) : 0);
   return n;
 }
@@ -238,7 +236,7 @@ TEST_CASE("SourceReader serves 8 concurrent readers the right bytes", "[source_r
         const std::string& want = d.Contents(i);
         uint64_t off = rng() % want.size();
         size_t size = 1 + rng() % buf.size();
-        ssize_t n = reader.Read(d.Id(i), buf.data(), size, off);
+        ssize_t n = reader.Read(d.Id(i), off, size, buf.data());
         size_t expected = std::min<size_t>(size, want.size() - off);
         if (n != static_cast<ssize_t>(expected)) {
           failed++;

@@ -28,9 +28,7 @@ class Files {
     tree_.Write("many", std::string(10 * kChunk + 5, 'm'));
     tree_.Mkdir("d");
     tree_.Symlink("one", "l");
-    int err = 0;
-    auto backend = NewPosixBackend(tree_.root(), &err);
-    REQUIRE(backend != nullptr);
+    auto backend = RequireOk(NewPosixBackend(tree_.root()));
     ns_ = RequireOk(ScanNamespace(backend.get(), ScanOptions{}));
   }
   const Namespace& ns() const { return *ns_; }

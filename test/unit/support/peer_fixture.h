@@ -107,10 +107,12 @@ class PatternProvider : public ChunkProvider {
     out->hold = copy;
     return 0;
   }
-  // Holds(): `holds` for a file it has (1 unless a test says otherwise).
-  int Holds(const ChunkRef& ref) override {
-    if (int err = Check(ref); err < 0) return err;
-    return holds.load();
+  // Holds(): `holds` for a file it has (held unless a test says otherwise).
+  Residence Holds(const ChunkRef& ref) override {
+    if (int err = Check(ref); err < 0) {
+      return err == -ENOENT ? Residence::kNoSuchFile : Residence::kStale;
+    }
+    return holds.load() ? Residence::kHeld : Residence::kNotHeld;
   }
   // Adopt(): counts the chunk, and whether its bytes are the file's.
   int Adopt(const ChunkRef& ref, const char* data) override {
@@ -119,7 +121,7 @@ class PatternProvider : public ChunkProvider {
     adopted++;  // last: a test that sees it sees adopted_intact too
     return 0;
   }
-  std::atomic<int> holds{1};
+  std::atomic<bool> holds{true};
   std::atomic<int> adopted{0}, adopted_intact{0};
   bool held = false;  // serve from memory of its own (a hold), not the scratch buffer
   std::atomic<int> calls{0};

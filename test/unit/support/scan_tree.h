@@ -12,9 +12,7 @@
 namespace tierfs::testing {
 
 inline std::unique_ptr<Namespace> ScanTree(const TempTree& tree) {
-  int err = 0;
-  auto backend = NewPosixBackend(tree.root(), &err);
-  REQUIRE(backend != nullptr);
+  auto backend = RequireOk(NewPosixBackend(tree.root()));
   auto ns = RequireOk(ScanNamespace(backend.get(), ScanOptions{}));
   return ns;
 }

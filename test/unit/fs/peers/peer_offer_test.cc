@@ -50,7 +50,7 @@ TEST_CASE("peer offer: a home without the chunk says so at once, one with it ser
   if (!PeersCanRun()) return;
   Pair p;
   std::vector<char> buf(kChunk, 'z');
-  p.provider.holds = 0;
+  p.provider.holds = false;
   auto start = Clock::now();
   CHECK(p.a->client().Fetch(0, Ref("f", 3 * kChunk, 1, kChunk), buf.data(), start + 5s,
                             kIfResident) == -ENODATA);
@@ -66,7 +66,7 @@ TEST_CASE("peer offer: a home without the chunk says so at once, one with it ser
         static_cast<ssize_t>(kChunk));
   CHECK(p.provider.calls == 1);
   // ... and with it, once it holds the chunk (or is promoting it).
-  p.provider.holds = 1;
+  p.provider.holds = true;
   CHECK(p.a->client().Fetch(0, Ref("f", 3 * kChunk, 2, kChunk), buf.data(), Clock::now() + 5s,
                             kIfResident) == static_cast<ssize_t>(kChunk));
   CHECK(IsPattern("f", 2 * kChunk, buf.data(), kChunk));
