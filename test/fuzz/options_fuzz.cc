@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "fs/options.h"
+#include "fs/config/options.h"
 
 namespace tierfs {
 namespace {

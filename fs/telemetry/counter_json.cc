@@ -1,4 +1,4 @@
-#include "fs/counter_json.h"
+#include "fs/telemetry/counter_json.h"
 
 #include <fmt/format.h>
 

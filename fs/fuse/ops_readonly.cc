@@ -2,7 +2,7 @@
 // read-only while mounted. Writes and truncation of the control files
 // (.tierfs/order, stage, prefetch) are the exception, for the mount's owner
 // and root only.
-#include "fs/handler.h"
+#include "fs/fuse/handler.h"
 
 namespace tierfs {
 namespace {

@@ -1,4 +1,4 @@
-#include "fs/mount_checks.h"
+#include "fs/mount/mount_checks.h"
 
 #include <dirent.h>
 #include <fcntl.h>

@@ -1,4 +1,4 @@
-#include "fs/config_checks.h"
+#include "fs/config/config_checks.h"
 
 #include <fmt/format.h>
 #include <linux/magic.h>

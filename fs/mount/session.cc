@@ -1,4 +1,4 @@
-#include "fs/session.h"
+#include "fs/mount/session.h"
 
 #include <fmt/format.h>
 #include <poll.h>
@@ -20,13 +20,13 @@
 #include <fstream>
 #include <thread>
 
-#include "fs/config_checks.h"
-#include "fs/filesystem.h"
-#include "fs/metrics_server.h"
-#include "fs/mount_checks.h"
-#include "fs/open_as.h"
-#include "fs/service_notify.h"
-#include "fs/shutdown_guard.h"
+#include "fs/config/config_checks.h"
+#include "fs/fuse/filesystem.h"
+#include "fs/mount/mount_checks.h"
+#include "fs/mount/open_as.h"
+#include "fs/mount/service_notify.h"
+#include "fs/mount/shutdown_guard.h"
+#include "fs/telemetry/metrics_server.h"
 #include "tiering/base/log.h"
 #include "tiering/io/counting_backend.h"
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "fs/handler.h"
+#include "fs/fuse/handler.h"
 
 namespace tierfs {
 namespace {

@@ -1,4 +1,4 @@
-#include "fs/shutdown_guard.h"
+#include "fs/mount/shutdown_guard.h"
 
 #include <chrono>
 #include <csignal>

@@ -1,5 +1,5 @@
 // The handler table and the connection setup (DESIGN.md "Making FUSE fast").
-#include "fs/handler.h"
+#include "fs/fuse/handler.h"
 
 namespace tierfs {
 

@@ -1,10 +1,10 @@
-#include "fs/prometheus.h"
+#include "fs/telemetry/prometheus.h"
 
 #include <fmt/format.h>
 
 #include <cctype>
 
-#include "fs/counter_json.h"
+#include "fs/telemetry/counter_json.h"
 
 namespace tierfs {
 namespace {

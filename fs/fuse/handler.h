@@ -9,7 +9,7 @@
 #include <exception>
 #include <new>
 
-#include "fs/filesystem.h"
+#include "fs/fuse/filesystem.h"
 #include "tiering/base/log.h"
 
 namespace tierfs {

@@ -1,4 +1,4 @@
-#include "fs/options.h"
+#include "fs/config/options.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

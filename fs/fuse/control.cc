@@ -1,4 +1,4 @@
-#include "fs/control.h"
+#include "fs/fuse/control.h"
 
 #include <cerrno>
 #include <ctime>

@@ -7,7 +7,7 @@
 #include <chrono>
 #include <vector>
 
-#include "fs/handler.h"
+#include "fs/fuse/handler.h"
 #include "tiering/base/aligned_buffer.h"
 
 namespace tierfs {

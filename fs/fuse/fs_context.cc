@@ -4,9 +4,9 @@
 
 #include <algorithm>
 
-#include "fs/counter_json.h"
-#include "fs/filesystem.h"
-#include "fs/prometheus.h"
+#include "fs/fuse/filesystem.h"
+#include "fs/telemetry/counter_json.h"
+#include "fs/telemetry/prometheus.h"
 #include "tierfs/version.h"
 
 namespace tierfs {

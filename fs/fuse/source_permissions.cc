@@ -1,4 +1,4 @@
-#include "fs/source_permissions.h"
+#include "fs/fuse/source_permissions.h"
 
 #include <algorithm>
 #include <cerrno>

@@ -3,7 +3,7 @@
 // and unmounts. Errors before the mount leave nothing mounted.
 #pragma once
 
-#include "fs/options.h"
+#include "fs/config/options.h"
 
 namespace tierfs {
 

@@ -13,12 +13,12 @@
 #include <cstdint>
 #include <memory>
 
-#include "fs/caller_access.h"
-#include "fs/control.h"
-#include "fs/parallel_dirops.h"
-#include "fs/passthrough.h"
+#include "fs/fuse/caller_access.h"
+#include "fs/fuse/control.h"
+#include "fs/fuse/parallel_dirops.h"
+#include "fs/fuse/passthrough.h"
+#include "fs/fuse/source_permissions.h"
 #include "fs/peers/peer_service.h"
-#include "fs/source_permissions.h"
 #include "prefetch/assembly/tiered_store.h"
 #include "tiering/base/latency_histogram.h"
 #include "tiering/io/counting_backend.h"

@@ -17,7 +17,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "fs/handler.h"
+#include "fs/fuse/handler.h"
 
 namespace tierfs {
 namespace {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "fs/options.h"
+#include "fs/config/options.h"
 #include "tiering/base/status.h"
 
 namespace tierfs {

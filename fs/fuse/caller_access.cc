@@ -1,4 +1,4 @@
-#include "fs/caller_access.h"
+#include "fs/fuse/caller_access.h"
 
 #include <algorithm>
 

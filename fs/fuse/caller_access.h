@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fs/source_permissions.h"
+#include "fs/fuse/source_permissions.h"
 #include "prefetch/planners/hint_parser.h"
 #include "tiering/namespace/namespace.h"
 

@@ -1,4 +1,4 @@
-#include "fs/service_notify.h"
+#include "fs/mount/service_notify.h"
 
 #include <systemd/sd-daemon.h>
 

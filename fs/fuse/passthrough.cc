@@ -1,4 +1,4 @@
-#include "fs/passthrough.h"
+#include "fs/fuse/passthrough.h"
 
 #include <fmt/format.h>
 #include <linux/capability.h>

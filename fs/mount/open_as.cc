@@ -1,4 +1,4 @@
-#include "fs/open_as.h"
+#include "fs/mount/open_as.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -18,7 +18,7 @@
 #include <cstring>
 #include <vector>
 
-#include "fs/mount_checks.h"
+#include "fs/mount/mount_checks.h"
 
 namespace tierfs {
 namespace {
