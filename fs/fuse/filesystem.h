@@ -76,7 +76,7 @@ class FsContext {
   void set_check_access(bool on) { check_access_ = on; }
   bool check_access() const { return check_access_; }
   // With `p`, every open and opendir is answered (no zero-message open)
-  // after SOURCE, asked as the caller, allows it (fs/source_permissions.h);
+  // after SOURCE, asked as the caller, allows it (fs/fuse/source_permissions.h);
   // so are the paths written to the control files.
   // REQUIRES: before the session starts; `p` outlives it.
   void set_source_permissions(SourcePermissions* p) {

@@ -1,5 +1,5 @@
 // The read path: reads served from memory (control files) or through the
-// ReadPath (tiers, then SOURCE). Opens are in fs/ops_open.cc.
+// ReadPath (tiers, then SOURCE). Opens are in fs/fuse/ops_open.cc.
 #include <fcntl.h>
 #include <unistd.h>
 
