@@ -30,12 +30,13 @@ BELOW["prefetch/assembly"] = TIERING | {"prefetch/engine", "prefetch/planners"}
 PREFETCH = {"prefetch/engine", "prefetch/planners", "prefetch/assembly"}
 # fs/: the counters' writers and the options need no FUSE; the two front
 # doors: the peer service (fs/peers) goes in through the engine's read path
-# only, the FUSE adapter (fs/fuse) through the whole engine; the mount
-# (fs/mount) assembles the daemon from all of them.
+# only, the FUSE adapter (fs/fuse) through the whole engine, and it may know
+# the modes the options name (fs/config); the mount (fs/mount) assembles the
+# daemon from all of them.
 BELOW["fs/telemetry"] = {"tiering/base"}
 BELOW["fs/config"] = TIERING | PREFETCH
 BELOW["fs/peers"] = TIERING | {"prefetch/engine"}
-BELOW["fs/fuse"] = TIERING | PREFETCH | {"fs/peers", "fs/telemetry"}
+BELOW["fs/fuse"] = TIERING | PREFETCH | {"fs/peers", "fs/telemetry", "fs/config"}
 BELOW["fs/mount"] = TIERING | PREFETCH | {"fs/peers", "fs/telemetry", "fs/config", "fs/fuse"}
 FUSE_FOLDERS = {"fs/fuse", "fs/mount"}
 LAYERS = ("tiering", "prefetch", "fs")
@@ -62,7 +63,8 @@ def check_includes(root: pathlib.Path, problems: list) -> int:
             rel = f.relative_to(root).as_posix()
             for inc in INCLUDE.findall(f.read_text(errors="replace")):
                 if FUSE.search(inc) and folder not in FUSE_FOLDERS:
-                    problems.append(f"{rel}: includes FUSE header <{inc}> outside fs/fuse and fs/mount")
+                    problems.append(f"{rel}: includes FUSE header <{inc}> outside "
+                                    "fs/fuse and fs/mount")
                 target = folder_of(inc)
                 if target not in BELOW or target == folder:
                     continue
@@ -79,13 +81,16 @@ def read_libraries(root: pathlib.Path, problems: list):
             base = lists.parent.relative_to(root).as_posix()
             text = CMAKE_COMMENT.sub("", lists.read_text(errors="replace"))
             for name, args in ADD_LIBRARY.findall(text):
-                homes = {folder_of(posixpath.normpath(f"{base}/{s}")) for s in args.split() if s.endswith(".cc")}
+                sources = [s for s in args.split() if s.endswith(".cc")]
+                homes = {folder_of(posixpath.normpath(f"{base}/{s}")) for s in sources}
                 if len(homes) > 1:
-                    problems.append(f"{name}: a library of several folders ({', '.join(sorted(homes))})")
+                    shown = ", ".join(sorted(homes))
+                    problems.append(f"{name}: a library of several folders ({shown})")
                 if homes:  # an INTERFACE library gathers others: no folder of its own
                     folders[name] = homes.pop()
             for name, args in LINK.findall(text):
-                links.setdefault(name, []).extend(a for a in args.split() if a.startswith("tierfs_"))
+                linked = [a for a in args.split() if a.startswith("tierfs_")]
+                links.setdefault(name, []).extend(linked)
     return folders, links
 
 
@@ -106,7 +111,8 @@ def check_links(root: pathlib.Path, problems: list) -> int:
         for dep in links.get(lib, []):
             for target in sorted(linked_folders(dep, set())):
                 if target != folder and target not in BELOW[folder]:
-                    problems.append(f"{lib} ({folder}): links {dep} ({target} is not below {folder})")
+                    problems.append(f"{lib} ({folder}): links {dep} "
+                                    f"({target} is not below {folder})")
     return len(folders)
 
 

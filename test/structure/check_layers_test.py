@@ -31,19 +31,27 @@ target_link_libraries(tierfs_fs INTERFACE tierfs_fs_fuse tierfs_fs_config)
 
 # name -> (files to write or overwrite, text the report must hold)
 BREAKS = {
-    "sideways include": ({"fs/config/options.cc": '#include "fs/fuse/x.h"\n'},
-                         "fs/config/options.cc: includes fs/fuse/x.h (fs/fuse is not below fs/config)"),
+    "sideways include": ({"fs/config/options.cc": '#include "fs/telemetry/x.h"\n'},
+                         "fs/config/options.cc: includes fs/telemetry/x.h "
+                         "(fs/telemetry is not below fs/config)"),
     "include upwards": ({"fs/fuse/ops.cc": '#include "fs/mount/x.h"\n'},
                         "(fs/mount is not below fs/fuse)"),
+    "include upwards into the adapter": ({"fs/config/options.cc": '#include "fs/fuse/x.h"\n'},
+                                         "(fs/fuse is not below fs/config)"),
     "include across tiering": ({"tiering/store/x.h": '#include "tiering/peer/x.h"\n'},
                                "(tiering/peer is not below tiering/store)"),
     "FUSE outside the adapter": ({"fs/telemetry/prometheus.cc": "#include <fuse_lowlevel.h>\n"},
                                  "includes FUSE header <fuse_lowlevel.h> outside"),
     "sideways link": ({"fs/CMakeLists.txt": FS_CMAKE.replace(
+        "PUBLIC tierfs_prefetch", "PUBLIC tierfs_prefetch tierfs_fs_telemetry")},
+        "tierfs_fs_config (fs/config): links tierfs_fs_telemetry (fs/telemetry is not below "
+        "fs/config)"),
+    "upward link through a group": ({"fs/CMakeLists.txt": FS_CMAKE.replace(
         "PUBLIC tierfs_prefetch", "PUBLIC tierfs_prefetch tierfs_fs")},
         "tierfs_fs_config (fs/config): links tierfs_fs (fs/fuse is not below fs/config)"),
     "stray source": ({"fs/loose.cc": ""}, "a source outside the layer's folders"),
-    "unknown folder": ({"fs/newthing/a.h": ""}, "fs/newthing: a folder the layer table does not know"),
+    "unknown folder": ({"fs/newthing/a.h": ""},
+                       "fs/newthing: a folder the layer table does not know"),
     "emptied folder": ({"fs/mount/x.h": None}, "fs/mount: no sources"),
 }
 
@@ -55,7 +63,8 @@ def make_tree(root: pathlib.Path):
     for name in ("fs/config/options.cc", "fs/fuse/ops.cc", "fs/telemetry/prometheus.cc",
                  "prefetch/assembly/store.cc"):
         (root / name).write_text('#include "tiering/base/x.h"\n')
-    (root / "fs/fuse/ops.cc").write_text('#include <fuse_lowlevel.h>\n#include "fs/telemetry/x.h"\n')
+    (root / "fs/fuse/ops.cc").write_text(
+        '#include <fuse_lowlevel.h>\n#include "fs/telemetry/x.h"\n#include "fs/config/x.h"\n')
     (root / "fs/CMakeLists.txt").write_text(FS_CMAKE)
 
 
