@@ -1,4 +1,4 @@
-// Fuzz target: the mount's command line (fs/options.cc, ParseCommandLine),
+// Fuzz target: the mount's command line (fs/config/options.cc, ParseCommandLine),
 // which a job may supply (fstab lines, a Slurm prolog's -o list).
 //
 // An input without a NUL byte is one -o list: tierfs SRC MNT -o <input>.
@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "fs/options.h"
+#include "fs/config/options.h"
 
 namespace tierfs {
 namespace {

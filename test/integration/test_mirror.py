@@ -164,7 +164,7 @@ class MirrorTest(unittest.TestCase):
     def test_parallel_lookups_and_listings_in_one_directory(self):
         # The kernel runs the LOOKUPs and READDIRs of one directory in
         # parallel (FUSE_PARALLEL_DIROPS, added to libfuse 3.14's INIT reply by
-        # fs/parallel_dirops.cc): 16 threads stat and list big_dir at once.
+        # fs/fuse/parallel_dirops.cc): 16 threads stat and list big_dir at once.
         self.assertIs(self.mount.stats()["parallel_dirops"], True)
         errors = []
 

@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
 """Checks that the library's folders depend only downwards.
 
-Each folder of tiering/ and prefetch/, and fs/peers, is one library
-(docs/ARCHITECTURE.md, "Folders and libraries"); a file may include headers
-of its own folder and of the folders below it, never of one above or beside
-it. FUSE headers appear
-only in fs/ (and tools/). Exit status 1 lists every include that breaks this.
+Each folder of tiering/, prefetch/ and fs/ is one library (docs/ARCHITECTURE.md,
+"Folders and libraries"); a file may include headers of its own folder and of
+the folders below it, never of one above or beside it, and a library links only
+the libraries of those folders (the CMakeLists.txt of the three layers). FUSE
+headers appear only in fs/fuse and fs/mount (and tools/). Exit status 1 lists
+every include and link that breaks this. check_layers_test.py checks that it
+does.
 """
 import pathlib
+import posixpath
 import re
 import sys
 
@@ -24,22 +27,32 @@ TIERING = set(BELOW)
 BELOW["prefetch/engine"] = TIERING
 BELOW["prefetch/planners"] = TIERING | {"prefetch/engine"}
 BELOW["prefetch/assembly"] = TIERING | {"prefetch/engine", "prefetch/planners"}
-# The two front doors: the peer service (fs/peers) goes in through the
-# engine's read path only; the FUSE adapter (fs) assembles the daemon.
+PREFETCH = {"prefetch/engine", "prefetch/planners", "prefetch/assembly"}
+# fs/: the counters' writers and the options need no FUSE; the two front
+# doors: the peer service (fs/peers) goes in through the engine's read path
+# only, the FUSE adapter (fs/fuse) through the whole engine, and it may know
+# the modes the options name (fs/config); the mount (fs/mount) assembles the
+# daemon from all of them.
+BELOW["fs/telemetry"] = {"tiering/base"}
+BELOW["fs/config"] = TIERING | PREFETCH
 BELOW["fs/peers"] = TIERING | {"prefetch/engine"}
-BELOW["fs"] = TIERING | {"prefetch/engine", "prefetch/planners", "prefetch/assembly", "fs/peers"}
+BELOW["fs/fuse"] = TIERING | PREFETCH | {"fs/peers", "fs/telemetry", "fs/config"}
+BELOW["fs/mount"] = TIERING | PREFETCH | {"fs/peers", "fs/telemetry", "fs/config", "fs/fuse"}
+FUSE_FOLDERS = {"fs/fuse", "fs/mount"}
+LAYERS = ("tiering", "prefetch", "fs")
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^">]+)[">]', re.M)
 FUSE = re.compile(r"^(fuse|fuse3)/|^fuse_")
+CMAKE_COMMENT = re.compile(r"#[^\n]*")
+ADD_LIBRARY = re.compile(r"\badd_library\(\s*(\S+)([^)]*)\)")
+LINK = re.compile(r"\btarget_link_libraries\(\s*(\S+)([^)]*)\)")
 
 
 def folder_of(path: str):
     return path.rsplit("/", 1)[0] if "/" in path else ""
 
 
-def main() -> int:
-    root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else ".").resolve()
-    problems = []
+def check_includes(root: pathlib.Path, problems: list) -> int:
     checked = 0
     for folder, allowed in BELOW.items():
         files = sorted((root / folder).glob("*.h")) + sorted((root / folder).glob("*.cc"))
@@ -49,27 +62,80 @@ def main() -> int:
             checked += 1
             rel = f.relative_to(root).as_posix()
             for inc in INCLUDE.findall(f.read_text(errors="replace")):
-                if FUSE.search(inc) and folder != "fs":
-                    problems.append(f"{rel}: includes FUSE header <{inc}> outside fs/")
+                if FUSE.search(inc) and folder not in FUSE_FOLDERS:
+                    problems.append(f"{rel}: includes FUSE header <{inc}> outside "
+                                    "fs/fuse and fs/mount")
                 target = folder_of(inc)
                 if target not in BELOW or target == folder:
                     continue
                 if target not in allowed:
                     problems.append(f"{rel}: includes {inc} ({target} is not below {folder})")
-    # Every source folder of the two layers is in the table.
-    for layer in ("tiering", "prefetch", "fs"):
+    return checked
+
+
+def read_libraries(root: pathlib.Path, problems: list):
+    """Returns ({library: folder}, {library: [linked tierfs_ libraries]}) of the layers' CMake."""
+    folders, links = {}, {}
+    for layer in LAYERS:
+        for lists in sorted((root / layer).rglob("CMakeLists.txt")):
+            base = lists.parent.relative_to(root).as_posix()
+            text = CMAKE_COMMENT.sub("", lists.read_text(errors="replace"))
+            for name, args in ADD_LIBRARY.findall(text):
+                sources = [s for s in args.split() if s.endswith(".cc")]
+                homes = {folder_of(posixpath.normpath(f"{base}/{s}")) for s in sources}
+                if len(homes) > 1:
+                    shown = ", ".join(sorted(homes))
+                    problems.append(f"{name}: a library of several folders ({shown})")
+                if homes:  # an INTERFACE library gathers others: no folder of its own
+                    folders[name] = homes.pop()
+            for name, args in LINK.findall(text):
+                linked = [a for a in args.split() if a.startswith("tierfs_")]
+                links.setdefault(name, []).extend(linked)
+    return folders, links
+
+
+def check_links(root: pathlib.Path, problems: list) -> int:
+    folders, links = read_libraries(root, problems)
+
+    def linked_folders(lib, seen):  # an INTERFACE library stands for what it links
+        if lib in folders:
+            return {folders[lib]}
+        if lib in seen:
+            return set()
+        seen.add(lib)
+        return set().union(*(linked_folders(l, seen) for l in links.get(lib, [])))
+
+    for lib, folder in sorted(folders.items()):
+        if folder not in BELOW:
+            continue  # the folder check below names it
+        for dep in links.get(lib, []):
+            for target in sorted(linked_folders(dep, set())):
+                if target != folder and target not in BELOW[folder]:
+                    problems.append(f"{lib} ({folder}): links {dep} "
+                                    f"({target} is not below {folder})")
+    return len(folders)
+
+
+def check_folders(root: pathlib.Path, problems: list):
+    # Every source folder of the layers is in the table; no source beside them.
+    for layer in LAYERS:
         for d in sorted(p for p in (root / layer).iterdir() if p.is_dir()):
             name = d.relative_to(root).as_posix()
             if name not in BELOW:
                 problems.append(f"{name}: a folder the layer table does not know")
-        if layer in BELOW:  # fs/ holds the FUSE adapter's files itself
-            continue
-        loose = sorted((root / layer).glob("*.[hc]*"))
-        for f in loose:
+        for f in sorted((root / layer).glob("*.[hc]*")):
             problems.append(f"{f.relative_to(root)}: a source outside the layer's folders")
+
+
+def main() -> int:
+    root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else ".").resolve()
+    problems = []
+    checked = check_includes(root, problems)
+    libraries = check_links(root, problems)
+    check_folders(root, problems)
     for p in problems:
         print(p)
-    print(f"check_layers: {checked} files, {len(problems)} problem(s)")
+    print(f"check_layers: {checked} files, {libraries} libraries, {len(problems)} problem(s)")
     return 1 if problems else 0
 
 

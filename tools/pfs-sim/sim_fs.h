@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "fault_plan.h"
-#include "fs/parallel_dirops.h"
+#include "fs/fuse/parallel_dirops.h"
 #include "op_counters.h"
 #include "reply_scheduler.h"
 #include "service_model.h"

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "fs/mount_inputs.h"
-#include "fs/options.h"
-#include "fs/session.h"
+#include "fs/config/options.h"
+#include "fs/mount/mount_inputs.h"
+#include "fs/mount/session.h"
 #include "tierfs/version.h"
 #include "tools/tierfs/index_command.h"
 #include "tools/tierfs/subcommands.h"

@@ -1,7 +1,7 @@
 // CheckBeforeScan: the command line's mistakes found before SOURCE is
 // touched, each with an errno that says what is wrong and the message a user
 // sees.
-#include "fs/config_checks.h"
+#include "fs/config/config_checks.h"
 
 #include <unistd.h>
 

@@ -1,5 +1,5 @@
 // ControlDir: the .tierfs/ directory and its per-lookup stats snapshots.
-#include "fs/control.h"
+#include "fs/fuse/control.h"
 
 #include <fmt/format.h>
 

@@ -1,7 +1,7 @@
 // JsonCounterWriter and JsonNumber: the figures of .tierfs/stats are for
 // people, rounded to six significant digits (a latency of 140.035 ms, not
 // 140.03527659574468), and still a JSON document a program can parse.
-#include "fs/counter_json.h"
+#include "fs/telemetry/counter_json.h"
 
 #include <catch2/catch.hpp>
 #include <cmath>

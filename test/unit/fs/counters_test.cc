@@ -9,9 +9,9 @@
 #include <set>
 #include <sstream>
 
-#include "fs/counter_json.h"
-#include "fs/filesystem.h"
-#include "fs/prometheus.h"
+#include "fs/fuse/filesystem.h"
+#include "fs/telemetry/counter_json.h"
+#include "fs/telemetry/prometheus.h"
 #include "require_ok.h"
 #include "scan_tree.h"
 #include "tiering/base/json_value.h"

@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "fs/handler.h"
+#include "fs/fuse/handler.h"
 
 namespace tierfs {
 namespace {

@@ -1,4 +1,4 @@
-#include "fs/metrics_server.h"
+#include "fs/telemetry/metrics_server.h"
 
 #include <arpa/inet.h>
 #include <fmt/format.h>

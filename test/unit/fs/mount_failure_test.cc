@@ -1,7 +1,7 @@
 // MountFailure and ExitStatus: whose a failed mount is, said by its exit
 // status (the Slurm prolog acts on 3 and 4: the job's SOURCE or MOUNTPOINT,
 // not the node).
-#include "fs/mount_failure.h"
+#include "fs/mount/mount_failure.h"
 
 #include <catch2/catch.hpp>
 

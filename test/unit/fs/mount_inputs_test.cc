@@ -1,5 +1,5 @@
 // ReadPeerInputs, ResolvePeers and ReadCommandLine: what peers= refers to.
-#include "fs/mount_inputs.h"
+#include "fs/mount/mount_inputs.h"
 
 #include <catch2/catch.hpp>
 #include <cstdlib>

@@ -1,5 +1,5 @@
 // ParseCommandLine and ParseSize.
-#include "fs/options.h"
+#include "fs/config/options.h"
 
 #include <catch2/catch.hpp>
 

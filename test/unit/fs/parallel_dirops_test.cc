@@ -1,4 +1,4 @@
-#include "fs/parallel_dirops.h"
+#include "fs/fuse/parallel_dirops.h"
 
 #include <linux/fuse.h>
 #include <unistd.h>

@@ -3,11 +3,11 @@
 // sentence, items of one series added up, words as tierfs_info's labels.
 // test/integration/test_metrics_conventions.py checks a real mount's whole
 // scrape against the same rules.
-#include "fs/prometheus.h"
+#include "fs/telemetry/prometheus.h"
 
 #include <catch2/catch.hpp>
 
-#include "fs/counter_json.h"
+#include "fs/telemetry/counter_json.h"
 
 namespace tierfs {
 namespace {

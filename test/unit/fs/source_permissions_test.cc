@@ -1,6 +1,6 @@
 // SourcePermissions: SOURCE's answers kept per caller (uid, gid and the set
 // of supplementary groups), for the ttl or until revalidated.
-#include "fs/source_permissions.h"
+#include "fs/fuse/source_permissions.h"
 
 #include <unistd.h>
 

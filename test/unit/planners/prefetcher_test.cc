@@ -9,7 +9,7 @@
 #include <cerrno>
 
 #include "eventually.h"
-#include "fs/counter_json.h"
+#include "fs/telemetry/counter_json.h"
 #include "prefetch/assembly/tiered_store.h"
 #include "require_ok.h"
 #include "scan_tree.h"

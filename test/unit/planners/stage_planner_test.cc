@@ -5,7 +5,7 @@
 #include <catch2/catch.hpp>
 #include <map>
 
-#include "fs/counter_json.h"
+#include "fs/telemetry/counter_json.h"
 #include "require_ok.h"
 #include "scan_tree.h"
 #include "tiering/base/json_value.h"

@@ -7,8 +7,8 @@
 #include <thread>
 #include <vector>
 
-#include "fs/counter_json.h"
-#include "fs/prometheus.h"
+#include "fs/telemetry/counter_json.h"
+#include "fs/telemetry/prometheus.h"
 #include "peer_fixture.h"
 #include "require_ok.h"
 #include "tiering/base/json_value.h"

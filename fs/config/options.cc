@@ -1,0 +1,626 @@
+#include "fs/config/options.h"
+
+#include <arpa/inet.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <functional>
+#include <initializer_list>
+#include <optional>
+#include <stdexcept>
+#include <utility>
+
+#include "tiering/base/units.h"
+#include "tiering/peer/peer_list.h"
+#include "tiering/peer/wire.h"
+
+namespace tierfs {
+namespace {
+
+// A bad command line: what() is a complete message for the user, code() an
+// errno. Thrown inside this file only, deep in the option table, and turned
+// into a Status by ParseCommandLine: it never leaves this file.
+class OptionError : public std::runtime_error {
+ public:
+  explicit OptionError(const std::string& message, int code = EINVAL)
+      : std::runtime_error(message), code_(code) {}
+  int code() const { return code_; }
+
+ private:
+  int code_;
+};
+
+// ParseSize for the option table: throws OptionError.
+uint64_t SizeOrThrow(const std::string& text, const std::string& option) {
+  Result<uint64_t> bytes = ParseSize(text, option);
+  if (!bytes.ok()) throw OptionError(bytes.status().message(), bytes.status().code());
+  return *bytes;
+}
+
+// One tierfs -o option: its name, the value it takes ("" for a flag), help.
+struct OwnOption {
+  const char* name;
+  const char* value;
+  const char* help;
+  std::function<void(MountConfig&, const std::string& value, const std::string& opt)> apply;
+};
+
+unsigned ParseUnsigned(const std::string& text, const std::string& opt, uint64_t lo, uint64_t hi) {
+  uint64_t v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || text.empty() || v < lo || v > hi) {
+    throw OptionError(
+        fmt::format("option '{}': '{}' is not a whole number from {} to {}", opt, text, lo, hi));
+  }
+  return static_cast<unsigned>(v);
+}
+
+double ParseSeconds(const std::string& text, const std::string& opt) {
+  double v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || text.empty() || !std::isfinite(v) ||
+      v < 0 || v > 1e9) {
+    throw OptionError(fmt::format("option '{}': '{}' is not a number of seconds >= 0", opt, text));
+  }
+  return v;
+}
+
+// A span of seconds within [lo, hi], in milliseconds.
+std::chrono::milliseconds ParseSpan(const std::string& text, const std::string& opt, double lo,
+                                    double hi) {
+  double s = ParseSeconds(text, opt);
+  if (s < lo || s > hi) {
+    throw OptionError(fmt::format("option '{}': {} is not between {} and {}", opt, text, lo, hi));
+  }
+  return std::chrono::milliseconds(static_cast<int64_t>(s * 1000));
+}
+
+// The value of the word `text` among `words`, in the order they are listed;
+// any other word is an error naming them all.
+template <class Enum>
+Enum OneOf(const std::string& text, const std::string& opt,
+           std::initializer_list<std::pair<const char*, Enum>> words) {
+  std::string names;
+  for (const auto& [word, value] : words) {
+    if (text == word) return value;
+    names += fmt::format("{}{}", names.empty() ? "" : ", ", word);
+  }
+  throw OptionError(fmt::format("option '{}': '{}' is not one of {}", opt, text, names));
+}
+
+const std::vector<OwnOption>& OwnOptions() {
+  static const std::vector<OwnOption> options = {
+      {"threads", "N", "max FUSE worker threads (1-1024, default 64)",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         c.threads = ParseUnsigned(v, o, 1, 1024);
+       }},
+      {"scan_threads", "auto|N",
+       "metadata requests in flight during the mount scan (1-1024; default auto: tuned while "
+       "scanning towards the most operations per second)",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         c.scan_threads = v == "auto" ? 0 : ParseUnsigned(v, o, 1, 1024);
+       }},
+      {"index", "FILE|auto",
+       "mount from a saved namespace index (built by `tierfs index` or by a previous mount); "
+       "auto = namespace.index in the first directory tier",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         if (v.empty()) throw OptionError(fmt::format("option '{}' needs a file or auto", o));
+         if (v != "auto" && v[0] != '/') {
+           throw OptionError(fmt::format("option '{}': '{}' is not an absolute path", o, v));
+         }
+         c.index = v;
+       }},
+      {"index_check", "MODE",
+       "how a saved index is checked against SOURCE: dirs (default: one stat per directory, "
+       "changed ones listed again), full (scan everything) or none",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         if (!ParseIndexCheck(v, &c.index_check)) {
+           throw OptionError(fmt::format("option '{}': '{}' is not one of full, dirs, none", o, v));
+         }
+       }},
+      {"index_wait", "SECONDS",
+       "how long to wait for another node that builds the index before scanning (default 600)",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         c.index_wait = ParseUnsigned(v, o, 0, 86400);
+       }},
+      {"readdir", "MODE",
+       "how the kernel lists directories: plus (default: READDIRPLUS, names with "
+       "attributes), plain (READDIR) or auto (the kernel's adaptive READDIRPLUS)",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         c.readdir = OneOf<ReaddirMode>(v, o,
+                                        {{"plus", ReaddirMode::kPlus},
+                                         {"plain", ReaddirMode::kPlain},
+                                         {"auto", ReaddirMode::kAuto}});
+       }},
+      {"passthrough", "MODE",
+       "FUSE passthrough, for files wholly in one tier file: the kernel reads them from that "
+       "file, and the RAM tier is not cached a second time. It costs a request per open, so "
+       "small-file epochs whose data fits in memory twice are faster without it. off "
+       "(default), auto (on when the daemon has CAP_SYS_ADMIN and the kernel accepts it) or on "
+       "(refuse to mount without it)",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         c.passthrough = OneOf<PassthroughWant>(v, o,
+                                                {{"auto", PassthroughWant::kAuto},
+                                                 {"on", PassthroughWant::kOn},
+                                                 {"off", PassthroughWant::kOff}});
+       }},
+      {"permissions", "MODE",
+       "who decides whether a caller may open a file: source (SOURCE, asked as the caller: "
+       "ACLs included; the default for a root daemon with allow_other) or snapshot (the "
+       "mode bits scanned at mount)",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         c.permissions = OneOf<PermissionsBy>(
+             v, o, {{"source", PermissionsBy::kSource}, {"snapshot", PermissionsBy::kSnapshot}});
+       }},
+      {"perm_ttl", "SECONDS",
+       "with permissions=source, how long SOURCE's answer for a caller and file is kept "
+       "(default 60: a revoked permission holds for at most a minute; 0: until "
+       ".tierfs/revalidate is written or the mount ends)",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         double s = ParseSeconds(v, o);
+         if (s < 0 || s > 86400 * 365) {
+           throw OptionError(fmt::format("option '{}': {} is not between 0 and a year", o, v));
+         }
+         c.perm_ttl = s;
+       }},
+      {"control_owner", "UID[:GID]",
+       "who may write the control files (.tierfs/order, stage, ...) besides root (default: "
+       "the daemon's user); the Slurm prolog gives the job's user",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         size_t colon = v.find(':');
+         c.control_uid = ParseUnsigned(v.substr(0, colon), o, 0, 0xFFFFFFFE);
+         c.control_gid =
+             colon == std::string::npos
+                 ? -1
+                 : static_cast<int64_t>(ParseUnsigned(v.substr(colon + 1), o, 0, 0xFFFFFFFE));
+       }},
+      {"open_as", "UID:GID",
+       "a root daemon opens SOURCE and MOUNTPOINT once, with this user's permissions (and its "
+       "groups), and never walks their paths again: the Slurm prolog's, for the job's user",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         size_t colon = v.find(':');
+         if (colon == std::string::npos) {
+           throw OptionError(fmt::format("option '{}': '{}' is not UID:GID", o, v));
+         }
+         c.open_as_uid = ParseUnsigned(v.substr(0, colon), o, 0, 0xFFFFFFFE);
+         c.open_as_gid = ParseUnsigned(v.substr(colon + 1), o, 0, 0xFFFFFFFE);
+       }},
+      {"max_open_files", "N", "SOURCE files kept open (default: half of RLIMIT_NOFILE)",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         c.max_open_files = ParseUnsigned(v, o, 16, 1u << 30);
+       }},
+      {"entry_timeout", "SECONDS", "how long the kernel caches names (default 86400)",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         c.entry_timeout = ParseSeconds(v, o);
+       }},
+      {"attr_timeout", "SECONDS", "how long the kernel caches attributes (default 86400)",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         c.attr_timeout = ParseSeconds(v, o);
+       }},
+      {"read_ahead_kb", "KB",
+       "kernel readahead of the mount (default: the largest read request the kernel sends, "
+       "at least 1024; 0 keeps the kernel's)",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         c.read_ahead_kb = ParseUnsigned(v, o, 0, 1u << 20);
+       }},
+      {"ram", "SIZE", "RAM tier budget, e.g. 8G (K/M/G/T suffixes; default 0: no RAM tier)",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         c.tiering.ram = SizeOrThrow(v, o);
+       }},
+      {"tier", "PATH:SIZE",
+       "a directory tier (node-local NVMe, /dev/shm) and its budget; repeat for more, "
+       "fastest first",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         size_t colon = v.rfind(':');
+         if (colon == std::string::npos || colon == 0 || colon + 1 == v.size()) {
+           throw OptionError(fmt::format(
+               "option '{}': '{}' is not PATH:SIZE (e.g. tier=/local/nvme/tierfs:400G)", o, v));
+         }
+         uint64_t budget = SizeOrThrow(v.substr(colon + 1), o);
+         if (budget == 0) throw OptionError(fmt::format("option '{}': the budget is 0", o));
+         c.tiering.dirs.push_back({v.substr(0, colon), budget});
+       }},
+      {"policy", "NAME",
+       "eviction from a full tier: next-use (default: what is needed farthest ahead in the "
+       "declared order goes first; with no order declared nothing is evicted) or lru (the least "
+       "recently read goes first)",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         std::string name = CanonicalPolicyName(v);
+         if (name.empty()) {
+           throw OptionError(fmt::format("option '{}': '{}' is not one of next-use, lru", o, v));
+         }
+         c.tiering.policy = name;
+       }},
+      {"promote_threads", "N",
+       "promotion threads, i.e. parallel SOURCE copy streams (default 32; the number in use is "
+       "auto-tuned between 1 and 32 from 8; a value given here is fixed)",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         c.tiering.promote_threads = ParseUnsigned(v, o, 1, 256);
+         c.tiering.prefetch.tune_parallelism = false;
+       }},
+      {"prefetch", "MODE",
+       "on-access (default: promote on first read), stage-in (promote everything now) or "
+       "order (follow .tierfs/order)",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         if (!ParsePrefetchMode(v, &c.tiering.prefetch.mode)) {
+           throw OptionError(
+               fmt::format("option '{}': '{}' is not one of on-access, stage-in, order", o, v));
+         }
+       }},
+      {"lookahead", "N",
+       "files kept promoted ahead of the reader in order mode (default: auto-tuned, 8-8192)",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         c.tiering.prefetch.lookahead = ParseUnsigned(v, o, 1, 1u << 20);
+       }},
+      {"promote_queue", "N",
+       "promotions that may wait for a thread, for each of reads, read ahead and "
+       "background, before new ones are refused (4096)",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         c.tiering.promote_queue = ParseUnsigned(v, o, 1, 1u << 24);
+       }},
+      {"chunk_size", "SIZE", "large files are promoted in chunks of this size (default 8M)",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         uint64_t size = SizeOrThrow(v, o);
+         if (size < (1u << 20) || size > (4ull << 30)) {
+           throw OptionError(fmt::format("option '{}': {} is not between 1M and 4G", o, v));
+         }
+         c.tiering.chunk_size = size;
+       }},
+      {"tier_reset", "", "start with empty directory tiers (default: reuse valid copies)",
+       [](MountConfig& c, const std::string&, const std::string&) { c.tiering.reset = true; }},
+      {"metrics", "[HOST:]PORT",
+       "serve Prometheus metrics at http://HOST:PORT/metrics (HOST defaults to 127.0.0.1)",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         if (v.empty()) throw OptionError(fmt::format("option '{}' needs a port", o));
+         c.metrics = v;
+       }},
+      {"shutdown_timeout", "SECONDS",
+       "how long unmounting waits for running promotions before forcing (default 30)",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         c.shutdown_timeout = ParseUnsigned(v, o, 1, 3600);
+       }},
+      {"peers", "FILE|N1+N2+...",
+       "the job's nodes, which serve each other's chunks: a file of 'NAME [HOST][:PORT]' lines "
+       "or names joined by '+' (this node included; needs a tier)",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         if (v.empty()) throw OptionError(fmt::format("option '{}' needs a file or a list", o));
+         c.peers = v;
+       }},
+      {"peer_name", "NAME", "this node in the peer list (default: the short host name)",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         if (!ValidPeerName(v)) {
+           throw OptionError(fmt::format("option '{}': '{}' is not a valid peer name", o, v));
+         }
+         c.peer_name = v;
+       }},
+      {"peer_port", "PORT", "the port the peer service listens on (default 7740)",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         c.peer_port = ParseUnsigned(v, o, 1, 65535);
+         c.peer_set = true;
+       }},
+      {"peer_listen", "ADDRESS",
+       "the IPv4 address the peer service listens on (default: this node's address in the peer "
+       "list)",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         in_addr a{};
+         if (::inet_pton(AF_INET, v.c_str(), &a) != 1) {
+           throw OptionError(fmt::format("option '{}': '{}' is not an IPv4 address", o, v));
+         }
+         c.tiering.peers.listen = v;
+         c.peer_set = true;
+       }},
+      {"peer_job", "ID",
+       "the job's identity, the same on all its nodes (default slurm:CLUSTER:JOBID from "
+       "SLURM_CLUSTER_NAME and SLURM_JOB_ID)",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         if (v.empty() || v.size() > 255) {
+           throw OptionError(fmt::format("option '{}' needs 1 to 255 characters", o));
+         }
+         c.tiering.peers.job = v;
+       }},
+      {"munge_socket", "PATH", "munged's socket for the peers' credentials (default: libmunge's)",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         if (v.empty() || v[0] != '/') {
+           throw OptionError(fmt::format("option '{}': '{}' is not an absolute path", o, v));
+         }
+         c.tiering.peers.munge_socket = v;
+       }},
+      {"peer_timeout", "SECONDS",
+       "how long a read waits for another node's answer before it reads SOURCE itself (that "
+       "node is then skipped for a while, and keeps its chunks; default 5)",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         c.tiering.peers.timeout = ParseSpan(v, o, 0.05, 600);
+         c.peer_set = true;
+       }},
+      {"peer_dead", "SECONDS",
+       "how long a peer may stay silent (it is pinged) before it is taken for gone and other "
+       "nodes keep its chunks (default 10)",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         c.tiering.peers.dead_after = ParseSpan(v, o, 0.1, 3600);
+         c.peer_set = true;
+       }},
+      {"peer_idle", "SECONDS",
+       "close a connection to a peer unused this long (it is made again when needed; default "
+       "1800)",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         c.tiering.peers.idle_close = ParseSpan(v, o, 0.1, 86400);
+         c.peer_set = true;
+       }},
+      {"peer_connections", "N",
+       "most connections to other nodes open at once, each way; beyond, the least used is "
+       "closed (default 1024)",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         c.tiering.peers.max_connections = ParseUnsigned(v, o, 1, 65536);
+         c.peer_set = true;
+       }},
+      {"nonempty", "", "allow mounting over a non-empty directory",
+       [](MountConfig& c, const std::string&, const std::string&) { c.nonempty = true; }},
+      {"log", "syslog|stderr|FILE",
+       "where the daemon logs once detached (default: syslog, or a file beside its first tier "
+       "or in /var/log/tierfs where there is no syslog; the path is printed at mount)",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         if (v != "syslog" && v != "stderr" && (v.empty() || v[0] != '/')) {
+           throw OptionError(
+               fmt::format("option '{}': '{}' is not syslog, stderr or an absolute path", o, v));
+         }
+         c.log_to = v;
+       }},
+      {"log_level", "LEVEL", "error, warning, info (default) or debug",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         if (!Log::ParseLevel(v, &c.log_level)) {
+           throw OptionError(
+               fmt::format("option '{}': '{}' is not one of error, warning, info, debug", o, v));
+         }
+       }},
+  };
+  return options;
+}
+
+// Standard options handed to libfuse's mount. A trailing '=' takes a value.
+constexpr const char* kFuseOptions[] = {"allow_other",  "allow_root",
+                                        "auto_unmount", "default_permissions",
+                                        "ro",           "rw",
+                                        "suid",         "nosuid",
+                                        "dev",          "nodev",
+                                        "exec",         "noexec",
+                                        "atime",        "noatime",
+                                        "relatime",     "norelatime",
+                                        "strictatime",  "nostrictatime",
+                                        "diratime",     "nodiratime",
+                                        "sync",         "async",
+                                        "dirsync",      "fsname=",
+                                        "subtype=",     "max_read=",
+                                        "blksize=",     "context=",
+                                        "fscontext=",   "defcontext=",
+                                        "rootcontext="};
+
+// fstab-only words that mount(8) may hand over; they mean nothing to a mount.
+constexpr const char* kIgnoredOptions[] = {"defaults", "auto",  "noauto", "user",   "users",
+                                           "nouser",   "owner", "nofail", "_netdev"};
+
+bool IsFuseOption(const std::string& name, bool has_value) {
+  for (std::string_view o : kFuseOptions) {
+    bool takes_value = o.back() == '=';
+    if (takes_value) o.remove_suffix(1);
+    if (o == name && takes_value == has_value) return true;
+  }
+  return false;
+}
+
+bool IsIgnored(const std::string& name) {
+  if (name.rfind("x-", 0) == 0 || name.rfind("comment=", 0) == 0) return true;
+  return std::find(std::begin(kIgnoredOptions), std::end(kIgnoredOptions), name) !=
+         std::end(kIgnoredOptions);
+}
+
+// The edit distance of a and b: insertions, deletions and substitutions.
+size_t EditDistance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// The option `name` was most likely meant to be: a known one at most two
+// edits away (one for names of up to four letters); "" if none is.
+std::string NearestOption(const std::string& name) {
+  std::vector<std::string_view> known;
+  for (const auto& o : OwnOptions()) known.emplace_back(o.name);
+  for (std::string_view o : kFuseOptions)
+    known.push_back(o.back() == '=' ? o.substr(0, o.size() - 1) : o);
+  std::string best;
+  size_t best_distance = name.size() <= 4 ? 2 : 3;
+  for (std::string_view o : known) {
+    const size_t d = EditDistance(name, o);
+    if (d < best_distance) {
+      best_distance = d;
+      best = o;
+    }
+  }
+  return best;
+}
+
+// Splits a -o argument on commas; "\," is a literal comma.
+std::vector<std::string> SplitOptions(const std::string& arg) {
+  std::vector<std::string> out(1);
+  for (size_t i = 0; i < arg.size(); ++i) {
+    if (arg[i] == '\\' && i + 1 < arg.size() && arg[i + 1] == ',') {
+      out.back() += ',';
+      ++i;
+    } else if (arg[i] == ',') {
+      out.emplace_back();
+    } else {
+      out.back() += arg[i];
+    }
+  }
+  return out;
+}
+
+// A FUSE option as libfuse's -o list wants it: ',' and '\' escaped by '\', so
+// that joining the list with commas cannot split a value ("fsname=a\,b").
+std::string EscapeForFuse(const std::string& opt) {
+  std::string out;
+  for (char c : opt) {
+    if (c == ',' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+void ApplyOption(MountConfig& config, const std::string& opt) {
+  if (opt.empty()) return;  // "a,,b" and a trailing comma are harmless
+  size_t eq = opt.find('=');
+  std::string name = opt.substr(0, eq);
+  bool has_value = eq != std::string::npos;
+  std::string value = has_value ? opt.substr(eq + 1) : "";
+  for (const auto& o : OwnOptions()) {
+    if (name != o.name) continue;
+    bool wants_value = *o.value != '\0';
+    if (wants_value && !has_value) {
+      throw OptionError(fmt::format("option '{}' needs a value: {}={}", name, name, o.value));
+    }
+    if (!wants_value && has_value) {
+      throw OptionError(fmt::format("option '{}' takes no value", name));
+    }
+    o.apply(config, value, name);
+    return;
+  }
+  if (IsIgnored(opt)) return;
+  if (IsFuseOption(name, has_value)) {
+    config.fuse_options.push_back(EscapeForFuse(opt));
+    return;
+  }
+  if (IsFuseOption(name, !has_value)) {
+    throw OptionError(has_value ? fmt::format("option '{}' takes no value", name)
+                                : fmt::format("option '{}' needs a value: {}=V", name, name));
+  }
+  if (std::string meant = NearestOption(name); !meant.empty()) {
+    throw OptionError(fmt::format("unknown option '{}' (did you mean '{}'?)", name, meant));
+  }
+  throw OptionError(fmt::format("unknown option '{}' (tierfs --help lists the options)", name));
+}
+
+// What peers= asks of the other peer options, checked before anything is
+// read for it (ResolvePeers, fs/mount_inputs.h, reads the rest).
+void CheckPeerOptions(const MountConfig& config) {
+  const JobPeersConfig& p = config.tiering.peers;
+  if (config.peers.empty()) {
+    if (!config.peer_name.empty() || !p.job.empty() || !p.munge_socket.empty() || config.peer_set) {
+      throw OptionError(
+          "peer_name=, peer_port=, peer_listen=, peer_job=, munge_socket=, peer_timeout=, "
+          "peer_dead=, peer_idle= and peer_connections= "
+          "need peers=");
+    }
+    return;
+  }
+  if (config.tiering.chunk_size > kMaxWireChunk) {
+    throw OptionError(fmt::format("peers= takes chunk_size up to {} MiB", kMaxWireChunk >> 20));
+  }
+  if (config.peers.find('/') != std::string::npos && config.peers[0] != '/') {
+    throw OptionError(fmt::format("option 'peers': '{}' is not an absolute path", config.peers));
+  }
+}
+
+MountConfig ParseOrThrow(const std::vector<std::string>& args) {
+  MountConfig config;
+  std::vector<std::string> positional;
+  for (size_t i = 1; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "-h" || a == "--help") {
+      config.action = MountConfig::Action::kHelp;
+      return config;
+    }
+    if (a == "-V" || a == "--version") {
+      config.action = MountConfig::Action::kVersion;
+      return config;
+    }
+    if (a == "-f") {
+      config.foreground = true;
+    } else if (a == "-d" || a == "--debug") {
+      config.debug = config.foreground = true;
+    } else if (a == "-o") {
+      if (i + 1 == args.size()) throw OptionError("-o needs an option list, e.g. -o allow_other");
+      for (const auto& o : SplitOptions(args[++i])) ApplyOption(config, o);
+    } else if (a.rfind("-o", 0) == 0) {
+      for (const auto& o : SplitOptions(a.substr(2))) ApplyOption(config, o);
+    } else if (a == "--") {
+      positional.insert(positional.end(), args.begin() + static_cast<long>(i) + 1, args.end());
+      break;
+    } else if (!a.empty() && a[0] == '-') {
+      throw OptionError(fmt::format("unknown argument '{}' (see --help)", a));
+    } else {
+      positional.push_back(a);
+    }
+  }
+  if (positional.size() != 2) {
+    throw OptionError(fmt::format("expected SOURCE and MOUNTPOINT, got {} path{} (see --help)",
+                                  positional.size(), positional.size() == 1 ? "" : "s"));
+  }
+  config.source = positional[0];
+  config.mountpoint = positional[1];
+  CheckPeerOptions(config);
+  return config;
+}
+
+}  // namespace
+
+Result<uint64_t> ParseSize(const std::string& text, const std::string& option) {
+  std::optional<uint64_t> bytes = ParseByteSize(text);
+  if (!bytes) {
+    return Status::Error(
+        EINVAL, fmt::format("option '{}': '{}' is not a size ({})", option, text, kByteSizeSyntax));
+  }
+  return *bytes;
+}
+
+Result<MountConfig> ParseCommandLine(const std::vector<std::string>& args) {
+  try {
+    return ParseOrThrow(args);
+  } catch (const OptionError& e) {
+    return Status::Error(e.code(), e.what());
+  }
+}
+
+std::string UsageText(const std::string& program) {
+  std::string s = fmt::format(
+      "usage: {} SOURCE MOUNTPOINT [-o opt[,opt...]] [-f] [-d]\n\n"
+      "Mounts a read-only mirror of the dataset directory SOURCE at MOUNTPOINT.\n"
+      "Unmount with: fusermount3 -u MOUNTPOINT\n\n"
+      "  -f              stay in the foreground (log to stderr)\n"
+      "  -d, --debug     trace every FUSE request (implies -f)\n"
+      "  -o opt,...      mount options, below\n"
+      "  -h, --help      this text\n"
+      "  -V, --version   the version\n\n"
+      "tierfs options:\n",
+      program);
+  for (const auto& o : OwnOptions()) {
+    std::string name = fmt::format("{}{}{}", o.name, *o.value ? "=" : "", o.value);
+    s += fmt::format("  -o {:<24} {}\n", name, o.help);
+  }
+  s += "\nFUSE mount options passed to the kernel:\n  ";
+  size_t col = 2;
+  for (std::string_view o : kFuseOptions) {
+    std::string item = fmt::format("{}{} ", o, o.back() == '=' ? "V" : "");
+    if (col + item.size() > 78) {
+      s += "\n  ";
+      col = 2;
+    }
+    s += item;
+    col += item.size();
+  }
+  s += "\n";
+  return s;
+}
+
+}  // namespace tierfs

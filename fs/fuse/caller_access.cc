@@ -1,0 +1,23 @@
+#include "fs/fuse/caller_access.h"
+
+#include <algorithm>
+
+namespace tierfs {
+
+bool CallerAccess::MayName(const AccessCaller& caller, NodeId id) {
+  if (caller.uid == 0) return true;
+  const Node& n = ns_->node(id);
+  if (S_ISREG(n.mode)) return Allows(caller, id, R_OK);
+  if (S_ISDIR(n.mode)) return Allows(caller, id, R_OK | X_OK);
+  return Allows(caller, n.parent, X_OK);  // its name and type are seen where it is
+}
+
+bool CallerAccess::Allows(const AccessCaller& caller, NodeId id, int mask) {
+  auto in_group = [&caller](gid_t g) {
+    return std::find(caller.groups.begin(), caller.groups.end(), g) != caller.groups.end();
+  };
+  if (!ModeAllows(*ns_, caller.uid, caller.gid, in_group, id, mask)) return false;
+  return source_ == nullptr || source_->Check(caller, id, mask) == 0;
+}
+
+}  // namespace tierfs

@@ -1,0 +1,154 @@
+// The FUSE adapter: turns low-level kernel requests into calls on the
+// namespace snapshot and the read path, and replies. Thin by design: all
+// policy lives in tiering/ and prefetch/.
+//
+// Inode numbers: node id + 1 (the root node 0 is FUSE_ROOT_ID 1); numbers
+// above the namespace belong to the control directory.
+#pragma once
+
+#include <fuse_lowlevel.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+
+#include "fs/config/mount_modes.h"
+#include "fs/fuse/caller_access.h"
+#include "fs/fuse/control.h"
+#include "fs/fuse/parallel_dirops.h"
+#include "fs/fuse/passthrough.h"
+#include "fs/fuse/source_permissions.h"
+#include "fs/peers/peer_service.h"
+#include "prefetch/assembly/tiered_store.h"
+#include "tiering/base/latency_histogram.h"
+#include "tiering/io/counting_backend.h"
+#include "tiering/namespace/namespace.h"
+#include "tiering/source/source_reader.h"
+
+namespace tierfs {
+
+// Requests the kernel sent us, by kind.
+struct RequestCounters {
+  std::atomic<uint64_t> lookup{0}, getattr{0}, readdir{0}, readlink{0}, read{0}, read_bytes{0},
+      statfs{0}, xattr{0}, rejected_writes{0}, errors{0};
+  LatencyHistogram read_latency;  // data reads, request to reply
+  void VisitCounters(CounterVisitor& v) const;
+};
+
+struct FsTimeouts {
+  double entry = 86400;
+  double attr = 86400;
+};
+
+// Everything the handlers need. Owned by the mount session; outlives the loop.
+class FsContext {
+ public:
+  // The writers of the store's order and stage files may name what they
+  // could open through the mount (CallerAccess), from now until destroyed.
+  FsContext(const Namespace* ns, SourceReader* reader, TieredStore* store,
+            const SourceCounters* source, FsTimeouts timeouts, uid_t owner, gid_t group);
+  ~FsContext();
+  FsContext(const FsContext&) = delete;
+  FsContext& operator=(const FsContext&) = delete;
+
+  const Namespace& ns() const { return *ns_; }
+  ReadPath& read_path() { return store_->read_path(); }
+  const SourceCounters& source() const { return *source_; }
+  const FsTimeouts& timeouts() const { return timeouts_; }
+  RequestCounters& requests() { return requests_; }
+  ControlDir& control() { return control_; }
+  ReaddirMode readdir_mode() const { return readdir_mode_; }
+  // REQUIRES: before the session starts (read by the init handler).
+  void set_readdir_mode(ReaddirMode mode) { readdir_mode_ = mode; }
+  // Whether the daemon checks permissions itself at open. On for a mount
+  // the daemon did not make (mount.fuse3 -o drop_privileges hands over
+  // /dev/fd/N): the kernel checks nothing unless the fstab line said
+  // default_permissions, so open and opendir are answered (no zero-message
+  // open) after a check of the file and every directory above it.
+  // REQUIRES: before the session starts.
+  void set_check_access(bool on) { check_access_ = on; }
+  bool check_access() const { return check_access_; }
+  // With `p`, every open and opendir is answered (no zero-message open)
+  // after SOURCE, asked as the caller, allows it (fs/fuse/source_permissions.h);
+  // so are the paths written to the control files.
+  // REQUIRES: before the session starts; `p` outlives it.
+  void set_source_permissions(SourcePermissions* p) {
+    source_permissions_ = p;
+    access_.set_source_permissions(p);
+  }
+  // The peer front door, for its figures; set before the loop and the
+  // metrics endpoint start (null: this node does not serve).
+  void set_peer_service(const PeerService* s) { peer_service_ = s; }
+  SourcePermissions* source_permissions() const { return source_permissions_; }
+  // What this mount serves and where: in the stats and tierfs_info's
+  // labels, so that two mounts on a node can be told apart.
+  // REQUIRES: before the session starts.
+  void set_identity(std::string source, std::string mount) {
+    source_path_ = std::move(source);
+    mount_path_ = std::move(mount);
+  }
+  // The INIT exchange, for NegotiateParallelDirops<FsContext>.
+  InitReplyPatch& init_patch() { return init_patch_; }
+  // FUSE passthrough: its state and the files open in it.
+  PassthroughOpens& passthrough() { return passthrough_; }
+  // The session (for notifications) and its /dev/fuse descriptor (backing
+  // files are registered on it). REQUIRES: set before the session starts.
+  void set_session(fuse_session* se) {
+    session_ = se;
+    device_fd_ = fuse_session_fd(se);
+  }
+  fuse_session* session() const { return session_; }
+  int device_fd() const { return device_fd_; }
+  // A descriptor of a file holding all of regular file `id`'s bytes at its
+  // own offsets (the one tier file of a one-chunk file), or -errno.
+  int OpenBackingFile(NodeId id);
+  // A file opened in passthrough mode will be read without the daemon
+  // hearing of it: the planner and the eviction policy hear of it now.
+  void NotePassthroughOpen(NodeId id);
+  // Whether the process behind `req` may access node `id` with `mask`
+  // (R_OK, W_OK, X_OK) and search every directory above it, by the
+  // snapshot's mode bits.
+  bool MayAccess(fuse_req_t req, NodeId id, int mask) const;
+
+  bool IsNode(fuse_ino_t ino) const { return ino >= 1 && ino <= ns_->size(); }
+  static NodeId NodeOf(fuse_ino_t ino) { return static_cast<NodeId>(ino - 1); }
+  static fuse_ino_t InoOf(NodeId id) { return static_cast<fuse_ino_t>(id) + 1; }
+
+  // Every figure of the daemon, in the layout of .tierfs/stats.
+  void VisitCounters(CounterVisitor& v) const;
+  // The JSON text of .tierfs/stats, and the Prometheus text of /metrics.
+  std::string StatsJson() const;
+  std::string PrometheusText() const;
+
+ private:
+  std::vector<ControlFile> ControlFiles();
+
+  const Namespace* const ns_;
+  SourceReader* const reader_;
+  TieredStore* const store_;
+  const SourceCounters* const source_;
+  const FsTimeouts timeouts_;
+  const std::chrono::steady_clock::time_point started_;
+  RequestCounters requests_;
+  CallerAccess access_;  // before control_: its files' writers are checked with it
+  ControlDir control_;
+  ReaddirMode readdir_mode_ = ReaddirMode::kPlus;
+  bool check_access_ = false;
+  SourcePermissions* source_permissions_ = nullptr;
+  const PeerService* peer_service_ = nullptr;
+  std::string source_path_, mount_path_;
+  InitReplyPatch init_patch_;
+  PassthroughOpens passthrough_;
+  fuse_session* session_ = nullptr;
+  int device_fd_ = -1;
+};
+
+// The process behind `req` as SOURCE would see it: uid, gid and all its
+// supplementary groups (none when they cannot be read: the process is gone).
+AccessCaller CallerOf(fuse_req_t req);
+
+// The handler table. Userdata passed to fuse_session_new must be an FsContext*.
+const fuse_lowlevel_ops& TierFsOps();
+
+}  // namespace tierfs

@@ -1,0 +1,165 @@
+// FsContext: its counters (the walk behind .tierfs/stats and /metrics) and
+// the permission check of mounts without the kernel's (MayAccess).
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "fs/fuse/filesystem.h"
+#include "fs/telemetry/counter_json.h"
+#include "fs/telemetry/prometheus.h"
+#include "tierfs/version.h"
+
+namespace tierfs {
+
+FsContext::FsContext(const Namespace* ns, SourceReader* reader, TieredStore* store,
+                     const SourceCounters* source, FsTimeouts timeouts, uid_t owner, gid_t group)
+    : ns_(ns),
+      reader_(reader),
+      store_(store),
+      source_(source),
+      timeouts_(timeouts),
+      started_(std::chrono::steady_clock::now()),
+      access_(ns),
+      control_(static_cast<uint64_t>(ns->size()) + 1, owner, group, ControlFiles()) {
+  store_->prefetcher().set_hint_access(&access_);
+}
+
+FsContext::~FsContext() { store_->prefetcher().set_hint_access(nullptr); }
+
+std::vector<ControlFile> FsContext::ControlFiles() {
+  Prefetcher* p = &store_->prefetcher();
+  return {
+      {"stats", [this] { return StatsJson(); }, nullptr, nullptr},
+      {"order", [] { return std::string(); },
+       [p](const HintWriter& w, uint64_t off, std::string_view d) {
+         return p->WriteOrder(w, off, d);
+       },
+       [p] { p->ClearOrder(); }},
+      {"stage", [] { return std::string(); },
+       [p](const HintWriter& w, uint64_t off, std::string_view d) {
+         return p->WriteStage(w, off, d);
+       },
+       nullptr},
+      {"prefetch", [p] { return p->ModeText(); },
+       [p](const HintWriter&, uint64_t, std::string_view d) { return p->WriteMode(d); }, nullptr},
+      // Any write forgets SOURCE's permission answers (permissions=source).
+      {"revalidate", [] { return std::string(); },
+       [this](const HintWriter&, uint64_t, std::string_view d) {
+         if (source_permissions_ != nullptr) source_permissions_->Revalidate();
+         return static_cast<ssize_t>(d.size());
+       },
+       nullptr},
+  };
+}
+
+void RequestCounters::VisitCounters(CounterVisitor& v) const {
+  auto load = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
+  v.Counter("lookup", load(lookup), {"LOOKUP requests answered."});
+  v.Counter("getattr", load(getattr), {"GETATTR requests answered."});
+  v.Counter("readdir", load(readdir), {"READDIR requests answered."});
+  v.Counter("readlink", load(readlink), {"READLINK requests answered."});
+  v.Counter("read", load(read), {"READ requests answered."});
+  v.Counter("read_bytes", load(read_bytes), {"Bytes returned by READ requests.", Unit::kBytes});
+  v.Counter("statfs", load(statfs), {"STATFS requests answered."});
+  v.Counter("xattr", load(xattr), {"Extended attribute requests answered."});
+  v.Counter("rejected_writes", load(rejected_writes),
+            {"Requests refused because the mount is read-only."});
+  v.Counter("errors", load(errors), {"Requests answered with an error."});
+  v.Histogram("read_latency", read_latency, {"Time to answer a READ request."});
+}
+
+void FsContext::VisitCounters(CounterVisitor& v) const {
+  v.Text("version", TIERFS_VERSION, "version");
+  // Not "source": that is the group of SOURCE's counters.
+  if (!source_path_.empty()) v.Text("source_path", source_path_, "source");
+  if (!mount_path_.empty()) v.Text("mountpoint", mount_path_, "mount");
+  v.Gauge("uptime_seconds",
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count(),
+          {"Time since the mount started.", Unit::kSeconds});
+  v.Flag("parallel_dirops", init_patch_.negotiated(),
+         {"1 if the kernel runs the LOOKUPs of one directory in parallel."});
+  v.Gauge("max_request_bytes", init_patch_.max_pages_replied() * 4096.0,
+          {"The largest read request the kernel sends to the daemon.", Unit::kBytes});
+  // Built before the control directory's lock is taken (it is a leaf).
+  v.Gauge("control_snapshots", static_cast<double>(control_.held_snapshots()),
+          {"Snapshots of .tierfs files held for their readers (bounded)."});
+  passthrough_.VisitCounters(v);
+  v.BeginGroup("namespace");
+  ns_->VisitCounters(v);
+  v.EndGroup();
+  v.BeginGroup("source");
+  source_->VisitCounters(v);
+  v.Counter("failed_reads", reader_->failed_reads(),
+            {"Reads from SOURCE that failed and were answered with an error."});
+  v.EndGroup();
+  if (source_permissions_ != nullptr) source_permissions_->VisitCounters(v);
+  v.BeginGroup("requests");
+  requests_.VisitCounters(v);
+  v.EndGroup();
+  store_->VisitCounters(v);
+  if (const JobPeers* peers = store_->peers()) {
+    v.BeginGroup("peers");
+    peers->VisitCounters(v);
+    PeerService::VisitCounters(peer_service_, v);
+    v.EndGroup();
+  }
+  v.BeginGroup("open_files");
+  reader_->open_files().VisitCounters(v);
+  v.EndGroup();
+}
+
+std::string FsContext::StatsJson() const {
+  JsonCounterWriter json;
+  VisitCounters(json);
+  return json.Finish();
+}
+
+std::string FsContext::PrometheusText() const {
+  PrometheusCounterWriter prometheus;
+  VisitCounters(prometheus);
+  return prometheus.Finish();
+}
+
+int FsContext::OpenBackingFile(NodeId id) {
+  ChunkStore* chunks = store_->chunks();
+  if (chunks == nullptr) return -ENOENT;
+  const Catalog& catalog = chunks->catalog();
+  // One chunk holding the whole file: its tier file is the file.
+  if (ns_->node(id).size == 0 || catalog.chunks(id) != 1) return -EOPNOTSUPP;
+  const ChunkKey key{id, 0};
+  const uint8_t state = catalog.state(key);
+  if (!Catalog::IsResident(state)) return -ENOENT;
+  return chunks->tiers()[static_cast<size_t>(Catalog::TierOf(state))]->OpenBacking(key);
+}
+
+void FsContext::NotePassthroughOpen(NodeId id) {
+  const uint64_t size = ns_->node(id).size;
+  passthrough_.CountOpened(size);
+  if (ChunkStore* chunks = store_->chunks()) chunks->policy().Touched(ChunkKey{id, 0});
+  store_->prefetcher().OnRead(id, 0, size, true);
+}
+
+AccessCaller CallerOf(fuse_req_t req) {
+  const fuse_ctx* caller = fuse_req_ctx(req);
+  AccessCaller who{caller->uid, caller->gid, std::vector<gid_t>(64)};
+  int n = fuse_req_getgroups(req, static_cast<int>(who.groups.size()), who.groups.data());
+  if (n > static_cast<int>(who.groups.size())) {  // more than fitted: all of them
+    who.groups.resize(static_cast<size_t>(n));
+    n = fuse_req_getgroups(req, n, who.groups.data());
+  }
+  who.groups.resize(std::clamp(n, 0, static_cast<int>(who.groups.size())));
+  return who;
+}
+
+bool FsContext::MayAccess(fuse_req_t req, NodeId id, int mask) const {
+  const fuse_ctx* caller = fuse_req_ctx(req);
+  gid_t groups[64];
+  int ngroups = -1;  // fetched once, only if a group decides
+  auto in_group = [&](gid_t g) {
+    if (ngroups < 0) ngroups = std::min(fuse_req_getgroups(req, 64, groups), 64);
+    return std::find(groups, groups + std::max(ngroups, 0), g) != groups + std::max(ngroups, 0);
+  };
+  return CallerAccess::ModeAllows(*ns_, caller->uid, caller->gid, in_group, id, mask);
+}
+
+}  // namespace tierfs

@@ -1,0 +1,299 @@
+#include "fs/mount/mount.h"
+
+#include <fmt/format.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+
+#include "fs/config/config_checks.h"
+#include "fs/mount/mount_checks.h"
+#include "fs/mount/service_notify.h"
+#include "tiering/base/log.h"
+
+namespace tierfs {
+namespace {
+
+// Raises the soft open-file limit to the hard one; returns the new soft limit.
+uint64_t RaiseFileLimit() {
+  struct rlimit rl;
+  if (::getrlimit(RLIMIT_NOFILE, &rl) != 0) return 1024;
+  if (rl.rlim_cur < rl.rlim_max) {
+    rl.rlim_cur = rl.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &rl);
+    ::getrlimit(RLIMIT_NOFILE, &rl);
+  }
+  return rl.rlim_cur;
+}
+
+// The kernel's cap on a FUSE request's pages (/proc/sys/fs/fuse/max_pages_limit,
+// Linux 6.13+; 256 before, libfuse's own 1 MiB), at most what max_pages holds.
+uint16_t MaxPagesLimit() {
+  std::ifstream in("/proc/sys/fs/fuse/max_pages_limit");
+  unsigned limit = 0;
+  if (!(in >> limit) || limit == 0) return 0;
+  return static_cast<uint16_t>(std::min(limit, 65535u));
+}
+
+std::string FuseOptionString(const MountConfig& config, const std::string& source) {
+  // Defaults first; the user's options come later and win.
+  std::string opts = "subtype=tierfs,default_permissions";
+  if (source.find(',') == std::string::npos && source.find('\\') == std::string::npos) {
+    opts += ",fsname=" + source;
+  } else {
+    opts += ",fsname=tierfs";
+  }
+  for (const auto& o : config.fuse_options) opts += "," + o;
+  return opts;
+}
+
+// The index file of -o index=: "" (none), the file given, or for "auto"
+// namespace.index in the first directory tier, if that directory is the
+// daemon's own. Returns ok or a message for the user (EINVAL).
+Status IndexPath(const MountConfig& config, std::string* path) {
+  path->clear();
+  if (config.index != "auto") {
+    *path = config.index;
+    return Status::Ok();
+  }
+  if (config.tiering.dirs.empty()) {
+    return Status::Error(EINVAL,
+                         "index=auto keeps the index in the first directory tier: add "
+                         "tier=PATH:SIZE, or give index=FILE");
+  }
+  const std::string& dir = config.tiering.dirs.front().path;
+  if (Status why = CheckPrivateDirectory(dir); !why.ok()) {
+    TIERFS_LOG(kWarning, "index=auto: not using {} for the index: {}", dir, why.message());
+    return Status::Ok();
+  }
+  *path = dir + "/namespace.index";
+  return Status::Ok();
+}
+
+// Whether SOURCE, asked as each caller, decides opens (a root daemon
+// serving other users, by default).
+bool PermissionsBySource(const MountConfig& config) {
+  const bool allow_other = std::find(config.fuse_options.begin(), config.fuse_options.end(),
+                                     "allow_other") != config.fuse_options.end();
+  return config.permissions == PermissionsBy::kSource ||
+         (config.permissions == PermissionsBy::kDefault && ::geteuid() == 0 && allow_other);
+}
+
+}  // namespace
+
+MountFailure TierfsMount::Make() {
+  if (MountFailure f = CheckCommandLine()) return f;
+  if (MountFailure f = OpenSourceAndMountpoint()) return f;
+  // Warnings once SOURCE and MOUNTPOINT are known good: a mistake is said alone.
+  for (const auto& w : warnings_) TIERFS_LOG(kWarning, "{}", w);
+  if (MountFailure f = ScanSource()) return f;
+  if (MountFailure f = OpenStore()) return f;
+  ConfigureContext();
+  return MountFuse();
+}
+
+// A bad command line is said before SOURCE is touched (exit 2, at once);
+// the metrics port too is bound now, served once mounted.
+MountFailure TierfsMount::CheckCommandLine() {
+  if (MountFailure f = Blamed(Blame::kCommandLine, CheckBeforeScan(config_, &warnings_))) return f;
+  no_passthrough_ = PassthroughUnavailable(config_.passthrough);
+  if (config_.passthrough == PassthroughWant::kOn && !no_passthrough_.empty()) {
+    return {Blame::kCommandLine,
+            fmt::format("passthrough=on is impossible here: {}", no_passthrough_)};
+  }
+  if (config_.metrics.empty()) return {};
+  Result<std::unique_ptr<MetricsServer>> bound = MetricsServer::Bind(
+      config_.metrics, [this] { return ctx_ ? ctx_->PrometheusText() : std::string(); });
+  if (!bound.ok()) return Blamed(Blame::kCommandLine, bound.status());
+  metrics_ = std::move(bound).value();
+  return {};
+}
+
+MountFailure TierfsMount::OpenSourceAndMountpoint() {
+  if (config_.open_as_uid >= 0) {
+    OpenAsFailure failed = OpenAsFailure::kNone;
+    Status err =
+        OpenAs(static_cast<uid_t>(config_.open_as_uid), static_cast<gid_t>(config_.open_as_gid),
+               config_.source, config_.mountpoint, &opened_as_, &failed);
+    if (failed == OpenAsFailure::kSource) return Blamed(Blame::kSource, err);
+    if (failed == OpenAsFailure::kMountpoint) return Blamed(Blame::kMountpoint, err);
+    if (MountFailure f = Blamed(::geteuid() == 0 ? Blame::kMachine : Blame::kCommandLine, err)) {
+      return f;
+    }
+    source_ = opened_as_.source_shown();
+  } else if (Status err = CheckSource(config_.source, &source_); !err.ok()) {
+    return Blamed(Blame::kSource, err);
+  }
+  source_open_ = opened_as_.active() ? opened_as_.source_path() : source_;
+  fd_mount_ = config_.mountpoint.rfind("/dev/fd/", 0) == 0;
+  if (fd_mount_) {
+    mountpoint_ = config_.mountpoint;
+    return {};
+  }
+  if (opened_as_.active()) {
+    if (Status err = opened_as_.CheckMountpoint(config_.nonempty); !err.ok()) {
+      return Blamed(Blame::kMountpoint, err);
+    }
+    mountpoint_ = opened_as_.mount_shown();
+  } else if (Status err =
+                 CheckMountpoint(config_.mountpoint, source_, config_.nonempty, &mountpoint_);
+             !err.ok()) {
+    return Blamed(Blame::kMountpoint, err);
+  }
+  // What fusermount3 would refuse, before the scan, by whose it is.
+  Status why = CheckFuseMount(mountpoint_, config_.fuse_options);
+  const Blame blame = why.code() == EACCES  ? Blame::kMountpoint
+                      : why.code() == EPERM ? Blame::kCommandLine
+                                            : Blame::kMachine;
+  return Blamed(blame, why);
+}
+
+MountFailure TierfsMount::ScanSource() {
+  fd_limit_ = RaiseFileLimit();
+  max_open_ = config_.max_open_files ? config_.max_open_files : fd_limit_ / 2;
+  if (max_open_ + 64 > fd_limit_) {
+    return {Blame::kMachine, fmt::format("max_open_files={} does not fit below the open-file "
+                                         "limit {}",
+                                         max_open_, fd_limit_)};
+  }
+  Result<std::unique_ptr<Backend>> posix = NewPosixBackend(source_open_);
+  if (!posix.ok()) {
+    return {Blame::kSource,
+            fmt::format("SOURCE '{}': {}", source_, std::strerror(posix.status().code()))};
+  }
+  posix_ = std::move(posix).value();
+  backend_ = std::make_unique<CountingBackend>(posix_);
+  if (!posix_->stable_inodes()) {
+    TIERFS_LOG(kInfo,
+               "SOURCE is a FUSE file system: its inode numbers may change, so files are "
+               "identified by size, mtime and ctime only");
+  }
+  NotifyStatus(fmt::format("scanning {}", source_));
+  ::stat(source_open_.c_str(), &source_st_);
+  OpenOptions open_options;
+  if (MountFailure f = Blamed(Blame::kMachine, IndexPath(config_, &open_options.index))) return f;
+  open_options.check = config_.index_check;
+  open_options.scan_threads = config_.scan_threads;
+  open_options.wait_s = config_.index_wait;
+  SourceIdentity identity{source_, source_st_.st_dev, source_st_.st_ino};
+  OpenReport opened;
+  Result<std::unique_ptr<Namespace>> scanned =
+      OpenNamespace(backend_.get(), identity, open_options, &opened);
+  for (const auto& note : opened.notes) TIERFS_LOG(kWarning, "{}", note);
+  if (!scanned.ok()) return Blamed(Blame::kSource, scanned.status());
+  ns_ = std::move(scanned).value();
+  TIERFS_LOG(kInfo,
+             "{}: {} files ({} bytes), {} directories, {} symlinks in {:.2f} s, {} metadata "
+             "operations on SOURCE",
+             opened.how, ns_->file_count(), ns_->total_file_bytes(), ns_->dir_count(),
+             ns_->symlink_count(), opened.seconds, opened.meta_ops);
+  if (ns_->skipped_count() > 0) {
+    TIERFS_LOG(kWarning, "{} entries skipped (special files or unreadable directories)",
+               ns_->skipped_count());
+  }
+  return {};
+}
+
+MountFailure TierfsMount::OpenStore() {
+  reader_ = std::make_unique<SourceReader>(backend_.get(), ns_.get(), max_open_);
+  TieringConfig tiering = config_.tiering;
+  tiering.prefetch.mountpoint = fd_mount_ ? "" : mountpoint_;
+  tiering.source_id = fmt::format("{} ino {}", source_, source_st_.st_ino);
+  // A daemon unmounted a moment ago may hold the tiers for up to its
+  // shutdown_timeout (30 s by default) while it finishes its promotions.
+  tiering.lock_wait_s = config_.shutdown_timeout + 5;
+  Result<std::unique_ptr<TieredStore>> opened =
+      TieredStore::Open(tiering, ns_.get(), reader_.get(), source_st_.st_dev);
+  if (!opened.ok()) return Blamed(Blame::kMachine, opened.status());
+  store_ = std::move(opened).value();
+  return {};
+}
+
+// The handlers' context: who may steer the mount, who decides opens, how
+// directories are listed, passthrough.
+void TierfsMount::ConfigureContext() {
+  const uid_t control_uid =
+      config_.control_uid >= 0 ? static_cast<uid_t>(config_.control_uid) : ::getuid();
+  const gid_t control_gid =
+      config_.control_gid >= 0 ? static_cast<gid_t>(config_.control_gid) : ::getgid();
+  ctx_ = std::make_unique<FsContext>(ns_.get(), reader_.get(), store_.get(), &backend_->counters(),
+                                     FsTimeouts{config_.entry_timeout, config_.attr_timeout},
+                                     control_uid, control_gid);
+  ctx_->set_check_access(fd_mount_);
+  ctx_->set_identity(source_, mountpoint_);
+  // A root daemon serving other users decides opens as SOURCE would for each.
+  if (PermissionsBySource(config_)) {
+    if (::geteuid() != 0) {
+      TIERFS_LOG(kWarning,
+                 "permissions=source needs a root daemon: the snapshot's mode bits "
+                 "decide opens");
+    } else {
+      permissions_ = std::make_unique<SourcePermissions>(
+          backend_.get(), ns_.get(),
+          std::chrono::milliseconds(static_cast<int64_t>(config_.perm_ttl * 1000)));
+      ctx_->set_source_permissions(permissions_.get());
+      TIERFS_LOG(kInfo,
+                 "opens are decided by SOURCE as each caller (permissions=source, answers kept "
+                 "{})",
+                 config_.perm_ttl > 0 ? fmt::format("{} s", config_.perm_ttl)
+                                      : std::string("until revalidated"));
+    }
+  }
+  ctx_->set_readdir_mode(config_.readdir);
+  ctx_->passthrough().Configure(config_.passthrough, no_passthrough_);
+  ctx_->init_patch().WantPassthrough(ctx_->passthrough().wanted());
+  ctx_->init_patch().SetMaxPages(MaxPagesLimit());
+  if (ctx_->passthrough().wanted() && store_->chunks() != nullptr) {
+    // The RAM tier keeps whole files in memory files that can be backing
+    // files, as many as the open-file limit leaves room for.
+    const uint64_t spare = fd_limit_ > max_open_ + 1024 ? fd_limit_ - max_open_ - 1024 : 0;
+    for (Tier* t : store_->chunks()->tiers()) t->UseMemoryFiles(spare);
+  }
+}
+
+MountFailure TierfsMount::MountFuse() {
+  Result<std::unique_ptr<FuseSession>> created = FuseSession::Create(
+      FuseOptionString(config_, source_), config_.debug, TierFsOps(), ctx_.get());
+  if (!created.ok()) return Blamed(Blame::kMachine, created.status());
+  session_ = std::move(created).value();
+  if (opened_as_.active()) {
+    // A mount on an opened directory: libfuse's unmount would name /proc/self/fd/N.
+    session_->set_unmount([this](int fuse_fd) { return opened_as_.Unmount(fuse_fd); });
+  }
+  if (Status said = session_->Mount(opened_as_.active() ? opened_as_.mount_path() : mountpoint_);
+      !said.ok()) {
+    // libfuse's or fusermount3's own words, or else what a check finds now.
+    if (!said.message().empty()) {
+      return {Blame::kMachine,
+              fmt::format("cannot mount on '{}': {}", mountpoint_, said.message())};
+    }
+    const Status now = CheckFuseMount(mountpoint_, config_.fuse_options);
+    if (!now.ok()) return Blamed(Blame::kMachine, now);
+    return {Blame::kMachine,
+            fmt::format("cannot mount on '{}' (libfuse gave no reason)", mountpoint_)};
+  }
+  if (int err = NegotiateParallelDirops<FsContext>(session_->get()); err != 0) {
+    return {Blame::kMachine,
+            fmt::format("cannot set up the FUSE session's I/O: {}", std::strerror(-err))};
+  }
+  ctx_->set_session(session_->get());
+  if (ctx_->passthrough().wanted()) {
+    // The INIT exchange now, before the parent returns: whether the kernel
+    // takes passthrough is known (and passthrough=on can still refuse).
+    session_->AnswerInit();
+    if (config_.passthrough == PassthroughWant::kOn && !ctx_->passthrough().active()) {
+      return {Blame::kCommandLine,
+              fmt::format("passthrough=on is impossible here: {}", ctx_->passthrough().why_not())};
+    }
+  }
+  TIERFS_LOG(kInfo, "mounted {} on {}{}", source_, mountpoint_,
+             ctx_->passthrough().active()
+                 ? " (passthrough for files wholly in one tier file)"
+                 : fmt::format(" (passthrough off: {})", ctx_->passthrough().why_not()));
+  return {};
+}
+
+}  // namespace tierfs

@@ -1,0 +1,76 @@
+// TierfsMount: one tierfs mount, made (every check, the scan, the store, the
+// FUSE mount: fs/mount.cc), then served until unmounted (fs/session.cc).
+// Internal to RunMount; the handlers see only the FsContext.
+#pragma once
+
+#include <sys/stat.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fs/fuse/filesystem.h"
+#include "fs/mount/fuse_session.h"
+#include "fs/telemetry/metrics_server.h"
+#include "fs/mount/mount_failure.h"
+#include "fs/mount/open_as.h"
+#include "fs/config/options.h"
+#include "tiering/io/counting_backend.h"
+
+namespace tierfs {
+
+// One mount: made (every check, the scan, the store, the FUSE mount), then
+// served until unmounted. A failure while making it leaves nothing mounted.
+// Members are declared in the order they are made and destroyed in reverse.
+class TierfsMount {
+ public:
+  explicit TierfsMount(const MountConfig& config) : config_(config) {}
+
+  // Each step in turn, up to a mounted FUSE session; the first failure.
+  MountFailure Make();
+  // Detaches (unless foreground), starts promotion, the peers and metrics,
+  // serves until unmounted or signalled, and takes it all down. The exit
+  // status: 0 for a clean unmount.
+  int Serve();
+
+ private:
+  MountFailure CheckCommandLine();
+  MountFailure OpenSourceAndMountpoint();
+  MountFailure ScanSource();
+  MountFailure OpenStore();
+  void ConfigureContext();
+  MountFailure MountFuse();
+  void Detach();
+  // Stops promotion (queued ones dropped, running ones cancelled at their
+  // next 1 MiB piece: nothing half-published), the peers and the metrics
+  // endpoint. The ShutdownGuard bounds how long this may take (a PFS read
+  // can hang): the mount is still taken down and tiers stay consistent.
+  void FinishPromotions();
+
+  const MountConfig& config_;
+  std::vector<std::string> warnings_;
+  std::string no_passthrough_;  // PassthroughUnavailable's answer
+  std::unique_ptr<MetricsServer> metrics_;
+  std::string source_, mountpoint_;
+  // open_as=: both opened once as that user; from then on they are those
+  // directories (/proc/self/fd/N), never their paths walked again.
+  OpenedAs opened_as_;
+  std::string source_open_;  // SOURCE as opened: its path or /proc/self/fd/N
+  // mount.fuse3 -o drop_privileges mounts itself and hands over the FUSE
+  // device as /dev/fd/N: libfuse takes that as the mount point.
+  bool fd_mount_ = false;
+  uint64_t fd_limit_ = 0, max_open_ = 0;
+  std::shared_ptr<Backend> posix_;
+  std::unique_ptr<CountingBackend> backend_;
+  struct stat source_st_ {};
+  std::unique_ptr<Namespace> ns_;
+  std::unique_ptr<SourceReader> reader_;
+  std::unique_ptr<TieredStore> store_;
+  std::unique_ptr<FsContext> ctx_;
+  std::unique_ptr<SourcePermissions> permissions_;
+  std::unique_ptr<FuseSession> session_;
+  std::unique_ptr<PeerService> peer_service_;
+};
+
+}  // namespace tierfs
