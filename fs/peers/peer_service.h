@@ -12,11 +12,11 @@
 #include <memory>
 
 #include "fs/peers/peer_chunk_reader.h"
-#include "fs/peers/peer_server.h"
 #include "prefetch/engine/read_path.h"
 #include "tiering/base/counter_visitor.h"
 #include "tiering/base/status.h"
 #include "tiering/peer/job_peers.h"
+#include "tiering/peer_server/peer_server.h"
 
 namespace tierfs {
 

@@ -19,6 +19,7 @@ BELOW = {
     "tiering/source": {"tiering/base", "tiering/io", "tiering/namespace"},
     "tiering/store": {"tiering/base", "tiering/io", "tiering/namespace"},
     "tiering/peer": {"tiering/base", "tiering/io", "tiering/namespace"},
+    "tiering/peer_server": {"tiering/base", "tiering/io", "tiering/namespace", "tiering/peer"},
 }
 TIERING = set(BELOW)
 BELOW["prefetch/engine"] = TIERING

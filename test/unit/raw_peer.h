@@ -17,11 +17,11 @@
 #include <thread>
 #include <vector>
 
-#include "fs/peers/peer_door.h"
 #include "peer_fixture.h"
 #include "tiering/peer/peer_handshake.h"
 #include "tiering/peer/ucx_worker.h"
 #include "tiering/peer/wire.h"
+#include "tiering/peer_server/peer_door.h"
 
 namespace tierfs::testing {
 

@@ -51,14 +51,14 @@
 #include <unordered_map>
 #include <vector>
 
-#include "fs/peers/chunk_provider.h"
-#include "fs/peers/peer_door.h"
 #include "tiering/base/counter_visitor.h"
 #include "tiering/base/latency_histogram.h"
 #include "tiering/peer/buffer_pool.h"
 #include "tiering/peer/peer_auth.h"
 #include "tiering/peer/task_pool.h"
 #include "tiering/peer/ucx_worker.h"
+#include "tiering/peer_server/chunk_provider.h"
+#include "tiering/peer_server/peer_door.h"
 
 namespace tierfs {
 

@@ -1,4 +1,4 @@
-#include "fs/peers/peer_server.h"
+#include "tiering/peer_server/peer_server.h"
 
 #include <cerrno>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "fs/peers/peer_door.h"
+#include "tiering/peer_server/peer_door.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
