@@ -4,8 +4,8 @@
 Each folder of tiering/ and prefetch/, and fs/peers, is one library
 (docs/ARCHITECTURE.md, "Folders and libraries"); a file may include headers
 of its own folder and of the folders below it, never of one above or beside
-it. FUSE headers appear
-only in fs/ (and tools/). Exit status 1 lists every include that breaks this.
+it (tiering/peer_server sits on tiering/peer). FUSE headers appear only in
+fs/ (and tools/). Exit status 1 lists every include that breaks this.
 """
 import pathlib
 import re
