@@ -20,8 +20,12 @@
 // (UCX active messages, wire.h) carries the session id, a sequence number
 // and a GCM tag under those keys.
 //
-// Frames: a u32 little-endian length (1..kMaxFrame), then that many bytes,
-// starting with a u32 magic and a u8 version. Decoding is exact.
+// Both halves are here: RunClientHandshake, the client's whole side, and
+// AnswerHello, the server's work on a hello (the door, PeerDoor, does the
+// socket work around it: greeting, puzzle, bind). Frames
+// (handshake_frames.cc): a u32 little-endian length (1..kMaxFrame), then
+// that many bytes, starting with a u32 magic and a u8 version. Decoding is
+// exact.
 #pragma once
 
 #include <cerrno>
