@@ -45,18 +45,16 @@ void SetReadAhead(const std::string& mountpoint, unsigned kb, const InitReplyPat
   }
 }
 
-// The second front door, once the store has started asking the peers: if
-// it cannot open, this node stops asking too (a node the others cannot
-// reach is not live to them, and should not count itself so).
+// The second front door, once the store has started: it starts asking the
+// peers and answering them (PeerService owns both), or neither.
 std::unique_ptr<PeerService> StartPeerService(TieredStore* store, const Namespace* ns) {
   JobPeers* peers = store->peers();
-  if (peers == nullptr || !peers->started()) return nullptr;
+  if (peers == nullptr) return nullptr;
   auto service = PeerService::Start(peers, ns, &store->read_path());
   if (!service.ok()) {
     TIERFS_LOG(kError,
                "peers: {}; this node neither asks nor serves peers (its misses read SOURCE)",
                service.status().message());
-    peers->Stop();
     return nullptr;
   }
   TIERFS_LOG(kInfo, "peers: '{}' of {} serving and asking", peers->self(), peers->size());

@@ -7,9 +7,9 @@
 // Never from another peer: a request is answered by the node asked.
 #pragma once
 
-#include "fs/peers/chunk_provider.h"
 #include "prefetch/engine/read_path.h"
 #include "tiering/namespace/namespace.h"
+#include "tiering/peer_server/chunk_provider.h"
 
 namespace tierfs {
 

@@ -7,7 +7,7 @@ namespace tierfs {
 
 Result<std::unique_ptr<PeerService>> PeerService::Start(JobPeers* peers, const Namespace* ns,
                                                         ReadPath* reads) {
-  if (!peers->started()) return Status::Error(EINVAL, "the peers have not started");
+  if (Status s = peers->Start(); !s.ok()) return s;
   const JobPeersConfig& config = peers->config();
   PeerServerOptions so;
   so.listen_host = peers->listen_host();
@@ -30,7 +30,8 @@ Result<std::unique_ptr<PeerService>> PeerService::Start(JobPeers* peers, const N
   so.max_bytes_in_flight = std::max<uint64_t>(uint64_t{256} << 20, 2 * config.chunk_size);
   so.max_bytes_per_connection = std::max(so.max_bytes_in_flight / 4, config.chunk_size);
 
-  std::unique_ptr<PeerService> service(new PeerService(ns, reads));
+  // From here on the service owns asking: its destructor stops it.
+  std::unique_ptr<PeerService> service(new PeerService(peers, ns, reads));
   auto server = PeerServer::Make(peers->auth(), &service->reader_, so);
   if (!server.ok()) return server.status();
   service->server_ = std::move(server).value();
@@ -43,6 +44,7 @@ PeerService::~PeerService() { Stop(); }
 
 void PeerService::Stop() {
   if (server_) server_->Stop();
+  peers_->Stop();
 }
 
 void PeerService::VisitCounters(const PeerService* service, CounterVisitor& v) {

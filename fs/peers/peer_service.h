@@ -1,9 +1,10 @@
-// PeerService: the daemon's second front door, beside the FUSE one. The
-// job's other nodes come in here: a PeerServer listening on this node's
-// address from the peer list (JobPeers found it and holds the MUNGE
-// identity), answering each request through the local read path
-// (PeerChunkReader): from a tier, from a promotion in flight, or promoted
-// from SOURCE first, since the asker believes this node is the chunk's home.
+// PeerService: the daemon's second front door, beside the FUSE one, and
+// the one owner of the peers' start-up. Start starts asking (JobPeers: this
+// node's address, the MUNGE identity, the client), then answering: a
+// PeerServer listening on that address, answering each request through the
+// local read path (PeerChunkReader): from a tier, from a promotion in
+// flight, or promoted from SOURCE first, since the asker believes this node
+// is the chunk's home. Stop ends them in the reverse order.
 //
 // Start it after the daemon has forked and the store has started; stop it
 // before the store shuts down (its requests read through the store).
@@ -12,25 +13,28 @@
 #include <memory>
 
 #include "fs/peers/peer_chunk_reader.h"
-#include "fs/peers/peer_server.h"
 #include "prefetch/engine/read_path.h"
 #include "tiering/base/counter_visitor.h"
 #include "tiering/base/status.h"
 #include "tiering/peer/job_peers.h"
+#include "tiering/peer_server/peer_server.h"
 
 namespace tierfs {
 
 class PeerService {
  public:
-  // Serves the chunks of `ns` through `reads` to the peers of `peers`,
-  // which must have started. All three must outlive the service. A port
-  // another process holds is not an error: the server retries it (the
-  // "server" counters say so).
+  // Starts asking `peers` (built, not started), then serves them the
+  // chunks of `ns` through `reads`. All three must outlive the service. If
+  // either cannot start, this node neither asks nor serves (a node the
+  // others cannot reach is not live to them, and should not count itself
+  // so), and the error says why. A port another process holds is not an
+  // error: the server retries it (the "server" counters say so).
   static Result<std::unique_ptr<PeerService>> Start(JobPeers* peers, const Namespace* ns,
                                                     ReadPath* reads);
   ~PeerService();  // Stop()
   // Stops listening, closes every connection and waits for the requests
-  // being read. Idempotent.
+  // being read, then stops asking (fetches in progress read SOURCE).
+  // Idempotent.
   void Stop();
 
   const PeerServer& server() const { return *server_; }
@@ -40,7 +44,9 @@ class PeerService {
   static void VisitCounters(const PeerService* service, CounterVisitor& v);
 
  private:
-  PeerService(const Namespace* ns, ReadPath* reads) : reader_(ns, reads) {}
+  PeerService(JobPeers* peers, const Namespace* ns, ReadPath* reads)
+      : peers_(peers), reader_(ns, reads) {}
+  JobPeers* const peers_;
   PeerChunkReader reader_;
   std::unique_ptr<PeerServer> server_;
 };

@@ -120,13 +120,6 @@ void TieredStore::Start() {
   if (chunks_) chunks_->NoteTierHolder(HolderNote(config_, "mounted"));
   if (executor_) executor_->Start();
   if (prefetcher_) prefetcher_->Start();
-  if (peers_) {
-    if (Status s = peers_->Start(); !s.ok()) {
-      TIERFS_LOG(kError,
-                 "peers: {}; this node neither asks nor serves peers (its misses read SOURCE)",
-                 s.message());
-    }
-  }
 }
 
 void TieredStore::Shutdown() {
@@ -134,8 +127,8 @@ void TieredStore::Shutdown() {
   // instead of being refused.
   if (chunks_ && !shut_down_) chunks_->NoteTierHolder(HolderNote(config_, "stopping"));
   shut_down_ = true;
-  // The peer service, which reads through the store, has stopped by now.
-  if (peers_) peers_->Stop();
+  // The peer service, which reads through the store, has stopped asking and
+  // answering by now.
   if (read_path_) read_path_->SetObserver(nullptr);
   if (prefetcher_) prefetcher_->Shutdown();
   if (executor_) executor_->Shutdown();

@@ -66,16 +66,15 @@ class TieredStore {
   Prefetcher& prefetcher() { return *prefetcher_; }
   // Null without tiers.
   ChunkStore* chunks() { return chunks_.get(); }
-  // The job's peers as this node asks them; null without peers=. The peer
-  // service (fs/peers) answers them.
+  // The job's peers as this node asks them; null without peers=. Built
+  // here, not started: the peer service (fs/peers) starts and stops asking
+  // and answering them.
   JobPeers* peers() { return peers_.get(); }
   const JobPeers* peers() const { return peers_.get(); }
-  // Starts the promotion threads and asking the peers; call after the
-  // daemon has forked. Peers that cannot start are logged: this node then
-  // reads SOURCE.
+  // Starts the promotion threads; call after the daemon has forked.
   void Start();
-  // Stops asking peers and promotions: queued ones are dropped, running
-  // ones cancelled. Stop the peer service first.
+  // Stops promotions: queued ones are dropped, running ones cancelled.
+  // Stop the peer service first.
   void Shutdown();
   // The "tiers", "reads", "promotions" and "prefetch" figures.
   void VisitCounters(CounterVisitor& v) const;

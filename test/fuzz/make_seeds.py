@@ -133,3 +133,22 @@ put("peer_handshake", "sealed_error", b"\1\x21" + message(wire(5, 7, struct.pack
 put("peer_handshake", "window", b"\2" + b"".join(struct.pack("<Q", s) for s in
                                                  (1, 2, 5, 3, 3, 1100, 70, 76, 1100, 0)))
 put("peer_handshake", "bind_answer", b"\3\x10" + b"a UCX worker address" * 4)
+
+
+# peer_answer: a hello credential of the fake MUNGE ("FAKE", uid 1000, gid
+# 100, the claim), raw (first byte 0), or made from flags (first byte 1).
+def hello_claim(echo, frm=b"n1", to=b"n0", job=b"job-1", role=1):
+    fields = b"".join(struct.pack("<H", len(s)) + s for s in (job, frm, to))
+    return struct.pack("<IBBH", 0x41534654, 2, role, 0) + bytes(range(16)) + echo + \
+        bytes(range(32, 64)) + fields
+
+
+GREETING = bytes(0xA0 + i for i in range(16))
+fake = b"FAKE" + struct.pack("<II", 1000, 100)
+put("peer_answer", "raw_hello", b"\0" + fake + hello_claim(GREETING))
+put("peer_answer", "raw_other_greeting", b"\0" + fake + hello_claim(bytes(16)))
+put("peer_answer", "raw_other_job", b"\0" + fake + hello_claim(GREETING, job=b"job-2"))
+put("peer_answer", "made_hello", b"\1\0\0" + b"n1")
+put("peer_answer", "made_input_key", b"\1\x40\0" + bytes(range(7, 39)) + b"n1")
+put("peer_answer", "made_altered", b"\1\x80\x30" + b"n1")
+put("peer_answer", "made_wrong_user", b"\1\x01\0" + b"n1")

@@ -3,7 +3,8 @@
 
 Each folder of tiering/, prefetch/ and fs/ is one library (docs/ARCHITECTURE.md,
 "Folders and libraries"); a file may include headers of its own folder and of
-the folders below it, never of one above or beside it, and a library links only
+the folders below it (tiering/peer_server sits on tiering/peer), never of one
+above or beside it, and a library links only
 the libraries of those folders (the CMakeLists.txt of the three layers). FUSE
 headers appear only in fs/fuse and fs/mount (and tools/). Exit status 1 lists
 every include and link that breaks this. check_layers_test.py checks that it
@@ -22,6 +23,7 @@ BELOW = {
     "tiering/source": {"tiering/base", "tiering/io", "tiering/namespace"},
     "tiering/store": {"tiering/base", "tiering/io", "tiering/namespace"},
     "tiering/peer": {"tiering/base", "tiering/io", "tiering/namespace"},
+    "tiering/peer_server": {"tiering/base", "tiering/io", "tiering/namespace", "tiering/peer"},
 }
 TIERING = set(BELOW)
 BELOW["prefetch/engine"] = TIERING

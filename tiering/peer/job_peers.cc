@@ -58,21 +58,22 @@ int ListenFdFromEnvironment() {
   return kFd;
 }
 
-// The IPv4 address `host` names, or "" with *error.
-std::string ResolveIpv4(const std::string& host, std::string* error) {
+// The IPv4 address `host` names, or why not.
+Result<std::string> ResolveIpv4(const std::string& host) {
   struct addrinfo hints {};
   hints.ai_family = AF_INET;
   hints.ai_socktype = SOCK_STREAM;
   struct addrinfo* res = nullptr;
   int e = ::getaddrinfo(host.c_str(), nullptr, &hints, &res);
   if (e != 0 || res == nullptr) {
-    *error = fmt::format("cannot resolve this node's peer address '{}': {}", host, gai_strerror(e));
-    return "";
+    return Status::Error(EADDRNOTAVAIL, fmt::format("cannot resolve this node's peer address "
+                                                    "'{}': {}",
+                                                    host, gai_strerror(e)));
   }
   char text[INET_ADDRSTRLEN] = {};
   ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(res->ai_addr)->sin_addr, text, sizeof text);
   ::freeaddrinfo(res);
-  return text;
+  return std::string(text);
 }
 
 // This node's address for its peers: its entry's host, resolved. A name
@@ -80,15 +81,15 @@ std::string ResolveIpv4(const std::string& host, std::string* error) {
 // /etc/hosts) while the other peers are elsewhere gives instead the local
 // address the kernel routes to the first of them (a UDP socket connected
 // to it, never sent on).
-std::string OwnAddress(const PeerEntry& me, const std::vector<PeerEntry>& peers,
-                       std::string* error) {
-  std::string own = ResolveIpv4(me.host, error);
-  if (own.rfind("127.", 0) != 0) return own;
+Result<std::string> OwnAddress(const PeerEntry& me, const std::vector<PeerEntry>& peers) {
+  Result<std::string> resolved = ResolveIpv4(me.host);
+  if (!resolved.ok() || resolved->rfind("127.", 0) != 0) return resolved;
+  const std::string own = *resolved;
   for (const PeerEntry& p : peers) {
     if (p.name == me.name) continue;
-    std::string ignored;
-    std::string other = ResolveIpv4(p.host, &ignored);
-    if (other.empty() || other.rfind("127.", 0) == 0) continue;
+    Result<std::string> resolved_other = ResolveIpv4(p.host);
+    if (!resolved_other.ok() || resolved_other->rfind("127.", 0) == 0) continue;
+    const std::string& other = *resolved_other;
     int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     sockaddr_in to{};
     to.sin_family = AF_INET;
@@ -106,7 +107,7 @@ std::string OwnAddress(const PeerEntry& me, const std::vector<PeerEntry>& peers,
                "peers: '{}' resolves to {} (loopback): listening on {}, the address "
                "towards '{}'",
                me.host, own, text, p.name);
-    return text;
+    return std::string(text);
   }
   return own;
 }
@@ -167,10 +168,12 @@ Status JobPeers::StartAsking() {
     return Status::Error(EINVAL, "this node ('" + config_.self + "') is not in the peer list");
   }
   const PeerEntry& me = config_.peers[static_cast<size_t>(self_index_)];
-  std::string error;
   listen_host_ = config_.listen;
-  if (listen_host_.empty()) listen_host_ = OwnAddress(me, config_.peers, &error);
-  if (listen_host_.empty()) return Status::Error(EADDRNOTAVAIL, error);
+  if (listen_host_.empty()) {
+    Result<std::string> own = OwnAddress(me, config_.peers);
+    if (!own.ok()) return own.status();
+    listen_host_ = std::move(*own);
+  }
   // UCX's TCP transport listens too (for the endpoints made after the
   // handshake): on this interface only, unless the site says otherwise.
   net_device_ = std::getenv("UCX_NET_DEVICES") != nullptr ? "" : InterfaceOf(listen_host_);

@@ -4,8 +4,8 @@
 // rendezvous hashing picks for it (tiering/peer/rendezvous.h). The engine's
 // ChunkSource asks Home() on a miss and Fetch()es from a remote home; a
 // failed fetch is its to serve from SOURCE (counted here as a fallback).
-// Answering the others is the peer service's (fs/peers/), the daemon's
-// second front door, which takes the identity and address from here.
+// Answering the others is the peer server's (tiering/peer_server/), run by the
+// daemon's second front door (fs/peers/), which takes the identity and address from here.
 //
 // Homes are computed over the job's whole node list from the first
 // second, so stage-in starts at once on every node and a node that is slow

@@ -59,17 +59,13 @@ struct MungeCtx {
 };
 using MungeCtxPtr = std::unique_ptr<std::remove_pointer_t<munge_ctx_t>, MungeCtx>;
 
-// A context for one call (a munge_ctx_t is not thread-safe): munged's socket
-// and, for encoding, the TTL and the uid allowed to decode.
-MungeCtxPtr NewContext(const std::string& socket, std::string* error) {
+// A context for one call (a munge_ctx_t is not thread-safe) on munged's socket.
+Result<MungeCtxPtr> NewContext(const std::string& socket) {
   MungeCtxPtr ctx(munge_ctx_create());
-  if (!ctx) {
-    *error = "munge_ctx_create failed";
-    return nullptr;
-  }
+  if (!ctx) return Status::Error(ENOMEM, "munge_ctx_create failed");
   if (!socket.empty() && munge_ctx_set(ctx.get(), MUNGE_OPT_SOCKET, socket.c_str()) != 0) {
-    *error = fmt::format("munge socket {}: {}", socket, munge_ctx_strerror(ctx.get()));
-    return nullptr;
+    return Status::Error(EINVAL,
+                         fmt::format("munge socket {}: {}", socket, munge_ctx_strerror(ctx.get())));
   }
   return ctx;
 }
@@ -158,70 +154,109 @@ PeerNonce RandomNonce() {
 const char* AuthVerdictName(AuthVerdict v) { return kVerdicts[static_cast<int>(v)].name; }
 const char* AuthVerdictKey(AuthVerdict v) { return kVerdicts[static_cast<int>(v)].key; }
 
-PeerAuth::PeerAuth(PeerIdentity self, std::string munge_socket, int ttl_s)
-    : self_(std::move(self)), socket_(std::move(munge_socket)), ttl_s_(ttl_s) {}
+namespace {
 
-int PeerAuth::Make(const PeerClaim& claim, std::string* cred, std::string* error) const {
-  MungeCtxPtr ctx = NewContext(socket_, error);
-  if (!ctx) return -EIO;
-  if (munge_ctx_set(ctx.get(), MUNGE_OPT_TTL, ttl_s_) != 0 ||
-      munge_ctx_set(ctx.get(), MUNGE_OPT_UID_RESTRICTION, self_.uid) != 0) {
-    *error = fmt::format("munge options: {}", munge_ctx_strerror(ctx.get()));
-    return -EINVAL;
-  }
-  std::string payload = EncodeClaim(claim);
-  char* out = nullptr;
-  munge_err_t e = munge_encode(&out, ctx.get(), payload.data(), static_cast<int>(payload.size()));
-  if (e != EMUNGE_SUCCESS) {
-    *error = fmt::format("munge_encode: {}", munge_ctx_strerror(ctx.get()));
+class Munge final : public Credentials {
+ public:
+  explicit Munge(std::string socket) : socket_(std::move(socket)) {}
+
+  Result<std::string> Encode(std::string_view payload, uid_t uid, int ttl_s) const override {
+    Result<MungeCtxPtr> ctx = NewContext(socket_);
+    if (!ctx.ok()) return ctx.status();
+    if (munge_ctx_set(ctx->get(), MUNGE_OPT_TTL, ttl_s) != 0 ||
+        munge_ctx_set(ctx->get(), MUNGE_OPT_UID_RESTRICTION, uid) != 0) {
+      return Status::Error(EINVAL,
+                           fmt::format("munge options: {}", munge_ctx_strerror(ctx->get())));
+    }
+    char* out = nullptr;
+    munge_err_t e =
+        munge_encode(&out, ctx->get(), payload.data(), static_cast<int>(payload.size()));
+    if (e != EMUNGE_SUCCESS) {
+      std::free(out);
+      return Status::Error(EIO, fmt::format("munge_encode: {}", munge_ctx_strerror(ctx->get())));
+    }
+    std::string cred(out);
     std::free(out);
-    return -EIO;
+    return cred;
   }
-  cred->assign(out);
-  std::free(out);
-  return 0;
+
+  Decoded Decode(std::string_view cred) const override {
+    Decoded d;
+    if (cred.empty() || cred.find('\0') != std::string_view::npos) {
+      d.detail = "not a credential";
+      return d;
+    }
+    Result<MungeCtxPtr> ctx = NewContext(socket_);
+    if (!ctx.ok()) {
+      d.verdict = AuthVerdict::kUnavailable;
+      d.detail = ctx.status().message();
+      return d;
+    }
+    std::string text(cred);  // munge_decode wants a C string
+    void* payload = nullptr;
+    int length = 0;
+    munge_err_t e = munge_decode(text.c_str(), ctx->get(), &payload, &length, &d.uid, &d.gid);
+    if (payload != nullptr && length > 0)
+      d.payload.assign(static_cast<const char*>(payload), length);
+    std::free(payload);
+    d.verdict = VerdictOf(e);
+    if (e != EMUNGE_SUCCESS)
+      d.detail = fmt::format("munge_decode: {}", munge_ctx_strerror(ctx->get()));
+    return d;
+  }
+
+ private:
+  const std::string socket_;
+};
+
+}  // namespace
+
+std::unique_ptr<const Credentials> MungeCredentials(std::string munge_socket) {
+  return std::make_unique<Munge>(std::move(munge_socket));
 }
 
-AuthVerdict PeerAuth::Check(std::string_view cred, PeerClaim::Role role, PeerClaim* claim,
-                            std::string* detail) const {
-  if (cred.empty() || cred.find('\0') != std::string_view::npos) {
-    *detail = "not a credential";
-    return AuthVerdict::kInvalid;
+PeerAuth::PeerAuth(PeerIdentity self, std::string munge_socket, int ttl_s)
+    : PeerAuth(std::move(self), MungeCredentials(std::move(munge_socket)), ttl_s) {}
+
+PeerAuth::PeerAuth(PeerIdentity self, std::unique_ptr<const Credentials> credentials, int ttl_s)
+    : self_(std::move(self)), credentials_(std::move(credentials)), ttl_s_(ttl_s) {}
+
+Result<std::string> PeerAuth::Make(const PeerClaim& claim) const {
+  return credentials_->Encode(EncodeClaim(claim), self_.uid, ttl_s_);
+}
+
+AuthCheck PeerAuth::Check(std::string_view cred, PeerClaim::Role role) const {
+  AuthCheck out;
+  Credentials::Decoded d = credentials_->Decode(cred);
+  if (d.verdict != AuthVerdict::kOk) {
+    out.verdict = d.verdict;
+    out.detail = std::move(d.detail);
+    return out;
   }
-  MungeCtxPtr ctx = NewContext(socket_, detail);
-  if (!ctx) return AuthVerdict::kUnavailable;
-  std::string text(cred);  // munge_decode wants a C string
-  void* payload = nullptr;
-  int length = 0;
-  uid_t uid = 0;
-  gid_t gid = 0;
-  munge_err_t e = munge_decode(text.c_str(), ctx.get(), &payload, &length, &uid, &gid);
-  std::string data;
-  if (payload != nullptr && length > 0) data.assign(static_cast<const char*>(payload), length);
-  std::free(payload);
-  if (e != EMUNGE_SUCCESS) {
-    *detail = fmt::format("munge_decode: {}", munge_ctx_strerror(ctx.get()));
-    return VerdictOf(e);
-  }
-  if (uid != self_.uid || gid != self_.gid) {
-    *detail = fmt::format("made by uid {} gid {}, expected {} {}", uid, gid, self_.uid, self_.gid);
-    return AuthVerdict::kWrongUser;
+  if (d.uid != self_.uid || d.gid != self_.gid) {
+    out.verdict = AuthVerdict::kWrongUser;
+    out.detail =
+        fmt::format("made by uid {} gid {}, expected {} {}", d.uid, d.gid, self_.uid, self_.gid);
+    return out;
   }
   PeerClaim c;
-  if (!DecodeClaim(data, &c) || c.role != role) {
-    *detail = "not a tierfs peer claim of the expected role";
-    return AuthVerdict::kInvalid;
+  if (!DecodeClaim(d.payload, &c) || c.role != role) {
+    out.detail = "not a tierfs peer claim of the expected role";
+    return out;
   }
   if (c.job != self_.job) {
-    *detail = fmt::format("job \"{}\", expected \"{}\"", c.job, self_.job);
-    return AuthVerdict::kWrongJob;
+    out.verdict = AuthVerdict::kWrongJob;
+    out.detail = fmt::format("job \"{}\", expected \"{}\"", c.job, self_.job);
+    return out;
   }
   if (c.to != self_.name) {
-    *detail = fmt::format("addressed to \"{}\", this is \"{}\"", c.to, self_.name);
-    return AuthVerdict::kWrongPeer;
+    out.verdict = AuthVerdict::kWrongPeer;
+    out.detail = fmt::format("addressed to \"{}\", this is \"{}\"", c.to, self_.name);
+    return out;
   }
-  *claim = std::move(c);
-  return AuthVerdict::kOk;
+  out.verdict = AuthVerdict::kOk;
+  out.claim = std::move(c);
+  return out;
 }
 
 }  // namespace tierfs

@@ -25,9 +25,11 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
+#include "tiering/base/status.h"
 #include "tiering/peer/peer_crypto.h"
 
 namespace tierfs {
@@ -73,26 +75,57 @@ const char* AuthVerdictName(AuthVerdict v);
 // A counter name: "invalid", "expired", "replayed", "wrong_user", ...
 const char* AuthVerdictKey(AuthVerdict v);
 
+// What PeerAuth asks of MUNGE: a credential carrying a payload, and a
+// credential decoded. The daemon's are munged's (MungeCredentials); the
+// fuzz target of the server's half of the handshake gives a fake.
+class Credentials {
+ public:
+  virtual ~Credentials() = default;
+  // A credential of `payload` that only `uid` may decode, valid `ttl_s`.
+  // Blocks on munged: not for a progress thread. Thread-safe.
+  virtual Result<std::string> Encode(std::string_view payload, uid_t uid, int ttl_s) const = 0;
+  struct Decoded {
+    AuthVerdict verdict = AuthVerdict::kInvalid;  // kOk, or why not (detail)
+    std::string detail;
+    std::string payload;
+    uid_t uid = 0;  // who made it
+    gid_t gid = 0;
+  };
+  // Blocks on munged. Thread-safe.
+  virtual Decoded Decode(std::string_view cred) const = 0;
+};
+
+// munged's, on its socket `munge_socket` ("" = libmunge's default).
+std::unique_ptr<const Credentials> MungeCredentials(std::string munge_socket);
+
+// A credential checked: kOk and its payload, or the verdict and why.
+struct AuthCheck {
+  AuthVerdict verdict = AuthVerdict::kInvalid;
+  std::string detail;  // why, when not kOk
+  PeerClaim claim;     // kOk: the payload
+  bool ok() const { return verdict == AuthVerdict::kOk; }
+};
+
 class PeerAuth {
  public:
   // `munge_socket`: munged's socket ("" = libmunge's default); `ttl_s`: how
   // long a credential stays valid.
   PeerAuth(PeerIdentity self, std::string munge_socket, int ttl_s = 60);
+  PeerAuth(PeerIdentity self, std::unique_ptr<const Credentials> credentials, int ttl_s = 60);
 
   const PeerIdentity& self() const { return self_; }
 
-  // A credential carrying `claim`. 0, or -errno with *error saying why.
-  // Blocks on munged: not for a progress thread. Thread-safe.
-  int Make(const PeerClaim& claim, std::string* cred, std::string* error) const;
+  // A credential carrying `claim`, or why munged made none. Blocks on
+  // munged: not for a progress thread. Thread-safe.
+  Result<std::string> Make(const PeerClaim& claim) const;
 
   // Decodes `cred` and checks it: uid, gid, job, role `role`, addressed to
-  // this node. *claim holds the payload on kOk. Blocks on munged. Thread-safe.
-  AuthVerdict Check(std::string_view cred, PeerClaim::Role role, PeerClaim* claim,
-                    std::string* detail) const;
+  // this node. Blocks on munged. Thread-safe.
+  AuthCheck Check(std::string_view cred, PeerClaim::Role role) const;
 
  private:
   const PeerIdentity self_;
-  const std::string socket_;
+  const std::unique_ptr<const Credentials> credentials_;
   const int ttl_s_;
 };
 

@@ -160,21 +160,25 @@ void PeerClient::Connect(Link& l) {
   l.deadline = queued_at + 2 * options_.connect_timeout;
   size_t index = l.index;
   bool queued = pool_.Submit([this, index, generation, queued_at, address = l.address] {
-    std::string error;
     auto session = std::make_shared<ClientSession>();
     HandshakeResult r = HandshakeResult::kLocal;
+    std::string error;
     const auto start = Clock::now();
     const auto deadline =
         std::min(start + options_.connect_timeout, queued_at + 2 * options_.connect_timeout);
     if (start - queued_at >= options_.connect_timeout) {
       error = "too many connections being made at once here";
-    } else {
+    } else if (Result<int> fd = ConnectTcp(address.host, address.port, deadline); !fd.ok()) {
       r = HandshakeResult::kUnreachable;
-      int fd = ConnectTcp(address.host, address.port, deadline, &error);
-      if (fd >= 0) {
-        r = RunClientHandshake(fd, *auth_, address.name, deadline, session.get(), &error);
-        ::close(fd);
-      }
+      error = fd.status().message();
+    } else {
+      Result<ClientSession> made = RunClientHandshake(*fd, *auth_, address.name, deadline);
+      ::close(*fd);
+      r = HandshakeFailure(made.status());
+      if (made.ok())
+        *session = std::move(*made);
+      else
+        error = made.status().message();
     }
     ucx_->Post([this, index, generation, r, session, error]() mutable {
       Link& l = *links_[index];
@@ -196,11 +200,12 @@ void PeerClient::Connect(Link& l) {
         Down(l, "a session id already in use", failure_is_death);
         return;
       }
-      l.ep = ucx_->Connect(session->worker_address, &error);
-      if (l.ep == nullptr) {
-        Down(l, "cannot reach its worker: " + error, failure_is_death);
+      Result<ucp_ep_h> ep = ucx_->Connect(session->worker_address);
+      if (!ep.ok()) {
+        Down(l, "cannot reach its worker: " + ep.status().message(), failure_is_death);
         return;
       }
+      l.ep = *ep;
       by_ep_[l.ep] = &l;
       l.crypto = std::make_shared<LinkCrypto>();
       l.crypto->keys = session->keys;

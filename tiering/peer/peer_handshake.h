@@ -20,15 +20,21 @@
 // (UCX active messages, wire.h) carries the session id, a sequence number
 // and a GCM tag under those keys.
 //
-// Frames: a u32 little-endian length (1..kMaxFrame), then that many bytes,
-// starting with a u32 magic and a u8 version. Decoding is exact.
+// Both halves are here: RunClientHandshake, the client's whole side, and
+// AnswerHello, the server's work on a hello (the door, PeerDoor, does the
+// socket work around it: greeting, puzzle, bind). Frames
+// (handshake_frames.cc): a u32 little-endian length (1..kMaxFrame), then
+// that many bytes, starting with a u32 magic and a u8 version. Decoding is
+// exact.
 #pragma once
 
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
+#include "tiering/base/status.h"
 #include "tiering/peer/peer_auth.h"
 #include "tiering/peer/peer_crypto.h"
 
@@ -94,15 +100,39 @@ enum class HandshakeResult {
   kLocal,        // munged or libcrypto failed here
 };
 
-// Runs the client's side on a connected socket `fd` (it is made
-// non-blocking; every step waits at most until `deadline`). `server` is the
-// name the peer list gives the server.
-HandshakeResult RunClientHandshake(int fd, const PeerAuth& auth, const std::string& server,
-                                   std::chrono::steady_clock::time_point deadline,
-                                   ClientSession* out, std::string* error);
+// The errno of a failed client handshake's Status says which failure it was
+// (HandshakeFailure); any other errno is kUnreachable.
+inline constexpr int kHandshakeUnreachable = ETIMEDOUT;
+inline constexpr int kHandshakeRefused = EACCES;
+inline constexpr int kHandshakeBadPeer = EKEYREJECTED;
+inline constexpr int kHandshakeGarbage = EPROTO;
+inline constexpr int kHandshakeLocal = EAGAIN;
+HandshakeResult HandshakeFailure(const Status& s);  // kOk for an ok Status
 
-// Connects to host:port (IPv4) by `deadline`: a socket, or -1 with *error.
-int ConnectTcp(const std::string& host, uint16_t port,
-               std::chrono::steady_clock::time_point deadline, std::string* error);
+// The client's half: runs the handshake on a connected socket `fd` (it is
+// made non-blocking; every step waits at most until `deadline`). `server` is
+// the name the peer list gives the server. The session, or why not.
+Result<ClientSession> RunClientHandshake(int fd, const PeerAuth& auth, const std::string& server,
+                                         std::chrono::steady_clock::time_point deadline);
+
+// What the server's half made of a hello.
+struct HelloAnswer {
+  AuthVerdict verdict = AuthVerdict::kInvalid;  // kOk, or why the hello is refused
+  std::string detail;                           // why, when not kOk
+  std::string answer;                           // kOk: the Answer frame's credential
+  std::string peer;                             // the client's name, once its hello checked
+  SessionKeys keys;                             // kOk: the session's keys, as the server's
+};
+
+// The server's half, between the greeting and the bind: checks the hello
+// credential `hello` (a hello addressed to this node, of its job and user,
+// echoing `greeting`, the nonce this connection's greeting sent), derives
+// the session keys and makes the answer's credential. Blocks on munged: it
+// runs on the door's pool. The door sends the answer, then awaits the bind.
+HelloAnswer AnswerHello(const PeerAuth& auth, const PeerNonce& greeting, std::string_view hello);
+
+// Connects to host:port (IPv4) by `deadline`: a socket, or why not.
+Result<int> ConnectTcp(const std::string& host, uint16_t port,
+                       std::chrono::steady_clock::time_point deadline);
 
 }  // namespace tierfs

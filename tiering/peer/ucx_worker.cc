@@ -213,26 +213,23 @@ void UcxWorker::Loop() {
   }
 }
 
-ucp_ep_h UcxWorker::Connect(const std::string& address, std::string* error) {
+Result<ucp_ep_h> UcxWorker::Connect(const std::string& address) {
   ucp_ep_params_t p{};
   p.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
   p.address = reinterpret_cast<const ucp_address_t*>(address.data());
-  return CreateEndpoint(&p, error);
+  return CreateEndpoint(&p);
 }
 
 // Every endpoint reports a failed peer (UCP_ERR_HANDLING_MODE_PEER): its
 // requests then complete with an error instead of waiting for ever.
-ucp_ep_h UcxWorker::CreateEndpoint(ucp_ep_params_t* p, std::string* error) {
+Result<ucp_ep_h> UcxWorker::CreateEndpoint(ucp_ep_params_t* p) {
   p->field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLER | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
   p->err_mode = UCP_ERR_HANDLING_MODE_PEER;
   p->err_handler.cb = &UcxWorker::OnEndpointError;
   p->err_handler.arg = this;
   ucp_ep_h ep = nullptr;
   ucs_status_t s = ucp_ep_create(worker_, p, &ep);
-  if (s != UCS_OK) {
-    *error = ucs_status_string(s);
-    return nullptr;
-  }
+  if (s != UCS_OK) return Status::Error(EIO, ucs_status_string(s));
   return ep;
 }
 

@@ -77,9 +77,9 @@ class UcxWorker {
   // This worker's address, for a peer to connect to (the handshake carries
   // it): a copy of UCX's packed address.
   std::string Address() const { return address_; }
-  // An endpoint to the worker whose address is `address`; nullptr (with
-  // *error) if UCX refused at once. Errors later go to the error handler.
-  ucp_ep_h Connect(const std::string& address, std::string* error);
+  // An endpoint to the worker whose address is `address`, or why UCX
+  // refused at once. Errors later go to the error handler.
+  Result<ucp_ep_h> Connect(const std::string& address);
   // Force-closes `ep` (its sends and receives complete with an error) at
   // the start of the next round, outside any UCX callback: a handler may
   // call it for the endpoint whose message it is handling.
@@ -105,7 +105,7 @@ class UcxWorker {
   void Loop();
   void RunPosted();
   void CloseDeferred();
-  ucp_ep_h CreateEndpoint(ucp_ep_params_t* p, std::string* error);
+  Result<ucp_ep_h> CreateEndpoint(ucp_ep_params_t* p);
   void CloseNow(ucp_ep_h ep);
   static ucs_status_t OnAm(void* arg, const void* header, size_t header_size, void* data,
                            size_t size, const ucp_am_recv_param_t* param);

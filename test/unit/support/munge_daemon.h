@@ -147,10 +147,10 @@ inline std::string CredentialAs(uid_t uid, const PeerClaim& claim) {
     ::close(fds[0]);
     if (::setgid(uid) != 0 || ::setuid(uid) != 0) ::_exit(2);
     PeerAuth as(PeerIdentity{claim.job, claim.from, 0, 0}, MungeDaemon::Get()->socket());
-    std::string cred, error;
-    if (as.Make(claim, &cred, &error) != 0) ::_exit(3);
-    ssize_t n = ::write(fds[1], cred.data(), cred.size());
-    ::_exit(n == static_cast<ssize_t>(cred.size()) ? 0 : 4);
+    Result<std::string> cred = as.Make(claim);
+    if (!cred.ok()) ::_exit(3);
+    ssize_t n = ::write(fds[1], cred->data(), cred->size());
+    ::_exit(n == static_cast<ssize_t>(cred->size()) ? 0 : 4);
   }
   ::close(fds[1]);
   std::string cred;

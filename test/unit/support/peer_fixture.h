@@ -21,10 +21,10 @@
 #include <thread>
 #include <vector>
 
-#include "fs/peers/peer_server.h"
 #include "munge_daemon.h"
 #include "tiering/peer/peer_client.h"
 #include "tiering/peer/rendezvous.h"
+#include "tiering/peer_server/peer_server.h"
 
 namespace tierfs::testing {
 

@@ -17,11 +17,11 @@
 #include <thread>
 #include <vector>
 
-#include "fs/peers/peer_door.h"
 #include "peer_fixture.h"
 #include "tiering/peer/peer_handshake.h"
 #include "tiering/peer/ucx_worker.h"
 #include "tiering/peer/wire.h"
+#include "tiering/peer_server/peer_door.h"
 
 namespace tierfs::testing {
 
@@ -73,15 +73,17 @@ class RawPeer {
   // The handshake with the door on `port` as `auth`, addressed to `server`;
   // on success an endpoint to the server's worker.
   HandshakeResult Handshake(const PeerAuth& auth, uint16_t port, const std::string& server = "b") {
-    std::string error;
     auto deadline = std::chrono::steady_clock::now() + 5s;
-    int fd = ConnectTcp("127.0.0.1", port, deadline, &error);
-    INFO(error);
-    REQUIRE(fd >= 0);
-    HandshakeResult r = RunClientHandshake(fd, auth, server, deadline, &session_, &error);
-    ::close(fd);
-    if (r == HandshakeResult::kOk) ConnectTo(session_.worker_address);
-    return r;
+    Result<int> fd = ConnectTcp("127.0.0.1", port, deadline);
+    INFO(fd.status().message());
+    REQUIRE(fd.ok());
+    Result<ClientSession> made = RunClientHandshake(*fd, auth, server, deadline);
+    ::close(*fd);
+    if (made.ok()) {
+      session_ = std::move(*made);
+      ConnectTo(session_.worker_address);
+    }
+    return HandshakeFailure(made.status());
   }
   const ClientSession& session() const { return session_; }
   // Encodes ids for the next message of this session.
@@ -156,10 +158,9 @@ class RawPeer {
   // Sends to the worker at `address` from now on.
   void ConnectTo(const std::string& address) {
     OnThread([&] {
-      std::string error;
-      ucp_ep_h ep = ucx_->Connect(address, &error);
+      Result<ucp_ep_h> ep = ucx_->Connect(address);
       std::lock_guard lock(mu_);
-      ep_ = ep;
+      ep_ = ep.ok() ? *ep : nullptr;
     });
     REQUIRE(ep() != nullptr);
   }

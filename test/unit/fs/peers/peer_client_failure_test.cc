@@ -88,17 +88,17 @@ class FakeDoor {
     std::string_view cred;
     while (reader.Feed(c) == FrameReader::kMore) std::this_thread::sleep_for(1ms);
     PeerAuth b(Identity("b"), MungeDaemon::Get()->socket());
-    PeerClaim hello;
-    std::string detail, out, error;
+    AuthCheck check;
     if (DecodeHelloFrame(reader.frame(), &cred) &&
-        b.Check(cred, PeerClaim::kHello, &hello, &detail) == AuthVerdict::kOk) {
+        (check = b.Check(cred, PeerClaim::kHello)).ok()) {
+      const PeerClaim& hello = check.claim;
       PeerKeyPair keys;
       NewPeerKeyPair(&keys);
       PeerClaim answer{PeerClaim::kAnswer, RandomNonce(), hello.nonce, keys.pub, kJob, "b", "a"};
       tweak(&answer);
       PeerAuth maker(Identity("b", answer.job), MungeDaemon::Get()->socket());
-      if (maker.Make(answer, &out, &error) == 0) {
-        std::string f = Framed(EncodeAnswerFrame(0, out));
+      if (Result<std::string> out = maker.Make(answer); out.ok()) {
+        std::string f = Framed(EncodeAnswerFrame(0, *out));
         ::send(c, f.data(), f.size(), MSG_NOSIGNAL);
         answered++;
       }

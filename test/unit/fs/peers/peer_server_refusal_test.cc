@@ -80,9 +80,9 @@ std::string HelloCred(PeerAuth& as, const PeerNonce& echo, const std::string& to
   PeerKeyPair keys;
   REQUIRE(NewPeerKeyPair(&keys));
   PeerClaim c{PeerClaim::kHello, RandomNonce(), echo, keys.pub, as.self().job, as.self().name, to};
-  std::string cred, error;
-  REQUIRE(as.Make(c, &cred, &error) == 0);
-  return cred;
+  Result<std::string> cred = as.Make(c);
+  REQUIRE(cred.ok());
+  return *cred;
 }
 
 // The door's answer to `cred`, sent on a fresh connection: the refusal code

@@ -1,4 +1,4 @@
-#include "fs/peers/peer_server.h"
+#include "tiering/peer_server/peer_server.h"
 
 #include <cerrno>
 #include <cstring>
@@ -159,10 +159,14 @@ ucs_status_t PeerServer::OnMessage(const void* header, size_t header_size, void*
     }
     return UCS_OK;
   }
-  std::string path;
+  std::string path(size, '\0');
   ucp_ep_h reply = (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) ? param->reply_ep : nullptr;
-  Connection* c = Open(m, reply, header, header_size,
-                       std::string_view(static_cast<const char*>(data), size), &path);
+  Connection* c = Open(
+      m, reply,
+      [&](const SessionKeys& keys) {
+        return OpenWire(keys.recv, header, header_size, m.seq, data, size, path.data());
+      },
+      "a message");
   if (c == nullptr) return UCS_OK;
   switch (m.type) {
     case MsgType::kRequest:
@@ -220,36 +224,33 @@ PeerServer::Connection* PeerServer::TakeSession(
   return it->second.get();
 }
 
-PeerServer::Connection* PeerServer::Open(const PeerMessage& m, ucp_ep_h reply, const void* header,
-                                         size_t header_size, std::string_view body,
-                                         std::string* path) {
-  path->assign(body.size(), '\0');
-  auto open = [&](const SessionKeys& keys) {
-    return OpenWire(keys.recv, header, header_size, m.seq, body.data(), body.size(), path->data());
-  };
+PeerServer::Connection* PeerServer::Open(const PeerMessage& m, ucp_ep_h reply,
+                                         const std::function<bool(const SessionKeys&)>& open,
+                                         const char* what) {
   auto it = by_session_.find(m.session);
+  Connection* c = nullptr;
   if (it == by_session_.end()) {
-    Connection* c = TakeSession(m, reply, open);
-    if (c != nullptr) c->window.Accept(m.seq);
-    return c;
-  }
-  Connection& c = *it->second;
-  // Anyone can name a session (its id travels in clear): a message that
-  // does not open under its key, or replays one, is ignored; the session
-  // stays.
-  if (!open(c.crypto->keys)) {
+    c = TakeSession(m, reply, open);  // the door checked the tag
+    if (c == nullptr) return nullptr;
+  } else if (!open(it->second->crypto->keys)) {
+    // Anyone can name a session (its id travels in clear): a message that
+    // does not open under its key, or replays one, is ignored; the session
+    // stays.
     uint64_t n = ++counters_.forged;
     if (LogSampled(n)) {
-      TIERFS_LOG(kWarning, "peer server: a message for {} does not authenticate: ignored", c.peer);
+      TIERFS_LOG(kWarning, "peer server: {} for {} does not authenticate: ignored", what,
+                 it->second->peer);
     }
     return nullptr;
+  } else {
+    c = it->second.get();
   }
-  if (!c.window.Accept(m.seq)) {
+  if (!c->window.Accept(m.seq)) {
     counters_.replayed++;
     return nullptr;
   }
-  c.last_seen = Clock::now();
-  return &c;
+  c->last_seen = Clock::now();
+  return c;
 }
 
 void PeerServer::OnRequest(Connection& c, const PeerMessage& m, std::string_view path) {
@@ -322,73 +323,75 @@ void PeerServer::Unreserve(uint64_t session, uint64_t bytes) {
 
 ucs_status_t PeerServer::OnOffer(const PeerMessage& m, const void* header, size_t header_size,
                                  void* data, size_t size, const ucp_am_recv_param_t* param) {
-  const bool rndv = param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV;
-  auto it = by_session_.find(m.session);
-  Connection* taken = nullptr;
-  if (it != by_session_.end()) it->second->last_seen = Clock::now();
-  if (it == by_session_.end()) {
-    // The first message of a session (a reconnect right after a
-    // kNotResident answer): an eager offer may take it, its tag checked by
-    // the door; a rendezvous one cannot be checked before it is received.
-    ucp_ep_h reply =
-        (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) && !rndv ? param->reply_ep : nullptr;
-    taken = TakeSession(m, reply, [&](const SessionKeys& keys) {
-      return OpenWire(keys.recv, header, header_size, m.seq, data, size, nullptr);
-    });
-    if (taken == nullptr) return UcxWorker::Discard(param);  // counted stray
-  }
-  Connection& c = taken != nullptr ? *taken : *it->second;
-  if (!Reserve(c, size)) {  // dropped unread: the offer is a favour, not a duty
-    counters_.offers_refused++;
-    return UcxWorker::Discard(param);
-  }
   auto job = std::make_shared<OfferJob>();
-  job->session = c.session;
+  job->session = m.session;
   job->m = m;
   std::memcpy(job->header.data(), header, header_size);
   job->header_size = header_size;
   job->size = size;
-  if (!rndv) {  // here whole: opened and kept in place
-    OpenOffer(job, static_cast<const char*>(data));
+  if (!(param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {
+    // Here whole: opened as a request is (the first message of a session,
+    // a reconnect right after a kNotResident answer, takes it), then kept
+    // in place.
+    ucp_ep_h reply =
+        (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) ? param->reply_ep : nullptr;
+    Connection* c = Open(m, reply, OfferOpener(*job, static_cast<const char*>(data)), "an offer");
+    if (c == nullptr) return UCS_OK;
+    if (!Reserve(*c, size)) {  // dropped: the offer is a favour, not a duty
+      counters_.offers_refused++;
+      return UCS_OK;
+    }
+    AdoptOffer(*c, job, static_cast<const char*>(data));
     return UCS_OK;
+  }
+  // A rendezvous body cannot be opened before it is received: only a
+  // session that exists may be sent one, and it is budgeted first.
+  auto it = by_session_.find(m.session);
+  if (it == by_session_.end()) {
+    counters_.stray++;
+    return UcxWorker::Discard(param);
+  }
+  if (!Reserve(*it->second, size)) {  // dropped unread
+    counters_.offers_refused++;
+    return UcxWorker::Discard(param);
   }
   job->body = buffers_.Take(size);
   return ucx_->ReceiveBody(data, job->body.get(), size, [this, job](ucs_status_t s) {
-    if (s == UCS_OK) {
-      OpenOffer(job, job->body.get());
-    } else {
-      counters_.offers_refused++;
+    auto release = [this, job] {
       Unreserve(job->session, job->size);
       buffers_.Give(std::move(job->body));
+    };
+    if (s != UCS_OK) {
+      counters_.offers_refused++;
+      release();
+      return;
     }
+    if (by_session_.count(job->session) == 0) {  // cut off meanwhile
+      release();
+      return;
+    }
+    Connection* c = Open(job->m, nullptr, OfferOpener(*job, job->body.get()), "an offer");
+    if (c == nullptr) {
+      release();
+      return;
+    }
+    AdoptOffer(*c, job, job->body.get());
   });
 }
 
-void PeerServer::OpenOffer(const std::shared_ptr<OfferJob>& job, const char* body) {
+std::function<bool(const SessionKeys&)> PeerServer::OfferOpener(const OfferJob& job,
+                                                                const char* body) {
+  return [&job, body](const SessionKeys& keys) {
+    return OpenWire(keys.recv, job.header.data(), job.header_size, job.m.seq, body, job.size,
+                    nullptr);
+  };
+}
+
+void PeerServer::AdoptOffer(Connection& c, const std::shared_ptr<OfferJob>& job, const char* body) {
   auto release = [this, job] {
     Unreserve(job->session, job->size);
     if (job->body.get() != nullptr) buffers_.Give(std::move(job->body));
   };
-  auto it = by_session_.find(job->session);
-  if (it == by_session_.end()) {  // cut off meanwhile
-    release();
-    return;
-  }
-  Connection& c = *it->second;
-  if (!OpenWire(c.crypto->keys.recv, job->header.data(), job->header_size, job->m.seq, body,
-                job->size, nullptr)) {
-    uint64_t n = ++counters_.forged;
-    if (LogSampled(n)) {
-      TIERFS_LOG(kWarning, "peer server: an offer for {} does not authenticate: ignored", c.peer);
-    }
-    release();
-    return;
-  }
-  if (!c.window.Accept(job->m.seq)) {
-    counters_.replayed++;
-    release();
-    return;
-  }
   ChunkRef ref = job->m.chunk;
   ref.path = std::string_view(body, job->m.path_len);
   if (!ValidChunkRef(ref)) {

@@ -51,14 +51,14 @@
 #include <unordered_map>
 #include <vector>
 
-#include "fs/peers/chunk_provider.h"
-#include "fs/peers/peer_door.h"
 #include "tiering/base/counter_visitor.h"
 #include "tiering/base/latency_histogram.h"
 #include "tiering/peer/buffer_pool.h"
 #include "tiering/peer/peer_auth.h"
 #include "tiering/peer/task_pool.h"
 #include "tiering/peer/ucx_worker.h"
+#include "tiering/peer_server/chunk_provider.h"
+#include "tiering/peer_server/peer_door.h"
 
 namespace tierfs {
 
@@ -145,11 +145,14 @@ class PeerServer {
   struct Forgotten;
   struct Job;
   struct OfferJob;
-  // A kOffer: budgeted, received, then Opened (progress thread).
+  // A kOffer: opened (Open), budgeted and adopted; a rendezvous one is
+  // budgeted, received, then opened (progress thread).
   ucs_status_t OnOffer(const PeerMessage& m, const void* header, size_t header_size, void* data,
                        size_t size, const ucp_am_recv_param_t* param);
-  // `body`: the path, then the bytes (job->body, or UCX's for an eager one).
-  void OpenOffer(const std::shared_ptr<OfferJob>& job, const char* body);
+  // Whether an offer's body (the path, then the bytes) opens under a session's keys.
+  static std::function<bool(const SessionKeys&)> OfferOpener(const OfferJob& job, const char* body);
+  // An opened, budgeted offer handed to the provider; its budget given back.
+  void AdoptOffer(Connection& c, const std::shared_ptr<OfferJob>& job, const char* body);
   // Takes (or gives back) `bytes` of the budgets and a slot, for `session`.
   bool Reserve(Connection& c, uint64_t bytes);
   void Unreserve(uint64_t session, uint64_t bytes);
@@ -159,10 +162,12 @@ class PeerServer {
   // message's tag), answering on `reply`; null (counted) if not.
   Connection* TakeSession(const PeerMessage& m, ucp_ep_h reply,
                           const std::function<bool(const SessionKeys&)>& open);
-  // The session a message names, taken from the door if new; null (counted) if
-  // the message does not open under its key. *path: the opened body.
-  Connection* Open(const PeerMessage& m, ucp_ep_h reply, const void* header, size_t header_size,
-                   std::string_view body, std::string* path);
+  // The one way a message (a request, a ping, a bye, an offer) opens its
+  // session: the session it names, taken from the door if new (answering on
+  // `reply`), if `open` accepts the session's keys (the message's tag) and
+  // its sequence number is new; null (counted, `what` logged) if not.
+  Connection* Open(const PeerMessage& m, ucp_ep_h reply,
+                   const std::function<bool(const SessionKeys&)>& open, const char* what);
   void OnRequest(Connection& c, const PeerMessage& m, std::string_view path);
   void Run(const std::shared_ptr<Job>& job);
   // Sends a job's bytes or error to session `session`, if it is still there.

@@ -1,4 +1,4 @@
-#include "fs/peers/peer_door.h"
+#include "tiering/peer_server/peer_door.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -59,11 +59,7 @@ struct PeerDoor::Conn {
 struct PeerDoor::Checked {
   int fd = -1;
   uint64_t conn = 0;
-  AuthVerdict verdict = AuthVerdict::kInvalid;
-  std::string detail;
-  std::string answer;  // the Answer frame's credential
-  std::string peer;
-  SessionKeys keys;
+  HelloAnswer hello;  // the server's half of the handshake (peer_handshake.h)
 };
 
 PeerDoor::PeerDoor(const PeerAuth* auth, PeerDoorOptions options, std::string worker_address)
@@ -356,33 +352,7 @@ void PeerDoor::OnReadable(Conn& c) {
     PeerNonce nonce = c.nonce;
     c.state = Conn::kChecking;
     bool queued = checks_.Submit([this, job, hello = std::move(hello), nonce] {
-      PeerClaim claim;
-      job->verdict = auth_->Check(hello, PeerClaim::kHello, &claim, &job->detail);
-      if (job->verdict == AuthVerdict::kOk && claim.echo != nonce) {
-        job->verdict = AuthVerdict::kWrongPeer;  // made for another listener's greeting
-        job->detail = "the hello answers another greeting (captured and replayed?)";
-      }
-      PeerKeyPair mine;
-      if (job->verdict == AuthVerdict::kOk) {
-        const PeerIdentity& self = auth_->self();
-        PeerClaim answer{PeerClaim::kAnswer, RandomNonce(), claim.nonce, {},
-                         self.job,           self.name,     claim.from};
-        if (!NewPeerKeyPair(&mine)) {
-          job->verdict = AuthVerdict::kUnavailable;
-          job->detail = "cannot make a key pair";
-        } else {
-          answer.key = mine.pub;
-          std::string transcript = HandshakeTranscript(nonce, claim.nonce, claim.key, mine.pub,
-                                                       self.job, claim.from, self.name);
-          if (!DeriveSessionKeys(mine.priv, claim.key, transcript, /*client=*/false, &job->keys)) {
-            job->verdict = AuthVerdict::kInvalid;
-            job->detail = "the hello's key is invalid";
-          } else if (auth_->Make(answer, &job->answer, &job->detail) != 0) {
-            job->verdict = AuthVerdict::kUnavailable;
-          }
-        }
-        job->peer = claim.from;
-      }
+      job->hello = AnswerHello(*auth_, nonce, hello);
       {
         std::lock_guard lock(mu_);
         checked_.push_back(std::make_unique<Checked>(std::move(*job)));
@@ -430,11 +400,11 @@ void PeerDoor::OnChecked(Checked& r) {
   if (it == conns_.end() || it->second->id != r.conn) return;  // evicted or timed out meanwhile
   Conn& c = *it->second;
   std::string frame;
-  if (r.verdict != AuthVerdict::kOk) {
-    uint64_t n = ++counters_.refused[static_cast<int>(r.verdict)];
+  if (r.hello.verdict != AuthVerdict::kOk) {
+    uint64_t n = ++counters_.refused[static_cast<int>(r.hello.verdict)];
     if (LogSampled(n)) {
-      TIERFS_LOG(kWarning, "peer service: hello refused ({}): {}", AuthVerdictName(r.verdict),
-                 r.detail);
+      TIERFS_LOG(kWarning, "peer service: hello refused ({}): {}", AuthVerdictName(r.hello.verdict),
+                 r.hello.detail);
     }
     frame = Framed(EncodeAnswerFrame(static_cast<int32_t>(WireError::kDenied), {}));
     [[maybe_unused]] ssize_t n2 =
@@ -442,15 +412,15 @@ void PeerDoor::OnChecked(Checked& r) {
     Close(c.fd);
     return;
   }
-  frame = Framed(EncodeAnswerFrame(0, r.answer));
+  frame = Framed(EncodeAnswerFrame(0, r.hello.answer));
   if (::send(c.fd, frame.data(), frame.size(), MSG_NOSIGNAL | MSG_DONTWAIT) !=
       static_cast<ssize_t>(frame.size())) {
     Close(c.fd);
     return;
   }
   c.state = Conn::kAwaitBind;
-  c.peer = std::move(r.peer);
-  c.keys = r.keys;
+  c.peer = std::move(r.hello.peer);
+  c.keys = r.hello.keys;
   c.reader.Reset();
 }
 
