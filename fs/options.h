@@ -30,7 +30,7 @@ struct MountConfig {
   IndexCheck index_check = IndexCheck::kDirs;
   unsigned index_wait = 600;        // seconds to wait for another node building the index
   std::string readdir = "plus";     // plus, plain or auto (ReaddirMode in fs/filesystem.h)
-  std::string passthrough = "off";  // auto, on or off (PassthroughWant in fs/passthrough.h)
+  std::string passthrough = "auto";  // auto, on or off (PassthroughWant in fs/passthrough.h)
   uint64_t max_open_files = 0;      // SOURCE fd cache; 0 = half of RLIMIT_NOFILE
   double entry_timeout = 86400;     // seconds the kernel may cache names
   double attr_timeout = 86400;      // seconds the kernel may cache attributes

@@ -428,14 +428,21 @@ int RunMount(const MountConfig& config) {
                        : config.readdir == "auto" ? ReaddirMode::kAuto
                                                   : ReaddirMode::kPlus);
   metrics_ctx = &ctx;
-  ctx.passthrough().Configure(passthrough, no_passthrough);
+  ctx.passthrough().Configure(
+      passthrough, passthrough == PassthroughWant::kAuto && no_passthrough.empty()
+                       ? PassthroughNotPaying(*ns, store->chunks(), NodeMemory())
+                       : no_passthrough);
   ctx.init_patch().WantPassthrough(ctx.passthrough().wanted());
   ctx.init_patch().SetMaxPages(MaxPagesLimit());
   if (ctx.passthrough().wanted() && store->chunks() != nullptr) {
     // The RAM tier keeps whole files in memory files that can be backing
     // files, as many as the open-file limit leaves room for.
     const uint64_t spare = fd_limit > max_open + 1024 ? fd_limit - max_open - 1024 : 0;
-    for (Tier* t : store->chunks()->tiers()) t->UseMemoryFiles(spare);
+    ctx.passthrough().KeepIdle(spare);  // a registration holds the file, as a descriptor does
+    for (Tier* t : store->chunks()->tiers()) {
+      t->UseMemoryFiles(spare);
+      t->OnRemoved([&ctx](NodeId id) { ctx.passthrough().Removed(FsContext::InoOf(id)); });
+    }
   }
 
   std::string opts = FuseOptionString(config, source);
