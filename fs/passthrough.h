@@ -88,6 +88,12 @@ class PassthroughOpens {
   // Whether the mount's page cache may hold pages of `ino` (it was opened
   // without passthrough since the last call); the caller is to drop them.
   bool TakePaged(fuse_ino_t ino);
+  // Where the RAM tier keeps its files: kHugeTmpfs (a tmpfs of the
+  // daemon's own, huge pages) or kMemfd (as the node's shmem_enabled says).
+  static constexpr const char* kHugeTmpfs = "tmpfs with huge pages";
+  static constexpr const char* kMemfd = "memfd";
+  // REQUIRES: before the session starts.
+  void NoteMemoryFiles(std::string where) { memory_files_ = std::move(where); }
   // The page cache of a file was dropped: its bytes are held by the tier.
   void CountCacheDropped() { cache_drops_.fetch_add(1, std::memory_order_relaxed); }
   // A file of `bytes` was opened in passthrough mode (its reads are not seen).
@@ -122,6 +128,7 @@ class PassthroughOpens {
 
   PassthroughWant want_ = PassthroughWant::kAuto;
   std::string why_not_;  // set before the session; "" = may try
+  std::string memory_files_;  // set before the session
   std::atomic<bool> active_{false};
   std::atomic<bool> refused_{false};  // wanted, and the kernel did not offer it
   int dev_fd_ = -1;

@@ -2,13 +2,16 @@
 
 #include <fmt/format.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <string>
 
+#include "tiering/base/log.h"
 #include "tiering/store/chunk_store.h"
 
 namespace tierfs {
@@ -19,6 +22,24 @@ NodeId NodeOfIno(fuse_ino_t ino) { return static_cast<NodeId>(ino - 1); }
 std::string Mib(uint64_t bytes) { return fmt::format("{:.0f} MiB", bytes / 1048576.0); }
 
 }  // namespace
+
+void UseTierFiles(ChunkStore* chunks, PassthroughOpens* opens, uint64_t max_files) {
+  opens->KeepIdle(max_files);  // a registration holds its file, as a descriptor does
+  int huge_fs = -1;
+  for (Tier* t : chunks->tiers()) {
+    if (t->kind() == Tier::Kind::kMemory && huge_fs == -1) {
+      huge_fs = NewHugePageMemoryFs();
+      if (huge_fs < 0) {
+        TIERFS_LOG(kInfo, "the RAM tier's files are memfds (no tmpfs of its own: {})",
+                   std::strerror(-huge_fs));
+      }
+    }
+    t->UseMemoryFiles(max_files, huge_fs);
+    t->OnRemoved([opens](NodeId id) { opens->Removed(static_cast<fuse_ino_t>(id) + 1); });
+  }
+  opens->NoteMemoryFiles(huge_fs >= 0 ? PassthroughOpens::kHugeTmpfs : PassthroughOpens::kMemfd);
+  if (huge_fs >= 0) ::close(huge_fs);
+}
 
 uint64_t NodeMemory() {
   std::ifstream in("/proc/meminfo");

@@ -19,6 +19,12 @@ class ChunkStore;
 // nothing to pass through. `node_memory`: bytes (MemTotal).
 std::string PassthroughNotPaying(const Namespace& ns, const ChunkStore* chunks,
                                  uint64_t node_memory);
+// Readies the tiers of `chunks` for passthrough through `opens`: memory
+// files (in a tmpfs of the daemon's own with huge pages where one can be
+// had, else memfds), at most `max_files`, as many registered backing files
+// of closed files kept, and the tiers telling `opens` of each removal.
+// REQUIRES: before the session starts; `opens` outlives the tiers' use.
+void UseTierFiles(ChunkStore* chunks, PassthroughOpens* opens, uint64_t max_files);
 // The node's memory (MemTotal of /proc/meminfo), or 0 if unknown.
 uint64_t NodeMemory();
 inline constexpr uint64_t kLargeFile = uint64_t{1} << 20;

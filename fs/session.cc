@@ -435,14 +435,10 @@ int RunMount(const MountConfig& config) {
   ctx.init_patch().WantPassthrough(ctx.passthrough().wanted());
   ctx.init_patch().SetMaxPages(MaxPagesLimit());
   if (ctx.passthrough().wanted() && store->chunks() != nullptr) {
-    // The RAM tier keeps whole files in memory files that can be backing
-    // files, as many as the open-file limit leaves room for.
+    // The RAM tier keeps each file in a memory file that can be a backing
+    // file, as many as the open-file limit leaves room for.
     const uint64_t spare = fd_limit > max_open + 1024 ? fd_limit - max_open - 1024 : 0;
-    ctx.passthrough().KeepIdle(spare);  // a registration holds the file, as a descriptor does
-    for (Tier* t : store->chunks()->tiers()) {
-      t->UseMemoryFiles(spare);
-      t->OnRemoved([&ctx](NodeId id) { ctx.passthrough().Removed(FsContext::InoOf(id)); });
-    }
+    UseTierFiles(store->chunks(), &ctx.passthrough(), spare);
   }
 
   std::string opts = FuseOptionString(config, source);

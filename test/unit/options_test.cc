@@ -275,7 +275,7 @@ namespace tierfs {
 namespace {
 
 TEST_CASE("ParseCommandLine takes the passthrough mode", "[options]") {
-  CHECK(Parse({"s", "m"}).passthrough == "auto");  // an answered open per file: opt-in
+  CHECK(Parse({"s", "m"}).passthrough == "auto");  // decided per mount
   for (const char* mode : {"auto", "on", "off"}) {
     CHECK(Parse({"s", "m", "-o", std::string("passthrough=") + mode}).passthrough == mode);
   }

@@ -187,6 +187,34 @@ TEST_CASE("MemoryTier frees a removed chunk's range only when its readers are do
   CHECK(tier->chunks() == 0);
 }
 
+TEST_CASE("MemoryTier keeps its files in a tmpfs of its own when given one",
+          "[tier][memory_tier]") {
+  const int fs = NewHugePageMemoryFs();
+  if (fs < 0) {
+    CHECK(fs == -EPERM);  // not root: the daemon then uses memfds
+    return;
+  }
+  auto tier = NewMemoryTier("ram", 8 << 20);
+  tier->UseMemoryFiles(4, fs);
+  ::close(fs);  // the tier keeps its own descriptor
+  const uint64_t chunk = 1 << 20;
+  const std::string data = testing::BytesOf(13, 3 * chunk - 10);
+  for (uint32_t c = 0; c < 3; ++c) {
+    const uint64_t off = c * chunk, n = std::min<uint64_t>(chunk, data.size() - off);
+    ChunkOrigin origin = PartOf(data.size(), c, n);
+    origin.offset = off;
+    StoreAs(*tier, ChunkKey{6, c}, origin, data.substr(off, n));
+  }
+  uint64_t token = 0;
+  int fd = PinAndOpen(*tier, 6, data.size(), &token);
+  REQUIRE(fd >= 0);
+  CHECK(Range(fd, 0, data.size()) == data);
+  tier->UnpinBacking(6, token);
+  CHECK(tier->Remove(ChunkKey{6, 1}) == chunk);
+  CHECK(Range(fd, chunk, chunk) == std::string(chunk, '\0'));  // freed
+  ::close(fd);
+}
+
 TEST_CASE("Tiers tell of each chunk removed", "[tier][memory_tier]") {
   auto tier = NewMemoryTier("ram", 1 << 20);
   std::vector<NodeId> told;

@@ -10,6 +10,7 @@
 // cache of the mount, and its range is freed at the last unpin.
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -163,13 +164,15 @@ void AskHugePages(void* addr, uint64_t length) {
 }
 
 // A memory file of `size` bytes, none allocated: 0 with *fd, or -errno.
-// Growing and shrinking are sealed off: a holder of a descriptor (the
-// kernel, for passthrough) sees its size never change.
-int NewMemoryFile(uint64_t size, int* fd) {
-  int f = ::memfd_create("tierfs-file", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+// In `huge_fs` (NewHugePageMemoryFs) if it is open: an unnamed file there;
+// else a memfd, whose growing and shrinking are sealed off. Either way no
+// one but this daemon and the kernel (for passthrough) holds a descriptor.
+int NewMemoryFile(uint64_t size, int huge_fs, int* fd) {
+  int f = huge_fs >= 0 ? ::openat(huge_fs, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600)
+                       : ::memfd_create("tierfs-file", MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (f < 0) return -errno;
   if (::ftruncate(f, static_cast<off_t>(size)) != 0 ||
-      ::fcntl(f, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) != 0) {
+      (huge_fs < 0 && ::fcntl(f, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) != 0)) {
     int err = -errno;
     ::close(f);
     return err;
@@ -180,10 +183,17 @@ int NewMemoryFile(uint64_t size, int* fd) {
 
 // Maps [offset, offset+length) of memory file `fd` for writing, its pages
 // allocated (so the tier never fails for want of memory half-way): 0 with
-// *map, or -errno.
-int MapRange(int fd, uint64_t offset, uint64_t length, std::shared_ptr<Mapping>* map) {
+// *map, or -errno. `by_file`: allocated through the file (fallocate), which
+// a tmpfs with huge pages gives whole 2 MiB folios wherever the file's size
+// covers them; a mapping's faults would not (its address is not aligned).
+int MapRange(int fd, uint64_t offset, uint64_t length, bool by_file,
+             std::shared_ptr<Mapping>* map) {
   static const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
   const uint64_t skip = offset % page, span = skip + length;
+  if (by_file && ::fallocate(fd, FALLOC_FL_KEEP_SIZE, static_cast<off_t>(offset),
+                             static_cast<off_t>(length)) != 0) {
+    return -errno;
+  }
   void* addr = ::mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
                       static_cast<off_t>(offset - skip));
   if (addr == MAP_FAILED) return -errno;
@@ -266,7 +276,13 @@ class MemoryTier final : public Tier {
     return fd < 0 ? -errno : fd;
   }
 
-  void UseMemoryFiles(uint64_t max_files) override { max_files_ = max_files; }
+  void UseMemoryFiles(uint64_t max_files, int huge_fs) override {
+    max_files_ = max_files;
+    if (huge_fs >= 0) huge_fs_ = ::fcntl(huge_fs, F_DUPFD_CLOEXEC, 0);
+  }
+  ~MemoryTier() override {
+    if (huge_fs_ >= 0) ::close(huge_fs_);  // the files in it live on with their holders
+  }
 
   uint64_t Remove(ChunkKey key) override {
     // Let go after the lock is released (its range freed when readers are done).
@@ -323,7 +339,7 @@ class MemoryTier final : public Tier {
       f->files = files_count_;
       f->size = origin.file_size;
       f->token = ++tokens_;
-      if (NewMemoryFile(origin.file_size, &f->fd) < 0) return nullptr;  // counted down by ~MemFile
+      if (NewMemoryFile(origin.file_size, huge_fs_, &f->fd) < 0) return nullptr;  // counted down by ~MemFile
       it = files_.emplace(key.node, std::move(f)).first;
     }
     if (it->second->size != origin.file_size) return nullptr;  // another file's: never
@@ -350,6 +366,7 @@ class MemoryTier final : public Tier {
   }
 
   uint64_t max_files_ = 0;  // set before any store
+  int huge_fs_ = -1;         // set before any store
   const std::shared_ptr<FileCount> files_count_ = std::make_shared<FileCount>(0);
   // Guards chunks_, files_, tokens_ and the counts of every MemFile; a leaf lock.
   mutable std::shared_mutex mu_;
@@ -435,7 +452,7 @@ int MemoryTier::BeginStore(ChunkKey key, const ChunkOrigin& origin,
                            std::unique_ptr<ChunkWriter>* out) {
   std::shared_ptr<MemFile> file = TakeMemoryFile(key, origin);
   std::shared_ptr<Mapping> map;
-  if (file && MapRange(file->fd, origin.offset, origin.length, &map) < 0) {
+  if (file && MapRange(file->fd, origin.offset, origin.length, huge_fs_ >= 0, &map) < 0) {
     Finish(key, file, nullptr);  // a heap buffer instead
     file.reset();
   }
@@ -449,6 +466,21 @@ int MemoryTier::BeginStore(ChunkKey key, const ChunkOrigin& origin,
 }
 
 }  // namespace
+
+int NewHugePageMemoryFs() {
+  int fs = ::fsopen("tmpfs", FSOPEN_CLOEXEC);
+  if (fs < 0) return -errno;
+  int mnt = -1;
+  if (::fsconfig(fs, FSCONFIG_SET_STRING, "huge", "within_size", 0) == 0 &&
+      ::fsconfig(fs, FSCONFIG_SET_STRING, "size", "0", 0) == 0 &&  // the tier's budget bounds it
+      ::fsconfig(fs, FSCONFIG_SET_STRING, "mode", "0700", 0) == 0 &&
+      ::fsconfig(fs, FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) == 0) {
+    mnt = ::fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
+  }
+  const int err = mnt < 0 ? -errno : 0;
+  ::close(fs);
+  return mnt < 0 ? err : mnt;
+}
 
 std::unique_ptr<Tier> NewMemoryTier(std::string name, uint64_t budget) {
   return std::make_unique<MemoryTier>(std::move(name), budget);

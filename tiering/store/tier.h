@@ -110,12 +110,13 @@ class Tier {
   // A new read-only descriptor of the backing file `token` of file `id`
   // (pinned by the caller), or -errno. The caller closes it.
   virtual int OpenBacking(NodeId /*id*/, uint64_t /*token*/) { return -EOPNOTSUPP; }
-  // A memory tier keeps each file in one memory file (memfd) that
-  // PinBacking can hand out, at most `max_files` files at a time (each holds
-  // a file descriptor; beyond that, heap memory per chunk). Other tiers
-  // ignore it.
+  // A memory tier keeps each file in one memory file that PinBacking can
+  // hand out, at most `max_files` files at a time (each holds a file
+  // descriptor; beyond that, heap memory per chunk): an unnamed file in
+  // `huge_fs` (NewHugePageMemoryFs; the tier keeps a descriptor of its own)
+  // if it is open, else a memfd. Other tiers ignore it.
   // REQUIRES: before the first BeginStore.
-  virtual void UseMemoryFiles(uint64_t /*max_files*/) {}
+  virtual void UseMemoryFiles(uint64_t /*max_files*/, int /*huge_fs*/ = -1) {}
   // `removed` is called with a chunk's node after each Remove that dropped
   // a chunk (outside the tier's locks): holders of backing files let go of
   // them. REQUIRES: before the first BeginStore.
@@ -148,6 +149,13 @@ class Tier {
 };
 
 std::unique_ptr<Tier> NewMemoryTier(std::string name, uint64_t budget);
+
+// A tmpfs of this daemon's own, mounted nowhere, that gives its files huge
+// pages within their size whatever the node's setting for shared memory
+// (shmem_enabled) short of "deny": a descriptor of its root, or -errno
+// (-EPERM without CAP_SYS_ADMIN). Reads of large files from huge pages
+// copy from 2 MiB folios, not 4 KiB pages. The caller closes it.
+int NewHugePageMemoryFs();
 
 // A tier in a directory (node-local NVMe, /dev/shm). Chunks are written to a
 // temporary name, flushed, then renamed and recorded in a journal, so a

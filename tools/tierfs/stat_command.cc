@@ -238,7 +238,8 @@ int RunStat(const MountControl& mount, bool json) {
   Line("", "so no figure here counts them (an epoch read again from memory adds no reads here)");
   if (const JsonValue* pt = s.Member("passthrough"); pt && pt->is_object()) {
     const JsonValue* active = pt->Member("active");
-    const bool huge = pt->String("shmem_huge_pages", "never") != "never";
+    const bool huge = pt->String("memory_files", "") == "tmpfs with huge pages" ||
+                      pt->String("shmem_huge_pages", "never") != "never";
     // What a warm read costs on this node, in one line.
     Line("warm reads",
          active && active->boolean()
