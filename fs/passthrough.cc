@@ -279,7 +279,7 @@ void PassthroughOpens::VisitCounters(CounterVisitor& v) const {
           "passthrough)."});
   v.Note("why_not", why_not());
   v.Text("shmem_huge_pages", ShmemHugePages(), "passthrough_shmem_huge_pages");
-  v.Note("memory_files", memory_files_);
+  v.Text("memory_files", memory_files_, "passthrough_memory_files");
   v.Counter("opens", passed_opens_.load(std::memory_order_relaxed),
             {"Opens answered in passthrough mode: their reads never reach the daemon."});
   v.Counter("opened_bytes", opened_bytes_.load(std::memory_order_relaxed),
