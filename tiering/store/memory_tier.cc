@@ -9,8 +9,6 @@
 // passthrough), so they are held once in memory, not again in the page
 // cache of the mount, and its range is freed at the last unpin.
 #include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/mount.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -22,201 +20,20 @@
 #include <unordered_map>
 #include <vector>
 
+#include "tiering/store/memory_file.h"
 #include "tiering/store/tier.h"
 
 namespace tierfs {
 namespace {
 
-using Buffer = std::vector<char>;
-
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23  // Linux 5.14
-#endif
-
-// Faults in the whole pages of a fresh buffer with one call: a cold epoch
-// fills the tier with fresh memory, and a page fault per 4 KiB (on a
-// virtual machine, each a trip through the hypervisor) cost the promotion
-// threads more than the copies. Best effort: an older kernel says EINVAL and
-// the pages fault in as they are written.
-void Prefault(char* data, size_t n) {
-  static const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-  if (n < 16 * page) return;
-  const uintptr_t begin = (reinterpret_cast<uintptr_t>(data) + page - 1) & ~(page - 1);
-  const uintptr_t end = (reinterpret_cast<uintptr_t>(data) + n) & ~(page - 1);
-  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE);
-}
-
-// Memory files open now, shared with the files (a file may outlive the
-// tier in a reply's hold).
-using FileCount = std::atomic<uint64_t>;
-
-// One file's memory file, `size` bytes long (holes where no chunk is).
-// Closed with its last holder: the tier, a chunk, a writer. Each chunk's
-// range is owned by the chunk last written there, and freed (a hole
-// punched) when that chunk is let go by all its holders (the tier's index,
-// readers, its writer and early readers), or, if the file is pinned as a
-// backing file then, at the last unpin.
-struct MemFile {
-  int fd = -1;
-  uint64_t size = 0;
-  uint64_t token = 0;  // names this memory file among all the tier's
-  std::shared_ptr<FileCount> files;
-  // Guarded by the tier's mu_:
-  uint64_t resident = 0;  // bytes of its published chunks
-  uint32_t writers = 0;   // chunks being written into it
-  // Guards what follows; taken after the tier's mu_ when both are held.
-  mutable std::mutex mu;
-  uint32_t pins = 0;
-  uint64_t generations = 0;
-  std::unordered_map<uint32_t, uint64_t> owners;  // chunk -> generation owning its range
-  // Ranges of chunks let go while pinned, by chunk: freed at the last unpin.
-  std::unordered_map<uint32_t, std::pair<uint64_t, uint64_t>> unfreed;
-
-  MemFile() = default;
-  MemFile(const MemFile&) = delete;
-  MemFile& operator=(const MemFile&) = delete;
-  ~MemFile() {
-    if (fd >= 0) ::close(fd);
-    files->fetch_sub(1, std::memory_order_relaxed);
-  }
-  // A writer takes chunk `chunk`'s range: its generation.
-  uint64_t Take(uint32_t chunk) {
-    std::lock_guard lock(mu);
-    unfreed.erase(chunk);
-    return owners[chunk] = ++generations;
-  }
-  // Generation `gen` of chunk `chunk` is let go by its last holder.
-  void LetGo(uint32_t chunk, uint64_t gen, uint64_t offset, uint64_t length) {
-    std::lock_guard lock(mu);
-    auto it = owners.find(chunk);
-    if (it == owners.end() || it->second != gen) return;  // written again since
-    owners.erase(it);
-    if (pins > 0) {
-      unfreed[chunk] = {offset, length};
-    } else {
-      Free(offset, length);
-    }
-  }
-  void Pin() {
-    std::lock_guard lock(mu);
-    ++pins;
-  }
-  // False if it was not pinned.
-  bool Unpin() {
-    std::lock_guard lock(mu);
-    if (pins == 0) return false;
-    if (--pins > 0) return true;
-    for (const auto& [chunk, range] : unfreed) Free(range.first, range.second);
-    unfreed.clear();
-    return true;
-  }
-  bool pinned() const {
-    std::lock_guard lock(mu);
-    return pins > 0;
-  }
-
- private:
-  void Free(uint64_t offset, uint64_t length) const {
-    ::fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(offset),
-                static_cast<off_t>(length));
-  }
-};
-
-// One stored chunk: a heap buffer, or `size` bytes at `offset` of a memory
-// file, owning that range as generation `gen` of chunk `chunk`.
-struct MemChunk {
-  Buffer heap;
-  std::shared_ptr<MemFile> file;
-  uint32_t chunk = 0;
-  uint64_t gen = 0;
-  uint64_t offset = 0;
-  uint64_t size = 0;
-  MemChunk() = default;
-  MemChunk(const MemChunk&) = delete;
-  MemChunk& operator=(const MemChunk&) = delete;
-  ~MemChunk() {
-    if (file) file->LetGo(chunk, gen, offset, size);
-  }
-};
-
-// A shared mapping of a chunk's range of a memory file being written,
-// unmapped by the last holder: the writer, and readers served from it
-// before it is published. `data` is the chunk's first byte.
-struct Mapping {
-  char* addr = nullptr;
-  size_t length = 0;
-  char* data = nullptr;
-  std::shared_ptr<const MemChunk> chunk;  // its range stays its own while mapped
-  Mapping(const Mapping&) = delete;
-  Mapping& operator=(const Mapping&) = delete;
-  Mapping(char* a, size_t n, size_t skip) : addr(a), length(n), data(a + skip) {}
-  ~Mapping() { ::munmap(addr, length); }
-};
-
-// Asks for huge pages for a range of at least one huge page: the kernel
-// (and passthrough readers) then copies from 2 MiB folios instead of 4 KiB
-// pages. Only where the administrator allows it for shared memory
-// (/sys/kernel/mm/transparent_hugepage/shmem_enabled "advise", or
-// "within_size" / "always" without asking); elsewhere a no-op.
-void AskHugePages(void* addr, uint64_t length) {
-  constexpr uint64_t kHuge = uint64_t{2} << 20;
-  if (length >= kHuge) ::madvise(addr, length, MADV_HUGEPAGE);
-}
-
-// A memory file of `size` bytes, none allocated: 0 with *fd, or -errno.
-// In `huge_fs` (NewHugePageMemoryFs) if it is open: an unnamed file there;
-// else a memfd, whose growing and shrinking are sealed off. Either way no
-// one but this daemon and the kernel (for passthrough) holds a descriptor.
-int NewMemoryFile(uint64_t size, int huge_fs, int* fd) {
-  int f = huge_fs >= 0 ? ::openat(huge_fs, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600)
-                       : ::memfd_create("tierfs-file", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-  if (f < 0) return -errno;
-  if (::ftruncate(f, static_cast<off_t>(size)) != 0 ||
-      (huge_fs < 0 && ::fcntl(f, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) != 0)) {
-    int err = -errno;
-    ::close(f);
-    return err;
-  }
-  *fd = f;
-  return 0;
-}
-
-// Maps [offset, offset+length) of memory file `fd` for writing, its pages
-// allocated (so the tier never fails for want of memory half-way): 0 with
-// *map, or -errno. `by_file`: allocated through the file (fallocate), which
-// a tmpfs with huge pages gives whole 2 MiB folios wherever the file's size
-// covers them; a mapping's faults would not (its address is not aligned).
-int MapRange(int fd, uint64_t offset, uint64_t length, bool by_file,
-             std::shared_ptr<Mapping>* map) {
-  static const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
-  const uint64_t skip = offset % page, span = skip + length;
-  if (by_file && ::fallocate(fd, FALLOC_FL_KEEP_SIZE, static_cast<off_t>(offset),
-                             static_cast<off_t>(length)) != 0) {
-    return -errno;
-  }
-  void* addr = ::mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
-                      static_cast<off_t>(offset - skip));
-  if (addr == MAP_FAILED) return -errno;
-  int err = 0;
-  if (AskHugePages(addr, span), ::madvise(addr, span, MADV_POPULATE_WRITE) != 0) {
-    // Before Linux 5.14 (EINVAL) allocate without mapping; a failure is
-    // the want of memory.
-    err = errno == EINVAL && ::fallocate(fd, FALLOC_FL_KEEP_SIZE, static_cast<off_t>(offset),
-                                         static_cast<off_t>(length)) == 0
-              ? 0
-              : -errno;
-  }
-  if (err == 0) {
-    try {
-      *map = std::make_shared<Mapping>(static_cast<char*>(addr), span, skip);
-      return 0;
-    } catch (const std::bad_alloc&) {
-      err = -ENOMEM;
-    }
-  }
-  ::munmap(addr, span);
-  return err;
-}
+using memory_files::Buffer;
+using memory_files::FileCount;
+using memory_files::Mapping;
+using memory_files::MapRange;
+using memory_files::MemChunk;
+using memory_files::MemFile;
+using memory_files::NewMemoryFile;
+using memory_files::Prefault;
 
 class MemoryTier final : public Tier {
  public:
@@ -339,7 +156,8 @@ class MemoryTier final : public Tier {
       f->files = files_count_;
       f->size = origin.file_size;
       f->token = ++tokens_;
-      if (NewMemoryFile(origin.file_size, huge_fs_, &f->fd) < 0) return nullptr;  // counted down by ~MemFile
+      if (NewMemoryFile(origin.file_size, huge_fs_, &f->fd) < 0)
+        return nullptr;  // counted down by ~MemFile
       it = files_.emplace(key.node, std::move(f)).first;
     }
     if (it->second->size != origin.file_size) return nullptr;  // another file's: never
@@ -366,7 +184,7 @@ class MemoryTier final : public Tier {
   }
 
   uint64_t max_files_ = 0;  // set before any store
-  int huge_fs_ = -1;         // set before any store
+  int huge_fs_ = -1;        // set before any store
   const std::shared_ptr<FileCount> files_count_ = std::make_shared<FileCount>(0);
   // Guards chunks_, files_, tokens_ and the counts of every MemFile; a leaf lock.
   mutable std::shared_mutex mu_;
@@ -466,21 +284,6 @@ int MemoryTier::BeginStore(ChunkKey key, const ChunkOrigin& origin,
 }
 
 }  // namespace
-
-int NewHugePageMemoryFs() {
-  int fs = ::fsopen("tmpfs", FSOPEN_CLOEXEC);
-  if (fs < 0) return -errno;
-  int mnt = -1;
-  if (::fsconfig(fs, FSCONFIG_SET_STRING, "huge", "within_size", 0) == 0 &&
-      ::fsconfig(fs, FSCONFIG_SET_STRING, "size", "0", 0) == 0 &&  // the tier's budget bounds it
-      ::fsconfig(fs, FSCONFIG_SET_STRING, "mode", "0700", 0) == 0 &&
-      ::fsconfig(fs, FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) == 0) {
-    mnt = ::fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
-  }
-  const int err = mnt < 0 ? -errno : 0;
-  ::close(fs);
-  return mnt < 0 ? err : mnt;
-}
 
 std::unique_ptr<Tier> NewMemoryTier(std::string name, uint64_t budget) {
   return std::make_unique<MemoryTier>(std::move(name), budget);
