@@ -76,8 +76,7 @@ class PassthroughTest(unittest.TestCase):
             f.write(data)
 
     def mount(self, *options):
-        # on: these small datasets fit in memory twice, where auto leaves it off.
-        try:
+        try:  # on: these small datasets fit in memory twice, where auto leaves it off
             return harness.Mount(self.src, self.mnt, ["passthrough=on", *options])
         except AssertionError as e:
             if "passthrough=on is impossible here" not in str(e):
@@ -109,10 +108,8 @@ class PassthroughTest(unittest.TestCase):
         with self.mount("ram=64M", "prefetch=stage-in") as m:
             self.wait_resident(m, len(files))
             self.check_served_without_daemon(m, files)
-            # Closed, their backing files stay registered: opened again, no
-            # file is registered anew.
-            before = m.stats()["passthrough"]
-            self.assertEqual(before["backing_files"], len(files))
+            # Closed, their backing files stay registered: none registered anew.
+            self.assertEqual((before := m.stats()["passthrough"])["backing_files"], len(files))
             self.check_served_without_daemon(m, files)
             after = m.stats()["passthrough"]
             self.assertEqual(after["registrations"], before["registrations"])
@@ -139,11 +136,8 @@ class PassthroughTest(unittest.TestCase):
             self.check_served_without_daemon(m, files)
 
     def test_a_large_file_in_the_ram_tier_is_in_huge_pages(self):
-        # A root daemon keeps the RAM tier's files in a tmpfs of its own
-        # with huge pages within each file's size, whatever the node's
-        # setting for shared memory says short of "deny": the kernel's reads
-        # copy from 2 MiB folios. The test sets "never" for its duration
-        # (and puts the setting back), then counts shared memory in huge pages.
+        # A root daemon's own tmpfs gives them, whatever shmem_enabled says short
+        # of "deny": the test sets "never" (restored after) and counts them.
         knob = "/sys/kernel/mm/transparent_hugepage/shmem_enabled"
         try:
             before = open(knob).read()
@@ -159,15 +153,14 @@ class PassthroughTest(unittest.TestCase):
             with self.mount("ram=64M", "prefetch=stage-in", "chunk_size=1M") as m:
                 self.wait_resident(m, 1)
                 pt = m.stats()["passthrough"]
-                self.assertEqual(pt["shmem_huge_pages"], "never")
-                self.assertEqual(pt["memory_files"], "tmpfs with huge pages")
+                self.assertEqual((pt["shmem_huge_pages"], pt["memory_files"]),
+                                 ("never", "tmpfs with huge pages"))
                 self.assertGreaterEqual(shmem_huge_bytes() - huge0, 4 * MiB,
                                         "the 6 MiB file is in huge pages")
                 with open(os.path.join(self.mnt, "big.bin"), "rb") as f:
                     self.assertEqual(f.read(), data)
-                stat = subprocess.run([harness.tierfs_bin(), "stat", self.mnt],
-                                      capture_output=True, text=True, timeout=30,
-                                      check=True).stdout
+                stat = subprocess.run([harness.tierfs_bin(), "stat", self.mnt], text=True,
+                                      capture_output=True, timeout=30, check=True).stdout
                 self.assertIn("in huge pages", " ".join(stat.split()))
         finally:
             with open(knob, "w") as f:
@@ -277,13 +270,11 @@ class PassthroughTest(unittest.TestCase):
     def test_auto_leaves_it_off_for_small_files_that_fit_in_memory_twice(self):
         self.write("f", os.urandom(50_000))
         with harness.Mount(self.src, self.mnt, ["ram=16M"]) as m:
-            s = m.stats()["passthrough"]
-            if "passthrough=auto" not in s["why_not"]:
-                self.skipTest(f"passthrough is not possible here: {s['why_not']}")
-            self.assertFalse(s["active"])
-            self.assertIn("a second time", s["why_not"])
-        # Files of 1 MiB or more holding most of the data: on.
-        self.write("big", os.urandom(2 * MiB))
+            why = m.stats()["passthrough"]["why_not"]
+            if "passthrough=auto" not in why:
+                self.skipTest(f"passthrough is not possible here: {why}")
+            self.assertIn("a second time", why)
+        self.write("big", os.urandom(2 * MiB))  # files of 1 MiB or more hold most of it: on
         with harness.Mount(self.src, self.mnt, ["ram=16M"]) as m:
             self.assertTrue(m.stats()["passthrough"]["active"])
 
