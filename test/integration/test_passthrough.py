@@ -229,13 +229,13 @@ class PassthroughTest(unittest.TestCase):
             evicted = m.stats()["promotions"]["evicted"]
             for rel in ("f1", "f2", "f3", "f4"):
                 self.assertEqual(harness.read_file(os.path.join(self.mnt, rel)), files[rel])
-            harness.wait_for(lambda: m.stats()["promotions"]["evicted"] > evicted,
-                             what="an eviction")
+            harness.wait_for(lambda: m.stats()["promotions"]["evicted"] > evicted, what="evicted")
             # f0 was the least recently used: gone from the tier, still read right.
             self.assertEqual(os.pread(f.fileno(), 400_000, 0), files["f0"])
             self.assertEqual(view[:], files["f0"])
             view.close()
-        # Opened again: right, whether promoted again or not.
+        # Closed: its backing file let go (it left the tier); opened again: right.
+        harness.wait_for(lambda: m.stats()["passthrough"]["backing_files"] == 0, what="let go")
         self.assertEqual(harness.read_file(first), files["f0"])
 
     def wait_released(self, m):
