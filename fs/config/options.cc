@@ -136,11 +136,11 @@ const std::vector<OwnOption>& OwnOptions() {
                                          {"auto", ReaddirMode::kAuto}});
        }},
       {"passthrough", "MODE",
-       "FUSE passthrough, for files wholly in one tier file: the kernel reads them from that "
-       "file, and the RAM tier is not cached a second time. It costs a request per open, so "
-       "small-file epochs whose data fits in memory twice are faster without it. off "
-       "(default), auto (on when the daemon has CAP_SYS_ADMIN and the kernel accepts it) or on "
-       "(refuse to mount without it)",
+       "FUSE passthrough, for files wholly in one tier: the kernel reads them from the tier's "
+       "file, at the speed of memory, and they are not cached a second time; every open then "
+       "costs a request. auto (default: on when the daemon has CAP_SYS_ADMIN and the kernel "
+       "accepts it, unless small files hold most of the data and it fits in memory twice), on "
+       "(refuse to mount without it) or off",
        [](MountConfig& c, const std::string& v, const std::string& o) {
          c.passthrough = OneOf<PassthroughWant>(v, o,
                                                 {{"auto", PassthroughWant::kAuto},

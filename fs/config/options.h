@@ -33,7 +33,7 @@ struct MountConfig {
   IndexCheck index_check = IndexCheck::kDirs;
   unsigned index_wait = 600;  // seconds to wait for another node building the index
   ReaddirMode readdir = ReaddirMode::kPlus;
-  PassthroughWant passthrough = PassthroughWant::kOff;
+  PassthroughWant passthrough = PassthroughWant::kAuto;  // decided per mount
   uint64_t max_open_files = 0;   // SOURCE fd cache; 0 = half of RLIMIT_NOFILE
   double entry_timeout = 86400;  // seconds the kernel may cache names
   double attr_timeout = 86400;   // seconds the kernel may cache attributes

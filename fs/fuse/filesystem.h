@@ -18,6 +18,7 @@
 #include "fs/fuse/control.h"
 #include "fs/fuse/parallel_dirops.h"
 #include "fs/fuse/passthrough.h"
+#include "fs/fuse/passthrough_backing.h"
 #include "fs/fuse/source_permissions.h"
 #include "fs/peers/peer_service.h"
 #include "prefetch/assembly/tiered_store.h"
@@ -100,9 +101,9 @@ class FsContext {
   }
   fuse_session* session() const { return session_; }
   int device_fd() const { return device_fd_; }
-  // A descriptor of a file holding all of regular file `id`'s bytes at its
-  // own offsets (the one tier file of a one-chunk file), or -errno.
-  int OpenBackingFile(NodeId id);
+  // Whether one tier file holds all of regular file `id`'s bytes at their
+  // own offsets (its next opens pass through).
+  bool InOneTierFile(NodeId id);
   // A file opened in passthrough mode will be read without the daemon
   // hearing of it: the planner and the eviction policy hear of it now.
   void NotePassthroughOpen(NodeId id);
@@ -139,6 +140,7 @@ class FsContext {
   const PeerService* peer_service_ = nullptr;
   std::string source_path_, mount_path_;
   InitReplyPatch init_patch_;
+  TierBackingFiles backing_;
   PassthroughOpens passthrough_;
   fuse_session* session_ = nullptr;
   int device_fd_ = -1;

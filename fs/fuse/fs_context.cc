@@ -20,8 +20,10 @@ FsContext::FsContext(const Namespace* ns, SourceReader* reader, TieredStore* sto
       timeouts_(timeouts),
       started_(std::chrono::steady_clock::now()),
       access_(ns),
-      control_(static_cast<uint64_t>(ns->size()) + 1, owner, group, ControlFiles()) {
+      control_(static_cast<uint64_t>(ns->size()) + 1, owner, group, ControlFiles()),
+      backing_(ns, store->chunks()) {
   store_->prefetcher().set_hint_access(&access_);
+  passthrough_.UseBackingFiles(&backing_);
 }
 
 FsContext::~FsContext() { store_->prefetcher().set_hint_access(nullptr); }
@@ -120,22 +122,21 @@ std::string FsContext::PrometheusText() const {
   return prometheus.Finish();
 }
 
-int FsContext::OpenBackingFile(NodeId id) {
-  ChunkStore* chunks = store_->chunks();
-  if (chunks == nullptr) return -ENOENT;
-  const Catalog& catalog = chunks->catalog();
-  // One chunk holding the whole file: its tier file is the file.
-  if (ns_->node(id).size == 0 || catalog.chunks(id) != 1) return -EOPNOTSUPP;
-  const ChunkKey key{id, 0};
-  const uint8_t state = catalog.state(key);
-  if (!Catalog::IsResident(state)) return -ENOENT;
-  return chunks->tiers()[static_cast<size_t>(Catalog::TierOf(state))]->OpenBacking(key);
+bool FsContext::InOneTierFile(NodeId id) {
+  uint64_t token = 0;
+  const fuse_ino_t ino = InoOf(id);
+  if (backing_.Pin(ino, &token) < 0) return false;
+  backing_.Unpin(ino, token);
+  return true;
 }
 
 void FsContext::NotePassthroughOpen(NodeId id) {
   const uint64_t size = ns_->node(id).size;
   passthrough_.CountOpened(size);
-  if (ChunkStore* chunks = store_->chunks()) chunks->policy().Touched(ChunkKey{id, 0});
+  if (ChunkStore* chunks = store_->chunks()) {
+    const uint32_t n = chunks->catalog().chunks(id);
+    for (uint32_t c = 0; c < n; ++c) chunks->policy().Touched(ChunkKey{id, c});
+  }
   store_->prefetcher().OnRead(id, 0, size, true);
 }
 

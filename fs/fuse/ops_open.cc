@@ -15,7 +15,6 @@
 // mmap run at the speed of the tier's file, and its bytes are held once in
 // memory. Directories keep the zero-message opendir.
 #include <fcntl.h>
-#include <unistd.h>
 
 #include "fs/fuse/handler.h"
 
@@ -72,9 +71,8 @@ void Open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi, bool dir) {
       const NodeId id = FsContext::NodeOf(ino);
       if (!Allowed(req, ctx, id, fi->flags)) return;
       if (passthrough && S_ISREG(ctx.ns().node(id).mode)) {
-        bool registered = false;
-        const int backing = ctx.passthrough().Open(
-            ino, [&ctx, id] { return ctx.OpenBackingFile(id); }, &registered);
+        bool first = false;
+        const int backing = ctx.passthrough().Open(ino, &first);
         if (backing >= 0) {
           fi->fh = kFhPassthrough;
           fi->keep_cache = 0;  // the kernel refuses FOPEN_KEEP_CACHE with passthrough
@@ -86,7 +84,7 @@ void Open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi, bool dir) {
           if (sent != 0) return (void)ctx.passthrough().Release(ino, true);
           ctx.NotePassthroughOpen(id);
           // Pages of earlier opens without passthrough are no longer read.
-          if (registered) DropPageCache(ctx, ino);
+          if (first) DropPageCache(ctx, ino);
           return;
         }
         fi->fh = kFhCached;
@@ -120,10 +118,7 @@ void OpRelease(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
   // The file was read through the page cache (opened before it was
   // resident): if a tier file holds it now, its next opens pass through,
   // and its pages in the mount's cache would only hold its bytes twice.
-  const int fd = ctx.OpenBackingFile(FsContext::NodeOf(ino));
-  if (fd < 0) return;
-  ::close(fd);
-  DropPageCache(ctx, ino);
+  if (ctx.InOneTierFile(FsContext::NodeOf(ino))) DropPageCache(ctx, ino);
 }
 
 }  // namespace tierfs

@@ -53,7 +53,10 @@ std::string PassthroughUnavailable(PassthroughWant want) {
   if (major < 6 || (major == 6 && minor < 9)) {
     return fmt::format("the kernel ({}) has no FUSE passthrough (Linux 6.9 or later has)", release);
   }
-  if (!HasCapSysAdmin()) return "the daemon lacks CAP_SYS_ADMIN (a user's daemon)";
+  if (!HasCapSysAdmin()) {
+    return "the daemon lacks CAP_SYS_ADMIN (a user's daemon): warm reads go through the daemon "
+           "and the page cache";
+  }
   return "";
 }
 
@@ -94,6 +97,7 @@ int PassthroughOpens::Register(int fd) {
   }
   if (id <= 0) return -EIO;  // the kernel's ids start at 1
   backing_files_.fetch_add(1, std::memory_order_relaxed);
+  registrations_.fetch_add(1, std::memory_order_relaxed);
   return id;
 }
 
@@ -106,18 +110,57 @@ void PassthroughOpens::Unregister(int32_t id) {
   backing_files_.fetch_sub(1, std::memory_order_relaxed);
 }
 
-int PassthroughOpens::Open(fuse_ino_t ino, const std::function<int()>& open_backing,
-                           bool* registered) {
-  *registered = false;
-  auto cached = [this, ino](InodeOpens& e, int err) {
-    if (paged_.size() < kMaxPaged) paged_.insert(ino);  // first: it may throw
-    ++e.cached;
-    cached_opens_.fetch_add(1, std::memory_order_relaxed);
-    cached_now_.fetch_add(1, std::memory_order_relaxed);
-    return err;
-  };
+int PassthroughOpens::CachedOpen(fuse_ino_t ino, InodeOpens& e, int err) {
+  if (paged_.size() < kMaxPaged) paged_.insert(ino);  // first: it may throw
+  ++e.cached;
+  cached_opens_.fetch_add(1, std::memory_order_relaxed);
+  cached_now_.fetch_add(1, std::memory_order_relaxed);
+  return err;
+}
+
+int PassthroughOpens::PassOpen(fuse_ino_t ino, InodeOpens& e, uint64_t token, bool* first) {
+  if (e.passed > 0 || e.cached > 0) {  // another open came first
+    files_->Unpin(ino, token);
+    if (e.passed == 0) {
+      busy_.fetch_add(1, std::memory_order_relaxed);
+      return CachedOpen(ino, e, -EBUSY);  // the kernel refuses passthrough meanwhile
+    }
+    ++e.passed;
+    passed_opens_.fetch_add(1, std::memory_order_relaxed);
+    return e.backing_id;
+  }
+  if (e.idle) {
+    idle_.erase(e.idle_at);
+    e.idle = false;
+  }
+  if (e.backing_id >= 0 && (e.token != token || e.removed)) {  // another file now
+    Unregister(e.backing_id);
+    e.backing_id = -1;
+  }
+  if (e.backing_id >= 0) {
+    reused_.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    int fd = files_->Open(ino, token);
+    int id = fd < 0 ? fd : Register(fd);
+    if (id < 0) {
+      files_->Unpin(ino, token);
+      return CachedOpen(ino, e, id);
+    }
+    e.backing_id = id;
+    e.token = token;
+    e.removed = false;
+  }
+  e.passed = 1;
+  *first = true;
+  passed_opens_.fetch_add(1, std::memory_order_relaxed);
+  return e.backing_id;
+}
+
+int PassthroughOpens::Open(fuse_ino_t ino, bool* first) {
+  *first = false;
   {
     std::lock_guard lock(mu_);
+    TakeRemovals();
     auto it = opens_.find(ino);
     if (it != opens_.end() && it->second.passed > 0) {
       ++it->second.passed;  // the same backing file: the kernel refuses another
@@ -126,44 +169,83 @@ int PassthroughOpens::Open(fuse_ino_t ino, const std::function<int()>& open_back
     }
     if (it != opens_.end() && it->second.cached > 0) {
       busy_.fetch_add(1, std::memory_order_relaxed);
-      return cached(it->second, -EBUSY);  // the kernel refuses passthrough meanwhile
+      return CachedOpen(ino, it->second, -EBUSY);  // the kernel refuses passthrough meanwhile
     }
   }
-  int fd = active() ? open_backing() : -ENOTSUP;  // outside the lock: may open a file
+  uint64_t token = 0;
+  // Outside the lock: it looks at every chunk of the file.
+  const int pinned = active() && files_ != nullptr ? files_->Pin(ino, &token) : -ENOTSUP;
   std::lock_guard lock(mu_);
   InodeOpens& e = opens_[ino];
-  if (e.passed > 0 || e.cached > 0 || fd < 0) {  // another open came first, or no backing
-    if (fd >= 0) ::close(fd);
-    if (e.passed > 0) {
+  if (pinned < 0) {
+    if (e.passed > 0) {  // another open came first, with a backing file
       ++e.passed;
       passed_opens_.fetch_add(1, std::memory_order_relaxed);
       return e.backing_id;
     }
-    return cached(e, fd < 0 ? fd : -EBUSY);
+    return CachedOpen(ino, e, e.cached > 0 ? -EBUSY : pinned);
   }
-  int id = Register(fd);
-  if (id < 0) return cached(e, id);
-  e.passed = 1;
-  e.backing_id = id;
-  *registered = true;
-  passed_opens_.fetch_add(1, std::memory_order_relaxed);
-  return id;
+  return PassOpen(ino, e, token, first);
+}
+
+void PassthroughOpens::Removed(fuse_ino_t ino) {
+  std::lock_guard lock(removed_mu_);
+  if (removed_.size() < kMaxPaged) removed_.push_back(ino);
+  any_removed_.store(true, std::memory_order_release);
+}
+
+void PassthroughOpens::TakeRemovals() {
+  if (!any_removed_.load(std::memory_order_acquire)) return;
+  std::vector<fuse_ino_t> removed;
+  {
+    std::lock_guard lock(removed_mu_);
+    removed.swap(removed_);
+    any_removed_.store(false, std::memory_order_release);
+  }
+  for (fuse_ino_t ino : removed) {
+    auto it = opens_.find(ino);
+    if (it == opens_.end() || it->second.backing_id < 0) continue;
+    it->second.removed = true;
+    if (it->second.passed == 0) LetGo(it);
+  }
+}
+
+void PassthroughOpens::LetGo(Opens::iterator it) {
+  InodeOpens& e = it->second;
+  if (e.idle) {
+    idle_.erase(e.idle_at);
+    e.idle = false;
+  }
+  if (e.backing_id >= 0) Unregister(e.backing_id);
+  e.backing_id = -1;
+  if (e.passed == 0 && e.cached == 0) opens_.erase(it);
 }
 
 bool PassthroughOpens::Release(fuse_ino_t ino, bool passthrough) {
   std::lock_guard lock(mu_);
+  TakeRemovals();
   auto it = opens_.find(ino);
   if (it == opens_.end()) return false;
   InodeOpens& e = it->second;
   bool last_cached = false;
   if (passthrough && e.passed > 0 && --e.passed == 0) {
-    Unregister(e.backing_id);
-    e.backing_id = -1;
-  } else if (!passthrough && e.cached > 0) {
+    files_->Unpin(ino, e.token);
+    if (e.removed || max_idle_ == 0) {
+      LetGo(it);
+      return false;
+    }
+    // Kept registered for the next open; the least recently opened goes.
+    idle_.push_front(ino);
+    e.idle = true;
+    e.idle_at = idle_.begin();
+    if (idle_.size() > max_idle_) LetGo(opens_.find(idle_.back()));
+    return false;
+  }
+  if (!passthrough && e.cached > 0) {
     last_cached = --e.cached == 0;
     cached_now_.fetch_sub(1, std::memory_order_relaxed);
   }
-  if (e.passed == 0 && e.cached == 0) opens_.erase(it);
+  if (e.passed == 0 && e.cached == 0 && e.backing_id < 0) opens_.erase(it);
   return last_cached;
 }
 
@@ -197,6 +279,7 @@ void PassthroughOpens::VisitCounters(CounterVisitor& v) const {
           "passthrough)."});
   v.Note("why_not", why_not());
   v.Text("shmem_huge_pages", ShmemHugePages(), "passthrough_shmem_huge_pages");
+  v.Text("memory_files", memory_files_, "passthrough_memory_files");
   v.Counter("opens", passed_opens_.load(std::memory_order_relaxed),
             {"Opens answered in passthrough mode: their reads never reach the daemon."});
   v.Counter("opened_bytes", opened_bytes_.load(std::memory_order_relaxed),
@@ -215,8 +298,15 @@ void PassthroughOpens::VisitCounters(CounterVisitor& v) const {
             {"Backing files the kernel refused to register."});
   v.Gauge("cached_open_files", static_cast<double>(cached_now_.load(std::memory_order_relaxed)),
           {"Files open now without passthrough (not yet released by the kernel)."});
+  v.Counter("registrations", registrations_.load(std::memory_order_relaxed),
+            {"Backing files registered with the kernel (an open of the tier file and an ioctl "
+             "each)."});
+  v.Counter("reused_registrations", reused_.load(std::memory_order_relaxed),
+            {"Passthrough opens that found their file's backing file registered still (no open "
+             "of a tier file, no ioctl)."});
   v.Gauge("backing_files", static_cast<double>(backing_files_.load(std::memory_order_relaxed)),
-          {"Backing files registered now (one per file open in passthrough mode)."});
+          {"Backing files registered now: one per file open in passthrough mode, and those kept "
+           "for closed files still whole in their tier."});
   v.EndGroup();
 }
 

@@ -1,9 +1,10 @@
 // FUSE passthrough (Linux 6.9+): a file opened in passthrough mode is read
 // (and mmap()ed) by the kernel straight from a backing file the daemon
 // registered on /dev/fuse, with no request to the daemon. tierfs passes
-// through a file whose bytes are all in one tier file: a directory tier's
-// chunk file, or a RAM tier's memory file (memfd), when the file is one
-// chunk. Every other file is opened as before (page cache, keep_cache).
+// through a file whose bytes are all in one tier file: a RAM tier's memory
+// file (memfd: one per file, its chunks at their offsets), or a directory
+// tier's chunk file when the file is one chunk. Every other file is opened
+// as before (page cache, keep_cache).
 //
 // It needs CAP_SYS_ADMIN (the kernel checks it when a backing file is
 // registered), FUSE_PASSTHROUGH accepted in the INIT reply (libfuse 3.14
@@ -11,18 +12,22 @@
 // zero-message open (ENOSYS) would stop every OPEN. The kernel refuses a
 // passthrough open of an inode open in cached mode, or with another backing
 // file: PassthroughOpens keeps one backing file per inode while it is open
-// and answers cached while a cached open lasts.
+// and answers cached while a cached open lasts. A backing file stays
+// registered after the last close (a bounded LRU of idle ones) while its
+// file stays whole in its tier, so a passthrough open of a file opened
+// before costs the round trip alone: no file open, no ioctl.
 #pragma once
 
 #include <fuse_lowlevel.h>
 
 #include <atomic>
 #include <cstdint>
-#include <functional>
+#include <list>
 #include <mutex>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 #include "fs/config/mount_modes.h"
 #include "tiering/base/counter_visitor.h"
@@ -34,12 +39,30 @@ namespace tierfs {
 // CAP_SYS_ADMIN, a kernel before 6.9).
 std::string PassthroughUnavailable(PassthroughWant want);
 
+// Where backing files come from (the tiers). Thread-safe.
+class BackingFiles {
+ public:
+  virtual ~BackingFiles() = default;
+  // If a tier holds all of file `ino` in one file: 0 with *token naming
+  // that file, pinned (its bytes stay until Unpin); else -errno.
+  virtual int Pin(fuse_ino_t ino, uint64_t* token) = 0;
+  virtual void Unpin(fuse_ino_t ino, uint64_t token) = 0;
+  // A new descriptor of the pinned file `token`, or -errno.
+  virtual int Open(fuse_ino_t ino, uint64_t token) = 0;
+};
+
 // The passthrough state of one mount and its open files. Thread-safe.
 class PassthroughOpens {
  public:
   // REQUIRES: before the session starts. `why_not` is
   // PassthroughUnavailable's answer.
   void Configure(PassthroughWant want, std::string why_not);
+  // Where backing files come from. REQUIRES: before the session starts.
+  void UseBackingFiles(BackingFiles* files) { files_ = files; }
+  // How many registered backing files of closed files may be kept (the
+  // least recently opened go first); 0 (the default): none.
+  // REQUIRES: before the session starts.
+  void KeepIdle(size_t max_idle) { max_idle_ = max_idle; }
   // Whether the INIT reply should ask for FUSE_PASSTHROUGH.
   bool wanted() const { return want_ != PassthroughWant::kOff && why_not_.empty(); }
   PassthroughWant want() const { return want_; }
@@ -50,19 +73,26 @@ class PassthroughOpens {
   // "" when active, else why not.
   std::string why_not() const;
 
-  // A file `ino` is opened: `open_backing` returns a descriptor of its
-  // backing file or -errno (none). Returns the backing id to reply with
+  // A file `ino` is opened. Returns the backing id to reply with
   // FOPEN_PASSTHROUGH, or -errno: reply a cached open. Either way the open
-  // is counted until Release.
-  // *registered: a backing file was registered for the inode (its first
-  // passthrough open since it had none).
-  int Open(fuse_ino_t ino, const std::function<int()>& open_backing, bool* registered);
+  // is counted until Release. *first: the inode's first passthrough open
+  // since it had none open.
+  int Open(fuse_ino_t ino, bool* first);
+  // A chunk of file `ino` left its tier: a backing file registered for it
+  // is let go (at its last close if open). Cheap; called by the tiers.
+  void Removed(fuse_ino_t ino);
   // An open answered in passthrough mode or not is released. Returns true
   // when it was the inode's last open without passthrough.
   bool Release(fuse_ino_t ino, bool passthrough);
   // Whether the mount's page cache may hold pages of `ino` (it was opened
   // without passthrough since the last call); the caller is to drop them.
   bool TakePaged(fuse_ino_t ino);
+  // Where the RAM tier keeps its files: kHugeTmpfs (a tmpfs of the
+  // daemon's own, huge pages) or kMemfd (as the node's shmem_enabled says).
+  static constexpr const char* kHugeTmpfs = "tmpfs with huge pages";
+  static constexpr const char* kMemfd = "memfd";
+  // REQUIRES: before the session starts.
+  void NoteMemoryFiles(std::string where) { memory_files_ = std::move(where); }
   // The page cache of a file was dropped: its bytes are held by the tier.
   void CountCacheDropped() { cache_drops_.fetch_add(1, std::memory_order_relaxed); }
   // A file of `bytes` was opened in passthrough mode (its reads are not seen).
@@ -74,19 +104,43 @@ class PassthroughOpens {
   struct InodeOpens {
     uint32_t cached = 0;      // opens answered without passthrough, not released
     uint32_t passed = 0;      // opens answered with passthrough, not released
-    int32_t backing_id = -1;  // registered while passed > 0
+    int32_t backing_id = -1;  // registered while passed > 0, and idle after
+    uint64_t token = 0;       // the backing file registered (pinned while passed > 0)
+    bool removed = false;     // a chunk left the tier since: not kept idle
+    bool idle = false;        // in idle_ (passed == 0, backing_id registered)
+    std::list<fuse_ino_t>::iterator idle_at;
   };
+  using Opens = std::unordered_map<fuse_ino_t, InodeOpens>;
   // Registers `fd` (closed here) with the kernel: the backing id or -errno.
   int Register(int fd);
   void Unregister(int32_t id);
+  // The passthrough open of `ino` pinned as `token`: the backing id, or
+  // -errno (then unpinned). REQUIRES: mu_ held.
+  int PassOpen(fuse_ino_t ino, InodeOpens& e, uint64_t token, bool* first);
+  // An answer without passthrough. REQUIRES: mu_ held.
+  int CachedOpen(fuse_ino_t ino, InodeOpens& e, int err);
+  // Lets go of an entry's registered backing file and forgets the entry
+  // if nothing else holds it. REQUIRES: mu_ held.
+  void LetGo(Opens::iterator it);
+  // Applies the removals noted since the last call. REQUIRES: mu_ held.
+  void TakeRemovals();
 
   PassthroughWant want_ = PassthroughWant::kAuto;
   std::string why_not_;  // set before the session; "" = may try
+  std::string memory_files_;  // set before the session
   std::atomic<bool> active_{false};
   std::atomic<bool> refused_{false};  // wanted, and the kernel did not offer it
   int dev_fd_ = -1;
-  std::mutex mu_;  // guards opens_ and paged_; a leaf lock (the registration ioctls run under it)
-  std::unordered_map<fuse_ino_t, InodeOpens> opens_;
+  BackingFiles* files_ = nullptr;
+  size_t max_idle_ = 0;
+  // Guards opens_, idle_ and paged_. Taken before the tiers' locks (Pin,
+  // Open and Unpin of files_ run under it, and the registration ioctls).
+  std::mutex mu_;
+  Opens opens_;
+  std::list<fuse_ino_t> idle_;  // inodes with a registered backing file and no open; newest first
+  std::mutex removed_mu_;  // guards removed_; a leaf lock
+  std::vector<fuse_ino_t> removed_;
+  std::atomic<bool> any_removed_{false};
   // Files opened without passthrough whose pages have not been dropped
   // since: the files read before they were resident, and those that never
   // are (no room). Bounded: beyond kMaxPaged, a file's pages are left to
@@ -94,7 +148,8 @@ class PassthroughOpens {
   static constexpr size_t kMaxPaged = 1 << 16;
   std::unordered_set<fuse_ino_t> paged_;
   std::atomic<uint64_t> cache_drops_{0}, cached_now_{0}, opened_bytes_{0}, passed_opens_{0},
-      cached_opens_{0}, busy_{0}, register_failed_{0}, backing_files_{0};
+      cached_opens_{0}, busy_{0}, register_failed_{0}, backing_files_{0}, registrations_{0},
+      reused_{0};
 };
 
 }  // namespace tierfs

@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "fs/config/config_checks.h"
+#include "fs/fuse/passthrough_backing.h"
 #include "fs/mount/mount_checks.h"
 #include "fs/mount/service_notify.h"
 #include "tiering/base/log.h"
@@ -243,14 +244,18 @@ void TierfsMount::ConfigureContext() {
     }
   }
   ctx_->set_readdir_mode(config_.readdir);
-  ctx_->passthrough().Configure(config_.passthrough, no_passthrough_);
+  ctx_->passthrough().Configure(
+      config_.passthrough,
+      config_.passthrough == PassthroughWant::kAuto && no_passthrough_.empty()
+          ? PassthroughNotPaying(*ns_, store_->chunks(), NodeMemory())
+          : no_passthrough_);
   ctx_->init_patch().WantPassthrough(ctx_->passthrough().wanted());
   ctx_->init_patch().SetMaxPages(MaxPagesLimit());
   if (ctx_->passthrough().wanted() && store_->chunks() != nullptr) {
-    // The RAM tier keeps whole files in memory files that can be backing
-    // files, as many as the open-file limit leaves room for.
+    // The RAM tier keeps each file in a memory file that can be a backing
+    // file, as many as the open-file limit leaves room for.
     const uint64_t spare = fd_limit_ > max_open_ + 1024 ? fd_limit_ - max_open_ - 1024 : 0;
-    for (Tier* t : store_->chunks()->tiers()) t->UseMemoryFiles(spare);
+    UseTierFiles(store_->chunks(), &ctx_->passthrough(), spare);
   }
 }
 

@@ -35,7 +35,8 @@ int ChunkClaim::Write(const char* data, size_t n) {
                        key_.chunk,
                        length_,
                        node.ctime_ns,
-                       node.ino};
+                       node.ino,
+                       uint64_t{key_.chunk} * store_->catalog().chunk_size()};
     Tier* tier = store_->tiers()[static_cast<size_t>(tier_)];
     if (int err = tier->BeginStore(key_, origin, &writer_); err < 0) return err;
   }

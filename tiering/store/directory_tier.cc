@@ -76,7 +76,8 @@ class JournaledDirectoryTier final : public DirectoryTier {
                  std::unique_ptr<ChunkWriter>* out) override;
   int Read(ChunkKey key, uint64_t off, size_t n, char* scratch, TierRead* out) override;
   uint64_t Remove(ChunkKey key) override;
-  int OpenBacking(ChunkKey key) override;
+  int PinBacking(NodeId id, uint64_t size, uint64_t* token) override;
+  int OpenBacking(NodeId id, uint64_t token) override;
   size_t chunks() const override {
     std::shared_lock lock(mu_);
     return index_.size();
@@ -334,12 +335,22 @@ int JournaledDirectoryTier::Read(ChunkKey key, uint64_t off, size_t n, char* scr
   return 0;
 }
 
-// A chunk file holds the chunk's bytes at offsets 0..length, no header.
-// Opened directly, not through FileIo: the kernel needs a real descriptor.
-// Remove unlinks the file, so a descriptor handed out keeps the bytes.
-int JournaledDirectoryTier::OpenBacking(ChunkKey key) {
-  std::optional<Entry> e = Find(key);
+// A chunk file holds the chunk's bytes at offsets 0..length, no header:
+// the backing file of a file of one chunk, named by its sequence number.
+// Remove unlinks the file, never rewrites it, so a pin needs no count: a
+// descriptor handed out keeps the bytes.
+int JournaledDirectoryTier::PinBacking(NodeId id, uint64_t size, uint64_t* token) {
+  std::optional<Entry> e = Find(ChunkKey{id, 0});
   if (!e) return -ENOENT;
+  if (e->length != size) return -EOPNOTSUPP;  // one chunk of several
+  *token = e->seq;
+  return 0;
+}
+
+// Opened directly, not through FileIo: the kernel needs a real descriptor.
+int JournaledDirectoryTier::OpenBacking(NodeId id, uint64_t token) {
+  std::optional<Entry> e = Find(ChunkKey{id, 0});
+  if (!e || e->seq != token) return -ENOENT;
   const uint64_t length = e->length;
   int fd = ::open(FileOf(e->seq).c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) return -errno;  // removed meanwhile: -ENOENT
@@ -364,6 +375,7 @@ uint64_t JournaledDirectoryTier::Remove(ChunkKey key) {
   journal_.AppendRemove(e.seq);
   io_->unlink(FileOf(e.seq));  // readers with the file open finish their read
   CompactJournalIfLong();
+  NoteRemoved(key.node);
   return e.length;
 }
 

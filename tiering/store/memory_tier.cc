@@ -1,13 +1,14 @@
-// The RAM tier: each chunk is one heap buffer, or (UseMemoryFiles) a chunk
-// that is a whole file is one memory file (memfd), written through a
-// mapping that also serves reads while it is written. Reads reply straight
-// from a heap buffer (no copy) or copy from the memory file; a chunk
-// removed while being read stays alive until the reply. A memory file is
-// sealed once written, and OpenBacking hands out descriptors of it: the kernel then reads
-// the file's bytes from the tier's own pages (FUSE passthrough), so they are
-// held once in memory, not again in the page cache of the mount.
+// The RAM tier: each chunk is one heap buffer, or (UseMemoryFiles) each
+// file is one memory file (memfd) holding its chunks at their own offsets,
+// each chunk written through a mapping of its range that also serves reads
+// while it is written. Reads reply straight from a heap buffer (no copy) or
+// copy from the memory file; a chunk removed while being read stays alive
+// until the reply. Removing a chunk of a memory file frees its range
+// (fallocate PUNCH_HOLE), unless the file is pinned as a backing file: the
+// kernel then reads the file's bytes from the tier's own pages (FUSE
+// passthrough), so they are held once in memory, not again in the page
+// cache of the mount, and its range is freed at the last unpin.
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -19,107 +20,20 @@
 #include <unordered_map>
 #include <vector>
 
+#include "tiering/store/memory_file.h"
 #include "tiering/store/tier.h"
 
 namespace tierfs {
 namespace {
 
-using Buffer = std::vector<char>;
-
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23  // Linux 5.14
-#endif
-
-// Faults in the whole pages of a fresh buffer with one call: a cold epoch
-// fills the tier with fresh memory, and a page fault per 4 KiB (on a
-// virtual machine, each a trip through the hypervisor) cost the promotion
-// threads more than the copies. Best effort: an older kernel says EINVAL and
-// the pages fault in as they are written.
-void Prefault(char* data, size_t n) {
-  static const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-  if (n < 16 * page) return;
-  const uintptr_t begin = (reinterpret_cast<uintptr_t>(data) + page - 1) & ~(page - 1);
-  const uintptr_t end = (reinterpret_cast<uintptr_t>(data) + n) & ~(page - 1);
-  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE);
-}
-
-// Memory files open now, shared with the chunks (a chunk may outlive the
-// tier in a reply's hold).
-using FileCount = std::atomic<uint64_t>;
-
-// One stored chunk: a heap buffer, or a sealed memory file of `size` bytes.
-struct MemChunk {
-  Buffer heap;
-  int fd = -1;
-  uint64_t size = 0;
-  std::shared_ptr<FileCount> files;  // with fd
-  MemChunk() = default;
-  MemChunk(const MemChunk&) = delete;
-  MemChunk& operator=(const MemChunk&) = delete;
-  ~MemChunk() {
-    if (fd >= 0) {
-      ::close(fd);
-      files->fetch_sub(1, std::memory_order_relaxed);
-    }
-  }
-};
-
-#ifndef F_SEAL_FUTURE_WRITE
-#define F_SEAL_FUTURE_WRITE 0x0010  // Linux 5.1
-#endif
-
-// A shared mapping of a memory file being written, unmapped by the last
-// holder: the writer, and readers served from it before it is published.
-struct Mapping {
-  char* addr = nullptr;
-  size_t length = 0;
-  Mapping(const Mapping&) = delete;
-  Mapping& operator=(const Mapping&) = delete;
-  Mapping(char* a, size_t n) : addr(a), length(n) {}
-  ~Mapping() { ::munmap(addr, length); }
-};
-
-// Asks for huge pages for a memory file of at least one huge page: the
-// kernel (and passthrough readers) then copies from 2 MiB folios instead of
-// 4 KiB pages. Only where the administrator allows it for shared memory
-// (/sys/kernel/mm/transparent_hugepage/shmem_enabled "advise", or
-// "within_size" / "always" without asking); elsewhere a no-op.
-void AskHugePages(void* addr, uint64_t length) {
-  constexpr uint64_t kHuge = uint64_t{2} << 20;
-  if (length >= kHuge) ::madvise(addr, length, MADV_HUGEPAGE);
-}
-
-// A memory file of `length` bytes, mapped, its pages allocated (so the
-// tier never fails for want of memory half-way): 0 with *fd and *map set,
-// or -errno (nothing left open).
-int NewMemoryFile(uint64_t length, int* fd, std::shared_ptr<Mapping>* map) {
-  int f = ::memfd_create("tierfs-chunk", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-  if (f < 0) return -errno;
-  int err = 0;
-  void* addr = MAP_FAILED;
-  if (::ftruncate(f, static_cast<off_t>(length)) != 0) {
-    err = -errno;
-  } else if ((addr = ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED, f, 0)) ==
-             MAP_FAILED) {
-    err = -errno;
-  } else if (AskHugePages(addr, length), ::madvise(addr, length, MADV_POPULATE_WRITE) != 0) {
-    // Before Linux 5.14 (EINVAL) allocate without mapping; a failure is
-    // the want of memory.
-    err = errno == EINVAL && ::fallocate(f, 0, 0, static_cast<off_t>(length)) == 0 ? 0 : -errno;
-  }
-  if (err == 0) {
-    try {
-      *map = std::make_shared<Mapping>(static_cast<char*>(addr), length);
-      *fd = f;
-      return 0;
-    } catch (const std::bad_alloc&) {
-      err = -ENOMEM;
-    }
-  }
-  if (addr != MAP_FAILED) ::munmap(addr, length);
-  ::close(f);
-  return err;
-}
+using memory_files::Buffer;
+using memory_files::FileCount;
+using memory_files::Mapping;
+using memory_files::MapRange;
+using memory_files::MemChunk;
+using memory_files::MemFile;
+using memory_files::NewMemoryFile;
+using memory_files::Prefault;
 
 class MemoryTier final : public Tier {
  public:
@@ -132,7 +46,7 @@ class MemoryTier final : public Tier {
     std::shared_ptr<const MemChunk> c = Find(key);
     if (!c) return -ENOENT;
     const size_t want = off >= c->size ? 0 : std::min<size_t>(n, c->size - off);
-    if (c->fd < 0) {
+    if (!c->file) {
       out->size = want;
       out->data = c->heap.data() + std::min<size_t>(off, c->size);
       out->hold = std::move(c);
@@ -140,10 +54,11 @@ class MemoryTier final : public Tier {
     }
     size_t got = 0;
     while (got < want) {
-      ssize_t r = ::pread(c->fd, scratch + got, want - got, static_cast<off_t>(off + got));
+      ssize_t r = ::pread(c->file->fd, scratch + got, want - got,
+                          static_cast<off_t>(c->offset + off + got));
       if (r < 0 && errno == EINTR) continue;
       if (r < 0) return -errno;
-      if (r == 0) return -EIO;  // shorter than stored: never, the file is sealed
+      if (r == 0) return -EIO;  // shorter than stored: never, the size is sealed
       got += static_cast<size_t>(r);
     }
     out->size = want;
@@ -151,23 +66,58 @@ class MemoryTier final : public Tier {
     return 0;
   }
 
-  int OpenBacking(ChunkKey key) override {
-    std::shared_ptr<const MemChunk> c = Find(key);
-    if (!c) return -ENOENT;
-    if (c->fd < 0) return -EOPNOTSUPP;
-    int fd = ::fcntl(c->fd, F_DUPFD_CLOEXEC, 0);
+  int PinBacking(NodeId id, uint64_t size, uint64_t* token) override {
+    std::unique_lock lock(mu_);
+    auto it = files_.find(id);
+    if (it == files_.end()) return max_files_ == 0 ? -EOPNOTSUPP : -ENOENT;
+    MemFile& f = *it->second;
+    if (f.size != size || f.resident != size) return -ENOENT;
+    f.Pin();
+    *token = f.token;
+    return 0;
+  }
+
+  void UnpinBacking(NodeId id, uint64_t token) override {
+    std::shared_ptr<MemFile> gone;  // closed, if it was the last holder, after the lock
+    std::unique_lock lock(mu_);
+    auto it = files_.find(id);
+    if (it == files_.end() || it->second->token != token || !it->second->Unpin()) return;
+    gone = DropIfEmpty(it);
+  }
+
+  int OpenBacking(NodeId id, uint64_t token) override {
+    std::shared_lock lock(mu_);
+    auto it = files_.find(id);
+    if (it == files_.end() || it->second->token != token) return -ENOENT;
+    int fd = ::fcntl(it->second->fd, F_DUPFD_CLOEXEC, 0);
     return fd < 0 ? -errno : fd;
   }
 
-  void UseMemoryFiles(uint64_t max_files) override { max_files_ = max_files; }
+  void UseMemoryFiles(uint64_t max_files, int huge_fs) override {
+    max_files_ = max_files;
+    if (huge_fs >= 0) huge_fs_ = ::fcntl(huge_fs, F_DUPFD_CLOEXEC, 0);
+  }
+  ~MemoryTier() override {
+    if (huge_fs_ >= 0) ::close(huge_fs_);  // the files in it live on with their holders
+  }
 
   uint64_t Remove(ChunkKey key) override {
-    std::shared_ptr<const MemChunk> dropped;  // freed after the lock is released
-    std::unique_lock lock(mu_);
-    auto it = chunks_.find(key);
-    if (it == chunks_.end()) return 0;
-    dropped = std::move(it->second);
-    chunks_.erase(it);
+    // Let go after the lock is released (its range freed when readers are done).
+    std::shared_ptr<const MemChunk> dropped;
+    std::shared_ptr<MemFile> gone;
+    {
+      std::unique_lock lock(mu_);
+      auto it = chunks_.find(key);
+      if (it == chunks_.end()) return 0;
+      dropped = std::move(it->second);
+      chunks_.erase(it);
+      if (dropped->file) {
+        dropped->file->resident -= dropped->size;
+        auto f = files_.find(key.node);
+        if (f != files_.end() && f->second == dropped->file) gone = DropIfEmpty(f);
+      }
+    }
+    NoteRemoved(key.node);
     return dropped->size;
   }
 
@@ -176,65 +126,102 @@ class MemoryTier final : public Tier {
     return chunks_.size();
   }
 
-  void Publish(ChunkKey key, std::shared_ptr<const MemChunk> c) {
+  // A writer is done with its memory file; `c` (if not null) is published.
+  void Finish(ChunkKey key, const std::shared_ptr<MemFile>& file,
+              std::shared_ptr<const MemChunk> c) {
     std::unique_lock lock(mu_);
-    chunks_[key] = std::move(c);
+    if (file) --file->writers;
+    if (c && file) file->resident += c->size;
+    if (c) chunks_[key] = std::move(c);
+    auto f = files_.find(key.node);
+    if (file && f != files_.end() && f->second == file) DropIfEmpty(f);
   }
 
-  // A memory file for a chunk that is a whole file, mapped for writing: 0,
-  // or -1 (then a heap buffer): not asked for, too many open, or none to
-  // be had.
-  int TakeMemoryFile(const ChunkOrigin& origin, int* fd, std::shared_ptr<Mapping>* map) {
-    if (max_files_ == 0 || origin.chunk != 0 || origin.length != origin.file_size ||
-        origin.length == 0) {
-      return -1;
+  // The memory file of the file `origin` is a chunk of, a writer counted in
+  // it: null (then a heap buffer) when not asked for, too many are open, or
+  // none can be had.
+  std::shared_ptr<MemFile> TakeMemoryFile(ChunkKey key, const ChunkOrigin& origin) {
+    if (max_files_ == 0 || origin.length == 0 || origin.offset > origin.file_size ||
+        origin.length > origin.file_size - origin.offset) {
+      return nullptr;
     }
-    if (files_->fetch_add(1, std::memory_order_relaxed) >= max_files_ ||
-        NewMemoryFile(origin.length, fd, map) < 0) {
-      files_->fetch_sub(1, std::memory_order_relaxed);
-      return -1;
+    std::unique_lock lock(mu_);
+    auto it = files_.find(key.node);
+    if (it == files_.end()) {
+      if (files_count_->fetch_add(1, std::memory_order_relaxed) >= max_files_) {
+        files_count_->fetch_sub(1, std::memory_order_relaxed);
+        return nullptr;
+      }
+      auto f = std::make_shared<MemFile>();
+      f->files = files_count_;
+      f->size = origin.file_size;
+      f->token = ++tokens_;
+      if (NewMemoryFile(origin.file_size, huge_fs_, &f->fd) < 0)
+        return nullptr;  // counted down by ~MemFile
+      it = files_.emplace(key.node, std::move(f)).first;
     }
-    return 0;
+    if (it->second->size != origin.file_size) return nullptr;  // another file's: never
+    ++it->second->writers;
+    return it->second;
   }
-  const std::shared_ptr<FileCount>& files() const { return files_; }
+  const std::shared_ptr<FileCount>& files() const { return files_count_; }
 
  private:
+  using Files = std::unordered_map<NodeId, std::shared_ptr<MemFile>>;
   std::shared_ptr<const MemChunk> Find(ChunkKey key) const {
     std::shared_lock lock(mu_);
     auto it = chunks_.find(key);
     return it == chunks_.end() ? nullptr : it->second;
   }
+  // Forgets a memory file that holds, writes and pins nothing; returns it
+  // (to be closed after the lock), or null. REQUIRES: mu_ held.
+  std::shared_ptr<MemFile> DropIfEmpty(Files::iterator it) {
+    const MemFile& f = *it->second;
+    if (f.resident > 0 || f.writers > 0 || f.pinned()) return nullptr;
+    std::shared_ptr<MemFile> out = std::move(it->second);
+    files_.erase(it);
+    return out;
+  }
 
   uint64_t max_files_ = 0;  // set before any store
-  const std::shared_ptr<FileCount> files_ = std::make_shared<FileCount>(0);
-  mutable std::shared_mutex mu_;  // guards chunks_; a leaf lock
+  int huge_fs_ = -1;        // set before any store
+  const std::shared_ptr<FileCount> files_count_ = std::make_shared<FileCount>(0);
+  // Guards chunks_, files_, tokens_ and the counts of every MemFile; a leaf lock.
+  mutable std::shared_mutex mu_;
   std::unordered_map<ChunkKey, std::shared_ptr<const MemChunk>, ChunkKeyHash> chunks_;
+  Files files_;  // by node: the memory file of each file with chunks in it
+  uint64_t tokens_ = 0;
 };
 
 class MemoryWriter final : public ChunkWriter {
  public:
-  // `fd` and `map`: a memory file to write into (owned from now on), or -1
-  // and null for a heap buffer.
-  MemoryWriter(MemoryTier* tier, ChunkKey key, uint64_t length, int fd,
-               std::shared_ptr<Mapping> map)
+  // `file` and `map`: a memory file and the chunk's range of it to write
+  // into, or null for a heap buffer.
+  MemoryWriter(MemoryTier* tier, ChunkKey key, const ChunkOrigin& origin,
+               std::shared_ptr<MemFile> file, std::shared_ptr<Mapping> map)
       : tier_(tier),
         key_(key),
-        length_(length),
+        length_(origin.length),
         chunk_(std::make_shared<MemChunk>()),
+        file_(std::move(file)),
         map_(std::move(map)) {
-    chunk_->size = length;
-    if (fd >= 0) {
-      chunk_->fd = fd;
-      chunk_->files = tier->files();
+    chunk_->size = length_;
+    if (file_) {
+      chunk_->gen = file_->Take(key.chunk);
+      chunk_->chunk = key.chunk;
+      chunk_->offset = origin.offset;
+      chunk_->file = file_;
+      map_->chunk = chunk_;
     } else {
-      chunk_->heap.reserve(length);
-      Prefault(chunk_->heap.data(), length);
+      chunk_->heap.reserve(length_);
+      Prefault(chunk_->heap.data(), length_);
     }
   }
+  ~MemoryWriter() override { Abort(); }
   int Append(const char* data, size_t n) override {
     if (!chunk_ || written_ + n > length_) return -EOVERFLOW;  // more than was reserved
     if (map_) {
-      std::memcpy(map_->addr + written_, data, n);
+      std::memcpy(map_->data + written_, data, n);
     } else {
       chunk_->heap.insert(chunk_->heap.end(), data, data + n);
     }
@@ -246,23 +233,16 @@ class MemoryWriter final : public ChunkWriter {
       Abort();
       return -EIO;
     }
-    // Sealed: no one holding a descriptor (the kernel, for passthrough)
-    // can change, shrink or grow it. (F_SEAL_FUTURE_WRITE, not
-    // F_SEAL_WRITE: early readers may still hold the writer's mapping.)
-    if (chunk_->fd >= 0 &&
-        ::fcntl(chunk_->fd, F_ADD_SEALS,
-                F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE | F_SEAL_SEAL) != 0) {
-      int err = -errno;
-      Abort();
-      return err;
-    }
     map_.reset();  // unmapped once early readers are done with it
-    tier_->Publish(key_, std::move(chunk_));
+    tier_->Finish(key_, file_, std::move(chunk_));
+    file_.reset();
     return 0;
   }
   void Abort() override {
     map_.reset();
-    chunk_.reset();
+    chunk_.reset();  // its range freed when early readers are done with it
+    if (file_) tier_->Finish(key_, file_, nullptr);
+    file_.reset();
   }
   // Reserved whole (a heap buffer) or mapped whole (a memory file):
   // appending never moves the bytes.
@@ -270,7 +250,7 @@ class MemoryWriter final : public ChunkWriter {
     if (!chunk_) return nullptr;
     if (map_) {
       *hold = map_;
-      return map_->addr;
+      return map_->data;
     }
     *hold = chunk_;
     return chunk_->heap.data();
@@ -281,23 +261,24 @@ class MemoryWriter final : public ChunkWriter {
   const ChunkKey key_;
   const uint64_t length_;
   std::shared_ptr<MemChunk> chunk_;
-  std::shared_ptr<Mapping> map_;  // a memory file's, until published
+  std::shared_ptr<MemFile> file_;  // a memory file's, until published or aborted
+  std::shared_ptr<Mapping> map_;   // the chunk's range of it, until published
   uint64_t written_ = 0;
 };
 
 int MemoryTier::BeginStore(ChunkKey key, const ChunkOrigin& origin,
                            std::unique_ptr<ChunkWriter>* out) {
-  int fd = -1;
+  std::shared_ptr<MemFile> file = TakeMemoryFile(key, origin);
   std::shared_ptr<Mapping> map;
-  TakeMemoryFile(origin, &fd, &map);
+  if (file && MapRange(file->fd, origin.offset, origin.length, huge_fs_ >= 0, &map) < 0) {
+    Finish(key, file, nullptr);  // a heap buffer instead
+    file.reset();
+  }
   try {
-    *out = std::make_unique<MemoryWriter>(this, key, origin.length, fd, std::move(map));
+    *out = std::make_unique<MemoryWriter>(this, key, origin, file, std::move(map));
     return 0;
   } catch (const std::bad_alloc&) {
-    if (fd >= 0) {
-      ::close(fd);
-      files_->fetch_sub(1, std::memory_order_relaxed);
-    }
+    if (file) Finish(key, file, nullptr);
     return -ENOMEM;
   }
 }

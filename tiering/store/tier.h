@@ -37,6 +37,7 @@ struct ChunkOrigin {
   uint64_t length = 0;   // bytes in this chunk
   int64_t ctime_ns = 0;  // a rewrite that keeps size and mtime (cp -p) still moves ctime
   uint64_t ino = 0;
+  uint64_t offset = 0;  // where the chunk starts in the file
 };
 
 // Streams one chunk into a tier. Nothing is visible to readers until Commit.
@@ -94,19 +95,32 @@ class Tier {
   virtual uint64_t Remove(ChunkKey key) = 0;
   virtual size_t chunks() const = 0;
 
-  // A new file descriptor of a file that holds stored chunk `key`'s bytes
-  // at offsets 0..length and nothing else (for the kernel to read it
-  // directly: FUSE passthrough), or -errno: -ENOENT if the chunk is not
-  // stored, -EOPNOTSUPP if this tier keeps it in no such file. The caller
-  // closes it. The file never changes while it is open: Remove unlinks or
-  // lets go of it, never truncates or rewrites it.
-  virtual int OpenBacking(ChunkKey /*key*/) { return -EOPNOTSUPP; }
-  // A memory tier keeps each chunk that is a whole file in a memory file
-  // (memfd) that OpenBacking can hand out, at most `max_files` at a time
-  // (each holds a file descriptor; beyond that, and for chunks of larger
-  // files, heap memory). Other tiers ignore it.
+  // FUSE passthrough's backing files: the kernel reads a file from a tier
+  // file that holds all of it at its own offsets. PinBacking: if this tier
+  // holds all `size` bytes of file `id` in one such file, 0 with *token
+  // naming that file (a later file of the same node gets another token),
+  // and the file is pinned: until UnpinBacking, removing its chunks frees
+  // no byte of it (a kernel reading it must never see a hole). -ENOENT if
+  // not all of it is held, -EOPNOTSUPP if this tier keeps it in no such
+  // file. A pin is cheap: no file is opened.
+  virtual int PinBacking(NodeId /*id*/, uint64_t /*size*/, uint64_t* /*token*/) {
+    return -EOPNOTSUPP;
+  }
+  virtual void UnpinBacking(NodeId /*id*/, uint64_t /*token*/) {}
+  // A new read-only descriptor of the backing file `token` of file `id`
+  // (pinned by the caller), or -errno. The caller closes it.
+  virtual int OpenBacking(NodeId /*id*/, uint64_t /*token*/) { return -EOPNOTSUPP; }
+  // A memory tier keeps each file in one memory file that PinBacking can
+  // hand out, at most `max_files` files at a time (each holds a file
+  // descriptor; beyond that, heap memory per chunk): an unnamed file in
+  // `huge_fs` (NewHugePageMemoryFs; the tier keeps a descriptor of its own)
+  // if it is open, else a memfd. Other tiers ignore it.
   // REQUIRES: before the first BeginStore.
-  virtual void UseMemoryFiles(uint64_t /*max_files*/) {}
+  virtual void UseMemoryFiles(uint64_t /*max_files*/, int /*huge_fs*/ = -1) {}
+  // `removed` is called with a chunk's node after each Remove that dropped
+  // a chunk (outside the tier's locks): holders of backing files let go of
+  // them. REQUIRES: before the first BeginStore.
+  void OnRemoved(std::function<void(NodeId)> removed) { removed_ = std::move(removed); }
   // True if a commit waits for a device (a directory tier's fdatasync and
   // rename): a reader that copies a chunk it missed should not wait for it.
   virtual bool slow_commit() const { return false; }
@@ -119,7 +133,13 @@ class Tier {
   uint64_t hits() const { return hits_.load(std::memory_order_relaxed); }
   uint64_t bytes_served() const { return bytes_served_.load(std::memory_order_relaxed); }
 
+ protected:
+  void NoteRemoved(NodeId id) const {
+    if (removed_) removed_(id);
+  }
+
  private:
+  std::function<void(NodeId)> removed_;
   const std::string name_;
   const Kind kind_;
   const uint64_t budget_;
@@ -129,6 +149,13 @@ class Tier {
 };
 
 std::unique_ptr<Tier> NewMemoryTier(std::string name, uint64_t budget);
+
+// A tmpfs of this daemon's own, mounted nowhere, that gives its files huge
+// pages within their size whatever the node's setting for shared memory
+// (shmem_enabled) short of "deny": a descriptor of its root, or -errno
+// (-EPERM without CAP_SYS_ADMIN). Reads of large files from huge pages
+// copy from 2 MiB folios, not 4 KiB pages. The caller closes it.
+int NewHugePageMemoryFs();
 
 // A tier in a directory (node-local NVMe, /dev/shm). Chunks are written to a
 // temporary name, flushed, then renamed and recorded in a journal, so a

@@ -238,17 +238,26 @@ int RunStat(const MountControl& mount, bool json) {
   Line("", "so no figure here counts them (an epoch read again from memory adds no reads here)");
   if (const JsonValue* pt = s.Member("passthrough"); pt && pt->is_object()) {
     const JsonValue* active = pt->Member("active");
-    Line("passthrough",
+    const bool huge = pt->String("memory_files", "") == "tmpfs with huge pages" ||
+                      pt->String("shmem_huge_pages", "never") != "never";
+    // What a warm read costs on this node, in one line.
+    Line("warm reads",
          active && active->boolean()
-             ? fmt::format("on: {} opens read by the kernel from tier files ({}), {} opened "
-                           "through the daemon{}",
-                           Grouped(pt->Uint("opens")), HumanBytes(pt->Uint("opened_bytes")),
-                           Grouped(pt->Uint("cached_opens")),
-                           pt->String("shmem_huge_pages", "") == "never"
-                               ? "; huge pages are off for shared memory, so large files in "
-                                 "the RAM tier read slower (shmem_enabled: see OPERATIONS)"
-                               : "")
-             : fmt::format("off ({})", pt->String("why_not", "?")));
+             ? fmt::format("at memory speed: files whole in a tier are read by the kernel from "
+                           "its file (passthrough on), {}",
+                           huge ? "in huge pages"
+                                : "in 4 KiB pages (huge pages off for shared memory: random "
+                                  "reads of large files slower, see OPERATIONS)")
+             : fmt::format("through the daemon and the page cache (passthrough off: {})",
+                           pt->String("why_not", "?")));
+    if (active && active->boolean()) {
+      Line("passthrough",
+           fmt::format("{} opens read by the kernel from tier files ({}; {} of them without a new "
+                       "registration), {} opened through the daemon",
+                       Grouped(pt->Uint("opens")), HumanBytes(pt->Uint("opened_bytes")),
+                       Grouped(pt->Uint("reused_registrations")),
+                       Grouped(pt->Uint("cached_opens"))));
+    }
   }
   Line("SOURCE", fmt::format("{} read in {} reads, {} opens, {} metadata ops, {} errors",
                              HumanBytes(s.Uint("source.read_bytes")),

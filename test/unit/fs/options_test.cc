@@ -275,8 +275,8 @@ namespace tierfs {
 namespace {
 
 TEST_CASE("ParseCommandLine takes the passthrough mode", "[options]") {
-  // An answered open per file: opt-in.
-  CHECK(Parse({"s", "m"}).passthrough == PassthroughWant::kOff);
+  // Decided per mount (passthrough_backing.h: PassthroughNotPaying).
+  CHECK(Parse({"s", "m"}).passthrough == PassthroughWant::kAuto);
   CHECK(Parse({"s", "m", "-o", "passthrough=auto"}).passthrough == PassthroughWant::kAuto);
   CHECK(Parse({"s", "m", "-o", "passthrough=on"}).passthrough == PassthroughWant::kOn);
   CHECK(Parse({"s", "m", "-o", "passthrough=off"}).passthrough == PassthroughWant::kOff);

@@ -1,6 +1,7 @@
-// Tier::OpenBacking, the backing files of FUSE passthrough: a RAM tier's
-// memory files (UseMemoryFiles) and a directory tier's chunk files hold a
-// whole file at its own offsets, and keep their bytes after Remove.
+// Tier::PinBacking, the backing files of FUSE passthrough: a RAM tier's
+// memory files (UseMemoryFiles, one per file) and a directory tier's chunk
+// files hold a whole file at its own offsets, and keep their bytes after
+// Remove while pinned (a memory file) or open (a chunk file).
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -8,6 +9,7 @@
 #include <catch2/catch.hpp>
 #include <cerrno>
 #include <string>
+#include <vector>
 
 #include "chunk_files.h"
 #include "temp_tree.h"
@@ -40,52 +42,123 @@ std::string Contents(int fd) {
   return out;
 }
 
-TEST_CASE("MemoryTier keeps a whole file in a sealed memory file it hands out",
-          "[tier][memory_tier]") {
+// The backing file of node `id` of `size` bytes, pinned: a descriptor
+// (closed by Contents) and the token in *token; -errno if none.
+int PinAndOpen(Tier& tier, NodeId id, uint64_t size, uint64_t* token) {
+  if (int err = tier.PinBacking(id, size, token); err < 0) return err;
+  return tier.OpenBacking(id, *token);
+}
+
+// Bytes [off, off+n) of the file behind `fd`, which stays open.
+std::string Range(int fd, uint64_t off, size_t n) {
+  std::string out(n, '\0');
+  REQUIRE(::pread(fd, out.data(), n, static_cast<off_t>(off)) == static_cast<ssize_t>(n));
+  return out;
+}
+
+// Bytes of memory allocated to the file behind `fd`.
+uint64_t Allocated(int fd) {
+  struct stat st;
+  REQUIRE(::fstat(fd, &st) == 0);
+  return static_cast<uint64_t>(st.st_blocks) * 512;
+}
+
+TEST_CASE("MemoryTier keeps each file in one memory file it hands out", "[tier][memory_tier]") {
   auto tier = NewMemoryTier("ram", 1 << 20);
   const std::string data = testing::BytesOf(7, 30000);
   const ChunkKey key{1, 0};
+  uint64_t token = 0;
   SECTION("without UseMemoryFiles, no backing file") {
     StoreAs(*tier, key, PartOf(data.size(), 0, data.size()), data);
-    CHECK(tier->OpenBacking(key) == -EOPNOTSUPP);
+    CHECK(tier->PinBacking(1, data.size(), &token) == -EOPNOTSUPP);
   }
   SECTION("with it") {
     tier->UseMemoryFiles(2);
     StoreAs(*tier, key, PartOf(data.size(), 0, data.size()), data);
-    int fd = tier->OpenBacking(key);
+    CHECK(tier->PinBacking(1, data.size() + 1, &token) == -ENOENT);  // not the file's size
+    int fd = PinAndOpen(*tier, 1, data.size(), &token);
     REQUIRE(fd >= 0);
-    // Sealed: a holder of the descriptor cannot change, grow or shrink it.
-    CHECK(::pwrite(fd, "x", 1, 0) < 0);
+    // Sealed: a holder of the descriptor cannot grow or shrink it.
     CHECK(::ftruncate(fd, 1) != 0);
-    CHECK(Contents(fd) == data);
+    CHECK(::ftruncate(fd, 1 << 20) != 0);
     // Reads copy out of it.
     std::string scratch(100, '\0');
     TierRead r;
     REQUIRE(tier->Read(key, 1000, 100, scratch.data(), &r) == 0);
     CHECK(std::string(r.data, r.size) == data.substr(1000, 100));
-    // Removed while a descriptor is open: its bytes stay.
-    fd = tier->OpenBacking(key);
+    // Removed while pinned: its bytes stay until the last unpin.
     CHECK(tier->Remove(key) == data.size());
-    CHECK(tier->OpenBacking(key) == -ENOENT);
-    CHECK(Contents(fd) == data);
+    uint64_t again = 0;
+    CHECK(tier->PinBacking(1, data.size(), &again) == -ENOENT);
+    CHECK(Range(fd, 0, data.size()) == data);
+    tier->UnpinBacking(1, token);
+    CHECK(Range(fd, 0, data.size()) == std::string(data.size(), '\0'));  // freed
+    ::close(fd);
   }
-  SECTION("only for chunks that are whole files, and at most max_files") {
+  SECTION("at most max_files files") {
     tier->UseMemoryFiles(1);
-    StoreAs(*tier, ChunkKey{2, 0}, PartOf(2 * data.size(), 0, data.size()), data);
-    CHECK(tier->OpenBacking(ChunkKey{2, 0}) == -EOPNOTSUPP);  // a chunk of a larger file
     StoreAs(*tier, key, PartOf(data.size(), 0, data.size()), data);
     StoreAs(*tier, ChunkKey{3, 0}, PartOf(data.size(), 0, data.size()), data);
-    int fd = tier->OpenBacking(key);
+    int fd = PinAndOpen(*tier, 1, data.size(), &token);
+    tier->UnpinBacking(1, token);
     CHECK(Contents(fd) == data);
-    CHECK(tier->OpenBacking(ChunkKey{3, 0}) == -EOPNOTSUPP);  // the one file was taken
-    // Its file given back, the next whole file gets one.
+    CHECK(tier->PinBacking(3, data.size(), &token) == -ENOENT);  // the one file was taken
+    // Its file given back, the next file gets one, under another token.
     CHECK(tier->Remove(key) == data.size());
     StoreAs(*tier, ChunkKey{4, 0}, PartOf(data.size(), 0, data.size()), data);
-    CHECK(Contents(tier->OpenBacking(ChunkKey{4, 0})) == data);
+    uint64_t other = 0;
+    CHECK(Contents(PinAndOpen(*tier, 4, data.size(), &other)) == data);
+    CHECK(other != token);
   }
 }
 
-TEST_CASE("MemoryTier serves a memory file's bytes while it is written", "[tier][memory_tier]") {
+TEST_CASE("MemoryTier puts a file's chunks at their offsets of one memory file",
+          "[tier][memory_tier]") {
+  auto tier = NewMemoryTier("ram", 1 << 20);
+  tier->UseMemoryFiles(4);
+  const uint64_t chunk = 16384;  // four pages: chunks start on page boundaries
+  const std::string data = testing::BytesOf(11, 3 * chunk + 1000);
+  auto store = [&](uint32_t c) {
+    const uint64_t off = c * chunk, n = std::min<uint64_t>(chunk, data.size() - off);
+    ChunkOrigin origin = PartOf(data.size(), c, n);
+    origin.offset = off;
+    StoreAs(*tier, ChunkKey{2, c}, origin, data.substr(off, n));
+  };
+  uint64_t token = 0;
+  store(0);
+  store(2);
+  CHECK(tier->PinBacking(2, data.size(), &token) == -ENOENT);  // not all of it yet
+  store(1);
+  store(3);
+  CHECK(tier->chunks() == 4);
+  int fd = PinAndOpen(*tier, 2, data.size(), &token);
+  REQUIRE(fd >= 0);
+  CHECK(Range(fd, 0, data.size()) == data);
+  tier->UnpinBacking(2, token);
+  // Each chunk reads from its own range.
+  std::string scratch(100, '\0');
+  TierRead r;
+  REQUIRE(tier->Read(ChunkKey{2, 2}, 10, 100, scratch.data(), &r) == 0);
+  CHECK(std::string(r.data, r.size) == data.substr(2 * chunk + 10, 100));
+  // Removing a chunk frees its range (a hole) and nothing else.
+  const uint64_t before = Allocated(fd);
+  CHECK(tier->Remove(ChunkKey{2, 1}) == chunk);
+  CHECK(Allocated(fd) <= before - chunk);
+  CHECK(Range(fd, chunk, chunk) == std::string(chunk, '\0'));
+  CHECK(Range(fd, 2 * chunk, chunk) == data.substr(2 * chunk, chunk));
+  CHECK(tier->PinBacking(2, data.size(), &token) == -ENOENT);
+  // Stored again: the same memory file, whole again.
+  store(1);
+  uint64_t again = 0;
+  REQUIRE(tier->PinBacking(2, data.size(), &again) == 0);
+  CHECK(again == token);
+  CHECK(Range(fd, 0, data.size()) == data);
+  tier->UnpinBacking(2, again);
+  ::close(fd);
+}
+
+TEST_CASE("MemoryTier frees a removed chunk's range only when its readers are done",
+          "[tier][memory_tier]") {
   auto tier = NewMemoryTier("ram", 1 << 20);
   tier->UseMemoryFiles(4);
   const std::string data = testing::BytesOf(5, 20000);
@@ -99,12 +172,58 @@ TEST_CASE("MemoryTier serves a memory file's bytes while it is written", "[tier]
   CHECK(std::string(early, 8000) == data.substr(0, 8000));
   REQUIRE(writer->Append(data.data() + 8000, data.size() - 8000) == 0);
   REQUIRE(writer->Commit() == 0);
-  // The early reader's bytes stay readable after the publication.
+  // The early reader's bytes stay readable after the publication, and
+  // after the chunk's removal while the reader holds them.
+  CHECK(std::string(early, data.size()) == data);
+  CHECK(tier->Remove(key) == data.size());
   CHECK(std::string(early, data.size()) == data);
   hold.reset();
-  int fd = tier->OpenBacking(key);
-  CHECK(::pwrite(fd, "x", 1, 0) < 0);  // sealed
-  CHECK(Contents(fd) == data);
+  // A writer given up frees its range too (then the file goes: none held).
+  REQUIRE(tier->BeginStore(key, PartOf(data.size(), 0, data.size()), &writer) == 0);
+  REQUIRE(writer->Append(data.data(), 100) == 0);
+  writer->Abort();
+  uint64_t token = 0;
+  CHECK(tier->PinBacking(5, data.size(), &token) == -ENOENT);
+  CHECK(tier->chunks() == 0);
+}
+
+TEST_CASE("MemoryTier keeps its files in a tmpfs of its own when given one",
+          "[tier][memory_tier]") {
+  const int fs = NewHugePageMemoryFs();
+  if (fs < 0) {
+    CHECK(fs == -EPERM);  // not root: the daemon then uses memfds
+    return;
+  }
+  auto tier = NewMemoryTier("ram", 8 << 20);
+  tier->UseMemoryFiles(4, fs);
+  ::close(fs);  // the tier keeps its own descriptor
+  const uint64_t chunk = 1 << 20;
+  const std::string data = testing::BytesOf(13, 3 * chunk - 10);
+  for (uint32_t c = 0; c < 3; ++c) {
+    const uint64_t off = c * chunk, n = std::min<uint64_t>(chunk, data.size() - off);
+    ChunkOrigin origin = PartOf(data.size(), c, n);
+    origin.offset = off;
+    StoreAs(*tier, ChunkKey{6, c}, origin, data.substr(off, n));
+  }
+  uint64_t token = 0;
+  int fd = PinAndOpen(*tier, 6, data.size(), &token);
+  REQUIRE(fd >= 0);
+  CHECK(Range(fd, 0, data.size()) == data);
+  tier->UnpinBacking(6, token);
+  CHECK(tier->Remove(ChunkKey{6, 1}) == chunk);
+  CHECK(Range(fd, chunk, chunk) == std::string(chunk, '\0'));  // freed
+  ::close(fd);
+}
+
+TEST_CASE("Tiers tell of each chunk removed", "[tier][memory_tier]") {
+  auto tier = NewMemoryTier("ram", 1 << 20);
+  std::vector<NodeId> told;
+  tier->OnRemoved([&told](NodeId id) { told.push_back(id); });
+  const std::string data = testing::BytesOf(1, 100);
+  StoreAs(*tier, ChunkKey{8, 0}, PartOf(data.size(), 0, data.size()), data);
+  CHECK(tier->Remove(ChunkKey{9, 0}) == 0);  // none: not told
+  CHECK(tier->Remove(ChunkKey{8, 0}) == data.size());
+  CHECK(told == std::vector<NodeId>{8});
 }
 
 TEST_CASE("DirectoryTier hands out its chunk file, which keeps its bytes after Remove",
@@ -115,12 +234,18 @@ TEST_CASE("DirectoryTier hands out its chunk file, which keeps its bytes after R
   const std::string data = testing::BytesOf(3, 50000);
   const ChunkKey key{3, 0};
   testing::Store(*tier, key, testing::OriginOf(3, data.size()), data);
-  CHECK(tier->OpenBacking(ChunkKey{9, 0}) == -ENOENT);
-  int fd = tier->OpenBacking(key);
+  uint64_t token = 0;
+  CHECK(tier->PinBacking(9, data.size(), &token) == -ENOENT);
+  CHECK(tier->PinBacking(3, 2 * data.size(), &token) == -EOPNOTSUPP);  // one chunk of several
+  int fd = PinAndOpen(*tier, 3, data.size(), &token);
   REQUIRE(fd >= 0);
   CHECK((::fcntl(fd, F_GETFL) & O_ACCMODE) == O_RDONLY);
+  std::vector<NodeId> told;
+  tier->OnRemoved([&told](NodeId id) { told.push_back(id); });
   CHECK(tier->Remove(key) == data.size());
-  CHECK(tier->OpenBacking(key) == -ENOENT);
+  CHECK(told == std::vector<NodeId>{3});
+  CHECK(tier->OpenBacking(3, token) == -ENOENT);
+  tier->UnpinBacking(3, token);
   CHECK(Contents(fd) == data);  // unlinked, not rewritten
 }
 
