@@ -17,7 +17,7 @@ using testing::Stack;
 using namespace std::chrono_literals;
 using Outcome = Promoter::Outcome;
 
-TEST_CASE("Promoter::Request starts a promotion once; later calls find it under way or done",
+TEST_CASE("Promoter::Request starts a promotion once, later calls find it under way or done",
           "[promoter]") {
   Source source({2 * kMiB});
   Stack stack(&source, Ram(16 * kMiB), 2 * kMiB);
