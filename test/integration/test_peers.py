@@ -280,7 +280,7 @@ class PeersTest(unittest.TestCase):
 
     def test_a_stopped_home_is_slow_not_gone(self):
         """SIGSTOP for 4 s, less than peer_dead: the reader waits the
-        stall time (200 ms: the home answers not even a ping), not a
+        stall time (250 ms: the home answers not even a ping), not a
         peer_timeout, then reads that home's chunks itself while the home
         answers no ping; the home is not taken for gone, keeps its chunks
         and serves them again once continued. (It was marked down at the

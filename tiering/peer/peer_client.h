@@ -22,7 +22,8 @@
 // reads SOURCE) for slow_backoff (retry_min, doubling to retry_max; reset
 // by an answer with bytes), but its chunks keep their home. A peer with
 // fetches waiting that answers nothing, not even a ping, for a stall time
-// (eight round trips; dead_after / 50 to dead_after / 4) is stopped or cut
+// (eight round trips, or one and four deviations; from max(250 ms,
+// dead_after / 40) to dead_after / 4) is stopped or cut
 // off: those fetches end -ETIMEDOUT at once and it is slow the same way;
 // one that answers pings is working on them (a home promoting from a slow
 // PFS) and they wait to their deadline. A peer that

@@ -20,6 +20,10 @@ using std::chrono::milliseconds;
 
 long long Ms(Clock::duration d) { return std::chrono::duration_cast<milliseconds>(d).count(); }
 
+// No peer is taken for stalled sooner: 32 daemons on 2 cores answered
+// pings 50 ms late and more while working.
+constexpr milliseconds kStallFloor(250);
+
 }  // namespace
 
 void PeerClient::Tick() {
@@ -85,11 +89,13 @@ void PeerClient::CheckStall(Link& l, Clock::time_point now) {
     if (p->phase == Pending::kWaiting) oldest = std::min(oldest, p->sent_at);
   }
   if (oldest == Clock::time_point::max() || l.last_heard >= oldest) return;
-  // The stall time: eight round trips, within [dead_after / 50 (50 ms at
-  // least), dead_after / 4]. The probe: a ping once the oldest fetch
-  // waited half of it with nothing heard.
-  const auto rtt = std::chrono::duration_cast<milliseconds>(8 * l.srtt);
-  const auto floor = std::max(milliseconds(50), options_.dead_after / 50);
+  // The stall time: eight smoothed round trips, or the round trip and
+  // four of its deviations if more (a loaded host answers late, not never),
+  // within [max(250 ms, dead_after / 40), dead_after / 4]. The probe: a
+  // ping once the oldest fetch waited half of it with nothing heard.
+  const auto rtt = std::chrono::duration_cast<milliseconds>(
+      std::max(8 * l.srtt, l.srtt + 4 * l.rttvar));
+  const auto floor = std::max(kStallFloor, options_.dead_after / 40);
   const auto stall = std::clamp(rtt, floor, std::max(floor, options_.dead_after / 4));
   if (l.last_ping < oldest || l.last_ping <= l.last_heard) {
     if (now - oldest >= stall / 2) Ping(l);
@@ -113,10 +119,17 @@ void PeerClient::CheckStall(Link& l, Clock::time_point now) {
   }
 }
 
+// The round trip smoothed as TCP does (RFC 6298): its mean and deviation.
 void PeerClient::OnPong(Link& l) {
   const auto sample =
       std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - l.last_ping);
-  l.srtt = l.srtt.count() == 0 ? sample : (7 * l.srtt + sample) / 8;
+  if (l.srtt.count() == 0) {
+    l.srtt = sample;
+    l.rttvar = sample / 2;
+    return;
+  }
+  l.rttvar = (3 * l.rttvar + std::chrono::abs(l.srtt - sample)) / 4;
+  l.srtt = (7 * l.srtt + sample) / 8;
 }
 
 void PeerClient::Ping(Link& l) {

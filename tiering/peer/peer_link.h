@@ -88,8 +88,8 @@ struct PeerClient::Link {
   std::chrono::steady_clock::time_point last_heard;  // up: the last message that authenticated
   std::chrono::steady_clock::time_point last_ping;   // up: the last kPing sent
   uint64_t ping_id = 0;                              // ... and its request id
-  // Smoothed ping round trip (0: none measured yet on this connection).
-  std::chrono::microseconds srtt{0};
+  // Smoothed ping round trip and its deviation (0: none measured yet).
+  std::chrono::microseconds srtt{0}, rttvar{0};
   std::chrono::milliseconds backoff{0};
   std::chrono::milliseconds slow_backoff{0};
   std::unordered_map<uint64_t, std::shared_ptr<Pending>> pending;  // sent, by request id

@@ -185,7 +185,7 @@ TEST_CASE("peer client: a server that answers nothing while a fetch waits has st
   PatternProvider unused(kChunk);
   TestNode a("a", &unused, kChunk);
   PeerClientOptions options;
-  options.dead_after = 4s;  // a stall after 80 ms (dead_after / 50), long before death
+  options.dead_after = 4s;  // a stall after 250 ms (no round trip measured), long before death
   options.retry_min = 2s;   // skipped that long after it
   options.retry_max = 2s;
   a.StartClient({{"b", "127.0.0.1", port}}, options);
