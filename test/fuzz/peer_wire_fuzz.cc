@@ -60,6 +60,11 @@ void Message(std::string_view in) {
     case MsgType::kError:
       n = EncodeError(ids, m.error, &again);
       break;
+    case MsgType::kPing:
+    case MsgType::kPong:
+    case MsgType::kBye:
+      n = EncodeBare(m.type, ids, &again);
+      break;
   }
   // The tag is not decoded: compare everything before it.
   if (n != header.size() || n < kWireTag ||
