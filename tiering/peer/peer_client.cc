@@ -160,7 +160,9 @@ ssize_t PeerClient::Ask(Link& l, const ChunkRef& ref, char* dest, Deadline deadl
 bool PeerClient::AwaitUp(Link& l, Deadline deadline) {
   if (stopped_.load()) return false;
   int state = l.state.load();
-  if (state == kDown) return false;  // retried at its time; SOURCE meanwhile
+  // Down, or being retried: SOURCE meanwhile. Only a first connect (of an
+  // idle link, asked now) is waited for.
+  if (state == kDown || (state == kConnecting && l.retrying.load())) return false;
   const uint64_t refused = l.no_slot.load();
   if (state == kIdle) {
     ucx_->Post([this, &l] {

@@ -30,6 +30,9 @@
 // never came up is dead only once `grace` has passed since Start, so a
 // node that starts a little late does not move the job's homes.
 //
+// A Fetch waits for the first connect of an idle link, never for a retry
+// after a failure (it reads SOURCE meanwhile).
+//
 // Fetch is called by many threads at once. At most `max_in_flight`
 // requests per peer are outstanding; a caller beyond waits for a slot
 // until its deadline. The answer's sealed bytes land in a buffer of the

@@ -225,6 +225,7 @@ void PeerClient::Connect(Link& l) {
       l.crypto->session = session->session;
       by_session_[session->session] = &l;
       l.state = kUp;
+      l.retrying = false;
       l.dead = false;
       l.ever_up = true;
       l.last_heard = Clock::now();
@@ -289,6 +290,7 @@ void PeerClient::Close(Link& l) {
 
 void PeerClient::Down(Link& l, const std::string& why, bool dead) {
   const int was = Forget(l, kDown);
+  l.retrying = true;
   l.dead = dead;
   l.retry_at = Clock::now() + l.backoff;
   l.backoff = std::min(l.backoff * 2, options_.retry_max);

@@ -71,6 +71,9 @@ struct PeerClient::Link {
   std::atomic<int64_t> slow_until{0};
   std::atomic<int64_t> last_used{0};  // steady_clock ns of the last Fetch or Offer
   std::atomic<uint64_t> no_slot{0};   // connects put off: max_connections open, none idle
+  // Its connection failed and has not come up since: a connect under way
+  // is a retry, which no Fetch waits for (it reads SOURCE meanwhile).
+  std::atomic<bool> retrying{false};
   PeerLinkCounters counters;
 
   std::mutex slot_mu;  // guards in_flight. A leaf lock.

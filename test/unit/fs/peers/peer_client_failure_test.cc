@@ -4,6 +4,11 @@
 // Fetch returns, which returns at its deadline; a server that breaks the
 // protocol or cannot prove itself is cut off; forged or replayed answers
 // fail their fetch alone; a node that starts late becomes usable.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstring>
@@ -379,6 +384,48 @@ TEST_CASE("peer client: a server that cannot prove itself is not used", "[peer]"
     CHECK_FALSE(a.client().up(0));
     CHECK(a.client().counters(0).ups == 0);
   }
+}
+
+TEST_CASE("peer client: while a peer that failed is connected again, fetches do not wait for it",
+          "[peer]") {
+  if (!PeersCanRun()) return;
+  // A listener that never accepts: the kernel completes the TCP handshake,
+  // nobody greets, each attempt runs to connect_timeout (a node whose
+  // daemon hangs, or whose SYNs go unanswered).
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), len) == 0);
+  REQUIRE(::listen(fd, 64) == 0);
+  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+  PatternProvider unused(kChunk);
+  TestNode a("a", &unused, kChunk);
+  PeerClientOptions options;
+  options.connect_timeout = 400ms;
+  options.retry_min = 50ms;  // retried about every 450 ms, connecting for 400 of them
+  options.retry_max = 50ms;
+  a.StartClient({{"b", "127.0.0.1", ntohs(addr.sin_port)}}, options);
+  std::vector<char> buf(kChunk);
+  auto start = Clock::now();
+  // The first need connects, and waits for it.
+  CHECK(a.client().Fetch(0, kRef, buf.data(), start + 3s) == -EHOSTDOWN);
+  CHECK(Since(start) >= 300ms);
+  // Later ones, while it is retried, read SOURCE at once.
+  auto worst = Clock::duration::zero();
+  const auto until = Clock::now() + 1500ms;
+  while (Clock::now() < until) {
+    auto t = Clock::now();
+    CHECK(a.client().Fetch(0, kRef, buf.data(), t + 3s) == -EHOSTDOWN);
+    worst = std::max(worst, Clock::now() - t);
+    std::this_thread::sleep_for(5ms);
+  }
+  CHECK(worst < 150ms);  // a retry's connect is 400 ms
+  CHECK(a.client().counters(0).connect_failures >= 2);
+  CHECK_FALSE(a.client().dead(0));  // within the grace
+  ::close(fd);
 }
 
 TEST_CASE("peer client: a node that starts late becomes usable", "[peer]") {
