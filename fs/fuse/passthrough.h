@@ -126,7 +126,7 @@ class PassthroughOpens {
   void TakeRemovals();
 
   PassthroughWant want_ = PassthroughWant::kAuto;
-  std::string why_not_;  // set before the session; "" = may try
+  std::string why_not_;       // set before the session; "" = may try
   std::string memory_files_;  // set before the session
   std::atomic<bool> active_{false};
   std::atomic<bool> refused_{false};  // wanted, and the kernel did not offer it
@@ -138,7 +138,7 @@ class PassthroughOpens {
   std::mutex mu_;
   Opens opens_;
   std::list<fuse_ino_t> idle_;  // inodes with a registered backing file and no open; newest first
-  std::mutex removed_mu_;  // guards removed_; a leaf lock
+  std::mutex removed_mu_;       // guards removed_; a leaf lock
   std::vector<fuse_ino_t> removed_;
   std::atomic<bool> any_removed_{false};
   // Files opened without passthrough whose pages have not been dropped

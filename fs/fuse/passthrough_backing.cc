@@ -72,8 +72,7 @@ std::string PassthroughNotPaying(const Namespace& ns, const ChunkStore* chunks,
   return fmt::format(
       "passthrough=auto: files under {} hold most of the data ({} of {}) and the page cache can "
       "hold the RAM tier's {} a second time (the node has {}): opens cost nothing without it",
-      Mib(kLargeFile), Mib(data - large), Mib(data), Mib(held),
-      Mib(node_memory));
+      Mib(kLargeFile), Mib(data - large), Mib(data), Mib(held), Mib(node_memory));
 }
 
 int TierBackingFiles::WholeIn(NodeId id) const {
@@ -96,8 +95,8 @@ int TierBackingFiles::Pin(fuse_ino_t ino, uint64_t* token) {
   const int tier = WholeIn(id);
   if (tier < 0) return tier;
   uint64_t own = 0;
-  const int err = chunks_->tiers()[static_cast<size_t>(tier)]->PinBacking(id, ns_->node(id).size,
-                                                                          &own);
+  const int err =
+      chunks_->tiers()[static_cast<size_t>(tier)]->PinBacking(id, ns_->node(id).size, &own);
   if (err < 0) return err;
   *token = (static_cast<uint64_t>(tier) << kTierShift) | own;
   return 0;

@@ -245,10 +245,9 @@ void TierfsMount::ConfigureContext() {
   }
   ctx_->set_readdir_mode(config_.readdir);
   ctx_->passthrough().Configure(
-      config_.passthrough,
-      config_.passthrough == PassthroughWant::kAuto && no_passthrough_.empty()
-          ? PassthroughNotPaying(*ns_, store_->chunks(), NodeMemory())
-          : no_passthrough_);
+      config_.passthrough, config_.passthrough == PassthroughWant::kAuto && no_passthrough_.empty()
+                               ? PassthroughNotPaying(*ns_, store_->chunks(), NodeMemory())
+                               : no_passthrough_);
   ctx_->init_patch().WantPassthrough(ctx_->passthrough().wanted());
   ctx_->init_patch().SetMaxPages(MaxPagesLimit());
   if (ctx_->passthrough().wanted() && store_->chunks() != nullptr) {

@@ -10,12 +10,12 @@
 #include <string>
 #include <vector>
 
+#include "fs/config/options.h"
 #include "fs/fuse/filesystem.h"
 #include "fs/mount/fuse_session.h"
-#include "fs/telemetry/metrics_server.h"
 #include "fs/mount/mount_failure.h"
 #include "fs/mount/open_as.h"
-#include "fs/config/options.h"
+#include "fs/telemetry/metrics_server.h"
 #include "tiering/io/counting_backend.h"
 
 namespace tierfs {

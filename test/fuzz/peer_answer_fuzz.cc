@@ -99,8 +99,8 @@ void CheckAnswer(std::string_view hello, const HelloAnswer& a) {
   Credentials::Decoded in = fake.Decode(hello);
   PeerClaim asked;
   if (in.verdict != AuthVerdict::kOk || in.uid != kUid || in.gid != kGid ||
-      !DecodeClaim(in.payload, &asked) || asked.role != PeerClaim::kHello ||
-      asked.job != "job-1" || asked.to != "n0" || asked.echo != Greeting()) {
+      !DecodeClaim(in.payload, &asked) || asked.role != PeerClaim::kHello || asked.job != "job-1" ||
+      asked.to != "n0" || asked.echo != Greeting()) {
     Fail("a hello accepted that is not this node's job's, user's, greeting's");
   }
   Credentials::Decoded out = fake.Decode(a.answer);

@@ -93,8 +93,8 @@ void PeerClient::CheckStall(Link& l, Clock::time_point now) {
   // four of its deviations if more (a loaded host answers late, not never),
   // within [max(250 ms, dead_after / 40), dead_after / 4]. The probe: a
   // ping once the oldest fetch waited half of it with nothing heard.
-  const auto rtt = std::chrono::duration_cast<milliseconds>(
-      std::max(8 * l.srtt, l.srtt + 4 * l.rttvar));
+  const auto rtt =
+      std::chrono::duration_cast<milliseconds>(std::max(8 * l.srtt, l.srtt + 4 * l.rttvar));
   const auto floor = std::max(kStallFloor, options_.dead_after / 40);
   const auto stall = std::clamp(rtt, floor, std::max(floor, options_.dead_after / 4));
   if (l.last_ping < oldest || l.last_ping <= l.last_heard) {

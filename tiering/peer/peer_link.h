@@ -45,7 +45,7 @@ struct PeerClient::Pending {
     if (pool) pool->Give(std::move(sealed));
   }
   std::chrono::steady_clock::time_point sent_at;  // progress thread
-  WireHeader header{};  // the kData answer's header
+  WireHeader header{};                            // the kData answer's header
   size_t header_size = 0;
   uint64_t seq = 0;
 

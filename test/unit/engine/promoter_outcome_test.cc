@@ -58,8 +58,7 @@ TEST_CASE("Promoter says the lane is full, and puts nothing in flight", "[promot
         Outcome::kLaneFull);
   CHECK(stack.State(2) == Catalog::kOnSource);
   // A chunk in flight with the lane full is under way, not refused.
-  CHECK(promoter.Request(ChunkKey{source.Id(1), 0}, Executor::Lane::kBackground) ==
-        Outcome::kBusy);
+  CHECK(promoter.Request(ChunkKey{source.Id(1), 0}, Executor::Lane::kBackground) == Outcome::kBusy);
   CHECK(promoter.rejected() == 2);
   stack.Drain();
 }

@@ -181,9 +181,10 @@ TEST_CASE("peer client: a server that stops answering anything is dead after dea
   CHECK(pings >= 2);
 }
 
-TEST_CASE("peer client: a server that answers nothing while a fetch waits has stalled: the fetch "
-          "ends at once, not at its deadline",
-          "[peer]") {
+TEST_CASE(
+    "peer client: a server that answers nothing while a fetch waits has stalled: the fetch "
+    "ends at once, not at its deadline",
+    "[peer]") {
   if (!PeersCanRun()) return;
   RawPeer raw;  // takes the session, then answers nothing: a SIGSTOPped daemon
   uint16_t port = raw.Serve("b");
