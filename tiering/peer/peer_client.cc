@@ -207,8 +207,7 @@ ssize_t PeerClient::Wait(Link& l, const std::shared_ptr<Pending>& p, Deadline de
     Link& l = *links_[p->peer];
     if (p->generation == l.generation && l.state.load() == kUp) {
       const auto now = Clock::now();
-      l.slow_until.store((now + l.slow_backoff).time_since_epoch().count());
-      l.slow_backoff = std::min(l.slow_backoff * 2, options_.retry_max);
+      MarkSlow(l, now);
       if (now - l.last_ping >= std::chrono::milliseconds(10)) Ping(l);
       uint64_t n = l.counters.timeouts.load();
       if (LogSampled(n)) {

@@ -197,6 +197,11 @@ class PeerClient {
   int Forget(Link& l, int next, int error = -EHOSTDOWN);
   void Ping(Link& l);
   void OnPong(Link& l);  // a round trip measured
+  // Skipped by Fetches for its slow backoff from `now`, which doubles.
+  void MarkSlow(Link& l, std::chrono::steady_clock::time_point now);
+  // Ends `l`'s requests still waiting for an answer (not those receiving
+  // one) with `error`; returns how many.
+  size_t EndWaiting(Link& l, ssize_t error);
   // Ends the waiting fetches of a peer that answers nothing (see above).
   void CheckStall(Link& l, std::chrono::steady_clock::time_point now);
   // A message from `l` authenticated: it is alive.

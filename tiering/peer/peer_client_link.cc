@@ -103,20 +103,29 @@ void PeerClient::CheckStall(Link& l, Clock::time_point now) {
   }
   if (now - l.last_ping < stall) return;
   l.counters.stalls++;
-  l.slow_until.store((now + l.slow_backoff).time_since_epoch().count());
-  l.slow_backoff = std::min(l.slow_backoff * 2, options_.retry_max);
-  std::vector<std::shared_ptr<Pending>> ended;
-  for (auto& [id, p] : l.pending) {
-    if (p->phase == Pending::kWaiting) ended.push_back(p);
-  }
-  for (auto& p : ended) Complete(l, p, -ETIMEDOUT);
+  MarkSlow(l, now);
+  const size_t ended = EndWaiting(l, -ETIMEDOUT);
   const uint64_t n = l.counters.stalls.load();
   if (LogSampled(n)) {
     TIERFS_LOG(kWarning,
                "peer {} answered nothing for {} ms, not even a ping: {} fetches read here, and "
                "its chunks read here until it answers",
-               l.address.name, Ms(now - oldest), ended.size());
+               l.address.name, Ms(now - oldest), ended);
   }
+}
+
+void PeerClient::MarkSlow(Link& l, Clock::time_point now) {
+  l.slow_until.store((now + l.slow_backoff).time_since_epoch().count());
+  l.slow_backoff = std::min(l.slow_backoff * 2, options_.retry_max);
+}
+
+size_t PeerClient::EndWaiting(Link& l, ssize_t error) {
+  std::vector<std::shared_ptr<Pending>> ended;
+  for (auto& [id, p] : l.pending) {
+    if (p->phase == Pending::kWaiting) ended.push_back(p);
+  }
+  for (auto& p : ended) Complete(l, p, error);
+  return ended.size();
 }
 
 // The round trip smoothed as TCP does (RFC 6298): its mean and deviation.
@@ -263,11 +272,7 @@ int PeerClient::Forget(Link& l, int next, int error) {
   if (was == kUp || was == kConnecting) --open_;
   l.state = next;
   ++l.generation;
-  std::vector<std::shared_ptr<Pending>> ended;
-  for (auto& [id, p] : l.pending) {
-    if (p->phase != Pending::kReceiving) ended.push_back(p);
-  }
-  for (auto& p : ended) Complete(l, p, error);
+  EndWaiting(l, error);
   Signal(l);
   return was;
 }
