@@ -380,9 +380,13 @@ class PlantedSlurmPaths(slurm_fixture.SlurmFixture):
         os.mkdir(tier, 0o700)
         mnt = os.path.join(self.root, "doctor-mnt")
         os.mkdir(mnt)
-        with harness.Mount(self.dataset, mnt, [f"tier={tier}:64M"]):
+        with harness.Mount(self.dataset, mnt, [f"tier={tier}:64M"]) as m:
             for rel in self.files:
                 harness.read_file(os.path.join(mnt, rel))
+            # Copies are committed in the background: an unmount now would
+            # leave some of them unmade.
+            harness.wait_for(lambda: m.stats()["tiers"][0]["chunks"] == len(self.files),
+                             what="every file's copy in the tier")
         os.rmdir(mnt)
         data = os.path.join(tier, "data")
         chunks = os.listdir(data)
