@@ -81,8 +81,7 @@ Promoter::Outcome Promoter::ClaimFor(ChunkKey key, Origin origin, ChunkClaim* cl
   // Cheap before the claim: a chunk resident or in flight needs no home.
   if (store_->state(key) != Catalog::kOnSource) return Outcome::kBusy;
   *home = source_->HomeFor(key, origin);
-  // A copy of a chunk homed elsewhere takes free room only.
-  switch (store_->Claim(key, claim, /*may_evict=*/home->is_source())) {
+  switch (store_->Claim(key, claim, home->is_source() ? Whose::kOwn : Whose::kPeerCopy)) {
     case ChunkStore::ClaimResult::kClaimed:
       return Outcome::kStarted;
     case ChunkStore::ClaimResult::kBusy:
@@ -178,7 +177,7 @@ const char* Promoter::Fill(ChunkClaim& claim, HomeLink home) {
 int Promoter::Adopt(ChunkKey key, const char* data, size_t n) {
   if (store_->state(key) != Catalog::kOnSource) return -EEXIST;
   ChunkClaim claim;
-  if (store_->Claim(key, &claim, /*may_evict=*/source_->HomedHere(key)) !=
+  if (store_->Claim(key, &claim, source_->HomedHere(key) ? Whose::kOwn : Whose::kPeerCopy) !=
       ChunkStore::ClaimResult::kClaimed) {
     return store_->state(key) != Catalog::kOnSource ? -EEXIST : -ENOSPC;
   }

@@ -19,7 +19,7 @@ ChunkClaim& ChunkClaim::operator=(ChunkClaim&& o) noexcept {
     writer_ = std::move(o.writer_);
     written_ = o.written_;
     progress_ = std::move(o.progress_);
-    copy_ = o.copy_;
+    whose_ = o.whose_;
   }
   return *this;
 }
@@ -122,11 +122,11 @@ uint64_t ChunkStore::RecoverDirectoryTiers(const std::string& source) {
   return reused;
 }
 
-ChunkStore::ClaimResult ChunkStore::Claim(ChunkKey key, ChunkClaim* out, bool may_evict) {
+ChunkStore::ClaimResult ChunkStore::Claim(ChunkKey key, ChunkClaim* out, Whose whose) {
   if (catalog_->state(key) != Catalog::kOnSource) return ClaimResult::kBusy;  // cheap check first
   const uint64_t length = catalog_->length(key.node, key.chunk);
   if (length == 0 || !catalog_->TryBegin(key)) return ClaimResult::kBusy;
-  int tier = Place(key, length, may_evict);
+  int tier = Place(key, length, whose);
   if (tier < 0) {
     counters_.no_room.fetch_add(1, std::memory_order_relaxed);
     catalog_->Abort(key);
@@ -138,18 +138,18 @@ ChunkStore::ClaimResult ChunkStore::Claim(ChunkKey key, ChunkClaim* out, bool ma
   claim.tier_ = tier;
   claim.length_ = length;
   claim.progress_ = in_flight_.Add(key, tier);
-  claim.copy_ = !may_evict;
+  claim.whose_ = whose;
   *out = std::move(claim);
   return ClaimResult::kClaimed;
 }
 
-int ChunkStore::Place(ChunkKey key, uint64_t bytes, bool may_evict) {
+int ChunkStore::Place(ChunkKey key, uint64_t bytes, Whose whose) {
   for (size_t i = 0; i < tiers_.size(); ++i) {
     if (!tiers_[i]->Reserve(bytes)) continue;
     policy_->Admitted(key, static_cast<int>(i), Hold::kKept);
     return static_cast<int>(i);
   }
-  if (!may_evict) return -1;
+  if (whose == Whose::kPeerCopy) return -1;
   // All full. This node's own chunk goes before any copy of a peer's: a
   // copy saves a transfer between nodes, the own chunk a PFS read for the job.
   for (size_t i = 0; i < tiers_.size(); ++i) {
@@ -238,8 +238,8 @@ int ChunkStore::Commit(ChunkClaim& claim) {
   claim.writer_.reset();
   const ChunkKey key = claim.key_;
   const int tier = claim.tier_;
-  claim.store_ = nullptr;  // published: nothing left to undo
-  if (claim.copy_) {       // listed before it is resident: no eviction can miss it
+  claim.store_ = nullptr;                  // published: nothing left to undo
+  if (claim.whose_ == Whose::kPeerCopy) {  // listed before it is resident: no eviction misses it
     std::lock_guard lock(copies_mu_);
     copies_.insert(key);
   }

@@ -32,6 +32,12 @@ namespace tierfs {
 
 class ChunkStore;
 
+// Whose chunk a promotion stores: this node's own (it may evict to make
+// room), or a copy of a chunk another node homes, which takes free room
+// only, never displaces an own chunk, and is the first to go when one needs
+// room.
+enum class Whose { kOwn, kPeerCopy };
+
 // The right to fill one chunk of one tier. Move-only; destroying or
 // reassigning an unpublished claim undoes it.
 class ChunkClaim {
@@ -67,7 +73,7 @@ class ChunkClaim {
   std::unique_ptr<ChunkWriter> writer_;
   uint64_t written_ = 0;
   std::shared_ptr<InFlight> progress_;  // what readers of the chunk wait on
-  bool copy_ = false;                   // claimed without eviction: a peer's chunk
+  Whose whose_ = Whose::kOwn;
 };
 
 struct StoreCounters {
@@ -101,11 +107,9 @@ class ChunkStore {
   void NoteTierHolder(std::string_view text);
 
   // Claims `key` for promotion. kBusy: it is not on SOURCE only (resident, or
-  // in flight) or empty; kNoRoom: it fits in no tier (counted). Without
-  // `may_evict` only free room is used, and the chunk is a copy (of one
-  // another node homes): it never displaces this node's own chunks, and is
-  // the first to go when one of them needs room. Thread-safe.
-  ClaimResult Claim(ChunkKey key, ChunkClaim* out, bool may_evict = true);
+  // in flight) or empty; kNoRoom: it fits in no tier (counted). A peer's
+  // copy takes free room only (see Whose). Thread-safe.
+  ClaimResult Claim(ChunkKey key, ChunkClaim* out, Whose whose = Whose::kOwn);
 
   // Reads [off, off+n) of chunk `key` from the tier that `state` (its
   // resident catalog state) names. 0 when all n bytes are in *out (the
@@ -140,8 +144,8 @@ class ChunkStore {
  private:
   friend class ChunkClaim;
   // Reserves `bytes` in the fastest tier with room, evicting what the policy
-  // picks when all are full (if `may_evict`). The tier's index, or -1.
-  int Place(ChunkKey key, uint64_t bytes, bool may_evict);
+  // picks when all are full (for an own chunk). The tier's index, or -1.
+  int Place(ChunkKey key, uint64_t bytes, Whose whose);
   // Removes a resident chunk from `tier`; the bytes freed (0 if it was not there).
   uint64_t Evict(ChunkKey key, int tier);
   // Evicts copies from tier `t` until `bytes` are reserved there: true, or
