@@ -116,6 +116,8 @@ class SubcommandTest(unittest.TestCase):
             self.assertIsNotNone(shown, watched)
             self.assertAlmostEqual(float(shown.group(1)), 100 * new_hits / new_pieces, delta=0.05)
             self.assertLess(float(shown.group(1)), 50, watched)
+            # Its tiers are named as tierfs stat names them: here, by the tier's path.
+            self.assertIn(f"tiers {os.path.realpath(tier)} ", watched)
             text = self.tierfs("stat", self.mnt).stdout
             shown = re.search(r"(\d+) hits \(([0-9.]+)% of reads\)", text)
             self.assertIsNotNone(shown, text)
@@ -225,7 +227,7 @@ class SubcommandTest(unittest.TestCase):
             self.assertEqual(len(lines), 3, out)
             for line in lines:
                 self.assertRegex(line, r"^reads [0-9]+/s \(.*/s\), hit ratio .*, SOURCE .*/s")
-                self.assertIn("tiers ram ", line)
+                self.assertIn("tiers RAM ", line)
                 self.assertIn("promotions ", line)
                 self.assertIn("look-ahead lead pid:", line)
             self.assertTrue(any(not l.startswith("reads 0/s") for l in lines), out)

@@ -25,6 +25,10 @@ int RunStage(const MountControl& mount, const std::vector<std::string>& paths, b
 // `tierfs stat`, `stat --watch` and tools/grafana/tierfs.json divide by it.
 uint64_t ReadPieces(const JsonValue& stats);
 
+// How `tierfs stat` and `stat --watch` name a tier of the stats' "tiers"
+// list: "RAM", or a directory tier's path.
+std::string TierLabel(const JsonValue& tier);
+
 // "rejected R of N lines; first: 'LINE': REASON", from a control file's
 // stats group (prefetch.order or prefetch.stage) read after the write.
 std::string RejectedLines(const JsonValue& group, uint64_t rejected, uint64_t lines);

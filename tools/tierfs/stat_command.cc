@@ -80,10 +80,7 @@ void PrintTiers(const JsonValue& stats) {
   const char* label = "tiers";
   for (const JsonValue& t : tiers->items()) {
     uint64_t budget = t.Uint("budget"), limit = t.Uint("limit", budget), used = t.Uint("used");
-    const std::string path = t.String("path");
-    const std::string where = t.String("kind") == "memory" ? "RAM"
-                              : path.empty()               ? t.String("name", "?")
-                                                           : path;
+    const std::string where = TierLabel(t);
     std::string room = fmt::format("{} of {} used ({})", HumanBytes(used), HumanBytes(limit),
                                    Percent(used, limit));
     if (limit < budget)
@@ -195,6 +192,12 @@ uint64_t ReadPieces(const JsonValue& stats) {
   return stats.Uint("reads.from_tiers") + stats.Uint("reads.after_promotion") +
          stats.Uint("reads.early") + stats.Uint("reads.from_copy") +
          stats.Uint("reads.from_source") + stats.Uint("reads.from_peers");
+}
+
+std::string TierLabel(const JsonValue& tier) {
+  if (tier.String("kind") == "memory") return "RAM";
+  std::string path = tier.String("path");
+  return path.empty() ? tier.String("name", "?") : path;
 }
 
 int RunStat(const MountControl& mount, bool json) {

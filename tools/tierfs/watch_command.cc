@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <map>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "tools/tierfs/commands.h"
 
@@ -25,8 +27,9 @@ struct Sample {
   uint64_t reads = 0, read_bytes = 0, source_bytes = 0;
   uint64_t hits = 0, pieces = 0;  // reads.from_tiers, and ReadPieces: the hit ratio's terms
   uint64_t promoted = 0, promoted_bytes = 0;
-  std::map<std::string, uint64_t> tier_bytes;  // tier name -> bytes served
-  std::map<std::string, uint64_t> leads;       // stream -> look-ahead lead (a gauge)
+  // Bytes served by each tier, named as `tierfs stat` names it, fastest first.
+  std::vector<std::pair<std::string, uint64_t>> tier_bytes;
+  std::map<std::string, uint64_t> leads;  // stream -> look-ahead lead (a gauge)
   uint64_t queued = 0;
   bool passthrough = false;  // files wholly in a tier are read by the kernel itself
   uint64_t passed_opens = 0, passed_bytes = 0;
@@ -50,7 +53,7 @@ struct Sample {
     }
     if (const JsonValue* tiers = s.Member("tiers"); tiers && tiers->is_array()) {
       for (const JsonValue& t : tiers->items())
-        x.tier_bytes[t.String("name")] = t.Uint("bytes_served");
+        x.tier_bytes.emplace_back(TierLabel(t), t.Uint("bytes_served"));
     }
     if (const JsonValue* st = s.Find("prefetch.order.streams"); st && st->is_array()) {
       for (const JsonValue& t : st->items()) x.leads[t.String("name")] = t.Uint("lead");
@@ -75,9 +78,9 @@ std::vector<std::string> Render(const Sample& a, const Sample& b) {
                             Rate(b.source_bytes, a.source_bytes, dt, true)));
   std::string tiers;
   for (const auto& [name, bytes] : b.tier_bytes) {
-    auto it = a.tier_bytes.find(name);
-    tiers += fmt::format("{}{} {}", tiers.empty() ? "" : ", ", name,
-                         Rate(bytes, it == a.tier_bytes.end() ? 0 : it->second, dt, true));
+    uint64_t before = 0;  // the same tier in the sample before (the list does not change)
+    for (const auto& [n, v] : a.tier_bytes) before = n == name ? v : before;
+    tiers += fmt::format("{}{} {}", tiers.empty() ? "" : ", ", name, Rate(bytes, before, dt, true));
   }
   if (!tiers.empty()) out.push_back("tiers " + tiers);
   // Their reads never reach the daemon: the line above cannot count them.
