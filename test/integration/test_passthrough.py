@@ -1,8 +1,9 @@
 """FUSE passthrough over a real mount (a root daemon, Linux 6.9 or later):
 - a file wholly in the RAM tier (a memory file, whatever its number of
-  chunks) or in a directory tier (its chunk file) is opened in passthrough
-  mode: its reads and its mmap never reach the daemon, and give SOURCE's
-  bytes; its backing file stays registered for the next open;
+  chunks) or in a directory tier (its sparse tier file, whatever its number
+  of chunks, also after a remount reused it) is opened in passthrough mode:
+  its reads and its mmap never reach the daemon, and give SOURCE's bytes;
+  its backing file stays registered for the next open;
 - a file partly resident (some of its chunks in the tier) is opened as
   before and reads right;
 - a file evicted while open in passthrough mode still reads its bytes
@@ -166,12 +167,28 @@ class PassthroughTest(unittest.TestCase):
             with open(knob, "w") as f:
                 f.write(was)
 
-    def test_a_file_in_a_directory_tier_is_read_from_its_chunk_file(self):
+    def test_a_file_in_a_directory_tier_is_read_from_its_tier_file(self):
         files = {f"f{i}": os.urandom(300_000 + i) for i in range(5)}
         for rel, data in files.items():
             self.write(rel, data)
         with self.mount(f"tier={self.tier}:64M", "prefetch=stage-in") as m:
             self.wait_resident(m, len(files))
+            self.check_served_without_daemon(m, files)
+
+    def test_a_file_of_several_chunks_in_a_directory_tier_passes_through(self):
+        # Three chunks of 1 MiB in one sparse tier file, no RAM tier; a
+        # remount reuses them and the file passes through again.
+        files = {"shard.tar": os.urandom(3 * MiB - 7), "small": os.urandom(5000)}
+        for rel, data in files.items():
+            self.write(rel, data)
+        options = (f"tier={self.tier}:64M", "chunk_size=1M", "prefetch=stage-in")
+        with self.mount(*options) as m:
+            self.wait_resident(m, len(files))
+            self.assertEqual(m.stats()["tiers"][0]["chunks"], 4)
+            self.assertEqual(len(os.listdir(os.path.join(self.tier, "data"))), 2)
+            self.check_served_without_daemon(m, files)
+        with self.mount(*options) as m:
+            self.assertIn("reused 4 chunks", m.output())
             self.check_served_without_daemon(m, files)
 
     def test_a_file_read_before_it_was_resident_drops_its_page_cache(self):

@@ -374,7 +374,7 @@ class PlantedSlurmPaths(slurm_fixture.SlurmFixture):
         self.doctored = ""
 
     def doctored_tier(self):
-        """A real tier of the dataset (journal and all) whose chunk files then got
+        """A real tier of the dataset (journal and all) whose data files then got
         "E" bytes: what a user who knows the dataset can build. Readable by all."""
         tier = os.path.join(self.root, "doctored")
         os.mkdir(tier, 0o700)
