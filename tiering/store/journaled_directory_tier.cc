@@ -151,7 +151,7 @@ int JournaledDirectoryTier::BeginStore(ChunkKey key, const ChunkOrigin& origin,
   if (origin.offset > origin.file_size || origin.length > origin.file_size - origin.offset) {
     return -EINVAL;  // not a range of the file
   }
-  Entry entry{nullptr, NextSeq(), 0, origin.offset, origin.length};
+  Entry entry{nullptr, 0, 0, origin.offset, origin.length};  // its record: at publication
   if (int err = TakeFile(key.node, origin.file_size, &entry.file); err < 0) return err;
   std::unique_ptr<LocalFile> file;
   if (int err = io_->open(entry.file->path, O_WRONLY, 0, &file); err < 0) {
@@ -163,19 +163,17 @@ int JournaledDirectoryTier::BeginStore(ChunkKey key, const ChunkOrigin& origin,
   return 0;
 }
 
-void JournaledDirectoryTier::Finish(ChunkKey key, const ChunkOrigin& origin, const Entry& entry,
-                                    End end) {
-  if (end == End::kPublished) {
-    if (int err = journal_.AppendPublish(entry.record, {entry.file->seq, origin}); err < 0) {
-      TIERFS_LOG(kWarning, "tier {}: journal write failed: {}", path_, std::strerror(-err));
-    }
-  }
+void JournaledDirectoryTier::Finish(ChunkKey key, const ChunkOrigin& origin, Entry entry, End end) {
   std::shared_ptr<TierFile> gone;
   std::optional<uint64_t> replaced;  // the record of a copy this one replaces
   {
     std::unique_lock lock(mu_);
     --entry.file->writers;
     if (end == End::kPublished) {
+      // Numbered and indexed at once: a compaction's snapshot of the index
+      // holds this record, or was taken before the number existed (it keeps
+      // every newer one), so the record line appended below survives it.
+      entry.record = NextSeq();
       auto [it, fresh] = index_.try_emplace(key, entry);
       if (!fresh) {  // stored again over itself: the same range, now this writer's
         replaced = it->second.record;
@@ -195,6 +193,12 @@ void JournaledDirectoryTier::Finish(ChunkKey key, const ChunkOrigin& origin, con
     entry.file->LetGo(key.chunk, entry.gen, entry.offset, entry.length);
   }
   if (end != End::kPublished) return;
+  // After the bytes' fdatasync (the writer's Commit). Served from now on; a
+  // Remove meanwhile may append its "R" first, and a restart then finds the
+  // range punched (a hole: dropped) or still the chunk's bytes.
+  if (int err = journal_.AppendPublish(entry.record, {entry.file->seq, origin}); err < 0) {
+    TIERFS_LOG(kWarning, "tier {}: journal write failed: {}", path_, std::strerror(-err));
+  }
   if (replaced) journal_.AppendRemove(*replaced);
   SyncBatchIfDue();
   CompactJournalIfLong();
@@ -255,7 +259,9 @@ uint64_t JournaledDirectoryTier::Remove(ChunkKey key) {
     auto f = files_.find(key.node);
     if (f != files_.end() && f->second == e.file) gone = DropIfEmpty(f);
   }
-  journal_.AppendRemove(e.record);  // before the bytes go: the journal never names a hole
+  // Before the bytes go: a restart finds no record of a punched range (but
+  // for a publication racing this removal, Finish: recovery's hole check).
+  journal_.AppendRemove(e.record);
   if (gone) {
     io_->unlink(gone->path);  // readers with the file open read what it held
   } else {

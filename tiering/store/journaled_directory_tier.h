@@ -97,8 +97,9 @@ class JournaledDirectoryTier final : public DirectoryTier {
     return index_.size();
   }
 
-  // Where a stored chunk is: its tier file, its journal record (a chunk
-  // stored again gets another) and its range's generation in the file.
+  // Where a stored chunk is: its tier file, its journal record number (a
+  // chunk stored again gets another; 0 until published) and its range's
+  // generation in the file.
   struct Entry {
     std::shared_ptr<TierFile> file;
     uint64_t record = 0;
@@ -109,11 +110,11 @@ class JournaledDirectoryTier final : public DirectoryTier {
   // How a writer ended.
   enum class End { kPublished, kFailed, kUnwritten };
   // Called by a writer when it is done with entry.file. kPublished: the
-  // chunk is served from now on, its journal record written first (if the
-  // journal cannot record it, the chunk is served this mount and a restart
-  // drops it). kFailed: the writer's range is punched. Either failure
-  // unlinks the file if it holds nothing else.
-  void Finish(ChunkKey key, const ChunkOrigin& origin, const Entry& entry, End end);
+  // chunk gets its record number and is served from now on, and its journal
+  // record is appended (if the journal cannot record it, the chunk is served
+  // this mount and a restart drops it). kFailed: the writer's range is
+  // punched. Either failure unlinks the file if it holds nothing else.
+  void Finish(ChunkKey key, const ChunkOrigin& origin, Entry entry, End end);
   // A new record number (also the numbers of tier files: one counter).
   uint64_t NextSeq() { return next_seq_.fetch_add(1); }
 
