@@ -160,6 +160,27 @@ TEST_CASE("DirectoryTier: a writer that fails frees what it wrote", "[directory_
   CHECK(ReadChunk(*tier, 1, 0, &err) == ChunkBytes(1, 0));
 }
 
+TEST_CASE("DirectoryTier: a punch that fails frees the range at the next mount",
+          "[directory_tier][faults]") {
+  TempTree dir;
+  auto io = std::make_shared<FaultFileIo>(NewPosixFileIo());
+  auto tier = Fresh(dir, io);
+  for (uint32_t c = 0; c < 3; ++c) StoreChunk(*tier, 1, c);
+  const std::string file = OnlyFile(dir);
+  const uint64_t whole = Allocated(file);
+  io->Fail(FileOp::kPunch, "/data/f", EIO, 0, 1);
+  CHECK(tier->Remove(ChunkKey{1, 1}) == kChunk);  // gone from the tier all the same
+  CHECK(io->injected(FileOp::kPunch) == 1);
+  CHECK(Allocated(file) == whole);  // not freed yet
+  int err = 0;
+  ReadChunk(*tier, 1, 1, &err);
+  CHECK(err == -ENOENT);  // never served
+  tier.reset();
+  auto again = OpenTier(dir, 1 << 20, NewPosixFileIo());
+  CHECK(again->Recover(AcceptChunks).size() == 2);
+  CHECK(Allocated(file) <= whole - kChunk);  // its "R" line: punched at recovery
+}
+
 // Runs `hook` once, inside the first pread of a tier file (after the tier
 // looked the chunk up, before the bytes are read).
 class HookedRead final : public FileIoWrapper {
