@@ -20,6 +20,7 @@
 #include "temp_tree.h"
 #include "tiering/io/file_io.h"
 #include "tiering/store/tier.h"
+#include "wrapping_file_io.h"
 
 namespace tierfs {
 namespace {
@@ -183,19 +184,15 @@ TEST_CASE("DirectoryTier: a punch that fails frees the range at the next mount",
 
 // Runs `hook` once, inside the first pread of a tier file (after the tier
 // looked the chunk up, before the bytes are read).
-class HookedRead final : public FileIoWrapper {
+class HookedRead final : public testing::WrappingFileIo {
  public:
-  HookedRead() : FileIoWrapper(NewPosixFileIo()) {}
+  HookedRead() : WrappingFileIo(NewPosixFileIo()) {}
   std::function<void()> hook;
-  int open(const std::string& path, int flags, mode_t mode,
-           std::unique_ptr<LocalFile>* out) override {
-    std::unique_ptr<LocalFile> file;
-    int r = target()->open(path, flags, mode, &file);
-    if (r == 0) *out = std::make_unique<File>(this, std::move(file));
-    return r;
-  }
 
  private:
+  std::unique_ptr<LocalFile> Wrap(std::unique_ptr<LocalFile> file) override {
+    return std::make_unique<File>(this, std::move(file));
+  }
   class File final : public LocalFileWrapper {
    public:
     File(HookedRead* io, std::unique_ptr<LocalFile> f) : LocalFileWrapper(std::move(f)), io_(io) {}

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "temp_tree.h"
+#include "wrapping_file_io.h"
 
 namespace tierfs {
 namespace {
@@ -179,16 +180,9 @@ TEST_CASE("TierJournal::Compact keeps the records asked for and appends go on", 
 
 // A FileIo whose writes, once armed, wait (up to 5 s) until `n` of them are
 // in flight at once: appenders that exclude each other never meet.
-class RendezvousFileIo final : public FileIoWrapper {
+class RendezvousFileIo final : public testing::WrappingFileIo {
  public:
-  explicit RendezvousFileIo(int n) : FileIoWrapper(NewPosixFileIo()), n_(n) {}
-  int open(const std::string& path, int flags, mode_t mode,
-           std::unique_ptr<LocalFile>* out) override {
-    std::unique_ptr<LocalFile> file;
-    int r = target()->open(path, flags, mode, &file);
-    if (r == 0) *out = std::make_unique<File>(this, std::move(file));
-    return r;
-  }
+  explicit RendezvousFileIo(int n) : WrappingFileIo(NewPosixFileIo()), n_(n) {}
   void Arm() {
     std::lock_guard lock(mu_);
     armed_ = true;
@@ -214,6 +208,9 @@ class RendezvousFileIo final : public FileIoWrapper {
     RendezvousFileIo* const io_;
   };
 
+  std::unique_ptr<LocalFile> Wrap(std::unique_ptr<LocalFile> file) override {
+    return std::make_unique<File>(this, std::move(file));
+  }
   void Meet() {
     std::unique_lock lock(mu_);
     most_ = std::max(most_, ++in_flight_);
