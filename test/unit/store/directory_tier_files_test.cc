@@ -155,7 +155,7 @@ TEST_CASE("DirectoryTier: a writer that fails frees what it wrote", "[directory_
   CHECK(Allocated(file) > before);
   CHECK(writer->Append(bytes.data() + kChunk / 2, kChunk / 2) == -ENOSPC);
   CHECK(writer->Commit() == -ENOSPC);
-  CHECK(Allocated(file) == before);  // the half written is punched
+  CHECK(Allocated(file) <= before);  // the half written is punched
   CHECK(tier->chunks() == 1);
   int err = 0;
   CHECK(ReadChunk(*tier, 1, 0, &err) == ChunkBytes(1, 0));
