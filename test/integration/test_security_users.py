@@ -380,9 +380,14 @@ class PlantedSlurmPaths(slurm_fixture.SlurmFixture):
         os.mkdir(tier, 0o700)
         mnt = os.path.join(self.root, "doctor-mnt")
         os.mkdir(mnt)
-        with harness.Mount(self.dataset, mnt, [f"tier={tier}:64M"]):
+        with harness.Mount(self.dataset, mnt, [f"tier={tier}:64M"]) as m:
             for rel in self.files:
                 harness.read_file(os.path.join(mnt, rel))
+            # Committed on a pool thread after the reads (fdatasync, journal
+            # line): a commit still queued at unmount is dropped.
+            harness.wait_for(
+                lambda: m.stats()["promotions"]["files_resident"] == len(self.files),
+                what="every file resident")
         os.rmdir(mnt)
         data = os.path.join(tier, "data")
         chunks = os.listdir(data)
