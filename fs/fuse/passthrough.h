@@ -3,8 +3,9 @@
 // registered on /dev/fuse, with no request to the daemon. tierfs passes
 // through a file whose bytes are all in one tier file: a RAM tier's memory
 // file (memfd: one per file, its chunks at their offsets), or a directory
-// tier's chunk file when the file is one chunk. Every other file is opened
-// as before (page cache, keep_cache).
+// tier's tier file (data/f<seq>: one per file, its chunks at their offsets)
+// once every chunk of the file is in it. Every other file is opened as
+// before (page cache, keep_cache).
 //
 // It needs CAP_SYS_ADMIN (the kernel checks it when a backing file is
 // registered), FUSE_PASSTHROUGH accepted in the INIT reply (libfuse 3.14

@@ -132,21 +132,28 @@ class MetricsTest(unittest.TestCase):
 
 class ShutdownTest(unittest.TestCase):
     def tier_is_consistent(self, tier):
-        """Every journaled chunk exists with its recorded length; no temporary files."""
+        """Every journaled chunk's range is whole (no hole) in a tier file of
+        its SOURCE file's size; no other file in data/."""
         data = os.path.join(tier, "data")
-        names = os.listdir(data)
-        self.assertFalse([n for n in names if n.endswith(".tmp")], names)
         with open(os.path.join(tier, "journal")) as f:
             lines = f.read().splitlines()[1:]
         live = {}
         for line in lines:
             parts = line.split(" ")
-            if parts[0] == "P":
-                live[parts[1]] = int(parts[2])
+            if parts[0] == "P":  # P rec file offset length file_size ...
+                live[parts[1]] = (parts[2], int(parts[3]), int(parts[4]), int(parts[5]))
             elif parts[0] == "R":
                 live.pop(parts[1], None)
-        for seq, length in live.items():
-            self.assertEqual(os.path.getsize(os.path.join(data, f"c{seq}")), length)
+        files = {file for file, _, _, _ in live.values()}
+        self.assertEqual(set(os.listdir(data)), {f"f{file}" for file in files})
+        for file, offset, length, size in live.values():
+            path = os.path.join(data, f"f{file}")
+            self.assertEqual(os.path.getsize(path), size)
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                self.assertGreaterEqual(os.lseek(fd, offset, os.SEEK_HOLE), offset + length)
+            finally:
+                os.close(fd)
         return len(live)
 
     def test_sigterm_during_promotion_leaves_a_consistent_tier(self):

@@ -1,24 +1,18 @@
 """FUSE passthrough over a real mount (a root daemon, Linux 6.9 or later):
-- a file wholly in the RAM tier (a memory file, whatever its number of
-  chunks) or in a directory tier (its chunk file) is opened in passthrough
-  mode: its reads and its mmap never reach the daemon, and give SOURCE's
-  bytes; its backing file stays registered for the next open;
-- a file partly resident (some of its chunks in the tier) is opened as
-  before and reads right;
-- a file evicted while open in passthrough mode still reads its bytes
-  through the open descriptor and its mapping;
-- a file read before it was resident has its pages in the mount's cache
-  dropped once a tier file holds it, then passes through;
-- a file changed on SOURCE before it was promoted fails its reads with EIO,
-  as without passthrough;
-- passthrough=off keeps the zero-message open; a user's daemon works as
-  before and says passthrough is off and why; passthrough=on refuses to
-  mount there (exit 2);
-- read requests grow to the kernel's max_pages_limit, and the readahead
-  with them.
-
-Skipped (exit 77) unless root on Linux 6.9 or later whose FUSE accepts
-passthrough."""
+- a file wholly in one tier file (the RAM tier's memory file, a directory
+  tier's sparse file; whatever its number of chunks, also after a remount
+  reused it) is opened in passthrough mode: its reads and its mmap never
+  reach the daemon and give SOURCE's bytes; its backing file stays
+  registered for the next open;
+- a file partly resident is opened as before and reads right; one evicted
+  while open in passthrough mode still reads its bytes (descriptor, mapping);
+- a file read before it was resident has its mount's cache dropped once a
+  tier file holds it, then passes through; one changed on SOURCE before it
+  was promoted fails its reads with EIO;
+- passthrough=off keeps the zero-message open; a user's daemon says why it
+  is off; passthrough=on refuses to mount there (exit 2);
+- read requests grow to the kernel's max_pages_limit, and the readahead too.
+Skipped (exit 77) unless root on Linux 6.9+ whose FUSE accepts passthrough."""
 import errno
 import mmap
 import os
@@ -75,6 +69,10 @@ class PassthroughTest(unittest.TestCase):
         with open(path, "wb") as f:
             f.write(data)
 
+    def write_files(self, files):
+        for rel, data in files.items():
+            self.write(rel, data)
+
     def mount(self, *options):
         try:  # on: these small datasets fit in memory twice, where auto leaves it off
             return harness.Mount(self.src, self.mnt, ["passthrough=on", *options])
@@ -103,8 +101,7 @@ class PassthroughTest(unittest.TestCase):
 
     def test_a_file_in_the_ram_tier_is_read_and_mapped_without_the_daemon(self):
         files = {f"d/f{i}": os.urandom(100_000 + i) for i in range(20)}
-        for rel, data in files.items():
-            self.write(rel, data)
+        self.write_files(files)
         with self.mount("ram=64M", "prefetch=stage-in") as m:
             self.wait_resident(m, len(files))
             self.check_served_without_daemon(m, files)
@@ -128,8 +125,7 @@ class PassthroughTest(unittest.TestCase):
 
     def test_a_file_of_many_chunks_in_the_ram_tier_is_read_without_the_daemon(self):
         files = {"big.bin": os.urandom(5 * MiB - 5), "small": os.urandom(3000)}
-        for rel, data in files.items():
-            self.write(rel, data)
+        self.write_files(files)
         with self.mount("ram=64M", "prefetch=stage-in", "chunk_size=1M") as m:
             self.wait_resident(m, len(files))
             self.assertEqual(m.stats()["tiers"][0]["chunks"], 6)
@@ -166,12 +162,17 @@ class PassthroughTest(unittest.TestCase):
             with open(knob, "w") as f:
                 f.write(was)
 
-    def test_a_file_in_a_directory_tier_is_read_from_its_chunk_file(self):
-        files = {f"f{i}": os.urandom(300_000 + i) for i in range(5)}
-        for rel, data in files.items():
-            self.write(rel, data)
-        with self.mount(f"tier={self.tier}:64M", "prefetch=stage-in") as m:
+    def test_a_file_in_a_directory_tier_is_read_from_its_tier_file(self):
+        # Files of one chunk and one of three (1 MiB chunks); a remount reuses them.
+        files = {"shard.tar": os.urandom(3 * MiB - 7), "f0": os.urandom(300_000), "f1": b"1"}
+        self.write_files(files)
+        options = (f"tier={self.tier}:64M", "chunk_size=1M", "prefetch=stage-in")
+        with self.mount(*options) as m:
             self.wait_resident(m, len(files))
+            self.assertEqual(len(os.listdir(os.path.join(self.tier, "data"))), len(files))
+            self.check_served_without_daemon(m, files)
+        with self.mount(*options) as m:
+            self.assertIn("reused 5 chunks", m.output())
             self.check_served_without_daemon(m, files)
 
     def test_a_file_read_before_it_was_resident_drops_its_page_cache(self):
@@ -209,8 +210,7 @@ class PassthroughTest(unittest.TestCase):
     def test_a_file_evicted_while_open_in_passthrough_keeps_its_bytes(self):
         # Five files of 400 kB, a RAM tier of 1 MiB (two fit), LRU eviction.
         files = {f"f{i}": os.urandom(400_000) for i in range(5)}
-        for rel, data in files.items():
-            self.write(rel, data)
+        self.write_files(files)
         for tiers in (["ram=1M"], [f"tier={self.tier}:1M"]):
             with self.subTest(tiers=tiers[0].split("=")[0]):
                 with self.mount(*tiers, "policy=lru") as m:

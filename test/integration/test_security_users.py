@@ -374,7 +374,7 @@ class PlantedSlurmPaths(slurm_fixture.SlurmFixture):
         self.doctored = ""
 
     def doctored_tier(self):
-        """A real tier of the dataset (journal and all) whose chunk files then got
+        """A real tier of the dataset (journal and all) whose data files then got
         "E" bytes: what a user who knows the dataset can build. Readable by all."""
         tier = os.path.join(self.root, "doctored")
         os.mkdir(tier, 0o700)
@@ -383,10 +383,11 @@ class PlantedSlurmPaths(slurm_fixture.SlurmFixture):
         with harness.Mount(self.dataset, mnt, [f"tier={tier}:64M"]) as m:
             for rel in self.files:
                 harness.read_file(os.path.join(mnt, rel))
-            # Copies are committed in the background: an unmount now would
-            # leave some of them unmade.
-            harness.wait_for(lambda: m.stats()["tiers"][0]["chunks"] == len(self.files),
-                             what="every file's copy in the tier")
+            # Committed on a pool thread after the reads (fdatasync, journal
+            # line): a commit still queued at unmount is dropped.
+            harness.wait_for(
+                lambda: m.stats()["promotions"]["files_resident"] == len(self.files),
+                what="every file resident")
         os.rmdir(mnt)
         data = os.path.join(tier, "data")
         chunks = os.listdir(data)

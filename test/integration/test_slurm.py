@@ -341,7 +341,7 @@ class SlurmScripts(SlurmFixture):
         os.chmod(self.scratch, 0o1777)  # like /tmp
         planted = [os.path.join(self.scratch, f"tierfs-{JOB}"), self.tier]  # old and new names
         r = harness.as_user(user, "sh", "-c", 'for d; do mkdir -p "$d/data" && echo 1 > "$d/journal" &&'
-                    ' : > "$d/lock" && echo evil > "$d/data/c1" && : > "$d/squatter-was-here" &&'
+                    ' : > "$d/lock" && echo evil > "$d/data/f1" && : > "$d/squatter-was-here" &&'
                     ' chmod -R a+rwX "$d" || exit 1; done', "sh", *planted)
         self.assertEqual(r.returncode, 0, r.stderr)
         r = self.prolog()

@@ -40,6 +40,27 @@ class PosixLocalFile final : public LocalFile {
     if (fd_ < 0) return -EBADF;
     return Retrying([&] { return ::write(fd_, buf, n); });
   }
+  ssize_t pwrite(const void* buf, size_t n, uint64_t off) override {
+    if (fd_ < 0) return -EBADF;
+    return Retrying([&] { return ::pwrite(fd_, buf, n, static_cast<off_t>(off)); });
+  }
+  int truncate(uint64_t size) override {
+    if (fd_ < 0) return -EBADF;
+    return Retrying([&] { return ::ftruncate(fd_, static_cast<off_t>(size)); });
+  }
+  int punch_hole(uint64_t off, uint64_t n) override {
+    if (fd_ < 0) return -EBADF;
+    if (n == 0) return 0;
+    return Retrying([&] {
+      return ::fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(off),
+                         static_cast<off_t>(n));
+    });
+  }
+  int64_t seek_hole(uint64_t off) override {
+    if (fd_ < 0) return -EBADF;
+    const off_t r = ::lseek(fd_, static_cast<off_t>(off), SEEK_HOLE);
+    return r < 0 ? PosixError() : static_cast<int64_t>(r);
+  }
   int fdatasync() override {
     if (fd_ < 0) return -EBADF;
     return Retrying([&] { return ::fdatasync(fd_); });
@@ -165,6 +186,18 @@ int WriteAll(LocalFile* file, const char* data, size_t n) {
     if (w < 0) return static_cast<int>(w);
     if (w == 0) return -EIO;
     data += w;
+    n -= static_cast<size_t>(w);
+  }
+  return 0;
+}
+
+int PwriteAll(LocalFile* file, const char* data, size_t n, uint64_t off) {
+  while (n > 0) {
+    ssize_t w = file->pwrite(data, n, off);
+    if (w < 0) return static_cast<int>(w);
+    if (w == 0) return -EIO;
+    data += w;
+    off += static_cast<uint64_t>(w);
     n -= static_cast<size_t>(w);
   }
   return 0;

@@ -32,6 +32,18 @@ class LocalFile {
   // One write(2) of up to n bytes at the file offset (at the end with
   // O_APPEND). Returns the byte count written (may be short) or -errno.
   virtual ssize_t write(const void* buf, size_t n) = 0;
+  // One pwrite(2) of up to n bytes at offset off. Returns the byte count
+  // written (may be short) or -errno.
+  virtual ssize_t pwrite(const void* buf, size_t n, uint64_t off) = 0;
+  // ftruncate(2) to `size` bytes (a hole where it grows). 0 or -errno.
+  virtual int truncate(uint64_t size) = 0;
+  // Frees [off, off+n) (fallocate PUNCH_HOLE, the size kept): reads there
+  // give zeros. 0 or -errno (-EOPNOTSUPP: the file system cannot).
+  virtual int punch_hole(uint64_t off, uint64_t n) = 0;
+  // lseek(2) SEEK_HOLE: the offset of the first hole at or after `off` (the
+  // file's size if there is none: a file system without holes says so), or
+  // -errno (-ENXIO when `off` is at or past the end).
+  virtual int64_t seek_hole(uint64_t off) = 0;
   virtual int fdatasync() = 0;
   // fstat(2).
   virtual int stat(struct stat* st) = 0;
@@ -52,6 +64,12 @@ class LocalFileWrapper : public LocalFile {
   explicit LocalFileWrapper(std::unique_ptr<LocalFile> target) : target_(std::move(target)) {}
   ssize_t pread(void* buf, size_t n, uint64_t off) override { return target_->pread(buf, n, off); }
   ssize_t write(const void* buf, size_t n) override { return target_->write(buf, n); }
+  ssize_t pwrite(const void* buf, size_t n, uint64_t off) override {
+    return target_->pwrite(buf, n, off);
+  }
+  int truncate(uint64_t size) override { return target_->truncate(size); }
+  int punch_hole(uint64_t off, uint64_t n) override { return target_->punch_hole(off, n); }
+  int64_t seek_hole(uint64_t off) override { return target_->seek_hole(off); }
   int fdatasync() override { return target_->fdatasync(); }
   int stat(struct stat* st) override { return target_->stat(st); }
   int map(uint64_t size, std::shared_ptr<const unsigned char>* out) override {
@@ -70,6 +88,8 @@ class LocalFileWrapper : public LocalFile {
 // Writes all n bytes with as many write() calls as it takes. 0 or -errno
 // (-EIO if the file takes no more bytes without saying why).
 int WriteAll(LocalFile* file, const char* data, size_t n);
+// The same with pwrite at offset `off`.
+int PwriteAll(LocalFile* file, const char* data, size_t n, uint64_t off);
 
 // An exclusive advisory lock on a file, held until destroyed.
 class FileLock {

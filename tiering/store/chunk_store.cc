@@ -100,7 +100,8 @@ uint64_t ChunkStore::RecoverDirectoryTiers(const std::string& source) {
               n.ino != o.ino) {
             return std::nullopt;  // stale: another file now, or rewritten since the copy
           }
-          if (o.chunk >= catalog->chunks(*id) || catalog->length(*id, o.chunk) != o.length) {
+          if (o.chunk >= catalog->chunks(*id) || catalog->length(*id, o.chunk) != o.length ||
+              o.offset != uint64_t{o.chunk} * catalog->chunk_size()) {
             return std::nullopt;  // chunked with another chunk size
           }
           return ChunkKey{*id, o.chunk};

@@ -1,385 +1,27 @@
-// The directory tier: one file per chunk under <path>/data, named c<seq>.
-// Publication: write <name>.tmp, fdatasync, rename, then a journal line.
-// Durability in batches: after every kSyncBatch publishes, or the first
-// publish kSyncAge after the last batch, data/ and the journal are synced
-// (fsync of the directory, fdatasync of the journal), so a power cut loses
-// at most the chunks published since the last batch (kill -9 loses none);
-// recovery never serves a wrong byte either way.
-// Every file access goes through the tier's FileIo.
+// The directory tier's opening: the checks that a directory may be this
+// daemon's tier, its lock, data/, and the file system's hole punching. The
+// tier itself: journaled_directory_tier.h.
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <charconv>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
-#include <mutex>
-#include <shared_mutex>
-#include <string_view>
+#include <string>
 #include <thread>
-#include <unordered_map>
-#include <unordered_set>
 
 #include "tiering/base/log.h"
 #include "tiering/io/file_io.h"
+#include "tiering/store/journaled_directory_tier.h"
 #include "tiering/store/tier.h"
-#include "tiering/store/tier_journal.h"
 
 namespace tierfs {
-namespace {
 
-// The sequence number a chunk file's name "c<seq>" holds, written as the tier
-// writes it (decimal, no leading zero, below TierJournal::kSeqLimit); nullopt
-// for any other name (a .tmp, a stray file, a number that could wrap).
-std::optional<uint64_t> SeqOfName(std::string_view name) {
-  if (name.size() < 2 || name[0] != 'c' || name[1] == '0') return std::nullopt;
-  uint64_t seq = 0;
-  const char* end = name.data() + name.size();
-  auto [stop, ec] = std::from_chars(name.data() + 1, end, seq);
-  if (ec != std::errc() || stop != end || seq >= TierJournal::kSeqLimit) return std::nullopt;
-  return seq;
-}
-
-// Deletes the journal of the tier at `path`, then every file in its data/.
-// Best effort: what cannot be deleted is named by no journal record. Returns
-// how many data files were deleted.
-uint64_t EmptyTierDirectory(FileIo* io, const std::string& path) {
-  io->unlink(path + "/journal");
-  std::vector<std::string> names;
-  io->list(path + "/data", &names);
-  uint64_t removed = 0;
-  for (const auto& name : names) removed += io->unlink(path + "/data/" + name) == 0;
-  return removed;
-}
-
-class JournaledDirectoryTier final : public DirectoryTier {
- public:
-  JournaledDirectoryTier(std::shared_ptr<FileIo> io, std::string name, std::string path,
-                         uint64_t budget, std::unique_ptr<FileLock> lock)
-      : DirectoryTier(std::move(name), Kind::kDirectory, budget),
-        io_(std::move(io)),
-        path_(std::move(path)),
-        data_(path_ + "/data"),
-        lock_(std::move(lock)),
-        journal_(io_.get(), path_ + "/journal") {}
-
-  const std::string& path() const override { return path_; }
-  int NoteHolder(std::string_view text) override { return lock_ ? lock_->Note(text) : 0; }
-
-  using DirectoryTier::Recover;
-  int Recover(const std::string& source, const Acceptor& accept,
-              std::vector<ChunkKey>* kept) override;
-  int BeginStore(ChunkKey key, const ChunkOrigin& origin,
-                 std::unique_ptr<ChunkWriter>* out) override;
-  int Read(ChunkKey key, uint64_t off, size_t n, char* scratch, TierRead* out) override;
-  uint64_t Remove(ChunkKey key) override;
-  int PinBacking(NodeId id, uint64_t size, uint64_t* token) override;
-  int OpenBacking(NodeId id, uint64_t token) override;
-  size_t chunks() const override {
-    std::shared_lock lock(mu_);
-    return index_.size();
-  }
-
-  // Called by a writer after its rename. The chunk is served from now on; if
-  // the journal cannot record it, a restart will not reuse (only remove) it.
-  int Publish(ChunkKey key, uint64_t seq, const ChunkOrigin& origin) {
-    if (int err = journal_.AppendPublish(seq, origin); err < 0) {
-      TIERFS_LOG(kWarning, "tier {}: journal write failed: {}", path_, std::strerror(-err));
-    }
-    {
-      std::unique_lock lock(mu_);
-      index_[key] = Entry{seq, origin.length};
-    }
-    SyncBatchIfDue();
-    CompactJournalIfLong();
-    return 0;
-  }
-  // Syncs data/ and the journal now: the publishes so far survive a power cut.
-  void SyncNow() {
-    unsynced_.store(0, std::memory_order_relaxed);
-    last_sync_ns_.store(NowNs(), std::memory_order_relaxed);
-    int err = io_->sync_dir(data_);
-    if (int j = journal_.Sync(); err == 0 && j != -EBADF) err = j;
-    syncs_.fetch_add(1, std::memory_order_relaxed);
-    if (err < 0) {
-      TIERFS_LOG(kWarning, "tier {}: cannot sync its publishes: {}", path_, std::strerror(-err));
-    }
-  }
-  ~JournaledDirectoryTier() override {
-    if (unsynced_.load() > 0) SyncNow();
-  }
-  std::string FileOf(uint64_t seq) const { return fmt::format("{}/c{}", data_, seq); }
-  FileIo* io() const { return io_.get(); }
-
- private:
-  struct Entry {
-    uint64_t seq;
-    uint64_t length;
-  };
-  // Where chunk `key` is, if stored.
-  std::optional<Entry> Find(ChunkKey key) const {
-    std::shared_lock lock(mu_);
-    auto it = index_.find(key);
-    if (it == index_.end()) return std::nullopt;
-    return it->second;
-  }
-  // Recovery failed with `err`: forget and delete everything, take nothing more.
-  int GiveUp(const char* what, int err);
-  static constexpr uint64_t kSyncBatch = 64;
-  static constexpr int64_t kSyncAgeNs = 1'000'000'000;
-  static int64_t NowNs() {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(
-               std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-  }
-  // One publisher at a time syncs, when a batch is full or old.
-  void SyncBatchIfDue() {
-    uint64_t n = unsynced_.fetch_add(1, std::memory_order_relaxed) + 1;
-    if (n < kSyncBatch && NowNs() - last_sync_ns_.load(std::memory_order_relaxed) < kSyncAgeNs) {
-      return;
-    }
-    if (syncing_.exchange(true)) return;
-    SyncNow();
-    syncing_.store(false);
-  }
-  // Rewrites the journal with the live chunks' records once it holds more
-  // than twice as many lines as there are chunks (and at least
-  // kCompactAfter): eviction churn must not grow it without bound.
-  void CompactJournalIfLong();
-  static constexpr uint64_t kCompactAfter = 4096;
-
-  const std::shared_ptr<FileIo> io_;
-  const std::string path_, data_;
-  const std::unique_ptr<FileLock> lock_;  // one daemon per tier directory
-  TierJournal journal_;
-  std::string source_;  // the SOURCE identity; set by Recover, before any other use
-  std::atomic<bool> compacting_{false};
-  std::atomic<uint64_t> unsynced_{0};  // publishes since the last sync
-  std::atomic<int64_t> last_sync_ns_{NowNs()};
-  std::atomic<bool> syncing_{false};
-  std::atomic<uint64_t> syncs_{0};
-  std::atomic<uint64_t> next_seq_{1};
-  mutable std::shared_mutex mu_;  // guards index_; a leaf lock, never held across I/O
-  std::unordered_map<ChunkKey, Entry, ChunkKeyHash> index_;
-};
-
-// Not thread-safe: one promotion writes through it.
-class DirWriter final : public ChunkWriter {
- public:
-  DirWriter(JournaledDirectoryTier* tier, ChunkKey key, ChunkOrigin origin, uint64_t seq,
-            std::unique_ptr<LocalFile> file)
-      : tier_(tier), key_(key), origin_(std::move(origin)), seq_(seq), file_(std::move(file)) {}
-  ~DirWriter() override { Abort(); }
-
-  int Append(const char* data, size_t n) override {
-    if (!file_) return failed_;
-    if (int err = WriteAll(file_.get(), data, n); err < 0) {
-      Abort();  // the file holds an unknown part of the bytes
-      return failed_ = err;
-    }
-    written_ += n;
-    return 0;
-  }
-
-  int Commit() override {
-    if (!file_) return failed_;
-    int err = written_ == origin_.length ? 0 : -EIO;
-    if (err == 0) err = file_->fdatasync();  // data durable before its name
-    if (int closed = file_->close(); err == 0) err = closed;
-    file_.reset();
-    const std::string final_name = tier_->FileOf(seq_);
-    if (err == 0 && (err = tier_->io()->rename(Tmp(), final_name)) < 0) {
-      tier_->io()->unlink(final_name);  // in case the rename happened after all
-    }
-    if (err < 0) {
-      Abort();
-      return failed_ = err;
-    }
-    done_ = true;
-    return tier_->Publish(key_, seq_, origin_);
-  }
-
-  void Abort() override {
-    if (done_) return;
-    file_.reset();  // closes
-    tier_->io()->unlink(Tmp());
-    done_ = true;  // nothing left to undo
-  }
-
- private:
-  std::string Tmp() const { return tier_->FileOf(seq_) + ".tmp"; }
-  JournaledDirectoryTier* const tier_;
-  const ChunkKey key_;
-  const ChunkOrigin origin_;
-  const uint64_t seq_;
-  std::unique_ptr<LocalFile> file_;  // null once committed or aborted
-  uint64_t written_ = 0;
-  bool done_ = false;    // committed or aborted
-  int failed_ = -EBADF;  // what Append and Commit return once file_ is gone
-};
-
-int JournaledDirectoryTier::Recover(const std::string& source, const Acceptor& accept,
-                                    std::vector<ChunkKey>* keys) {
-  keys->clear();
-  source_ = source;
-  std::map<uint64_t, ChunkOrigin> recorded;
-  bool foreign = false;
-  if (int err = journal_.Load(source_, &recorded, &foreign); err < 0) {
-    TIERFS_LOG(kWarning, "tier {}: cannot read its journal ({}): nothing is reused", path_,
-               std::strerror(-err));
-  } else if (foreign) {
-    TIERFS_LOG(kWarning,
-               "tier {}: its journal is of another SOURCE or an older tierfs: its copies are "
-               "removed, none is reused (this SOURCE: {})",
-               path_, source_);
-  }
-  // No new chunk may take a number that a record or a file already has.
-  uint64_t max_seq = recorded.empty() ? 0 : recorded.rbegin()->first;
-  std::vector<std::string> names;
-  if (int err = io_->list(data_, &names); err < 0) return GiveUp("cannot list data/", err);
-  std::map<uint64_t, ChunkOrigin> kept;
-  std::unordered_map<ChunkKey, Entry, ChunkKeyHash> index;
-  uint64_t removed = 0;
-  for (const auto& name : names) {
-    std::optional<uint64_t> seq = SeqOfName(name);
-    if (seq) max_seq = std::max(max_seq, *seq);
-    auto it = seq ? recorded.find(*seq) : recorded.end();
-    struct stat st;
-    std::optional<ChunkKey> key;
-    if (it != recorded.end() && io_->stat(data_ + "/" + name, &st) == 0 && S_ISREG(st.st_mode) &&
-        static_cast<uint64_t>(st.st_size) == it->second.length) {
-      key = accept(it->second);
-    }
-    if (key && !index.count(*key) && Reserve(it->second.length)) {
-      index[*key] = Entry{*seq, it->second.length};
-      kept[*seq] = it->second;
-      keys->push_back(*key);
-    } else {
-      // Stale, incomplete, unknown, a second copy, or over budget.
-      removed += io_->unlink(data_ + "/" + name) == 0;
-    }
-  }
-  next_seq_ = max_seq + 1;  // max_seq < kSeqLimit: no wrap
-  {
-    std::unique_lock lock(mu_);
-    index_ = std::move(index);
-  }
-  if (int err = journal_.Rewrite(source_, kept); err < 0) {
-    keys->clear();
-    return GiveUp("cannot rewrite its journal", err);
-  }
-  TIERFS_LOG(kInfo, "tier {} ({}): reused {} chunks ({} bytes), removed {} files", name(), path_,
-             keys->size(), used(), removed);
-  return 0;
-}
-
-void JournaledDirectoryTier::CompactJournalIfLong() {
-  const uint64_t live = chunks();
-  if (journal_.records() <= std::max(kCompactAfter, 2 * live)) return;
-  if (compacting_.exchange(true)) return;  // another thread is at it
-  std::unordered_set<uint64_t> seqs;
-  uint64_t newer;  // chunks published from here on are kept whatever the snapshot says
-  {
-    std::shared_lock lock(mu_);
-    newer = next_seq_.load();
-    for (const auto& [key, entry] : index_) seqs.insert(entry.seq);
-  }
-  int err =
-      journal_.Compact(source_, [&](uint64_t seq) { return seq >= newer || seqs.count(seq); });
-  if (err < 0) {
-    TIERFS_LOG(kWarning, "tier {}: cannot compact its journal: {}", path_, std::strerror(-err));
-  }
-  compacting_ = false;
-}
-
-int JournaledDirectoryTier::GiveUp(const char* what, int err) {
-  {
-    std::unique_lock lock(mu_);
-    index_.clear();
-  }
-  uint64_t removed = EmptyTierDirectory(io_.get(), path_);
-  Release(used());
-  MarkFull();  // limit 0: no promotion comes here this mount
-  TIERFS_LOG(kError, "tier {} ({}): {}: {}; removed {} files, unused until the next mount", name(),
-             path_, what, std::strerror(-err), removed);
-  return err;
-}
-
-int JournaledDirectoryTier::BeginStore(ChunkKey key, const ChunkOrigin& origin,
-                                       std::unique_ptr<ChunkWriter>* out) {
-  uint64_t seq = next_seq_.fetch_add(1);
-  std::unique_ptr<LocalFile> file;
-  int err = io_->open(FileOf(seq) + ".tmp", O_WRONLY | O_CREAT | O_EXCL, 0600, &file);
-  if (err < 0) return err;
-  *out = std::make_unique<DirWriter>(this, key, origin, seq, std::move(file));
-  return 0;
-}
-
-int JournaledDirectoryTier::Read(ChunkKey key, uint64_t off, size_t n, char* scratch,
-                                 TierRead* out) {
-  std::optional<Entry> e = Find(key);
-  if (!e) return -ENOENT;
-  const uint64_t seq = e->seq, length = e->length;
-  std::unique_ptr<LocalFile> file;
-  // Removed meanwhile: -ENOENT, and the caller falls back to SOURCE.
-  if (int err = io_->open(FileOf(seq), O_RDONLY, 0, &file); err < 0) return err;
-  size_t want = off >= length ? 0 : std::min<uint64_t>(n, length - off);
-  ssize_t got = file->pread(scratch, want, off);
-  if (got < 0) return static_cast<int>(got);
-  if (static_cast<size_t>(got) < want) return -EIO;  // a copy shorter than recorded is damaged
-  out->data = scratch;
-  out->size = want;
-  return 0;
-}
-
-// A chunk file holds the chunk's bytes at offsets 0..length, no header:
-// the backing file of a file of one chunk, named by its sequence number.
-// Remove unlinks the file, never rewrites it, so a pin needs no count: a
-// descriptor handed out keeps the bytes.
-int JournaledDirectoryTier::PinBacking(NodeId id, uint64_t size, uint64_t* token) {
-  std::optional<Entry> e = Find(ChunkKey{id, 0});
-  if (!e) return -ENOENT;
-  if (e->length != size) return -EOPNOTSUPP;  // one chunk of several
-  *token = e->seq;
-  return 0;
-}
-
-// Opened directly, not through FileIo: the kernel needs a real descriptor.
-int JournaledDirectoryTier::OpenBacking(NodeId id, uint64_t token) {
-  std::optional<Entry> e = Find(ChunkKey{id, 0});
-  if (!e || e->seq != token) return -ENOENT;
-  const uint64_t length = e->length;
-  int fd = ::open(FileOf(e->seq).c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) return -errno;  // removed meanwhile: -ENOENT
-  struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
-      static_cast<uint64_t>(st.st_size) != length) {
-    ::close(fd);
-    return -EIO;  // not the copy recorded
-  }
-  return fd;
-}
-
-uint64_t JournaledDirectoryTier::Remove(ChunkKey key) {
-  Entry e;
-  {
-    std::unique_lock lock(mu_);
-    auto it = index_.find(key);
-    if (it == index_.end()) return 0;
-    e = it->second;
-    index_.erase(it);
-  }
-  journal_.AppendRemove(e.seq);
-  io_->unlink(FileOf(e.seq));  // readers with the file open finish their read
-  CompactJournalIfLong();
-  NoteRemoved(key.node);
-  return e.length;
-}
-
-}  // namespace
+using directory_tier::EmptyTierDirectory;
+using directory_tier::JournaledDirectoryTier;
 
 std::vector<ChunkKey> DirectoryTier::Recover(const Acceptor& accept) {
   std::vector<ChunkKey> kept;
@@ -421,6 +63,29 @@ Status UnsafeTierDirectory(std::string path) {
                       dir.string(), st.st_mode & 07777));
     if (dir == dir.root_path()) return Status::Ok();
   }
+}
+
+// Removing a chunk frees its blocks by punching a hole in its tier file
+// (fallocate PUNCH_HOLE): on a file system that cannot, the removed chunks'
+// bytes would stay on the device while the budget counted them free, so
+// such a tier is refused. Other errors (a full device) refuse nothing: the
+// chunks' writes meet them and say so.
+Status CanPunchHoles(FileIo* io, const std::string& data) {
+  const std::string probe = data + "/punch-probe";
+  std::unique_ptr<LocalFile> file;
+  int err = io->open(probe, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0600, &file);
+  if (err == 0) {
+    const std::string block(4096, 'x');
+    err = PwriteAll(file.get(), block.data(), block.size(), 0);
+    if (err == 0) err = file->punch_hole(0, block.size());
+    file.reset();
+    io->unlink(probe);
+  }
+  if (err != -EOPNOTSUPP) return Status::Ok();
+  return Status::Error(EOPNOTSUPP,
+                       "its file system cannot punch holes (fallocate PUNCH_HOLE), which the tier "
+                       "needs to free the blocks of a removed chunk; use a directory on ext4, "
+                       "XFS, btrfs or tmpfs");
 }
 
 }  // namespace
@@ -470,7 +135,7 @@ Result<std::unique_ptr<DirectoryTier>> OpenDirectoryTier(std::shared_ptr<FileIo>
   lock->Note(fmt::format("pid={}\nstate=starting\n", ::getpid()));
   if (reset) EmptyTierDirectory(io.get(), path);
   // data/ is the daemon's alone, whatever the umask: in a directory others
-  // may write to, they could swap a chunk file for theirs.
+  // may write to, they could swap a tier file for theirs.
   const std::string data = path + "/data";
   err = io->mkdir(data, 0700);
   if (err == -EEXIST) {
@@ -488,6 +153,9 @@ Result<std::unique_ptr<DirectoryTier>> OpenDirectoryTier(std::shared_ptr<FileIo>
     }
   }
   if (err < 0) return Status::FromErrno(-err, fmt::format("tier '{}': cannot create data/", path));
+  if (Status why = CanPunchHoles(io.get(), data); !why.ok()) {
+    return why.Context(fmt::format("tier '{}' is refused", path));
+  }
   return std::unique_ptr<DirectoryTier>(std::make_unique<JournaledDirectoryTier>(
       std::move(io), std::move(name), path, budget, std::move(lock)));
 }

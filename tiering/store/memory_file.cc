@@ -42,44 +42,7 @@ MemFile::~MemFile() {
   files->fetch_sub(1, std::memory_order_relaxed);
 }
 
-uint64_t MemFile::Take(uint32_t chunk) {
-  std::lock_guard lock(mu);
-  unfreed.erase(chunk);
-  return owners[chunk] = ++generations;
-}
-
-void MemFile::LetGo(uint32_t chunk, uint64_t gen, uint64_t offset, uint64_t length) {
-  std::lock_guard lock(mu);
-  auto it = owners.find(chunk);
-  if (it == owners.end() || it->second != gen) return;  // written again since
-  owners.erase(it);
-  if (pins > 0) {
-    unfreed[chunk] = {offset, length};
-  } else {
-    Free(offset, length);
-  }
-}
-
-void MemFile::Pin() {
-  std::lock_guard lock(mu);
-  ++pins;
-}
-
-bool MemFile::Unpin() {
-  std::lock_guard lock(mu);
-  if (pins == 0) return false;
-  if (--pins > 0) return true;
-  for (const auto& [chunk, range] : unfreed) Free(range.first, range.second);
-  unfreed.clear();
-  return true;
-}
-
-bool MemFile::pinned() const {
-  std::lock_guard lock(mu);
-  return pins > 0;
-}
-
-void MemFile::Free(uint64_t offset, uint64_t length) const {
+void MemFile::Free(uint64_t offset, uint64_t length) {
   ::fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(offset),
               static_cast<off_t>(length));
 }

@@ -9,10 +9,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <mutex>
-#include <unordered_map>
-#include <utility>
 #include <vector>
+
+#include "tiering/store/chunk_ranges.h"
 
 namespace tierfs::memory_files {
 
@@ -30,12 +29,10 @@ void Prefault(char* data, size_t n);
 using FileCount = std::atomic<uint64_t>;
 
 // One file's memory file, `size` bytes long (holes where no chunk is).
-// Closed with its last holder: the tier, a chunk, a writer. Each chunk's
-// range is owned by the chunk last written there, and freed (a hole
-// punched) when that chunk is let go by all its holders (the tier's index,
-// readers, its writer and early readers), or, if the file is pinned as a
-// backing file then, at the last unpin.
-struct MemFile {
+// Closed with its last holder: the tier, a chunk, a writer. A chunk's range
+// is let go (ChunkRanges::LetGo) when that chunk is let go by all its
+// holders (the tier's index, readers, its writer and early readers).
+struct MemFile final : ChunkRanges {
   int fd = -1;
   uint64_t size = 0;
   uint64_t token = 0;  // names this memory file among all the tier's
@@ -43,29 +40,12 @@ struct MemFile {
   // Guarded by MemoryTier::mu_ (memory_tier.cc):
   uint64_t resident = 0;  // bytes of its published chunks
   uint32_t writers = 0;   // chunks being written into it
-  // Guards what follows; taken after MemoryTier::mu_ when both are held.
-  mutable std::mutex mu;
-  uint32_t pins = 0;
-  uint64_t generations = 0;
-  std::unordered_map<uint32_t, uint64_t> owners;  // chunk -> generation owning its range
-  // Ranges of chunks let go while pinned, by chunk: freed at the last unpin.
-  std::unordered_map<uint32_t, std::pair<uint64_t, uint64_t>> unfreed;
 
   MemFile() = default;
-  MemFile(const MemFile&) = delete;
-  MemFile& operator=(const MemFile&) = delete;
-  ~MemFile();
-  // A writer takes chunk `chunk`'s range: its generation.
-  uint64_t Take(uint32_t chunk);
-  // Generation `gen` of chunk `chunk` is let go by its last holder.
-  void LetGo(uint32_t chunk, uint64_t gen, uint64_t offset, uint64_t length);
-  void Pin();
-  // False if it was not pinned.
-  bool Unpin();
-  bool pinned() const;
+  ~MemFile() override;
 
  private:
-  void Free(uint64_t offset, uint64_t length) const;
+  void Free(uint64_t offset, uint64_t length) override;
 };
 
 // One stored chunk: a heap buffer, or `size` bytes at `offset` of a memory

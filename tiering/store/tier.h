@@ -157,9 +157,10 @@ std::unique_ptr<Tier> NewMemoryTier(std::string name, uint64_t budget);
 // copy from 2 MiB folios, not 4 KiB pages. The caller closes it.
 int NewHugePageMemoryFs();
 
-// A tier in a directory (node-local NVMe, /dev/shm). Chunks are written to a
-// temporary name, flushed, then renamed and recorded in a journal, so a
-// crash leaves only complete copies. Recover() must run before use.
+// A tier in a directory (node-local NVMe, /dev/shm): one sparse file per
+// SOURCE file, each chunk at its own offset. A chunk is written, flushed,
+// then recorded in a journal, so a crash leaves only complete copies named;
+// a removed chunk's range is punched (a hole). Recover() must run before use.
 class DirectoryTier : public Tier {
  public:
   bool slow_commit() const override { return true; }

@@ -11,7 +11,8 @@ namespace tierfs {
 namespace {
 
 // Version 2: records carry ctime and inode; the header names the SOURCE.
-constexpr const char* kMagic = "tierfs-journal 2 ";
+// Version 3: a record names the tier file holding the chunk and its offset.
+constexpr const char* kMagic = "tierfs-journal 3 ";
 
 // Paths may hold any byte but NUL: escape the two that break a line.
 std::string Escape(const std::string& s) {
@@ -66,20 +67,23 @@ std::string Header(const std::string& source) { return kMagic + Escape(source) +
 
 }  // namespace
 
-std::string TierJournal::FormatPublish(uint64_t seq, const ChunkOrigin& o) {
-  return fmt::format("P {} {} {} {} {} {} {} {}\n", seq, o.length, o.file_size, o.mtime_ns,
-                     o.ctime_ns, o.ino, o.chunk, Escape(o.path));
+std::string TierJournal::FormatPublish(uint64_t seq, const Record& r) {
+  const ChunkOrigin& o = r.origin;
+  return fmt::format("P {} {} {} {} {} {} {} {} {} {}\n", seq, r.file, o.offset, o.length,
+                     o.file_size, o.mtime_ns, o.ctime_ns, o.ino, o.chunk, Escape(o.path));
 }
 
-bool TierJournal::ParseLine(const std::string& line, char* op, uint64_t* seq, ChunkOrigin* origin) {
+bool TierJournal::ParseLine(const std::string& line, char* op, uint64_t* seq, Record* record) {
   std::istringstream in(line);
   std::string kind;
   if (!(in >> kind >> *seq) || kind.size() != 1 || *seq >= kSeqLimit) return false;
   *op = kind[0];
   if (*op == 'R') return in.peek() == EOF;
   if (*op != 'P') return false;
-  if (!(in >> origin->length >> origin->file_size >> origin->mtime_ns >> origin->ctime_ns >>
-        origin->ino >> origin->chunk)) {
+  ChunkOrigin* origin = &record->origin;
+  if (!(in >> record->file >> origin->offset >> origin->length >> origin->file_size >>
+        origin->mtime_ns >> origin->ctime_ns >> origin->ino >> origin->chunk) ||
+      record->file >= kSeqLimit) {
     return false;
   }
   if (in.get() != ' ') return false;
@@ -88,8 +92,7 @@ bool TierJournal::ParseLine(const std::string& line, char* op, uint64_t* seq, Ch
   return Unescape(rest, &origin->path) && !origin->path.empty();
 }
 
-int TierJournal::Load(const std::string& source, std::map<uint64_t, ChunkOrigin>* out,
-                      bool* foreign) const {
+int TierJournal::Load(const std::string& source, Entries* out, bool* foreign) const {
   out->clear();
   if (foreign) *foreign = false;
   std::unique_ptr<LocalFile> file;
@@ -106,10 +109,10 @@ int TierJournal::Load(const std::string& source, std::map<uint64_t, ChunkOrigin>
     // A line without its newline is torn (a crash in its write): never read.
     char op;
     uint64_t seq;
-    ChunkOrigin origin;
-    if (!ParseLine(text.substr(begin, end - begin), &op, &seq, &origin)) continue;
+    Record record;
+    if (!ParseLine(text.substr(begin, end - begin), &op, &seq, &record)) continue;
     if (op == 'P') {
-      (*out)[seq] = std::move(origin);
+      (*out)[seq] = std::move(record);
     } else {
       out->erase(seq);
     }
@@ -117,11 +120,10 @@ int TierJournal::Load(const std::string& source, std::map<uint64_t, ChunkOrigin>
   return 0;
 }
 
-int TierJournal::WriteFresh(const std::string& source,
-                            const std::map<uint64_t, ChunkOrigin>& entries,
+int TierJournal::WriteFresh(const std::string& source, const Entries& entries,
                             std::unique_ptr<LocalFile>* appender) {
   std::string text = Header(source);
-  for (const auto& [seq, origin] : entries) text += FormatPublish(seq, origin);
+  for (const auto& [seq, record] : entries) text += FormatPublish(seq, record);
   const std::string tmp = path_ + ".tmp";
   std::unique_ptr<LocalFile> file;
   int err = io_->open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0600, &file);
@@ -143,8 +145,7 @@ int TierJournal::WriteFresh(const std::string& source,
   return io_->open(path_, O_WRONLY | O_APPEND, 0, appender);
 }
 
-int TierJournal::Rewrite(const std::string& source,
-                         const std::map<uint64_t, ChunkOrigin>& entries) {
+int TierJournal::Rewrite(const std::string& source, const Entries& entries) {
   std::unique_ptr<LocalFile> file;
   if (int err = WriteFresh(source, entries, &file); err < 0) return err;
   {
@@ -159,7 +160,7 @@ int TierJournal::Compact(const std::string& source, const std::function<bool(uin
   std::unique_ptr<LocalFile> old;
   std::unique_lock lock(file_mu_);  // appenders wait: no record may go to the old file
   if (!file_) return -EBADF;
-  std::map<uint64_t, ChunkOrigin> entries;
+  Entries entries;
   if (int err = Load(source, &entries); err < 0) return err;
   std::erase_if(entries, [&keep](const auto& e) { return !keep(e.first); });
   std::unique_ptr<LocalFile> file;
@@ -175,8 +176,8 @@ int TierJournal::AppendLine(const std::string& line) {
   records_.fetch_add(1, std::memory_order_relaxed);
   return WriteAll(file_.get(), line.data(), line.size());  // O_APPEND: one write per record
 }
-int TierJournal::AppendPublish(uint64_t seq, const ChunkOrigin& origin) {
-  return AppendLine(FormatPublish(seq, origin));
+int TierJournal::AppendPublish(uint64_t seq, const Record& record) {
+  return AppendLine(FormatPublish(seq, record));
 }
 
 int TierJournal::AppendRemove(uint64_t seq) { return AppendLine(fmt::format("R {}\n", seq)); }

@@ -1,7 +1,9 @@
 // TierJournal: the index of a directory tier, an append-only text file. Each
-// line records one chunk file published ("P") or removed ("R"). A line is
-// written with one write() after the file's rename, so after a crash the
-// journal names only complete files; a torn last line is ignored.
+// line records one chunk published ("P": its record number, the tier file
+// holding it, its origin) or removed ("R": its record number). A line is
+// written with one write() after the chunk's bytes were made durable
+// (fdatasync), so after a crash the journal names only complete ranges; a
+// torn last line is ignored.
 #pragma once
 
 #include <atomic>
@@ -23,22 +25,31 @@ class TierJournal {
   // are not ours (and could wrap a counter).
   static constexpr uint64_t kSeqLimit = uint64_t{1} << 63;
 
+  // One published chunk: the sequence number of the tier file that holds
+  // it (data/f<file>) and what it is a copy of (its range: origin.offset,
+  // origin.length).
+  struct Record {
+    uint64_t file = 0;
+    ChunkOrigin origin;
+  };
+  // Record number -> record.
+  using Entries = std::map<uint64_t, Record>;
+
   // The journal at `path`, written through `io`. Appends fail (-EBADF) until
   // Rewrite has run. REQUIRES: `io` outlives the journal.
   TierJournal(FileIo* io, std::string path) : io_(io), path_(std::move(path)) {}
 
   // `source` names the SOURCE the tier holds copies of (an identity string,
   // written in the journal's header).
-  // Reads the records of the journal: seq -> origin. A missing journal, or
-  // one of another format or another SOURCE (then *foreign is set), has
-  // none. 0, or -errno with *out empty.
-  int Load(const std::string& source, std::map<uint64_t, ChunkOrigin>* out,
-           bool* foreign = nullptr) const;
+  // Reads the records of the journal. A missing journal, or one of another
+  // format or another SOURCE (then *foreign is set), has none. 0, or -errno
+  // with *out empty.
+  int Load(const std::string& source, Entries* out, bool* foreign = nullptr) const;
   // Writes a fresh journal holding `entries` (via a temporary file, flushed,
   // then renamed), then opens it for appending. 0 or -errno.
   // REQUIRES: no Append runs concurrently whose record must survive (it runs
   // at recovery, before the tier stores anything).
-  int Rewrite(const std::string& source, const std::map<uint64_t, ChunkOrigin>& entries);
+  int Rewrite(const std::string& source, const Entries& entries);
   // Rewrites the journal keeping only the published records whose seq
   // `keep` takes, so that it does not grow without bound under eviction
   // churn. Appenders wait for it (it holds the file lock across its I/O);
@@ -49,7 +60,7 @@ class TierJournal {
   uint64_t records() const { return records_.load(std::memory_order_relaxed); }
   // Append one record each, with one write (O_APPEND). 0 or -errno.
   // Thread-safe: appenders do not wait for each other.
-  int AppendPublish(uint64_t seq, const ChunkOrigin& origin);
+  int AppendPublish(uint64_t seq, const Record& record);
   int AppendRemove(uint64_t seq);
   // Makes the records appended so far durable (fdatasync). 0 or -errno.
   int Sync();
@@ -57,15 +68,15 @@ class TierJournal {
   const std::string& path() const { return path_; }
 
   // The text of one record, and its parse; exposed for tests. ParseLine
-  // rejects a seq of kSeqLimit or more.
-  static std::string FormatPublish(uint64_t seq, const ChunkOrigin& origin);
-  static bool ParseLine(const std::string& line, char* op, uint64_t* seq, ChunkOrigin* origin);
+  // rejects a seq or a file of kSeqLimit or more.
+  static std::string FormatPublish(uint64_t seq, const Record& record);
+  static bool ParseLine(const std::string& line, char* op, uint64_t* seq, Record* record);
 
  private:
   int AppendLine(const std::string& line);
   // Writes a journal of `entries` beside the old one, renames it over, and
   // opens it for appending into *appender. 0 or -errno.
-  int WriteFresh(const std::string& source, const std::map<uint64_t, ChunkOrigin>& entries,
+  int WriteFresh(const std::string& source, const Entries& entries,
                  std::unique_ptr<LocalFile>* appender);
   FileIo* const io_;
   const std::string path_;

@@ -299,7 +299,7 @@ TEST_CASE("A tier whose device is full is marked full, reads still succeed",
           "[promoter][read_path]") {
   Source source({40000, 30000, 20000});
   FaultyDirTier full(kMiB);
-  full.io->Fail(FileOp::kWrite, "/data/c", ENOSPC);  // the device is full
+  full.io->Fail(FileOp::kWrite, "/data/f", ENOSPC);  // the device is full
   std::vector<std::unique_ptr<Tier>> tiers;
   tiers.push_back(std::move(full.tier));
   SECTION("the only tier") {
@@ -342,7 +342,7 @@ TEST_CASE("A directory tier that fails a read serves it from SOURCE and drops th
   stack.ReadFile(0);
   REQUIRE(stack.State(0) == Catalog::kResidentBase);
   const uint64_t before = source.read_bytes();
-  io->Fail(FileOp::kRead, "/data/c", EIO, 0, 1);  // the device fails one read
+  io->Fail(FileOp::kRead, "/data/f", EIO, 0, 1);  // the device fails one read
   ssize_t r = 0;
   CHECK(stack.Read(0, 0, 40000, &r) == source.Contents(0));  // exact bytes, from SOURCE
   CHECK(stack.reads().tier_errors == 1);

@@ -60,7 +60,7 @@ struct FaultyTier {
 
 // Nothing of chunk 1 is visible: no file, no record, not served.
 void CheckNothingOfChunk1(const TempTree& dir, Tier& tier) {
-  CHECK(DataFiles(dir).empty());  // neither c<n> nor c<n>.tmp
+  CHECK(DataFiles(dir).empty());  // its tier file unlinked: it held nothing else
   CHECK(JournalRecords(dir).empty());
   CHECK(tier.chunks() == 0);
   int err = 0;
@@ -71,8 +71,8 @@ void CheckNothingOfChunk1(const TempTree& dir, Tier& tier) {
 TEST_CASE("DirectoryTier: ENOSPC on a chunk write leaves nothing", "[directory_tier][faults]") {
   TempTree dir;
   FaultyTier t(dir);
-  SECTION("on the first write") { t.io->Fail(FileOp::kWrite, "/data/c", ENOSPC); }
-  SECTION("after one write went through") { t.io->Fail(FileOp::kWrite, "/data/c", ENOSPC, 1); }
+  SECTION("on the first write") { t.io->Fail(FileOp::kWrite, "/data/f", ENOSPC); }
+  SECTION("after one write went through") { t.io->Fail(FileOp::kWrite, "/data/f", ENOSPC, 1); }
   CHECK(t.TryStore(1) == -ENOSPC);
   CHECK(t.io->injected(FileOp::kWrite) == 1);  // the writer stopped at the first failure
   CheckNothingOfChunk1(dir, *t.tier);
@@ -87,22 +87,26 @@ TEST_CASE("DirectoryTier: ENOSPC on a chunk write leaves nothing", "[directory_t
   CHECK(ReadAll(*again, ChunkKey{2, 0}, kLength, &err) == BytesOf(2, kLength));
 }
 
-TEST_CASE("DirectoryTier: a failed fdatasync, close or rename publishes nothing",
+TEST_CASE("DirectoryTier: a failed write, fdatasync, close or ftruncate publishes nothing",
           "[directory_tier][faults]") {
   TempTree dir;
   FaultyTier t(dir);
   int expected = 0;
+  SECTION("write (over quota)") {
+    t.io->Fail(FileOp::kWrite, "/data/", EDQUOT, 1);
+    expected = -EDQUOT;
+  }
   SECTION("fdatasync") {
     t.io->Fail(FileOp::kSync, "/data/", EIO);
     expected = -EIO;
   }
   SECTION("close (a late write error)") {
-    t.io->Fail(FileOp::kClose, "/data/", EDQUOT);
+    t.io->Fail(FileOp::kClose, "/data/", EDQUOT, 1);  // the tier file's making goes through
     expected = -EDQUOT;
   }
-  SECTION("rename") {
-    t.io->Fail(FileOp::kRename, "/data/", EXDEV);
-    expected = -EXDEV;
+  SECTION("ftruncate of a new tier file") {
+    t.io->Fail(FileOp::kTruncate, "/data/", ENOSPC);
+    expected = -ENOSPC;
   }
   CHECK(t.TryStore(1) == expected);
   CHECK(t.io->injected() == 1);
@@ -115,7 +119,7 @@ TEST_CASE("DirectoryTier: BeginStore reports a failed open and gives no writer",
           "[directory_tier][faults]") {
   TempTree dir;
   FaultyTier t(dir);
-  t.io->Fail(FileOp::kOpen, ".tmp", EMFILE);
+  t.io->Fail(FileOp::kOpen, "/data/f", EMFILE);
   std::unique_ptr<ChunkWriter> writer;
   CHECK(t.tier->BeginStore(ChunkKey{1, 0}, OriginOf(1, kLength), &writer) == -EMFILE);
   CHECK(writer == nullptr);
@@ -128,8 +132,8 @@ TEST_CASE("DirectoryTier: EIO on a tier read is returned to the reader",
   FaultyTier t(dir);
   REQUIRE(t.TryStore(1) == 0);
   int err = 0;
-  SECTION("pread") { t.io->Fail(FileOp::kRead, "/data/c", EIO, 0, 1); }
-  SECTION("open") { t.io->Fail(FileOp::kOpen, "/data/c", EIO, 0, 1); }
+  SECTION("pread") { t.io->Fail(FileOp::kRead, "/data/f", EIO, 0, 1); }
+  SECTION("open") { t.io->Fail(FileOp::kOpen, "/data/f", EIO, 0, 1); }
   CHECK(ReadAll(*t.tier, ChunkKey{1, 0}, kLength, &err).empty());
   CHECK(err == -EIO);
   CHECK(t.io->injected() == 1);
@@ -151,7 +155,7 @@ TEST_CASE("DirectoryTier: a journal write failing at publish serves the chunk th
   CHECK(t.tier->chunks() == 1);
   int err = 0;
   CHECK(ReadAll(*t.tier, ChunkKey{1, 0}, kLength, &err) == BytesOf(1, kLength));
-  CHECK(DataFiles(dir).size() == 1);  // the chunk's file, complete
+  CHECK(DataFiles(dir).size() == 1);  // the chunk's tier file, complete
   CHECK(JournalRecords(dir).empty());
 
   t.tier.reset();
@@ -235,26 +239,36 @@ TEST_CASE("DirectoryTier: new chunks never take a number a journal record names"
           "[directory_tier]") {
   TempTree dir;
   auto tier = OpenTier(dir, 1 << 20, NewPosixFileIo());
-  // Record 7's file is gone (its removal was never journalled); record 2's is whole.
-  dir.Write("journal", "tierfs-journal 2 \n" + TierJournal::FormatPublish(2, OriginOf(2, kLength)) +
-                           TierJournal::FormatPublish(7, OriginOf(1, kLength)));
-  dir.Write("data/c2", BytesOf(2, kLength));
+  // Record 7's file f7 is gone (its removal was never journalled); record 2's
+  // (in f2) is whole; record 9 names tier file 11, absent too.
+  dir.Write("journal", "tierfs-journal 3 \n" +
+                           TierJournal::FormatPublish(2, {2, OriginOf(2, kLength)}) +
+                           TierJournal::FormatPublish(7, {7, OriginOf(1, kLength)}) +
+                           TierJournal::FormatPublish(9, {11, OriginOf(4, kLength)}));
+  dir.Write("data/f2", BytesOf(2, kLength) + std::string(2 * kLength, '\0'));
   CHECK(tier->Recover(AcceptAll) == std::vector<ChunkKey>{ChunkKey{2, 0}});
-  Store(*tier, ChunkKey{3, 0}, OriginOf(3, kLength), BytesOf(3, kLength));
-  CHECK(DataFiles(dir) == std::set<std::string>{"c2", "c8"});
+  for (int i : {3, 4})
+    Store(*tier, ChunkKey{NodeId(i), 0}, OriginOf(i, kLength), BytesOf(i, kLength));
+  const std::set<std::string> names = DataFiles(dir);
+  CHECK(names.size() == 3);
+  CHECK(names.count("f2") == 1);
+  for (const char* taken : {"f7", "f9", "f11"}) CHECK(names.count(taken) == 0);
+  int err = 0;
+  CHECK(ReadAll(*tier, ChunkKey{2, 0}, kLength, &err) == BytesOf(2, kLength));
 }
 
 TEST_CASE("DirectoryTier: file names that would wrap the chunk counter are removed",
           "[directory_tier]") {
   TempTree dir;
   Populate(dir, 1, kLength);
-  for (const char* stray : {"c18446744073709551615", "c9223372036854775808",
-                            "c99999999999999999999999", "c007", "c0", "c-1", "c+2"}) {
-    dir.Write(std::string("data/") + stray, BytesOf(9, kLength));
+  const std::set<std::string> populated = DataFiles(dir);
+  for (const char* stray : {"f18446744073709551615", "f9223372036854775808",
+                            "f99999999999999999999999", "f007", "f0", "f-1", "f+2"}) {
+    dir.Write(std::string("data/") + stray, BytesOf(9, 3 * kLength));
   }
   auto tier = OpenTier(dir, 1 << 20, NewPosixFileIo());
   CHECK(tier->Recover(AcceptAll) == std::vector<ChunkKey>{ChunkKey{1, 0}});
-  CHECK(DataFiles(dir) == std::set<std::string>{"c1"});
+  CHECK(DataFiles(dir) == populated);
   // Two new chunks of the same length: neither may land on chunk 1's file.
   Store(*tier, ChunkKey{2, 0}, OriginOf(2, kLength), BytesOf(2, kLength));
   Store(*tier, ChunkKey{3, 0}, OriginOf(3, kLength), BytesOf(3, kLength));
@@ -262,7 +276,7 @@ TEST_CASE("DirectoryTier: file names that would wrap the chunk counter are remov
   for (int i = 1; i <= 3; ++i) {
     CHECK(ReadAll(*tier, ChunkKey{NodeId(i), 0}, kLength, &err) == BytesOf(i, kLength));
   }
-  CHECK(DataFiles(dir) == std::set<std::string>{"c1", "c2", "c3"});
+  CHECK(DataFiles(dir).size() == 3);
 }
 
 }  // namespace

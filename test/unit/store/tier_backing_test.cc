@@ -1,11 +1,12 @@
 // Tier::PinBacking, the backing files of FUSE passthrough: a RAM tier's
-// memory files (UseMemoryFiles, one per file) and a directory tier's chunk
-// files hold a whole file at its own offsets, and keep their bytes after
-// Remove while pinned (a memory file) or open (a chunk file).
+// memory files (UseMemoryFiles, one per file) and a directory tier's tier
+// files (one per file) hold a whole file at its own offsets, and keep their
+// bytes after Remove while pinned.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cerrno>
 #include <string>
@@ -226,27 +227,101 @@ TEST_CASE("Tiers tell of each chunk removed", "[tier][memory_tier]") {
   CHECK(told == std::vector<NodeId>{8});
 }
 
-TEST_CASE("DirectoryTier hands out its chunk file, which keeps its bytes after Remove",
+// A file of three chunks in a directory tier: chunk c of `data` at offset c * chunk.
+void StoreThree(DirectoryTier& tier, NodeId id, const std::string& data, uint64_t chunk) {
+  for (uint32_t c = 0; c < 3; ++c) {
+    const uint64_t off = c * chunk, n = std::min<uint64_t>(chunk, data.size() - off);
+    ChunkOrigin origin = PartOf(data.size(), c, n);
+    origin.offset = off;
+    REQUIRE(tier.Reserve(n));
+    StoreAs(tier, ChunkKey{id, c}, origin, data.substr(off, n));
+  }
+}
+
+TEST_CASE("DirectoryTier hands out a file's tier file once it holds every chunk",
           "[directory_tier]") {
   testing::TempTree dir;
   auto tier = testing::OpenTier(dir, 1 << 20, NewPosixFileIo());
   tier->Recover(testing::AcceptAll);
-  const std::string data = testing::BytesOf(3, 50000);
-  const ChunkKey key{3, 0};
-  testing::Store(*tier, key, testing::OriginOf(3, data.size()), data);
+  const uint64_t chunk = 64 * 1024;
+  const std::string data = testing::BytesOf(3, 3 * chunk - 100);
   uint64_t token = 0;
-  CHECK(tier->PinBacking(9, data.size(), &token) == -ENOENT);
-  CHECK(tier->PinBacking(3, 2 * data.size(), &token) == -EOPNOTSUPP);  // one chunk of several
-  int fd = PinAndOpen(*tier, 3, data.size(), &token);
-  REQUIRE(fd >= 0);
-  CHECK((::fcntl(fd, F_GETFL) & O_ACCMODE) == O_RDONLY);
+  SECTION("not before") {
+    REQUIRE(tier->Reserve(chunk));
+    ChunkOrigin first = PartOf(data.size(), 0, chunk);
+    StoreAs(*tier, ChunkKey{3, 0}, first, data.substr(0, chunk));
+    CHECK(tier->PinBacking(3, data.size(), &token) == -ENOENT);  // one chunk of three
+  }
+  SECTION("then the kernel reads it whole") {
+    StoreThree(*tier, 3, data, chunk);
+    CHECK(tier->PinBacking(9, data.size(), &token) == -ENOENT);
+    CHECK(tier->PinBacking(3, data.size() + 1, &token) == -ENOENT);  // another size
+    int fd = PinAndOpen(*tier, 3, data.size(), &token);
+    REQUIRE(fd >= 0);
+    CHECK((::fcntl(fd, F_GETFL) & O_ACCMODE) == O_RDONLY);
+    CHECK(tier->OpenBacking(3, token + 1) == -ENOENT);
+    tier->UnpinBacking(3, token);
+    CHECK(Contents(fd) == data);
+  }
+}
+
+// A directory tier holding file `id` whole (three chunks of kChunk bytes),
+// its tier file pinned and opened (fd) with `whole` bytes allocated.
+struct PinnedThree {
+  static constexpr uint64_t kChunk = 64 * 1024;
+  explicit PinnedThree(NodeId id)
+      : tier(testing::OpenTier(dir, 1 << 20, NewPosixFileIo())),
+        data(testing::BytesOf(static_cast<int>(id), 3 * kChunk)) {
+    tier->Recover(testing::AcceptAll);
+    StoreThree(*tier, id, data, kChunk);
+    fd = PinAndOpen(*tier, id, data.size(), &token);
+    REQUIRE(fd >= 0);
+    whole = Allocated(fd);
+  }
+  testing::TempTree dir;
+  std::unique_ptr<DirectoryTier> tier;
+  const std::string data;
+  uint64_t token = 0;
+  int fd = -1;
+  uint64_t whole = 0;
+};
+
+TEST_CASE("DirectoryTier punches nothing and unlinks nothing of a pinned tier file",
+          "[directory_tier]") {
+  PinnedThree p(4);
+  const uint64_t chunk = PinnedThree::kChunk;
   std::vector<NodeId> told;
-  tier->OnRemoved([&told](NodeId id) { told.push_back(id); });
-  CHECK(tier->Remove(key) == data.size());
-  CHECK(told == std::vector<NodeId>{3});
-  CHECK(tier->OpenBacking(3, token) == -ENOENT);
-  tier->UnpinBacking(3, token);
-  CHECK(Contents(fd) == data);  // unlinked, not rewritten
+  p.tier->OnRemoved([&told](NodeId id) { told.push_back(id); });
+  CHECK(p.tier->Remove(ChunkKey{4, 1}) == chunk);
+  CHECK(told == std::vector<NodeId>{4});
+  CHECK(Allocated(p.fd) == p.whole);  // the punch waits for the last unpin
+  CHECK(Range(p.fd, 0, p.data.size()) == p.data);
+  uint64_t second = 0;
+  CHECK(p.tier->PinBacking(4, p.data.size(), &second) == -ENOENT);  // no longer whole
+  CHECK(p.tier->Remove(ChunkKey{4, 0}) == chunk);
+  CHECK(p.tier->Remove(ChunkKey{4, 2}) == chunk);
+  CHECK(testing::DataFiles(p.dir).size() == 1);  // no chunk left, but pinned: kept
+  CHECK(Range(p.fd, 0, p.data.size()) == p.data);
+  p.tier->UnpinBacking(4, p.token);
+  CHECK(testing::DataFiles(p.dir).empty());  // unlinked at the last unpin
+  ::close(p.fd);
+}
+
+TEST_CASE("DirectoryTier punches the ranges removed while pinned at the last unpin",
+          "[directory_tier]") {
+  PinnedThree p(5);
+  const uint64_t chunk = PinnedThree::kChunk;
+  uint64_t second = 0;
+  REQUIRE(p.tier->PinBacking(5, p.data.size(), &second) == 0);  // two opens: two pins
+  CHECK(p.tier->Remove(ChunkKey{5, 1}) == chunk);
+  p.tier->UnpinBacking(5, p.token);
+  CHECK(Allocated(p.fd) == p.whole);  // one pin left
+  p.tier->UnpinBacking(5, second);
+  CHECK(Allocated(p.fd) <= p.whole - chunk);  // freed
+  CHECK(Range(p.fd, chunk, chunk) == std::string(chunk, '\0'));
+  CHECK(Range(p.fd, 0, chunk) == p.data.substr(0, chunk));
+  CHECK(testing::DataFiles(p.dir).size() == 1);  // chunks 0 and 2 are still in it
+  ::close(p.fd);
 }
 
 }  // namespace

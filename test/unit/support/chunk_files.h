@@ -71,7 +71,7 @@ inline std::set<std::string> DataFiles(const TempTree& dir) {
 }
 
 // Opens a fresh tier in `dir` over the local file system, stores chunks 1..n of `length` bytes
-// (chunk i as key {i, 0}), and returns the tier. *files, if given, gets chunk i's data file name.
+// (chunk i as key {i, 0}), and returns the tier. *files, if given, gets chunk i's tier file name.
 inline std::unique_ptr<DirectoryTier> Populate(const TempTree& dir, int n, uint64_t length,
                                                std::map<int, std::string>* files = nullptr) {
   auto tier = OpenTier(dir, 1 << 20, NewPosixFileIo());
@@ -87,9 +87,9 @@ inline std::unique_ptr<DirectoryTier> Populate(const TempTree& dir, int n, uint6
 }
 
 // The records of the tier's journal as a restart would read them.
-inline std::map<uint64_t, ChunkOrigin> JournalRecords(const TempTree& dir) {
+inline TierJournal::Entries JournalRecords(const TempTree& dir) {
   auto io = NewPosixFileIo();
-  std::map<uint64_t, ChunkOrigin> records;
+  TierJournal::Entries records;
   REQUIRE(TierJournal(io.get(), dir.Abs("journal")).Load("", &records) == 0);
   return records;
 }

@@ -20,9 +20,10 @@
 
 namespace tierfs::testing {
 
-// kRead, kWrite, kSync, kClose, kMap and kTouch act on a file and match the
-// path it was opened under (so does kStat of an open file); kRename matches
-// either name; kStat also stands for lstat.
+// kRead, kWrite (write and pwrite), kSync, kClose, kMap, kTouch, kTruncate,
+// kPunch and kSeekHole act on a file and match the path it was opened under
+// (so does kStat of an open file); kRename matches either name; kStat also
+// stands for lstat.
 enum class FileOp {
   kOpen,
   kRead,
@@ -37,9 +38,12 @@ enum class FileOp {
   kAccess,
   kLock,
   kMap,
-  kTouch
+  kTouch,
+  kTruncate,
+  kPunch,
+  kSeekHole
 };
-inline constexpr size_t kFileOpCount = 14;
+inline constexpr size_t kFileOpCount = 17;
 
 class FaultFileIo final : public FileIoWrapper {
  public:
@@ -131,6 +135,22 @@ class FaultFileIo final : public FileIoWrapper {
     ssize_t write(const void* buf, size_t n) override {
       if (int err = io_->Enter(FileOp::kWrite, path_)) return err;
       return target()->write(buf, n);
+    }
+    ssize_t pwrite(const void* buf, size_t n, uint64_t off) override {
+      if (int err = io_->Enter(FileOp::kWrite, path_)) return err;
+      return target()->pwrite(buf, n, off);
+    }
+    int truncate(uint64_t size) override {
+      if (int err = io_->Enter(FileOp::kTruncate, path_)) return err;
+      return target()->truncate(size);
+    }
+    int punch_hole(uint64_t off, uint64_t n) override {
+      if (int err = io_->Enter(FileOp::kPunch, path_)) return err;
+      return target()->punch_hole(off, n);
+    }
+    int64_t seek_hole(uint64_t off) override {
+      if (int err = io_->Enter(FileOp::kSeekHole, path_)) return err;
+      return target()->seek_hole(off);
     }
     int fdatasync() override {
       if (int err = io_->Enter(FileOp::kSync, path_)) return err;

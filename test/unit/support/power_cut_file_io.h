@@ -6,8 +6,12 @@
 // never less): renames are reverted, newest first, and each file is cut
 // back to its synced length. kill -9 loses nothing of this; a power cut can.
 //
-// Scope: what a directory tier does on its hot path (create, write,
-// fdatasync, rename, sync_dir); unlinks are not undone. Thread-safe.
+// Scope: what a directory tier and its journal do on their hot path
+// (create, write, fdatasync, rename, sync_dir); unlinks and hole punches are
+// not undone (a punch that reached the disk while the journal line saying
+// why did not is the case recovery must catch), nor are bytes written with
+// pwrite inside a file's length (the tier syncs them before it journals
+// them). Thread-safe.
 #pragma once
 
 #include <fcntl.h>
