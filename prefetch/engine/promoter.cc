@@ -81,7 +81,7 @@ Promoter::Outcome Promoter::ClaimFor(ChunkKey key, Origin origin, ChunkClaim* cl
   // Cheap before the claim: a chunk resident or in flight needs no home.
   if (store_->state(key) != Catalog::kOnSource) return Outcome::kBusy;
   *home = source_->HomeFor(key, origin);
-  switch (store_->Claim(key, claim, home->is_source() ? Whose::kOwn : Whose::kPeerCopy)) {
+  switch (store_->Claim(key, claim, home->is_source() ? ClaimOwner::kOwn : ClaimOwner::kPeerCopy)) {
     case ChunkStore::ClaimResult::kClaimed:
       return Outcome::kStarted;
     case ChunkStore::ClaimResult::kBusy:
@@ -177,7 +177,8 @@ const char* Promoter::Fill(ChunkClaim& claim, HomeLink home) {
 int Promoter::Adopt(ChunkKey key, const char* data, size_t n) {
   if (store_->state(key) != Catalog::kOnSource) return -EEXIST;
   ChunkClaim claim;
-  if (store_->Claim(key, &claim, source_->HomedHere(key) ? Whose::kOwn : Whose::kPeerCopy) !=
+  if (store_->Claim(key, &claim,
+                    source_->HomedHere(key) ? ClaimOwner::kOwn : ClaimOwner::kPeerCopy) !=
       ChunkStore::ClaimResult::kClaimed) {
     return store_->state(key) != Catalog::kOnSource ? -EEXIST : -ENOSPC;
   }

@@ -123,7 +123,7 @@ uint64_t ChunkStore::RecoverDirectoryTiers(const std::string& source) {
   return reused;
 }
 
-ChunkStore::ClaimResult ChunkStore::Claim(ChunkKey key, ChunkClaim* out, Whose whose) {
+ChunkStore::ClaimResult ChunkStore::Claim(ChunkKey key, ChunkClaim* out, ClaimOwner whose) {
   if (catalog_->state(key) != Catalog::kOnSource) return ClaimResult::kBusy;  // cheap check first
   const uint64_t length = catalog_->length(key.node, key.chunk);
   if (length == 0 || !catalog_->TryBegin(key)) return ClaimResult::kBusy;
@@ -144,13 +144,13 @@ ChunkStore::ClaimResult ChunkStore::Claim(ChunkKey key, ChunkClaim* out, Whose w
   return ClaimResult::kClaimed;
 }
 
-int ChunkStore::Place(ChunkKey key, uint64_t bytes, Whose whose) {
+int ChunkStore::Place(ChunkKey key, uint64_t bytes, ClaimOwner whose) {
   for (size_t i = 0; i < tiers_.size(); ++i) {
     if (!tiers_[i]->Reserve(bytes)) continue;
     policy_->Admitted(key, static_cast<int>(i), Hold::kKept);
     return static_cast<int>(i);
   }
-  if (whose == Whose::kPeerCopy) return -1;
+  if (whose == ClaimOwner::kPeerCopy) return -1;
   // All full. This node's own chunk goes before any copy of a peer's: a
   // copy saves a transfer between nodes, the own chunk a PFS read for the job.
   for (size_t i = 0; i < tiers_.size(); ++i) {
@@ -239,8 +239,9 @@ int ChunkStore::Commit(ChunkClaim& claim) {
   claim.writer_.reset();
   const ChunkKey key = claim.key_;
   const int tier = claim.tier_;
-  claim.store_ = nullptr;                  // published: nothing left to undo
-  if (claim.whose_ == Whose::kPeerCopy) {  // listed before it is resident: no eviction misses it
+  claim.store_ = nullptr;  // published: nothing left to undo
+  if (claim.whose_ ==
+      ClaimOwner::kPeerCopy) {  // listed before it is resident: no eviction misses it
     std::lock_guard lock(copies_mu_);
     copies_.insert(key);
   }

@@ -36,7 +36,7 @@ class ChunkStore;
 // room), or a copy of a chunk another node homes, which takes free room
 // only, never displaces an own chunk, and is the first to go when one needs
 // room.
-enum class Whose { kOwn, kPeerCopy };
+enum class ClaimOwner { kOwn, kPeerCopy };
 
 // The right to fill one chunk of one tier. Move-only; destroying or
 // reassigning an unpublished claim undoes it.
@@ -73,7 +73,7 @@ class ChunkClaim {
   std::unique_ptr<ChunkWriter> writer_;
   uint64_t written_ = 0;
   std::shared_ptr<InFlight> progress_;  // what readers of the chunk wait on
-  Whose whose_ = Whose::kOwn;
+  ClaimOwner whose_ = ClaimOwner::kOwn;
 };
 
 struct StoreCounters {
@@ -108,8 +108,8 @@ class ChunkStore {
 
   // Claims `key` for promotion. kBusy: it is not on SOURCE only (resident, or
   // in flight) or empty; kNoRoom: it fits in no tier (counted). A peer's
-  // copy takes free room only (see Whose). Thread-safe.
-  ClaimResult Claim(ChunkKey key, ChunkClaim* out, Whose whose = Whose::kOwn);
+  // copy takes free room only (see ClaimOwner). Thread-safe.
+  ClaimResult Claim(ChunkKey key, ChunkClaim* out, ClaimOwner whose = ClaimOwner::kOwn);
 
   // Reads [off, off+n) of chunk `key` from the tier that `state` (its
   // resident catalog state) names. 0 when all n bytes are in *out (the
@@ -145,7 +145,7 @@ class ChunkStore {
   friend class ChunkClaim;
   // Reserves `bytes` in the fastest tier with room, evicting what the policy
   // picks when all are full (for an own chunk). The tier's index, or -1.
-  int Place(ChunkKey key, uint64_t bytes, Whose whose);
+  int Place(ChunkKey key, uint64_t bytes, ClaimOwner whose);
   // Removes a resident chunk from `tier`; the bytes freed (0 if it was not there).
   uint64_t Evict(ChunkKey key, int tier);
   // Evicts copies from tier `t` until `bytes` are reserved there: true, or

@@ -50,7 +50,7 @@ class Store {
   }
 
   // Claims, copies and publishes file i; the tier it went to, or -1.
-  int Promote(size_t i, Whose whose = Whose::kOwn) {
+  int Promote(size_t i, ClaimOwner whose = ClaimOwner::kOwn) {
     ChunkClaim claim;
     if (store_->Claim(K(i), &claim, whose) != ChunkStore::ClaimResult::kClaimed) return -1;
     std::string data = Bytes(i, claim.length());
@@ -250,9 +250,10 @@ TEST_CASE("Copies of peers' chunks take free room only and go first for own chun
   for (const char* policy : {"first-fit", "lru"}) {
     INFO(policy);
     Store s({40, 40, 40, 40, 40, 40}, {100}, policy);
-    CHECK(s.Promote(0, Whose::kPeerCopy) == 0);
-    CHECK(s.Promote(1, Whose::kPeerCopy) == 0);
-    CHECK(s.Promote(2, Whose::kPeerCopy) == -1);  // 20 left: a copy evicts nothing, even under lru
+    CHECK(s.Promote(0, ClaimOwner::kPeerCopy) == 0);
+    CHECK(s.Promote(1, ClaimOwner::kPeerCopy) == 0);
+    CHECK(s.Promote(2, ClaimOwner::kPeerCopy) ==
+          -1);  // 20 left: a copy evicts nothing, even under lru
     CHECK(s->counters().evicted == 0);
     // This node's own chunk: a copy makes room, whatever the policy would say
     // (first-fit with no order never evicts).
