@@ -72,13 +72,20 @@ void PeerClient::Start() {
   ucx_->Start([this] { Tick(); });
 }
 
+// A connection up but not yet answered on may still be wired up by its
+// peer (its reply endpoint to this worker): this worker stays until every
+// one is answered, within the limit (UcxWorker::Stop).
 void PeerClient::Stop() {
   if (stopped_.exchange(true)) return;
   ucx_->Stop(
       [this] {
         for (auto& l : links_) Down(*l, "shutting down", false);
       },
-      std::chrono::milliseconds(1000));
+      std::chrono::milliseconds(1000),
+      [this] {
+        return std::none_of(links_.begin(), links_.end(),
+                            [](const auto& l) { return l->state.load() == kUp && !l->answered; });
+      });
   pool_.Shutdown();
   // The progress thread is gone: nothing can write into a caller's buffer now.
   for (auto& l : links_) {
@@ -436,6 +443,7 @@ ucs_status_t PeerClient::OnData(Link& l, const std::shared_ptr<Pending>& p, cons
                                 size_t header_size, uint64_t seq, void* data,
                                 const ucp_am_recv_param_t* param) {
   uint64_t length = p->ref.length();
+  l.answered = true;
   std::unique_lock lock(p->mu);
   if (p->abandoned) {
     lock.unlock();

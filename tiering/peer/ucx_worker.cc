@@ -159,10 +159,20 @@ bool UcxWorker::Post(std::function<void()> fn) {
   return true;
 }
 
-void UcxWorker::Stop(std::function<void()> close_all, std::chrono::milliseconds limit) {
+void UcxWorker::Stop(std::function<void()> close_all, std::chrono::milliseconds limit,
+                     std::function<bool()> settled) {
   if (!thread_.joinable()) return;
   auto deadline = std::chrono::steady_clock::now() + limit;
-  Post([this, close_all = std::move(close_all), deadline] {
+  Post([this, close_all = std::move(close_all), settled = std::move(settled), deadline] {
+    while (settled && !settled() && std::chrono::steady_clock::now() < deadline) {
+      RunPosted();
+      if (ucp_worker_progress(worker_) == 0)
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    if (settled && !settled()) {
+      TIERFS_LOG(kWarning,
+                 "peer transport: shutting down while a peer may still be connecting to this node");
+    }
     close_all();
     {
       std::lock_guard<std::mutex> lock(mu_);

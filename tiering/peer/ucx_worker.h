@@ -69,8 +69,14 @@ class UcxWorker {
   bool Post(std::function<void()> fn);
   // Runs `close_all` on the progress thread (it should Close every
   // endpoint), lets the closes and sends finish for at most `limit`, then
-  // ends the thread. Idempotent.
-  void Stop(std::function<void()> close_all, std::chrono::milliseconds limit);
+  // ends the thread. Idempotent. First, within the same `limit`, it keeps
+  // progressing until `settled` (if given) is true: the owner's endpoints
+  // that a peer is still wiring up to this worker. UCX 1.13 aborts the
+  // peer (or this process, in ucp_worker_destroy) when this worker goes
+  // while the peer's reply endpoint to it waits for its TCP connection:
+  // see docs/ARCHITECTURE.md, "Peers".
+  void Stop(std::function<void()> close_all, std::chrono::milliseconds limit,
+            std::function<bool()> settled = nullptr);
 
   // --- Progress thread only (or before Start) ---
   ucp_worker_h worker() const { return worker_; }

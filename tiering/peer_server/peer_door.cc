@@ -455,6 +455,13 @@ bool PeerDoor::Take(uint64_t id, const std::function<bool(const SessionKeys&)>& 
   return true;
 }
 
+size_t PeerDoor::SessionsWaiting(Clock::time_point since) const {
+  std::lock_guard lock(mu_);
+  size_t n = 0;
+  for (const auto& [id, w] : sessions_) n += w.expires - options_.session_ttl >= since;
+  return n;
+}
+
 void PeerDoor::VisitCounters(CounterVisitor& v) const {
   const PeerDoorCounters& c = counters_;
   v.Flag("listening", listening_.load(), {"1 if the peer server's port is bound."});

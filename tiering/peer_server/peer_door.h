@@ -101,6 +101,9 @@ class PeerDoor {
   // first message's tag). Thread-safe; `verify` runs under a leaf lock.
   bool Take(uint64_t id, const std::function<bool(const SessionKeys&)>& verify,
             AcceptedSession* out);
+  // Sessions authenticated at or after `since` and not taken yet: their
+  // peers may be connecting to the server's worker right now. Thread-safe.
+  size_t SessionsWaiting(std::chrono::steady_clock::time_point since) const;
 
   const PeerDoorCounters& counters() const { return counters_; }
   void VisitCounters(CounterVisitor& v) const;

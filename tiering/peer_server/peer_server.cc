@@ -16,6 +16,10 @@ constexpr size_t kKeptBuffers = size_t{64} << 20;
 // Sessions dropped whose keys are kept, to tell their client so.
 constexpr size_t kForgotten = 4096;
 
+// A session handed out this lately and not used yet may have its peer
+// connecting to this worker (Stop); one older was given up by its peer.
+constexpr std::chrono::seconds kConnectingWindow(2);
+
 // What seals this server's messages to one peer: shared by the progress
 // thread and the pool threads that seal data answers.
 struct SessionCrypto {
@@ -127,14 +131,20 @@ Status PeerServer::Start() {
   return Status::Ok();
 }
 
+// A peer whose session was handed out lately but has sent nothing yet
+// may be wiring up its endpoint to this worker, and this worker its reply
+// endpoint back: the worker stays until its first message (which comes
+// once the reply endpoint is up), within the limit (UcxWorker::Stop).
 void PeerServer::Stop() {
   door_->Stop();
+  const auto since = Clock::now() - kConnectingWindow;
   ucx_->Stop(
       [this] {
         by_session_.clear();
         counters_.open = 0;
       },
-      std::chrono::milliseconds(1000));
+      std::chrono::milliseconds(1000),
+      [this, since] { return door_->SessionsWaiting(since) == 0; });
   pool_.Shutdown();
 }
 
