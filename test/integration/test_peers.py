@@ -11,8 +11,8 @@ timer before the first read and between epochs, at 8 nodes, leave the job's
 cache whole; a daemon of another job is refused; a node that starts late joins; a file rewritten with
 its size and mtime kept is never served as a mix of versions across nodes;
 a flood of idle connections on a node's port keeps no node out; nodes that
-are unmounted (or, on a UCX without the 1.13 wireup abort, killed) while
-their connections are being made leave the others serving."""
+are unmounted or killed while their connections are being made leave the
+others serving."""
 import concurrent.futures
 import os
 import pathlib
@@ -69,22 +69,6 @@ def free_port():
             except OSError:
                 continue
     raise AssertionError("no free port below the ephemeral range")
-
-
-def ucx_aborts_on_wireup_failure():
-    """Why a daemon may abort when a peer is killed while connecting to it
-    ("" if not): UCX before 1.14 built with assertions (OPERATIONS.md,
-    Peers: troubleshooting)."""
-    try:
-        out = subprocess.run(["ucx_info", "-v"], capture_output=True, text=True,
-                             timeout=10).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return "ucx_info is not installed: UCX's version unknown"
-    version = next((line.split()[-1] for line in out.splitlines() if "Version" in line), "0")
-    major_minor = tuple(int(x) for x in version.split(".")[:2] if x.isdigit())
-    if major_minor >= (1, 14) or "--disable-assertions" in out:
-        return ""
-    return f"UCX {version} with assertions aborts a node whose peer is killed as it connects"
 
 
 class Job:
@@ -442,10 +426,10 @@ class PeersTest(unittest.TestCase):
         self.vanish_as_connecting(kill=False)
 
     def test_nodes_killed_as_they_connect_leave_the_others_serving(self):
-        why = ucx_aborts_on_wireup_failure()
-        if why:
-            self.skipTest(why)
-        self.vanish_as_connecting(kill=True)
+        """On UCX 1.13 with assertions a node killed then makes a survivor's
+        UCX abort now and then (2 runs of 4 here before it was contained):
+        that survivor then asks or serves no peer, and reads SOURCE."""
+        self.vanish_as_connecting(kill=True, cycles=20)
 
     def test_look_ahead_asks_the_home_when_there_is_no_room_for_a_copy(self):
         # n0's tier holds 2 of the 24 files: look-ahead cannot copy the chunks

@@ -109,6 +109,10 @@ ssize_t PeerClient::Fetch(size_t peer, const ChunkRef& ref, char* dest, Deadline
     l.counters.skipped++;
     return -EBUSY;
   }
+  if (ucx_->wedged()) {  // UCX failed here: nothing is asked again
+    l.counters.skipped++;
+    return -EHOSTDOWN;
+  }
   if (l.state.load() != kUp && !AwaitUp(l, deadline)) {
     l.counters.skipped++;
     return -EHOSTDOWN;
@@ -483,6 +487,8 @@ void PeerClient::VisitCounters(CounterVisitor& v) const {
   for (const auto& l : links_) dead += l->dead.load();
   v.Gauge("dead", static_cast<double>(dead),
           {"Peers of the job taken for gone: their chunks are kept by other nodes."});
+  v.Flag("transport_failed", ucx_->wedged(),
+         {"1 if UCX failed on the asking side: this node asks no peer until it is remounted."});
   v.Gauge("open_connections", static_cast<double>(open_.load()),
           {"Connections to peers open or being opened (bounded by an option of the mount)."});
   v.Counter("stray", stray_, {"Answers from peers that matched no connection: dropped."});

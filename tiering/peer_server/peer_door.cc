@@ -375,6 +375,11 @@ void PeerDoor::OnReadable(Conn& c) {
     Close(c.fd);
     return;
   }
+  if (options_.serving && !options_.serving()) {
+    counters_.busy++;
+    Close(c.fd);
+    return;
+  }
   s.id = RandomSessionId();
   s.peer = c.peer;
   s.keys = c.keys;

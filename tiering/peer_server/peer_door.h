@@ -56,6 +56,9 @@ struct PeerDoorOptions {
   std::chrono::milliseconds session_ttl{10000};
   std::chrono::milliseconds retry_min{200}, retry_max{30000};  // binding a taken port
   unsigned max_puzzle_bits = 18;                               // at most kMaxPuzzleBits
+  // False once the server cannot take sessions (its UCX worker failed):
+  // a finished handshake is then closed unanswered (counted busy).
+  std::function<bool()> serving;
 };
 
 struct AcceptedSession {

@@ -113,6 +113,7 @@ PeerServer::PeerServer(PeerAuth* auth, ChunkProvider* provider, PeerServerOption
   door.handshake_timeout = options_.hello_timeout;
   door.max_sessions = options_.max_connections;
   door.session_ttl = options_.session_ttl;
+  door.serving = [this] { return !ucx_->wedged(); };
   door_ = std::make_unique<PeerDoor>(auth_, door, ucx_->Address());
 }
 
@@ -586,6 +587,8 @@ void PeerServer::VisitCounters(CounterVisitor& v) const {
   v.Counter("evicted_sessions", c.evicted_sessions,
             {"Peer sessions dropped to make room for a new one (at the bound on connections)."});
   v.Gauge("open_connections", static_cast<double>(c.open.load()), {"Peer sessions open."});
+  v.Flag("transport_failed", ucx_->wedged(),
+         {"1 if UCX failed on the serving side: this node serves no peer until it is remounted."});
   v.Counter("forged", c.forged, {"Messages that did not open under their session's key."});
   v.Counter("replayed", c.replayed, {"Messages with a sequence number seen before."});
   v.Counter("send_timeouts", c.send_timeouts, {"Answers that could not be sent in time."});
