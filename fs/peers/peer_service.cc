@@ -15,6 +15,7 @@ Result<std::unique_ptr<PeerService>> PeerService::Start(JobPeers* peers, const N
   so.inherited_fd = peers->TakeInheritedListenFd();
   so.ucx.net_devices = peers->net_device();
   so.ucx.tls = config.ucx_tls;
+  so.ucx.contain_aborts = true;  // a UCX abort here ends the serving, not the daemon
   so.chunk_size = config.chunk_size;
   so.threads = config.server_threads;
   // Its clients ping at least every dead_after / 4: a session silent for

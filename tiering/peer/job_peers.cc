@@ -195,6 +195,7 @@ Status JobPeers::StartAsking() {
   co.retry_max = std::max(co.retry_min, std::min(config_.timeout, std::chrono::milliseconds(5000)));
   co.ucx.tls = config_.ucx_tls;
   co.ucx.net_devices = net_device_;
+  co.ucx.contain_aborts = true;  // a UCX abort here ends the asking, not the daemon
   auto client = PeerClient::Make(auth_.get(), co);
   if (!client.ok()) return client.status();
   client_ = std::move(client).value();

@@ -72,13 +72,20 @@ void PeerClient::Start() {
   ucx_->Start([this] { Tick(); });
 }
 
+// A connection up but not yet answered on may still be wired up by its
+// peer (its reply endpoint to this worker): this worker stays until every
+// one is answered, within the limit (UcxWorker::Stop).
 void PeerClient::Stop() {
   if (stopped_.exchange(true)) return;
   ucx_->Stop(
       [this] {
         for (auto& l : links_) Down(*l, "shutting down", false);
       },
-      std::chrono::milliseconds(1000));
+      std::chrono::milliseconds(1000),
+      [this] {
+        return std::none_of(links_.begin(), links_.end(),
+                            [](const auto& l) { return l->state.load() == kUp && !l->answered; });
+      });
   pool_.Shutdown();
   // The progress thread is gone: nothing can write into a caller's buffer now.
   for (auto& l : links_) {
@@ -101,6 +108,10 @@ ssize_t PeerClient::Fetch(size_t peer, const ChunkRef& ref, char* dest, Deadline
   if (now_ns < l.slow_until.load(std::memory_order_relaxed)) {  // it let one time out
     l.counters.skipped++;
     return -EBUSY;
+  }
+  if (ucx_->wedged()) {  // UCX failed here: nothing is asked again
+    l.counters.skipped++;
+    return -EHOSTDOWN;
   }
   if (l.state.load() != kUp && !AwaitUp(l, deadline)) {
     l.counters.skipped++;
@@ -436,6 +447,7 @@ ucs_status_t PeerClient::OnData(Link& l, const std::shared_ptr<Pending>& p, cons
                                 size_t header_size, uint64_t seq, void* data,
                                 const ucp_am_recv_param_t* param) {
   uint64_t length = p->ref.length();
+  l.answered = true;
   std::unique_lock lock(p->mu);
   if (p->abandoned) {
     lock.unlock();
@@ -475,6 +487,8 @@ void PeerClient::VisitCounters(CounterVisitor& v) const {
   for (const auto& l : links_) dead += l->dead.load();
   v.Gauge("dead", static_cast<double>(dead),
           {"Peers of the job taken for gone: their chunks are kept by other nodes."});
+  v.Flag("transport_failed", ucx_->wedged(),
+         {"1 if UCX failed on the asking side: this node asks no peer until it is remounted."});
   v.Gauge("open_connections", static_cast<double>(open_.load()),
           {"Connections to peers open or being opened (bounded by an option of the mount)."});
   v.Counter("stray", stray_, {"Answers from peers that matched no connection: dropped."});

@@ -74,7 +74,10 @@ void PeerClient::Tick() {
   }
 }
 
-void PeerClient::Heard(Link& l) { l.last_heard = Clock::now(); }
+void PeerClient::Heard(Link& l) {
+  l.last_heard = Clock::now();
+  l.answered = true;
+}
 
 // A peer with fetches waiting that has been heard from since the oldest
 // was sent is working on them (a home promoting from a slow PFS still
@@ -205,6 +208,7 @@ void PeerClient::Connect(Link& l) {
     ucx_->Post([this, index, generation, r, session, error]() mutable {
       Link& l = *links_[index];
       if (generation != l.generation || l.state.load() != kConnecting) return;
+      if (stopped_.load()) return;  // shutting down: no new endpoint (Stop's close_all downs it)
       const bool failure_is_death = r != HandshakeResult::kLocal &&
                                     (l.ever_up || Clock::now() - started_at_ >= options_.grace);
       if (r != HandshakeResult::kOk) {
@@ -238,6 +242,7 @@ void PeerClient::Connect(Link& l) {
       l.dead = false;
       l.ever_up = true;
       l.last_heard = Clock::now();
+      l.answered = false;
       l.counters.connect_us +=
           static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
                                     l.last_heard - (l.deadline - 2 * options_.connect_timeout))

@@ -86,6 +86,9 @@ struct PeerClient::Link {
   std::shared_ptr<LinkCrypto> crypto;  // up: the connection's keys
   uint64_t generation = 0;             // one per connection attempt; stale callbacks compare it
   bool ever_up = false;
+  // Up: a message came back on this connection, so the peer's reply
+  // endpoint to this worker is wired up (PeerClient::Stop waits for it).
+  bool answered = false;
   std::chrono::steady_clock::time_point deadline;  // connecting: the handshake is due
   std::chrono::steady_clock::time_point retry_at;
   std::chrono::steady_clock::time_point last_heard;  // up: the last message that authenticated

@@ -13,6 +13,7 @@
 #include <stdexcept>
 
 #include "tiering/base/log.h"
+#include "tiering/peer/ucx_abort.h"
 
 namespace tierfs {
 
@@ -44,7 +45,10 @@ Result<std::unique_ptr<UcxWorker>> UcxWorker::Make(const Options& options) {
 
 UcxWorker::UcxWorker(const Options& options) : options_(options) {}
 
+using ucx_abort::InUcx;
+
 Status UcxWorker::Init() {
+  if (options_.contain_aborts) ucx_abort::Contain();
   ucp_config_t* config = nullptr;
   ucs_status_t s = ucp_config_read(nullptr, nullptr, &config);
   if (s != UCS_OK) return UcxError(s, "ucp_config_read");
@@ -123,7 +127,7 @@ void UcxWorker::Release() {
 
 UcxWorker::~UcxWorker() {
   if (worker_ != nullptr) Stop([] {}, std::chrono::milliseconds(1000));
-  Release();
+  if (!abandoned_) Release();  // else a thread may still be in UCX: left as it is
 }
 
 Status UcxWorker::SetAmHandler(unsigned id, AmHandler handler) {
@@ -151,7 +155,7 @@ void UcxWorker::Start(std::function<void()> tick) {
 bool UcxWorker::Post(std::function<void()> fn) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (stopping_) return false;
+    if (stopping_ || wedged_.load()) return false;
     posted_.push_back(std::move(fn));
   }
   uint64_t one = 1;
@@ -159,10 +163,19 @@ bool UcxWorker::Post(std::function<void()> fn) {
   return true;
 }
 
-void UcxWorker::Stop(std::function<void()> close_all, std::chrono::milliseconds limit) {
+void UcxWorker::Stop(std::function<void()> close_all, std::chrono::milliseconds limit,
+                     std::function<bool()> settled) {
   if (!thread_.joinable()) return;
   auto deadline = std::chrono::steady_clock::now() + limit;
-  Post([this, close_all = std::move(close_all), deadline] {
+  Post([this, close_all = std::move(close_all), settled = std::move(settled), deadline] {
+    while (settled && !settled() && std::chrono::steady_clock::now() < deadline) {
+      RunPosted();
+      if (Progress() == 0) std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    if (settled && !settled()) {
+      TIERFS_LOG(kWarning,
+                 "peer transport: shutting down while a peer may still be connecting to this node");
+    }
     close_all();
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -173,14 +186,28 @@ void UcxWorker::Stop(std::function<void()> close_all, std::chrono::milliseconds 
     while (pending_ops_ > 0 && std::chrono::steady_clock::now() < deadline) {
       RunPosted();
       CloseDeferred();
-      if (ucp_worker_progress(worker_) == 0)
-        std::this_thread::sleep_for(std::chrono::microseconds(200));
+      if (Progress() == 0) std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
     if (pending_ops_ > 0) {
       TIERFS_LOG(kWarning, "peer transport: {} operations still pending at shutdown", pending_ops_);
     }
     quit_.store(true);
   });
+  // The thread ends by the deadline, unless UCX aborted on it (contained:
+  // it never runs again) or a UCX call hangs.
+  const auto give_up = deadline + std::chrono::seconds(2);
+  while (!exited_.load() && !wedged_.load() && std::chrono::steady_clock::now() < give_up)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  if (!exited_.load()) {
+    TIERFS_LOG(kWarning, "peer transport: {}: its UCX worker is left as it is",
+               wedged_.load() ? "UCX failed on its thread" : "its thread is stuck in UCX");
+    thread_.detach();
+    abandoned_ = true;
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+    posted_.clear();  // never run: they would call UCX
+    return;
+  }
   thread_.join();
   RunPosted();  // what was posted meanwhile is dropped by each owner's Stop
 }
@@ -194,16 +221,26 @@ void UcxWorker::RunPosted() {
   for (auto& fn : run) fn();
 }
 
+unsigned UcxWorker::Progress() {
+  InUcx in(&wedged_);
+  return ucp_worker_progress(worker_);
+}
+
 void UcxWorker::Loop() {
   while (!quit_.load()) {
-    while (ucp_worker_progress(worker_) != 0) {
+    while (Progress() != 0) {
     }
     RunPosted();
     if (quit_.load()) break;
     if (tick_) tick_();
     CloseDeferred();
-    if (ucp_worker_progress(worker_) != 0) continue;
-    if (ucp_worker_arm(worker_) == UCS_ERR_BUSY) continue;
+    if (Progress() != 0) continue;
+    ucs_status_t armed;
+    {
+      InUcx in(&wedged_);
+      armed = ucp_worker_arm(worker_);
+    }
+    if (armed == UCS_ERR_BUSY) continue;
     struct epoll_event events[2];
     int n = ::epoll_wait(epoll_fd_, events, 2, static_cast<int>(options_.tick.count()));
     if (n > 0) {
@@ -211,6 +248,7 @@ void UcxWorker::Loop() {
       [[maybe_unused]] ssize_t r = ::read(wake_fd_, &count, sizeof count);
     }
   }
+  exited_.store(true);
 }
 
 Result<ucp_ep_h> UcxWorker::Connect(const std::string& address) {
@@ -228,7 +266,11 @@ Result<ucp_ep_h> UcxWorker::CreateEndpoint(ucp_ep_params_t* p) {
   p->err_handler.cb = &UcxWorker::OnEndpointError;
   p->err_handler.arg = this;
   ucp_ep_h ep = nullptr;
-  ucs_status_t s = ucp_ep_create(worker_, p, &ep);
+  ucs_status_t s;
+  {
+    InUcx in(&wedged_);
+    s = ucp_ep_create(worker_, p, &ep);
+  }
   if (s != UCS_OK) return Status::Error(EIO, ucs_status_string(s));
   return ep;
 }
@@ -244,7 +286,12 @@ void UcxWorker::CloseDeferred() {
 void UcxWorker::CloseNow(ucp_ep_h ep) {
   auto* op = new Op{this, {}, nullptr};
   ucp_request_param_t p = SendParams(UCP_EP_CLOSE_FLAG_FORCE, op);
-  Track(ucp_ep_close_nbx(ep, &p), op);
+  ucs_status_ptr_t request;
+  {
+    InUcx in(&wedged_);
+    request = ucp_ep_close_nbx(ep, &p);
+  }
+  Track(request, op);
 }
 
 // Parameters of a send or close completing through OnSendDone with `op`.
@@ -262,7 +309,12 @@ void UcxWorker::Send(ucp_ep_h ep, unsigned id, const WireHeader& header, size_t 
                      const void* data, size_t size, uint32_t flags, Completion done) {
   auto* op = new Op{this, header, std::move(done)};
   ucp_request_param_t p = SendParams(flags, op);
-  Track(ucp_am_send_nbx(ep, id, op->header.data(), header_size, data, size, &p), op);
+  ucs_status_ptr_t request;
+  {
+    InUcx in(&wedged_);
+    request = ucp_am_send_nbx(ep, id, op->header.data(), header_size, data, size, &p);
+  }
+  Track(request, op);
 }
 
 ucs_status_t UcxWorker::ReceiveBody(void* descriptor, void* buf, size_t size, Completion done) {
@@ -271,8 +323,12 @@ ucs_status_t UcxWorker::ReceiveBody(void* descriptor, void* buf, size_t size, Co
   p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
   p.cb.recv_am = &UcxWorker::OnReceiveDone;
   p.user_data = op;
-  return Track(ucp_am_recv_data_nbx(worker_, descriptor, buf, size, &p), op) ? UCS_INPROGRESS
-                                                                             : UCS_OK;
+  ucs_status_ptr_t request;
+  {
+    InUcx in(&wedged_);
+    request = ucp_am_recv_data_nbx(worker_, descriptor, buf, size, &p);
+  }
+  return Track(request, op) ? UCS_INPROGRESS : UCS_OK;
 }
 
 bool UcxWorker::Track(ucs_status_ptr_t request, Op* op) {
@@ -288,15 +344,18 @@ bool UcxWorker::Track(ucs_status_ptr_t request, Op* op) {
 
 ucs_status_t UcxWorker::OnAm(void* arg, const void* header, size_t header_size, void* data,
                              size_t size, const ucp_am_recv_param_t* param) {
+  InUcx ours(nullptr);
   return static_cast<Handler*>(arg)->fn(header, header_size, data, size, param);
 }
 
 void UcxWorker::OnEndpointError(void* arg, ucp_ep_h ep, ucs_status_t status) {
+  InUcx ours(nullptr);
   auto* self = static_cast<UcxWorker*>(arg);
   if (self->on_error_) self->on_error_(ep, status);
 }
 
 void UcxWorker::OnSendDone(void* request, ucs_status_t status, void* user) {
+  InUcx ours(nullptr);
   auto* op = static_cast<Op*>(user);
   UcxWorker* self = op->self;
   --self->pending_ops_;

@@ -45,6 +45,9 @@ class UcxWorker {
     std::string tcp_port_range;  // UCX_TCP_PORT_RANGE, the TCP transport's ports ("" = any)
     std::string net_devices;     // UCX_NET_DEVICES ("" = UCX's default, or the environment's)
     std::chrono::milliseconds tick{20};
+    // An abort inside UCX on the progress thread wedges this worker instead
+    // of ending the process (ucx_abort.h). The daemon's workers set it.
+    bool contain_aborts = false;
   };
   // Runs on the progress thread. The return value is the handler's answer
   // to UCX: UCS_OK, or an error status to drop a rendezvous body unread.
@@ -65,12 +68,23 @@ class UcxWorker {
   void SetEndpointErrorHandler(std::function<void(ucp_ep_h, ucs_status_t)> on_error);
   // Starts the progress thread; `tick` runs on it every round.
   void Start(std::function<void()> tick);
-  // Runs `fn` on the progress thread soon. False (fn not run) once stopping.
+  // Runs `fn` on the progress thread soon. False (fn not run) once
+  // stopping, or wedged.
   bool Post(std::function<void()> fn);
+  // UCX aborted on the progress thread and the abort was contained: the
+  // thread never runs again, and neither does this worker. Thread-safe.
+  bool wedged() const { return wedged_.load(); }
   // Runs `close_all` on the progress thread (it should Close every
   // endpoint), lets the closes and sends finish for at most `limit`, then
-  // ends the thread. Idempotent.
-  void Stop(std::function<void()> close_all, std::chrono::milliseconds limit);
+  // ends the thread (or, if it is wedged or stuck in UCX 2 s past the
+  // limit, leaves it and the worker behind). Idempotent. First, within the same `limit`, it keeps
+  // progressing until `settled` (if given) is true: the owner's endpoints
+  // that a peer is still wiring up to this worker. UCX 1.13 aborts the
+  // peer (or this process, in ucp_worker_destroy) when this worker goes
+  // while the peer's reply endpoint to it waits for its TCP connection:
+  // see docs/ARCHITECTURE.md, "Peers".
+  void Stop(std::function<void()> close_all, std::chrono::milliseconds limit,
+            std::function<bool()> settled = nullptr);
 
   // --- Progress thread only (or before Start) ---
   ucp_worker_h worker() const { return worker_; }
@@ -107,6 +121,7 @@ class UcxWorker {
   void CloseDeferred();
   Result<ucp_ep_h> CreateEndpoint(ucp_ep_params_t* p);
   void CloseNow(ucp_ep_h ep);
+  unsigned Progress();  // ucp_worker_progress, marked as a UCX call
   static ucs_status_t OnAm(void* arg, const void* header, size_t header_size, void* data,
                            size_t size, const ucp_am_recv_param_t* param);
   static void OnEndpointError(void* arg, ucp_ep_h ep, ucs_status_t status);
@@ -136,6 +151,9 @@ class UcxWorker {
   std::vector<std::function<void()>> posted_;
   bool stopping_ = false;
   std::atomic<bool> quit_{false};
+  std::atomic<bool> exited_{false};  // the progress thread has left its loop
+  std::atomic<bool> wedged_{false};  // set by the abort handler (ucx_abort.h)
+  bool abandoned_ = false;           // Stop left the thread and the worker behind
   std::thread thread_;
 };
 

@@ -375,6 +375,11 @@ void PeerDoor::OnReadable(Conn& c) {
     Close(c.fd);
     return;
   }
+  if (options_.serving && !options_.serving()) {
+    counters_.busy++;
+    Close(c.fd);
+    return;
+  }
   s.id = RandomSessionId();
   s.peer = c.peer;
   s.keys = c.keys;
@@ -453,6 +458,13 @@ bool PeerDoor::Take(uint64_t id, const std::function<bool(const SessionKeys&)>& 
   *out = std::move(it->second.session);
   sessions_.erase(it);
   return true;
+}
+
+size_t PeerDoor::SessionsWaiting(Clock::time_point since) const {
+  std::lock_guard lock(mu_);
+  size_t n = 0;
+  for (const auto& [id, w] : sessions_) n += w.expires - options_.session_ttl >= since;
+  return n;
 }
 
 void PeerDoor::VisitCounters(CounterVisitor& v) const {

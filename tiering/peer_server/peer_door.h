@@ -56,6 +56,9 @@ struct PeerDoorOptions {
   std::chrono::milliseconds session_ttl{10000};
   std::chrono::milliseconds retry_min{200}, retry_max{30000};  // binding a taken port
   unsigned max_puzzle_bits = 18;                               // at most kMaxPuzzleBits
+  // False once the server cannot take sessions (its UCX worker failed):
+  // a finished handshake is then closed unanswered (counted busy).
+  std::function<bool()> serving;
 };
 
 struct AcceptedSession {
@@ -101,6 +104,9 @@ class PeerDoor {
   // first message's tag). Thread-safe; `verify` runs under a leaf lock.
   bool Take(uint64_t id, const std::function<bool(const SessionKeys&)>& verify,
             AcceptedSession* out);
+  // Sessions authenticated at or after `since` and not taken yet: their
+  // peers may be connecting to the server's worker right now. Thread-safe.
+  size_t SessionsWaiting(std::chrono::steady_clock::time_point since) const;
 
   const PeerDoorCounters& counters() const { return counters_; }
   void VisitCounters(CounterVisitor& v) const;

@@ -16,6 +16,10 @@ constexpr size_t kKeptBuffers = size_t{64} << 20;
 // Sessions dropped whose keys are kept, to tell their client so.
 constexpr size_t kForgotten = 4096;
 
+// A session handed out this lately and not used yet may have its peer
+// connecting to this worker (Stop); one older was given up by its peer.
+constexpr std::chrono::seconds kConnectingWindow(2);
+
 // What seals this server's messages to one peer: shared by the progress
 // thread and the pool threads that seal data answers.
 struct SessionCrypto {
@@ -109,6 +113,7 @@ PeerServer::PeerServer(PeerAuth* auth, ChunkProvider* provider, PeerServerOption
   door.handshake_timeout = options_.hello_timeout;
   door.max_sessions = options_.max_connections;
   door.session_ttl = options_.session_ttl;
+  door.serving = [this] { return !ucx_->wedged(); };
   door_ = std::make_unique<PeerDoor>(auth_, door, ucx_->Address());
 }
 
@@ -127,14 +132,20 @@ Status PeerServer::Start() {
   return Status::Ok();
 }
 
+// A peer whose session was handed out lately but has sent nothing yet
+// may be wiring up its endpoint to this worker, and this worker its reply
+// endpoint back: the worker stays until its first message (which comes
+// once the reply endpoint is up), within the limit (UcxWorker::Stop).
 void PeerServer::Stop() {
   door_->Stop();
+  const auto since = Clock::now() - kConnectingWindow;
   ucx_->Stop(
       [this] {
         by_session_.clear();
         counters_.open = 0;
       },
-      std::chrono::milliseconds(1000));
+      std::chrono::milliseconds(1000),
+      [this, since] { return door_->SessionsWaiting(since) == 0; });
   pool_.Shutdown();
 }
 
@@ -576,6 +587,8 @@ void PeerServer::VisitCounters(CounterVisitor& v) const {
   v.Counter("evicted_sessions", c.evicted_sessions,
             {"Peer sessions dropped to make room for a new one (at the bound on connections)."});
   v.Gauge("open_connections", static_cast<double>(c.open.load()), {"Peer sessions open."});
+  v.Flag("transport_failed", ucx_->wedged(),
+         {"1 if UCX failed on the serving side: this node serves no peer until it is remounted."});
   v.Counter("forged", c.forged, {"Messages that did not open under their session's key."});
   v.Counter("replayed", c.replayed, {"Messages with a sequence number seen before."});
   v.Counter("send_timeouts", c.send_timeouts, {"Answers that could not be sent in time."});

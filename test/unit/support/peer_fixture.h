@@ -232,12 +232,6 @@ class TestNode {
   }
   // StartClient connects to every peer at once unless this is false (on first need).
   bool connect_at_start = true;
-  ~TestNode() {
-    // UCX 1.13 aborts when an endpoint fails while the wireup of a reply
-    // endpoint to it is pending (a peer answering this node's first ping):
-    // let a connection just made settle before the node goes.
-    if (client_ && client_->open_connections() > 0) std::this_thread::sleep_for(100ms);
-  }
   PeerAddress address() const { return {auth_.self().name, "127.0.0.1", server_->port()}; }
   uint16_t port() const { return server_->port(); }
   PeerServer& server() { return *server_; }

@@ -404,6 +404,9 @@ TEST_CASE("peer client: while a peer that failed is connected again, fetches do 
   REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
   PatternProvider unused(kChunk);
   TestNode a("a", &unused, kChunk);
+  // Connected on first need: connected at start, a Fetch before the first
+  // round of the progress thread finds it down and does not wait.
+  a.connect_at_start = false;
   PeerClientOptions options;
   options.connect_timeout = 400ms;
   options.retry_min = 50ms;  // retried about every 450 ms, connecting for 400 of them
