@@ -584,66 +584,6 @@ TEST_CASE("lru under 8 concurrent readers serves exact bytes within the budget",
   CHECK(stack.catalog().ResidentChunksPerTier(1)[0] == stack.tier(0).chunks());
 }
 
-TEST_CASE("TieredStore reuses a directory tier's chunks after a restart", "[tiered_store]") {
-  Source source({70000, 20000});
-  TempTree tier_dir;
-  TieringConfig config;
-  config.dirs.push_back(DirectoryTierSpec{tier_dir.root(), kMiB});
-  config.chunk_size = 64 * 1024;
-  config.promote_threads = 2;
-  auto open = [&] {
-    auto store = RequireOk(TieredStore::Open(config, source.ns(), source.reader(), 0));
-    store->Start();
-    return store;
-  };
-  auto read_all = [&](TieredStore& store, size_t i) {
-    ssize_t r = 0;
-    CHECK(ReadVia(store.read_path(), source.Id(i), 0, source.Contents(i).size(), &r) ==
-          source.Contents(i));
-  };
-  {
-    auto store = open();
-    read_all(*store, 0);
-    read_all(*store, 1);
-    CHECK(source.read_bytes() == 90000);
-    // A miss into a directory tier is committed on a pool thread, and a
-    // commit still queued when the store shuts down is dropped: wait for
-    // them (the suite under load once shut down before the last one).
-    CHECK(testing::Eventually([&] {
-      for (size_t i = 0; i < 2; ++i) {
-        const NodeId id = source.Id(i);
-        for (uint32_t c = 0; c < store->chunks()->catalog().chunks(id); ++c) {
-          if (!Catalog::IsResident(store->chunks()->state(ChunkKey{id, c}))) return false;
-        }
-      }
-      return true;
-    }));
-  }
-  SECTION("unchanged SOURCE: every chunk is reused") {
-    source.Rescan();
-    auto store = open();
-    read_all(*store, 0);
-    read_all(*store, 1);
-    CHECK(source.read_bytes() == 90000);
-  }
-  SECTION("a file changed on SOURCE: its stale chunks are dropped") {
-    source.Rewrite(1, PatternBytes(20000, 99));  // same size, other bytes, other mtime
-    source.Rescan();
-    auto store = open();
-    read_all(*store, 1);
-    CHECK(source.read_bytes() == 90000 + 20000);
-    read_all(*store, 0);
-    CHECK(source.read_bytes() == 90000 + 20000);
-  }
-  SECTION("reset: nothing is reused") {
-    config.reset = true;
-    source.Rescan();
-    auto store = open();
-    read_all(*store, 0);
-    CHECK(source.read_bytes() == 90000 + 70000);
-  }
-}
-
 TEST_CASE("A chunk a peer offers is kept as a promotion, reads of it are hits, not SOURCE's",
           "[promoter][read_path]") {
   Source source({100000, 5000, 100000});
