@@ -12,12 +12,10 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
 
 #include "tiering/base/log.h"
-#include "tiering/peer/door_puzzle.h"
 #include "tiering/peer/peer_handshake.h"
-#include "tiering/peer/wire.h"
+#include "tiering/peer_server/peer_door_internal.h"
 
 namespace tierfs {
 namespace {
@@ -31,36 +29,7 @@ constexpr size_t kCheckQueue = 16;
 // greeting's work).
 constexpr std::chrono::milliseconds kYoung(500);
 
-uint64_t RandomSessionId() {
-  for (;;) {
-    PeerNonce n = RandomNonce();
-    uint64_t id = 0;
-    std::memcpy(&id, n.data(), sizeof id);
-    if (id != 0) return id;
-  }
-}
-
 }  // namespace
-
-struct PeerDoor::Conn {
-  int fd = -1;
-  uint64_t id = 0;
-  uint32_t address = 0;
-  Clock::time_point deadline;
-  enum State { kAwaitHello, kChecking, kAwaitBind } state = kAwaitHello;
-  FrameReader reader;
-  PeerNonce nonce{};
-  unsigned bits = 0;  // the puzzle its greeting asked for
-  std::string peer;   // kAwaitBind: the authenticated name
-  SessionKeys keys;   // kAwaitBind
-};
-
-// A hello's check, done on the pool, for the door thread.
-struct PeerDoor::Checked {
-  int fd = -1;
-  uint64_t conn = 0;
-  HelloAnswer hello;  // the server's half of the handshake (peer_handshake.h)
-};
 
 PeerDoor::PeerDoor(const PeerAuth* auth, PeerDoorOptions options, std::string worker_address)
     : auth_(auth),
@@ -311,122 +280,6 @@ void PeerDoor::Close(int fd) {
   ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
   ::close(fd);
   conns_.erase(it);
-}
-
-void PeerDoor::OnReadable(Conn& c) {
-  if (c.state == Conn::kChecking) {  // nothing may come now: only EOF is read
-    char b;
-    ssize_t r = ::recv(c.fd, &b, 1, MSG_DONTWAIT | MSG_PEEK);
-    if (r == 0 || (r < 0 && errno != EAGAIN))
-      Close(c.fd);
-    else if (r > 0) {
-      counters_.garbage++;
-      Close(c.fd);
-    }
-    return;
-  }
-  FrameReader::Result r = c.reader.Feed(c.fd);
-  if (r == FrameReader::kMore) return;
-  if (r != FrameReader::kDone) {
-    if (r == FrameReader::kBad) counters_.garbage++;
-    Close(c.fd);
-    return;
-  }
-  if (c.state == Conn::kAwaitHello) {
-    std::string_view cred;
-    uint64_t solution = 0;
-    if (!DecodeHelloFrame(c.reader.frame(), &cred, &solution)) {
-      counters_.garbage++;
-      Close(c.fd);
-      return;
-    }
-    if (!PuzzleSolved(c.nonce, solution, c.bits)) {  // one hash, before munged is asked
-      counters_.unsolved++;
-      Close(c.fd);
-      return;
-    }
-    auto job = std::make_shared<Checked>();
-    job->fd = c.fd;
-    job->conn = c.id;
-    std::string hello(cred);
-    PeerNonce nonce = c.nonce;
-    c.state = Conn::kChecking;
-    bool queued = checks_.Submit([this, job, hello = std::move(hello), nonce] {
-      job->hello = AnswerHello(*auth_, nonce, hello);
-      {
-        std::lock_guard lock(mu_);
-        checked_.push_back(std::make_unique<Checked>(std::move(*job)));
-      }
-      uint64_t one = 1;
-      [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof one);
-    });
-    if (!queued) {
-      counters_.busy++;
-      Close(c.fd);
-    } else {
-      ++checks_pending_;
-    }
-    return;
-  }
-  // kAwaitBind: the client's key confirmation.
-  AcceptedSession s;
-  if (!DecodeBindFrame(c.reader.frame(), c.keys.recv)) {
-    counters_.garbage++;
-    Close(c.fd);
-    return;
-  }
-  if (options_.serving && !options_.serving()) {
-    counters_.busy++;
-    Close(c.fd);
-    return;
-  }
-  s.id = RandomSessionId();
-  s.peer = c.peer;
-  s.keys = c.keys;
-  std::string answer = EncodeBindAnswerFrame(c.keys.send, s.id, worker_address_);
-  {
-    std::lock_guard lock(mu_);
-    if (sessions_.size() >= options_.max_sessions || answer.empty()) {
-      counters_.busy++;
-      Close(c.fd);
-      return;
-    }
-    sessions_[s.id] = Waiting{std::move(s), Clock::now() + options_.session_ttl};
-  }
-  std::string framed = Framed(answer);
-  [[maybe_unused]] ssize_t n =
-      ::send(c.fd, framed.data(), framed.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-  counters_.authenticated++;
-  Close(c.fd);
-}
-
-void PeerDoor::OnChecked(Checked& r) {
-  auto it = conns_.find(r.fd);
-  if (it == conns_.end() || it->second->id != r.conn) return;  // evicted or timed out meanwhile
-  Conn& c = *it->second;
-  std::string frame;
-  if (r.hello.verdict != AuthVerdict::kOk) {
-    uint64_t n = ++counters_.refused[static_cast<int>(r.hello.verdict)];
-    if (LogSampled(n)) {
-      TIERFS_LOG(kWarning, "peer service: hello refused ({}): {}", AuthVerdictName(r.hello.verdict),
-                 r.hello.detail);
-    }
-    frame = Framed(EncodeAnswerFrame(static_cast<int32_t>(WireError::kDenied), {}));
-    [[maybe_unused]] ssize_t n2 =
-        ::send(c.fd, frame.data(), frame.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-    Close(c.fd);
-    return;
-  }
-  frame = Framed(EncodeAnswerFrame(0, r.hello.answer));
-  if (::send(c.fd, frame.data(), frame.size(), MSG_NOSIGNAL | MSG_DONTWAIT) !=
-      static_cast<ssize_t>(frame.size())) {
-    Close(c.fd);
-    return;
-  }
-  c.state = Conn::kAwaitBind;
-  c.peer = std::move(r.hello.peer);
-  c.keys = r.hello.keys;
-  c.reader.Reset();
 }
 
 void PeerDoor::Expire() {

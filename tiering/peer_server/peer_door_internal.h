@@ -1,0 +1,38 @@
+// Internal to tierfs_peer_server: PeerDoor's connections (Conn) and hello
+// checks (Checked), shared by peer_door.cc (listening, accepting) and
+// peer_door_handshake.cc (answering the handshake's steps). Not for other
+// libraries.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "tiering/peer/peer_auth.h"
+#include "tiering/peer/peer_crypto.h"
+#include "tiering/peer/peer_handshake.h"
+#include "tiering/peer_server/peer_door.h"
+
+namespace tierfs {
+
+struct PeerDoor::Conn {
+  int fd = -1;
+  uint64_t id = 0;
+  uint32_t address = 0;
+  std::chrono::steady_clock::time_point deadline;
+  enum State { kAwaitHello, kChecking, kAwaitBind } state = kAwaitHello;
+  FrameReader reader;
+  PeerNonce nonce{};
+  unsigned bits = 0;  // the puzzle its greeting asked for
+  std::string peer;   // kAwaitBind: the authenticated name
+  SessionKeys keys;   // kAwaitBind
+};
+
+// A hello's check, done on the pool, for the door thread.
+struct PeerDoor::Checked {
+  int fd = -1;
+  uint64_t conn = 0;
+  HelloAnswer hello;  // the server's half of the handshake (peer_handshake.h)
+};
+
+}  // namespace tierfs
