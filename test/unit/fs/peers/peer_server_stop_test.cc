@@ -1,0 +1,63 @@
+// A server's Stop and the peers that may still be connecting to it: a
+// session its door handed out lately, with no message on it yet, may have
+// its peer wiring up an endpoint to this worker, so Stop keeps progressing
+// for it, within Stop's limit (1 s); a session handed out longer ago than
+// the window (2 s) was given up by its peer and holds nothing.
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <thread>
+
+#include "peer_fixture.h"
+#include "tiering/peer/peer_handshake.h"
+
+namespace tierfs {
+namespace {
+
+using namespace testing;
+using Clock = std::chrono::steady_clock;
+
+constexpr uint64_t kChunk = 1 << 16;
+
+// The door's handshake as node "a", nothing after it: a session handed out
+// and never used (no endpoint, no message).
+void HandshakeOnly(const PeerAuth& auth, uint16_t port) {
+  auto deadline = Clock::now() + 5s;
+  Result<int> fd = ConnectTcp("127.0.0.1", port, deadline);
+  INFO(fd.status().message());
+  REQUIRE(fd.ok());
+  Result<ClientSession> made = RunClientHandshake(*fd, auth, "b", deadline);
+  ::close(*fd);
+  INFO(made.status().message());
+  REQUIRE(made.ok());
+}
+
+std::chrono::milliseconds StopTime(TestNode& node) {
+  auto start = Clock::now();
+  node.server().Stop();
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
+}
+
+TEST_CASE("peer server: an unused session holds Stop within its limit, and not past the window",
+          "[peer]") {
+  if (!PeersCanRun()) return;
+  PatternProvider provider(kChunk);
+  PeerServerOptions options;
+  options.session_ttl = 30s;  // the session outlives the window: only the window lets it go
+  TestNode b("b", &provider, kChunk, 0, options);
+  b.StartServer();
+  PeerAuth a(Identity("a"), MungeDaemon::Get()->socket());
+  HandshakeOnly(a, b.port());
+  REQUIRE(b.server().door().authenticated == 1);
+  SECTION("handed out a moment ago: Stop waits for it, up to its limit") {
+    auto took = StopTime(b);
+    CHECK(took >= 900ms);
+    CHECK(took < 3s);  // bounded: the limit, then the closes
+  }
+  SECTION("handed out longer ago than the window: Stop does not wait") {
+    std::this_thread::sleep_for(2500ms);
+    CHECK(StopTime(b) < 500ms);
+  }
+}
+
+}  // namespace
+}  // namespace tierfs
