@@ -29,6 +29,14 @@ constexpr size_t kCheckQueue = 16;
 // greeting's work).
 constexpr std::chrono::milliseconds kYoung(500);
 
+// Connections accepted at one turn of the loop, before the hellos that
+// came meanwhile are read. A flood that refills the backlog as fast as the
+// door turns its connections away must not keep it accepting: the young
+// ones it admitted would hold their address's places, unread, and every
+// newcomer from that address (a real peer on the flooder's node) would be
+// turned away. The listening socket stays readable: the rest waits a turn.
+constexpr size_t kAcceptBatch = 8;
+
 }  // namespace
 
 PeerDoor::PeerDoor(const PeerAuth* auth, PeerDoorOptions options, std::string worker_address)
@@ -131,13 +139,14 @@ void PeerDoor::Loop() {
   epoll_event events[64];
   while (!quit_.load()) {
     int n = ::epoll_wait(epoll_fd_, events, 64, 50);
+    bool incoming = false;
     for (int i = 0; i < n; ++i) {
       int fd = events[i].data.fd;
       if (fd == wake_fd_) {
         uint64_t count;
         [[maybe_unused]] ssize_t r = ::read(wake_fd_, &count, sizeof count);
       } else if (fd == listen_fd_) {
-        AcceptAll();
+        incoming = true;
       } else if (auto it = conns_.find(fd); it != conns_.end()) {
         OnReadable(*it->second);
       }
@@ -152,6 +161,8 @@ void PeerDoor::Loop() {
       OnChecked(*r);
     }
     Expire();
+    // Last: the connections that spoke meanwhile have left their places.
+    if (incoming) AcceptSome();
     if (!listening_.load() && Clock::now() >= retry_at_) {
       Status bound = Bind();
       if (bound.ok()) {
@@ -171,8 +182,8 @@ void PeerDoor::Loop() {
   }
 }
 
-void PeerDoor::AcceptAll() {
-  for (;;) {
+void PeerDoor::AcceptSome() {
+  for (size_t i = 0; i < kAcceptBatch; ++i) {
     sockaddr_in from{};
     socklen_t len = sizeof from;
     int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&from), &len,

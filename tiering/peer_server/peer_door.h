@@ -116,7 +116,7 @@ class PeerDoor {
   struct Checked;
   Status Bind();  // EADDRINUSE: another process holds the port
   void Loop();
-  void AcceptAll();
+  void AcceptSome();
   void Admit(int fd, uint32_t address);
   void OnReadable(Conn& c);
   void OnChecked(Checked& r);

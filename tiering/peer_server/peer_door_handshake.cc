@@ -110,10 +110,12 @@ void PeerDoor::OnReadable(Conn& c) {
     }
     sessions_[s.id] = Waiting{std::move(s), Clock::now() + options_.session_ttl};
   }
+  // Counted before the answer leaves: a peer that holds its session sees
+  // the counter that counts it.
+  counters_.authenticated++;
   std::string framed = Framed(answer);
   [[maybe_unused]] ssize_t n =
       ::send(c.fd, framed.data(), framed.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-  counters_.authenticated++;
   Close(c.fd);
 }
 

@@ -257,11 +257,14 @@ TEST_CASE("peer server: a flood of hellos from the peer's own address does not k
   TestNode a("a", &provider, kChunk);
   a.StartClient({b.address()});
   unsigned bits = 0;  // the most work the door asked for meanwhile
+  const auto asked = Clock::now();
   bool up = Within(8s, [&] {
     bits = std::max(bits, b.server().door().work_bits.load());
     return a.client().up(0);
   });
   const uint64_t busy = b.server().door().busy.load();
+  const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - asked);
+  INFO("up after " << took.count() << " ms; turned away " << b.server().door().turned_away);
   stop = true;
   for (auto& t : flood) t.join();
   CHECK(bits >= 8);  // the door asked for work while flooded
