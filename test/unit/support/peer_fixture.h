@@ -167,6 +167,24 @@ inline bool PeersCanRun() {
   return MungedRunning();
 }
 
+// 127.0.0.1:`port`.
+inline sockaddr_in Loopback(uint16_t port) {
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(port);
+  return a;
+}
+
+// A plain TCP connection to 127.0.0.1:`port` (blocking).
+inline int DialLoopback(uint16_t port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in a = Loopback(port);
+  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  return fd;
+}
+
 // A TCP port that was free a moment ago (for a node that starts late),
 // below the ephemeral range: UCX's TCP transport listens on ephemeral ports
 // of its own, and one of those must not take the port a late node wants.

@@ -22,17 +22,6 @@ using Clock = std::chrono::steady_clock;
 
 constexpr uint64_t kChunk = 1 << 16;
 
-int Connect(uint16_t port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  REQUIRE(fd >= 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons(port);
-  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-  return fd;
-}
-
 TEST_CASE("peer door: a real peer queued behind a flood from its own address is let in", "[peer]") {
   if (!PeersCanRun()) return;
   // The listening socket, made before the door runs (as systemd hands one
@@ -40,10 +29,7 @@ TEST_CASE("peer door: a real peer queued behind a flood from its own address is 
   const uint16_t port = FreePort();
   int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   REQUIRE(listener >= 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(port);
+  sockaddr_in addr = Loopback(port);
   REQUIRE(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
   REQUIRE(::listen(listener, 256) == 0);
 
@@ -52,7 +38,7 @@ TEST_CASE("peer door: a real peer queued behind a flood from its own address is 
   // door's places for one address are 8.
   std::vector<int> flood;
   for (int i = 0; i < 40; ++i) {
-    int fd = Connect(port);
+    int fd = DialLoopback(port);
     std::string junk = Framed("not a hello");
     REQUIRE(::send(fd, junk.data(), junk.size(), MSG_NOSIGNAL) ==
             static_cast<ssize_t>(junk.size()));

@@ -47,15 +47,9 @@ struct Setup {
 
 // A plain TCP connection to the door on `port`, with a 5 s receive timeout.
 int Dial(uint16_t port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  REQUIRE(fd >= 0);
+  int fd = DialLoopback(port);
   timeval tv{5, 0};
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons(port);
-  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
   return fd;
 }
 
@@ -150,10 +144,7 @@ TEST_CASE("peer server: a hello captured on a squatted port is worthless, the po
   // The attacker, another user on b's node, binds b's port before b starts.
   uint16_t port = FreePort();
   int squat = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(port);
+  sockaddr_in addr = Loopback(port);
   REQUIRE(::bind(squat, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
   REQUIRE(::listen(squat, 8) == 0);
   TestNode b("b", &provider, kChunk, port);
@@ -213,10 +204,7 @@ void JunkHello(uint16_t port, const std::string& cred) {
   if (fd < 0) return;
   timeval tv{1, 0};
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons(port);
+  sockaddr_in a = Loopback(port);
   if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) {
     uint8_t len[4];
     if (::recv(fd, len, 4, MSG_WAITALL) == 4) {
@@ -300,13 +288,7 @@ TEST_CASE("peer server: 1,100 idle connections do not keep a node out", "[peer][
   b.StartServer();
   std::vector<int> idle;
   for (int i = 0; i < 1100; ++i) {
-    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    a.sin_port = htons(b.port());
-    REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-    idle.push_back(fd);
+    idle.push_back(DialLoopback(b.port()));
   }
   REQUIRE(Within(5s, [&] { return b.server().door().connections >= 1100; }));
   // A node joining now, the idle ones still open, is in within its timeout.
