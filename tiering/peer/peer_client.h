@@ -60,6 +60,7 @@
 #include "tiering/base/latency_histogram.h"
 #include "tiering/peer/buffer_pool.h"
 #include "tiering/peer/peer_auth.h"
+#include "tiering/peer/peer_handshake.h"
 #include "tiering/peer/task_pool.h"
 #include "tiering/peer/ucx_worker.h"
 #include "tiering/peer/wire.h"
@@ -83,6 +84,8 @@ struct PeerClientOptions {
   size_t max_connections = 1024;
   bool connect_at_start = false;  // connect to every peer at Start, not on first need
   size_t max_in_flight = 8;       // requests outstanding per peer
+  // Where handshakes come from: a port below 1024 when root may bind one.
+  SourcePort source_port = SourcePort::kReservedIfAllowed;
   // Offers being sent at once, in all, and their bytes: beyond, an offer is dropped.
   size_t max_offers = 16;
   uint64_t max_offer_bytes = uint64_t{64} << 20;

@@ -193,7 +193,9 @@ void PeerClient::Connect(Link& l) {
         std::min(start + options_.connect_timeout, queued_at + 2 * options_.connect_timeout);
     if (start - queued_at >= options_.connect_timeout) {
       error = "too many connections being made at once here";
-    } else if (Result<int> fd = ConnectTcp(address.host, address.port, deadline); !fd.ok()) {
+    } else if (Result<int> fd =
+                   ConnectTcp(address.host, address.port, deadline, options_.source_port);
+               !fd.ok()) {
       r = HandshakeResult::kUnreachable;
       error = fd.status().message();
     } else {

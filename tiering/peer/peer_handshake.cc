@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 
@@ -61,9 +62,35 @@ FrameReader::Result ReadFrame(int fd, FrameReader* reader, Clock::time_point dea
   }
 }
 
+// Binds `fd` to a free port below 1024, from a few tried at random above
+// the well-known services' (600-1023, as bindresvport). False if none is
+// free or this process may not bind them.
+bool BindReserved(int fd) {
+  constexpr unsigned kFirst = 600, kEnd = 1024;
+  static std::atomic<bool> denied{false};  // EACCES once: not root
+  if (denied.load(std::memory_order_relaxed)) return false;
+  int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  const PeerNonce random = RandomNonce();  // 8 tries, 16 bits each
+  for (size_t i = 0; i + 1 < random.size(); i += 2) {
+    const unsigned r = random[i] | unsigned{random[i + 1]} << 8;
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_ANY);
+    a.sin_port = htons(static_cast<uint16_t>(kFirst + r % (kEnd - kFirst)));
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) return true;
+    if (errno == EACCES || errno == EPERM) {
+      denied = true;
+      return false;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
-Result<int> ConnectTcp(const std::string& host, uint16_t port, Clock::time_point deadline) {
+Result<int> ConnectTcp(const std::string& host, uint16_t port, Clock::time_point deadline,
+                       SourcePort from) {
   struct addrinfo hints {};
   hints.ai_family = AF_INET;
   hints.ai_socktype = SOCK_STREAM;
@@ -72,15 +99,24 @@ Result<int> ConnectTcp(const std::string& host, uint16_t port, Clock::time_point
   if (e != 0 || res == nullptr) {
     return Status::Error(EHOSTUNREACH, fmt::format("cannot resolve {}: {}", host, gai_strerror(e)));
   }
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) {
-    int err = errno;
-    ::freeaddrinfo(res);
-    return Status::FromErrno(err, "socket");
+  int fd = -1, err = 0;
+  for (bool reserved : {from == SourcePort::kReservedIfAllowed, false}) {
+    fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+      err = errno;
+      ::freeaddrinfo(res);
+      return Status::FromErrno(err, "socket");
+    }
+    if (reserved && !BindReserved(fd)) {
+      ::close(fd);
+      continue;
+    }
+    err = ::connect(fd, res->ai_addr, res->ai_addrlen) == 0 ? 0 : errno;
+    // The port's pair with the door is still in use (TIME_WAIT): any port.
+    if (!(reserved && err == EADDRNOTAVAIL)) break;
+    ::close(fd);
   }
-  int r = ::connect(fd, res->ai_addr, res->ai_addrlen);
   ::freeaddrinfo(res);
-  int err = r == 0 ? 0 : errno;
   if (err == EINPROGRESS) {
     if (!WaitFor(fd, POLLOUT, deadline)) {
       err = ETIMEDOUT;

@@ -37,6 +37,10 @@ constexpr std::chrono::milliseconds kYoung(500);
 // turned away. The listening socket stays readable: the rest waits a turn.
 constexpr size_t kAcceptBatch = 8;
 
+// A source port below this one can be bound by root only (unless the
+// peer's node lowered ip_unprivileged_port_start).
+constexpr uint16_t kFirstUnreserved = 1024;
+
 }  // namespace
 
 PeerDoor::PeerDoor(const PeerAuth* auth, PeerDoorOptions options, std::string worker_address)
@@ -193,7 +197,10 @@ void PeerDoor::AcceptSome() {
       return;  // EAGAIN, or out of descriptors: the backlog waits
     }
     counters_.connections++;
-    Admit(fd, from.sin_family == AF_INET ? ntohl(from.sin_addr.s_addr) : 0);
+    const bool v4 = from.sin_family == AF_INET;
+    const bool reserved = v4 && ntohs(from.sin_port) < kFirstUnreserved;
+    if (reserved) counters_.reserved_port++;
+    Admit(fd, Source{v4 ? ntohl(from.sin_addr.s_addr) : 0, reserved});
   }
 }
 
@@ -221,19 +228,21 @@ void PeerDoor::AdjustPuzzle(Clock::time_point now) {
   counters_.work_bits = bits;
 }
 
-void PeerDoor::Admit(int fd, uint32_t address) {
+void PeerDoor::Admit(int fd, Source source) {
   const auto now = Clock::now();
-  // Make room: the oldest connection of this address (or of all) that has
-  // had kYoung to say something, first one that has not sent a hello (an
-  // idle squatter's), then any. A young one (a real peer doing the work a
-  // greeting asked for, amid a flood of short connections) is never
-  // evicted: if all are young, the newcomer is turned away instead.
-  auto evict_oldest = [this, now](bool same_address, uint32_t addr) {
+  // Make room: the oldest connection of this source (or of all from its
+  // side of port 1024) that has had kYoung to say something, first one
+  // that has not sent a hello (an idle squatter's), then any. A young one
+  // (a real peer doing the work a greeting asked for, amid a flood of
+  // short connections) is never evicted: if all are young, the newcomer is
+  // turned away instead.
+  auto evict_oldest = [this, now, source](bool same_address) {
     for (bool any : {false, true}) {
       for (auto& [fd, id] : order_) {
         auto c = conns_.find(fd);
         if (c == conns_.end() || c->second->id != id) continue;
-        if (same_address && c->second->address != addr) continue;
+        if (c->second->source.reserved != source.reserved) continue;
+        if (same_address && c->second->source.address != source.address) continue;
         if (now - (c->second->deadline - options_.handshake_timeout) < kYoung) break;  // by age
         if (!any && c->second->state != Conn::kAwaitHello) continue;
         counters_.evicted++;
@@ -243,8 +252,8 @@ void PeerDoor::Admit(int fd, uint32_t address) {
     }
     return false;
   };
-  if ((per_address_[address] >= options_.max_per_address && !evict_oldest(true, address)) ||
-      (conns_.size() >= options_.max_pending && !evict_oldest(false, 0))) {
+  if ((per_source_[source.key()] >= options_.max_per_address && !evict_oldest(true)) ||
+      (pending_[source.reserved] >= options_.max_pending && !evict_oldest(false))) {
     counters_.turned_away++;
     ::close(fd);
     return;
@@ -260,7 +269,7 @@ void PeerDoor::Admit(int fd, uint32_t address) {
   static std::atomic<uint64_t> next_id{1};
   c->fd = fd;
   c->id = next_id++;
-  c->address = address;
+  c->source = source;
   c->deadline = now + options_.handshake_timeout;
   c->nonce = RandomNonce();
   AdjustPuzzle(now);
@@ -278,7 +287,8 @@ void PeerDoor::Admit(int fd, uint32_t address) {
   ev.events = EPOLLIN | EPOLLRDHUP;
   ev.data.fd = fd;
   ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev);
-  per_address_[address]++;
+  per_source_[source.key()]++;
+  pending_[source.reserved]++;
   order_.emplace_back(fd, c->id);
   conns_[fd] = std::move(c);
 }
@@ -286,8 +296,9 @@ void PeerDoor::Admit(int fd, uint32_t address) {
 void PeerDoor::Close(int fd) {
   auto it = conns_.find(fd);
   if (it == conns_.end()) return;
-  uint32_t address = it->second->address;
-  if (--per_address_[address] == 0) per_address_.erase(address);
+  const Source source = it->second->source;
+  if (--per_source_[source.key()] == 0) per_source_.erase(source.key());
+  pending_[source.reserved]--;
   ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
   ::close(fd);
   conns_.erase(it);
@@ -337,6 +348,8 @@ void PeerDoor::VisitCounters(CounterVisitor& v) const {
   v.Note("listen_error", listen_error());  // free text: not a label of tierfs_info
   v.Counter("listen_failures", c.listen_failures, {"Binds of the peer port that failed."});
   v.Counter("connections", c.connections, {"Connections accepted on the peer port."});
+  v.Counter("reserved_port", c.reserved_port,
+            {"Connections from a port below 1024: a root daemon's, with places of their own."});
   v.Counter("evicted", c.evicted, {"Connections closed before their handshake to make room."});
   v.Counter("handshake_timeouts", c.timeouts, {"Connections without a handshake in time."});
   v.Counter("handshake_garbage", c.garbage,

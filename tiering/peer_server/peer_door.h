@@ -3,7 +3,10 @@
 // node anything but a socket and a few hundred bytes.
 //
 // One thread, epoll, non-blocking sockets. Bounded: at most `max_pending`
-// connections in their handshake and `max_per_address` from one address;
+// connections in their handshake and `max_per_address` from one address,
+// each twice: once for connections from a port below 1024 (a root
+// daemon's: no other user of its node can take those places), once for
+// the others;
 // a connection beyond either limit evicts the oldest one of its address
 // (or, globally, the oldest of all) that has not sent a hello, else the
 // oldest, so idle connections cannot keep a real peer out, and each has
@@ -68,14 +71,15 @@ struct AcceptedSession {
 };
 
 struct PeerDoorCounters {
-  std::atomic<uint64_t> connections{0};  // accepted sockets
-  std::atomic<uint64_t> evicted{0};      // closed unfinished to make room
-  std::atomic<uint64_t> timeouts{0};     // no handshake by the deadline
-  std::atomic<uint64_t> garbage{0};      // frames that do not decode or authenticate
-  std::atomic<uint64_t> busy{0};         // hellos not checked: too many at once
-  std::atomic<uint64_t> unsolved{0};     // hellos without the puzzle's solution
-  std::atomic<uint64_t> turned_away{0};  // closed at once: the limits full of young ones
-  std::atomic<unsigned> work_bits{0};    // gauge: the puzzle a greeting asks for now
+  std::atomic<uint64_t> connections{0};    // accepted sockets
+  std::atomic<uint64_t> reserved_port{0};  // ... of them from a port below 1024
+  std::atomic<uint64_t> evicted{0};        // closed unfinished to make room
+  std::atomic<uint64_t> timeouts{0};       // no handshake by the deadline
+  std::atomic<uint64_t> garbage{0};        // frames that do not decode or authenticate
+  std::atomic<uint64_t> busy{0};           // hellos not checked: too many at once
+  std::atomic<uint64_t> unsolved{0};       // hellos without the puzzle's solution
+  std::atomic<uint64_t> turned_away{0};    // closed at once: the limits full of young ones
+  std::atomic<unsigned> work_bits{0};      // gauge: the puzzle a greeting asks for now
   std::atomic<uint64_t> authenticated{0};
   std::atomic<uint64_t> expired_sessions{0};  // authenticated, never used
   std::atomic<uint64_t> listen_failures{0};   // binds that failed (the port taken)
@@ -117,7 +121,16 @@ class PeerDoor {
   Status Bind();  // EADDRINUSE: another process holds the port
   void Loop();
   void AcceptSome();
-  void Admit(int fd, uint32_t address);
+  // Where a connection comes from: its IPv4 address, and whether its port
+  // is below 1024. Connections from reserved ports (a root daemon's) have
+  // places of their own, per address and in all, which the connections
+  // another user of that node can open never take.
+  struct Source {
+    uint32_t address = 0;
+    bool reserved = false;
+    uint64_t key() const { return uint64_t{address} << 1 | (reserved ? 1 : 0); }
+  };
+  void Admit(int fd, Source source);
   void OnReadable(Conn& c);
   void OnChecked(Checked& r);
   void Close(int fd);
@@ -141,7 +154,8 @@ class PeerDoor {
   // Door thread only.
   std::unordered_map<int, std::unique_ptr<Conn>> conns_;  // by fd
   std::deque<std::pair<int, uint64_t>> order_;  // (fd, conn id) by age; may hold closed ones
-  std::map<uint32_t, size_t> per_address_;
+  std::map<uint64_t, size_t> per_source_;       // by Source::key()
+  size_t pending_[2] = {0, 0};                  // by Source::reserved
   std::chrono::steady_clock::time_point retry_at_;
   std::chrono::milliseconds backoff_{0};
   size_t checks_pending_ = 0;  // hellos submitted to checks_, results not yet taken

@@ -18,7 +18,7 @@ namespace tierfs {
 struct PeerDoor::Conn {
   int fd = -1;
   uint64_t id = 0;
-  uint32_t address = 0;
+  Source source;
   std::chrono::steady_clock::time_point deadline;
   enum State { kAwaitHello, kChecking, kAwaitBind } state = kAwaitHello;
   FrameReader reader;

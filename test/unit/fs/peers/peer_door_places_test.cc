@@ -1,13 +1,17 @@
-// The door and a backlog filled by another user of a peer's node: it takes
-// a few connections at a turn and reads what they said before it takes
-// more, so the flooder's connections, already answered, do not hold their
-// address's places while a real peer from that address waits behind them.
+// The door's places and another user of a peer's node, who shares that
+// node's address: a backlog it fills is taken a few connections at a turn,
+// reading what they said before taking more, and the connections it holds
+// open never take the places of connections from a port below 1024, which
+// only the node's root daemon can open.
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <future>
+#include <thread>
 #include <vector>
 
 #include "peer_fixture.h"
@@ -66,6 +70,55 @@ TEST_CASE("peer door: a real peer queued behind a flood from its own address is 
   CHECK(made.ok());
   CHECK(b.server().door().turned_away == 0);
   CHECK(b.server().door().garbage == 40);
+}
+
+TEST_CASE("peer door: another user holding its node's places does not keep the root daemon out",
+          "[peer]") {
+  if (!PeersCanRun()) return;
+  if (::geteuid() != 0) {
+    WARN("skipped: only root binds a port below 1024");
+    return;
+  }
+  PatternProvider provider(kChunk);
+  provider.Add("f", 3 * kChunk);
+  TestNode b("b", &provider, kChunk);
+  b.StartServer();
+  // The attacker, another user on a's node (so from a's address, from
+  // ports above 1023): 12 connections, each held 300 ms (never old enough
+  // to be evicted) and dialled again at once when it ends or is turned
+  // away. The door has 8 places for one address.
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> squatters;
+  for (int i = 0; i < 12; ++i) {
+    squatters.emplace_back([&] {
+      while (!stop.load()) {
+        int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_in to = Loopback(b.port());
+        if (fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) == 0) {
+          pollfd p{fd, POLLRDHUP, 0};
+          ::poll(&p, 1, 300);  // held until it is closed or 300 ms
+        }
+        if (fd >= 0) ::close(fd);
+      }
+    });
+  }
+  REQUIRE(Within(5s, [&] { return b.server().door().turned_away > 0; }));  // the places are full
+
+  TestNode a("a", &provider, kChunk);
+  a.StartClient({b.address()});
+  const bool up = Within(5s, [&] { return a.client().up(0); });
+  const uint64_t turned = b.server().door().turned_away;
+  stop = true;
+  for (auto& t : squatters) t.join();
+  INFO("turned away " << turned << "; from reserved ports " << b.server().door().reserved_port);
+  CHECK(up);
+  CHECK(b.server().door().reserved_port >= 1);
+  if (up) {
+    std::vector<char> buf(kChunk);
+    CHECK(a.client().Fetch(0, Ref("f", 3 * kChunk, 1, kChunk), buf.data(), Clock::now() + 5s) ==
+          static_cast<ssize_t>(kChunk));
+    CHECK(IsPattern("f", kChunk, buf.data(), kChunk));
+  }
 }
 
 }  // namespace
