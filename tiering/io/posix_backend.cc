@@ -1,9 +1,9 @@
+// The POSIX Backend over SOURCE (PosixBackend) and its files and directories;
+// how it opens paths (beneath the root, the directories kept open, as a
+// caller) is in posix_backend_open.cc, shared through
+// posix_backend_internal.h.
 #include <dirent.h>
 #include <fcntl.h>
-#include <grp.h>
-#include <linux/openat2.h>
-#include <sys/fsuid.h>
-#include <sys/resource.h>
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
@@ -11,71 +11,24 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <climits>
-#include <cstdlib>
-#include <list>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "tiering/io/backend.h"
+#include "tiering/io/posix_backend_internal.h"
 #include "tiering/io/posix_calls.h"
 
 namespace tierfs {
 namespace {
 
-// A relative path as openat() wants it: "." for the root.
-const char* AtPath(const std::string& rel) { return rel.empty() ? "." : rel.c_str(); }
-
-// Opens `rel` strictly beneath `root_fd`, following no symbolic link in any
-// component (a user may swap a directory of SOURCE for a symlink to /etc at
-// any time: O_NOFOLLOW alone checks only the last component). openat2 with
-// RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS where the kernel has it (5.6+), else
-// one openat(O_NOFOLLOW) per component. Returns the fd or -errno (a symlink
-// on the way: -ELOOP).
-int OpenBeneath(int root_fd, const std::string& rel, int flags) {
-  static std::atomic<bool> no_openat2{false};
-  if (!no_openat2.load(std::memory_order_relaxed)) {
-    struct open_how how = {};
-    how.flags = static_cast<uint64_t>(flags | O_NOFOLLOW | O_CLOEXEC);
-    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
-    long fd;
-    do {
-      fd = ::syscall(SYS_openat2, root_fd, AtPath(rel), &how, sizeof how);
-    } while (fd < 0 && (errno == EINTR || errno == EAGAIN));
-    if (fd >= 0) return static_cast<int>(fd);
-    if (errno != ENOSYS) return -errno;
-    no_openat2.store(true, std::memory_order_relaxed);
-  }
-  if (rel.empty()) {
-    int fd = ::openat(root_fd, ".", flags | O_CLOEXEC);
-    return fd < 0 ? -errno : fd;
-  }
-  int dir = root_fd;
-  size_t start = 0;
-  while (true) {
-    size_t slash = rel.find('/', start);
-    std::string part =
-        rel.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
-    if (part.empty() || part == "." || part == "..") {
-      if (dir != root_fd) ::close(dir);
-      return -EXDEV;  // not a path the snapshot makes
-    }
-    const bool last = slash == std::string::npos;
-    int fd = ::openat(dir, part.c_str(),
-                      (last ? flags : O_RDONLY | O_DIRECTORY) | O_NOFOLLOW | O_CLOEXEC);
-    int err = fd < 0 ? -errno : 0;
-    if (dir != root_fd) ::close(dir);
-    if (err < 0) return err == -ENOTDIR && !last ? -ELOOP : err;
-    if (last) return fd;
-    dir = fd;
-    start = slash + 1;
-  }
-}
+using posix_backend_internal::AtPath;
+using posix_backend_internal::DirFdCache;
+using posix_backend_internal::KeptDirectories;
+using posix_backend_internal::OpenBeneath;
+using posix_backend_internal::ThreadIds;
 
 class PosixFile final : public SourceFile {
  public:
@@ -149,81 +102,6 @@ class ListedDir final : public SourceDir {
  private:
   std::vector<DirEntry> entries_;
   std::vector<std::string> names_;
-};
-
-// ImageNet's training set has 1,000 class directories; an eighth of the
-// open-file limit at most (the SOURCE files kept open take half).
-size_t KeptDirectories() {
-  struct rlimit rl {};
-  const uint64_t limit = ::getrlimit(RLIMIT_NOFILE, &rl) == 0 ? rl.rlim_cur : 1024;
-  return static_cast<size_t>(std::clamp<uint64_t>(limit / 8, 16, 4096));
-}
-
-// SOURCE's directories kept open (O_PATH), at most `capacity`, least
-// recently used out first: opening a file then walks one component on
-// SOURCE instead of its whole path. On a network or FUSE file system whose
-// entries are not cached that is one LOOKUP round trip per file instead of
-// one per path component. Each directory was opened beneath the root with
-// no symlink on the way; a directory moved or replaced since keeps its fd,
-// which names the directory itself, never what now sits at its path (a
-// file found there is still checked against the snapshot), and a file
-// missing from it is looked up from the root again.
-class DirFdCache {
- public:
-  explicit DirFdCache(size_t capacity) : capacity_(capacity) {}
-
-  struct Fd {
-    explicit Fd(int f) : fd(f) {}
-    ~Fd() { ::close(fd); }
-    const int fd;
-  };
-  // The open directory `rel`, or -errno.
-  int Get(int root_fd, const std::string& rel, std::shared_ptr<Fd>* out) {
-    {
-      std::lock_guard lock(mu_);
-      auto it = index_.find(rel);
-      if (it != index_.end()) {
-        lru_.splice(lru_.begin(), lru_, it->second);
-        *out = it->second->second;
-        return 0;
-      }
-    }
-    int fd = OpenBeneath(root_fd, rel, O_PATH | O_DIRECTORY);
-    if (fd < 0) return fd;
-    auto opened = std::make_shared<Fd>(fd);
-    std::shared_ptr<Fd> evicted;  // closed after the lock is released
-    std::lock_guard lock(mu_);
-    auto it = index_.find(rel);
-    if (it != index_.end()) {  // another thread opened it meanwhile: share theirs
-      *out = it->second->second;
-      return 0;
-    }
-    lru_.emplace_front(rel, opened);
-    index_[rel] = lru_.begin();
-    if (lru_.size() > capacity_) {
-      evicted = std::move(lru_.back().second);
-      index_.erase(lru_.back().first);
-      lru_.pop_back();
-    }
-    *out = std::move(opened);
-    return 0;
-  }
-  void Drop(const std::string& rel) {
-    std::shared_ptr<Fd> dropped;
-    std::lock_guard lock(mu_);
-    auto it = index_.find(rel);
-    if (it == index_.end()) return;
-    dropped = std::move(it->second->second);
-    lru_.erase(it->second);
-    index_.erase(it);
-  }
-
- private:
-  using Entry = std::pair<std::string, std::shared_ptr<Fd>>;
-  const size_t capacity_;
-  std::mutex mu_;  // guards lru_ and index_; a leaf, no syscall under it
-  std::list<Entry> lru_;
-  std::unordered_map<std::string, std::list<Entry>::iterator> index_;
 };
 
 class PosixBackend final : public Backend {
@@ -352,37 +230,6 @@ class PosixBackend final : public Backend {
   }
 
  private:
-  // This thread's file-system ids switched to a caller's for its lifetime.
-  class ThreadIds {
-   public:
-    explicit ThreadIds(const AccessCaller& who) {
-      int n = ::getgroups(0, nullptr);
-      saved_groups_.resize(n > 0 ? static_cast<size_t>(n) : 0);
-      if (n > 0 && ::getgroups(n, saved_groups_.data()) != n) return;
-      if (::syscall(SYS_setgroups, who.groups.size(), who.groups.data()) != 0) return;
-      groups_set_ = true;
-      saved_gid_ = static_cast<gid_t>(::setfsgid(who.gid));
-      saved_uid_ = static_cast<uid_t>(::setfsuid(who.uid));
-      ok_ = static_cast<uid_t>(::setfsuid(who.uid)) == who.uid &&
-            static_cast<gid_t>(::setfsgid(who.gid)) == who.gid;
-    }
-    ~ThreadIds() {
-      if (!groups_set_) return;
-      ::setfsuid(saved_uid_);
-      ::setfsgid(saved_gid_);
-      if (::syscall(SYS_setgroups, saved_groups_.size(), saved_groups_.data()) != 0) {
-        std::abort();  // this thread would go on with a caller's groups: nothing safe to do
-      }
-    }
-    bool ok() const { return ok_; }
-
-   private:
-    std::vector<gid_t> saved_groups_;
-    uid_t saved_uid_ = 0;
-    gid_t saved_gid_ = 0;
-    bool groups_set_ = false, ok_ = false;
-  };
-
   // Runs `op(dir, leaf)` on rel's parent, opened beneath the root with no
   // symlink on the way (the leaf itself is the op's to follow or not).
   template <typename Op>
