@@ -1,0 +1,150 @@
+// PeerServer's door under the load another user of a peer's node can make
+// from its address: a flood of replayed hellos, and 1,100 idle
+// connections; the peer gets in within its bound either way. Both are
+// tagged [serial] (ctest runs each alone). The door's refusal of single
+// hellos is in peer_server_refusal_test.cc, its fixture in
+// peer_server_refusal_fixture.h.
+#include <netinet/in.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "munge_daemon.h"
+#include "peer_fixture.h"
+#include "peer_server_refusal_fixture.h"
+#include "tiering/peer/peer_handshake.h"
+
+namespace tierfs {
+namespace {
+
+using namespace testing;
+
+// One junk hello on a fresh connection to `port`, as fast as it goes: the
+// greeting read, the hello sent, the connection closed. No Catch2 macros:
+// it runs on the attacker's threads.
+void JunkHello(uint16_t port, const std::string& cred) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return;
+  timeval tv{1, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  sockaddr_in a = Loopback(port);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) {
+    uint8_t len[4];
+    if (::recv(fd, len, 4, MSG_WAITALL) == 4) {
+      size_t n = len[0] | len[1] << 8 | len[2] << 16 | static_cast<size_t>(len[3]) << 24;
+      std::string g(n <= kMaxFrame ? n : 0, '\0');
+      if (!g.empty() && ::recv(fd, g.data(), n, MSG_WAITALL) == static_cast<ssize_t>(n)) {
+        std::string f = Framed(EncodeHelloFrame(cred));
+        ::send(fd, f.data(), f.size(), MSG_NOSIGNAL);
+      }
+    }
+  }
+  ::close(fd);
+}
+
+// [serial]: ctest runs it alone (test/CMakeLists.txt): the flood takes
+// what CPU there is, and the legitimate node's bound is for a node whose
+// CPU only the attacker shares.
+TEST_CASE("peer server: a flood of hellos from the peer's own address does not keep it out",
+          "[peer][serial]") {
+  if (!PeersCanRun()) return;
+  // Another user on node a's host sends hellos as fast as it can, each a
+  // well-formed credential of its own made once and replayed: every one
+  // costs the door a check by munged, and fills its queue of checks.
+  PatternProvider provider(kChunk);
+  provider.Add("f", 3 * kChunk);
+  TestNode b("b", &provider, kChunk);
+  b.StartServer();
+  PeerAuth mallory(Identity("mallory", "job-666"), MungeDaemon::Get()->socket());
+  const std::string cred = HelloCred(mallory, RandomNonce());
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> flood;
+  for (int i = 0; i < 6; ++i) {
+    flood.emplace_back([&] {
+      while (!stop.load()) JunkHello(b.port(), cred);
+    });
+  }
+  std::this_thread::sleep_for(1s);
+  TestNode a("a", &provider, kChunk);
+  PeerClientOptions options;
+  options.source_port = SourcePort::kAny;  // as a daemon run as a user: no places of its own
+  a.StartClient({b.address()}, options);
+  unsigned bits = 0;  // the most work the door asked for meanwhile
+  const auto asked = Clock::now();
+  bool up = Within(8s, [&] {
+    bits = std::max(bits, b.server().door().work_bits.load());
+    return a.client().up(0);
+  });
+  const uint64_t busy = b.server().door().busy.load();
+  const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - asked);
+  // The flood goes on for 2 s whenever the peer got in: what the door made
+  // it pay is counted over that time, however short the wait was.
+  std::this_thread::sleep_until(asked + 2s);
+  INFO("up after " << took.count() << " ms; turned away " << b.server().door().turned_away);
+  stop = true;
+  for (auto& t : flood) t.join();
+  CHECK(bits >= 8);  // the door asked for work while flooded
+  // Calm for longer than the work takes to decay (2 bits a second): the
+  // next connection is asked for none.
+  std::this_thread::sleep_for(std::chrono::seconds(bits / 2 + 1));
+  ::close(Dial(b.port()));
+  CHECK(Within(2s, [&] { return b.server().door().work_bits.load() == 0; }));
+  INFO("hellos not checked (busy): " << busy << ", connections " << b.server().door().connections);
+  CHECK(up);
+  CHECK(b.server().door().connections > 1000);  // the flood was on
+  CHECK(b.server().door().unsolved > 1000);     // ... and paid for: turned away for one hash each
+  if (up) {
+    std::vector<char> buf(kChunk);
+    CHECK(a.client().Fetch(0, Ref("f", 3 * kChunk, 1, kChunk), buf.data(), Clock::now() + 5s) ==
+          static_cast<ssize_t>(kChunk));
+  }
+}
+
+TEST_CASE("peer server: 1,100 idle connections do not keep a node out", "[peer][serial]") {
+  if (!PeersCanRun()) return;
+  rlimit nofile{};
+  REQUIRE(::getrlimit(RLIMIT_NOFILE, &nofile) == 0);
+  if (nofile.rlim_max < 4096) {
+    WARN("skipped: RLIMIT_NOFILE's hard limit is below 4096");
+    return;
+  }
+  rlimit raised{std::max<rlim_t>(nofile.rlim_cur, 4096), nofile.rlim_max};
+  REQUIRE(::setrlimit(RLIMIT_NOFILE, &raised) == 0);
+  PatternProvider provider(kChunk);
+  provider.Add("f", 3 * kChunk);
+  TestNode b("b", &provider, kChunk);
+  b.StartServer();
+  std::vector<int> idle;
+  for (int i = 0; i < 1100; ++i) {
+    idle.push_back(DialLoopback(b.port()));
+  }
+  REQUIRE(Within(5s, [&] { return b.server().door().connections >= 1100; }));
+  // A node joining now, the idle ones still open, is in within its timeout.
+  TestNode a("a", &provider, kChunk);
+  PeerClientOptions options;
+  options.connect_timeout = 3000ms;
+  options.source_port = SourcePort::kAny;  // as a daemon run as a user: no places of its own
+  auto start = Clock::now();
+  a.StartClient({b.address()}, options);
+  CHECK(Within(3000ms, [&] { return a.client().up(0); }));
+  CHECK(Clock::now() - start < 3500ms);
+  // Evicted once old enough to be squatters, or turned away while younger.
+  CHECK(b.server().door().evicted + b.server().door().turned_away >= 1100 - 64);
+  std::vector<char> buf(kChunk);
+  CHECK(a.client().Fetch(0, Ref("f", 3 * kChunk, 1, kChunk), buf.data(), Clock::now() + 5s) ==
+        static_cast<ssize_t>(kChunk));
+  for (int fd : idle) ::close(fd);
+  ::setrlimit(RLIMIT_NOFILE, &nofile);
+}
+
+}  // namespace
+}  // namespace tierfs
