@@ -85,6 +85,7 @@ class JournaledDirectoryTier final : public DirectoryTier {
   }
 
   const std::string& path() const override { return path_; }
+  size_t open_files() const override { return open_files_.size(); }
   int NoteHolder(std::string_view text) override { return lock_ ? lock_->Note(text) : 0; }
 
   using DirectoryTier::Recover;

@@ -120,6 +120,7 @@ TEST_CASE("DirectoryTier keeps at most TierFilesKeptOpen() tier files open",
   INFO("descriptors before " << before << ", after " << after << ", kept " << kept);
   CHECK(after <= before + kept);
   CHECK(after >= before + kept / 2);  // they are kept, not closed after each read
+  CHECK(tier->open_files() == kept);
   // The files read last are still open: read again without an open.
   for (int i = files - static_cast<int>(kept) + 1; i <= files; ++i) {
     REQUIRE(ReadFile(*tier, i, &err) == BytesOf(i, kLength));
@@ -155,6 +156,7 @@ TEST_CASE("DirectoryTier holds no descriptor of a tier file it unlinked",
     for (int i = 1; i <= kFiles; ++i) tier->Release(tier->Remove(ChunkKey{NodeId(i), 0}));
   }
   CHECK(tier->chunks() == 0);
+  CHECK(tier->open_files() == 0);
   CHECK(testing::DataFiles(dir).empty());
   CHECK(DeletedTierFds(dir).empty());
 }
