@@ -341,6 +341,10 @@ void ChunkStore::VisitTiers(CounterVisitor& v) const {
                "hit"});
     v.Counter("bytes_served", t->bytes_served(),
               {"Bytes read from the tier to serve reads.", Unit::kBytes, "served"});
+    if (!memory) {
+      v.Gauge("open_files", static_cast<double>(static_cast<const DirectoryTier*>(t)->open_files()),
+              {"Tier files a directory tier holds open for reading.", Unit::kFiles, "open"});
+    }
     v.EndItem();
   }
   v.EndList();

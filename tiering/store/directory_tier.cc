@@ -157,7 +157,8 @@ Result<std::unique_ptr<DirectoryTier>> OpenDirectoryTier(std::shared_ptr<FileIo>
     return why.Context(fmt::format("tier '{}' is refused", path));
   }
   return std::unique_ptr<DirectoryTier>(std::make_unique<JournaledDirectoryTier>(
-      std::move(io), std::move(name), path, budget, std::move(lock)));
+      std::move(io), std::move(name), path, budget, std::move(lock),
+      directory_tier::TierFilesKeptOpen()));
 }
 
 Result<std::unique_ptr<DirectoryTier>> OpenDirectoryTier(std::string name, const std::string& path,

@@ -158,6 +158,7 @@ int JournaledDirectoryTier::GiveUp(const char* what, int err) {
     files_.clear();
   }
   uint64_t removed = EmptyTierDirectory(io_.get(), path_);
+  open_files_.ForgetAll();
   Release(used());
   MarkFull();  // limit 0: no promotion comes here this mount
   TIERFS_LOG(kError, "tier {} ({}): {}: {}; removed {} files, unused until the next mount", name(),

@@ -188,7 +188,7 @@ void JournaledDirectoryTier::Finish(ChunkKey key, const ChunkOrigin& origin, Ent
     if (f != files_.end() && f->second == entry.file) gone = DropIfEmpty(f);
   }
   if (gone) {
-    io_->unlink(gone->path);  // nothing in it: no punch needed
+    Unlink(*gone);  // nothing in it: no punch needed
   } else if (end == End::kFailed) {
     entry.file->LetGo(key.chunk, entry.gen, entry.offset, entry.length);
   }
@@ -227,9 +227,11 @@ int JournaledDirectoryTier::Read(ChunkKey key, uint64_t off, size_t n, char* scr
     if (it == index_.end()) return -ENOENT;
     e = it->second;
   }
-  std::unique_ptr<LocalFile> file;
-  // Its file unlinked meanwhile: -ENOENT, and the caller falls back to SOURCE.
-  if (int err = io_->open(e.file->path, O_RDONLY, 0, &file); err < 0) return err;
+  std::shared_ptr<LocalFile> file;
+  // Its file unlinked meanwhile: -ENOENT, and the caller falls back to SOURCE
+  // (or a descriptor kept open, which reads what the file held: the check
+  // below answers -ENOENT then).
+  if (int err = open_files_.Get(e.file->seq, e.file->path, &file); err < 0) return err;
   size_t want = off >= e.length ? 0 : std::min<uint64_t>(n, e.length - off);
   ssize_t got = file->pread(scratch, want, e.offset + off);
   if (got < 0) return static_cast<int>(got);
@@ -263,7 +265,7 @@ uint64_t JournaledDirectoryTier::Remove(ChunkKey key) {
   // for a publication racing this removal, Finish: recovery's hole check).
   journal_.AppendRemove(e.record);
   if (gone) {
-    io_->unlink(gone->path);  // readers with the file open read what it held
+    Unlink(*gone);  // readers with the file open read what it held
   } else {
     e.file->LetGo(key.chunk, e.gen, e.offset, e.length);  // punched, or at the last unpin
   }
@@ -279,7 +281,12 @@ void JournaledDirectoryTier::UnlinkIfEmpty(NodeId id, const std::shared_ptr<Tier
     auto it = files_.find(id);
     if (it != files_.end() && it->second == file) gone = DropIfEmpty(it);
   }
-  if (gone) io_->unlink(gone->path);
+  if (gone) Unlink(*gone);
+}
+
+void JournaledDirectoryTier::Unlink(const TierFile& gone) {
+  io_->unlink(gone.path);
+  open_files_.Forget(gone.seq);  // after the unlink: no later read keeps it open
 }
 
 // A tier file holds the file's chunks at their own offsets: it is the

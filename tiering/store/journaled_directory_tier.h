@@ -12,8 +12,10 @@
 // kSyncBatch publishes, or the first publish kSyncAge after the last
 // batch, data/ and the journal are synced, so a power cut loses at most
 // the chunks published since the last batch; recovery never serves a
-// wrong byte either way. Every file access goes through the tier's FileIo,
-// but the backing files handed to the kernel (OpenBacking).
+// wrong byte either way. Reads keep their tier files open (OpenTierFiles,
+// bounded); a file leaves it as it is unlinked. Every file access goes
+// through the tier's FileIo, but the backing files handed to the kernel
+// (OpenBacking).
 #pragma once
 
 #include <fmt/format.h>
@@ -30,6 +32,7 @@
 
 #include "tiering/io/file_io.h"
 #include "tiering/store/chunk_ranges.h"
+#include "tiering/store/open_tier_files.h"
 #include "tiering/store/tier.h"
 #include "tiering/store/tier_journal.h"
 
@@ -67,19 +70,22 @@ uint64_t EmptyTierDirectory(FileIo* io, const std::string& path);
 
 class JournaledDirectoryTier final : public DirectoryTier {
  public:
+  // Keeps at most `open_files` tier files open for reading.
   JournaledDirectoryTier(std::shared_ptr<FileIo> io, std::string name, std::string path,
-                         uint64_t budget, std::unique_ptr<FileLock> lock)
+                         uint64_t budget, std::unique_ptr<FileLock> lock, size_t open_files)
       : DirectoryTier(std::move(name), Kind::kDirectory, budget),
         io_(std::move(io)),
         path_(std::move(path)),
         data_(path_ + "/data"),
         lock_(std::move(lock)),
-        journal_(io_.get(), path_ + "/journal") {}
+        journal_(io_.get(), path_ + "/journal"),
+        open_files_(io_.get(), open_files) {}
   ~JournaledDirectoryTier() override {
     if (unsynced_.load() > 0) SyncNow();
   }
 
   const std::string& path() const override { return path_; }
+  size_t open_files() const override { return open_files_.size(); }
   int NoteHolder(std::string_view text) override { return lock_ ? lock_->Note(text) : 0; }
 
   using DirectoryTier::Recover;
@@ -128,6 +134,9 @@ class JournaledDirectoryTier final : public DirectoryTier {
   std::shared_ptr<TierFile> DropIfEmpty(Files::iterator it);
   // Drops `file` from files_ if it is still node `id`'s and empty, then unlinks it.
   void UnlinkIfEmpty(NodeId id, const std::shared_ptr<TierFile>& file);
+  // Unlinks a tier file DropIfEmpty took out of files_, and closes its read
+  // descriptor (once its readers are done): none holds its blocks.
+  void Unlink(const TierFile& gone);
   // Whether `key` is still stored as `record`.
   bool Stored(ChunkKey key, uint64_t record) const;
   // Recovery failed with `err`: forget and delete everything, take nothing more.
@@ -162,7 +171,8 @@ class JournaledDirectoryTier final : public DirectoryTier {
   const std::string path_, data_;
   const std::unique_ptr<FileLock> lock_;  // one daemon per tier directory
   TierJournal journal_;
-  std::string source_;  // the SOURCE identity; set by Recover, before any other use
+  OpenTierFiles open_files_;  // read descriptors, by tier file seq
+  std::string source_;        // the SOURCE identity; set by Recover, before any other use
   std::atomic<bool> compacting_{false};
   std::atomic<uint64_t> unsynced_{0};  // publishes since the last sync
   std::atomic<int64_t> last_sync_ns_{NowNs()};

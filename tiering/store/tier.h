@@ -188,6 +188,9 @@ class DirectoryTier : public Tier {
   // the tier empty and unused whether or not the caller looks.
   std::vector<ChunkKey> Recover(const Acceptor& accept);
   virtual const std::string& path() const = 0;
+  // Tier files held open for reading now (at most 256; fewer under a low
+  // open-file limit).
+  virtual size_t open_files() const = 0;
   // Writes who holds the tier into its lock file (see LockHolder): a second
   // daemon names this one instead of waiting for it. 0 or -errno.
   virtual int NoteHolder(std::string_view text) = 0;

@@ -11,16 +11,15 @@
 #include <catch2/catch.hpp>
 #include <cerrno>
 #include <filesystem>
-#include <functional>
 #include <string>
 #include <thread>
 
 #include "chunk_files.h"
 #include "fault_file_io.h"
+#include "hooked_tier_io.h"
 #include "temp_tree.h"
 #include "tiering/io/file_io.h"
 #include "tiering/store/tier.h"
-#include "wrapping_file_io.h"
 
 namespace tierfs {
 namespace {
@@ -182,43 +181,19 @@ TEST_CASE("DirectoryTier: a punch that fails frees the range at the next mount",
   CHECK(Allocated(file) <= whole - kChunk);  // its "R" line: punched at recovery
 }
 
-// Runs `hook` once, inside the first pread of a tier file (after the tier
-// looked the chunk up, before the bytes are read).
-class HookedRead final : public testing::WrappingFileIo {
- public:
-  HookedRead() : WrappingFileIo(NewPosixFileIo()) {}
-  std::function<void()> hook;
-
- private:
-  std::unique_ptr<LocalFile> Wrap(std::unique_ptr<LocalFile> file) override {
-    return std::make_unique<File>(this, std::move(file));
-  }
-  class File final : public LocalFileWrapper {
-   public:
-    File(HookedRead* io, std::unique_ptr<LocalFile> f) : LocalFileWrapper(std::move(f)), io_(io) {}
-    ssize_t pread(void* buf, size_t n, uint64_t off) override {
-      if (auto hook = std::exchange(io_->hook, nullptr)) hook();
-      return target()->pread(buf, n, off);
-    }
-
-   private:
-    HookedRead* const io_;
-  };
-};
-
 TEST_CASE("DirectoryTier: a read racing a removal never returns the hole's zeros",
           "[directory_tier]") {
   TempTree dir;
-  auto io = std::make_shared<HookedRead>();
+  auto io = std::make_shared<testing::HookedTierIo>();
   auto tier = Fresh(dir, io);
   for (uint32_t c = 0; c < 3; ++c) StoreChunk(*tier, 1, c);
   // The removal lands between the lookup and the pread: its range is a hole
   // (the file stays: chunks 0 and 2 are in it) when the bytes are read.
-  io->hook = [&] { CHECK(tier->Remove(ChunkKey{1, 1}) == kChunk); };
+  io->in_read = [&] { CHECK(tier->Remove(ChunkKey{1, 1}) == kChunk); };
   int err = 0;
   const std::string got = ReadChunk(*tier, 1, 1, &err);
-  CHECK(io->hook == nullptr);  // the removal ran
-  CHECK(err == -ENOENT);       // not kChunk zeros: the caller reads SOURCE
+  CHECK(io->in_read == nullptr);  // the removal ran
+  CHECK(err == -ENOENT);          // not kChunk zeros: the caller reads SOURCE
   CHECK(got.empty());
 }
 
