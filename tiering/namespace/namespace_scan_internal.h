@@ -55,7 +55,7 @@ class ParallelScanner {
   int Run(ScanDir* root, Node* root_node);
 
  private:
-  struct Listing;
+  struct ScanListing;
   struct Job {
     ScanDir* dir = nullptr;
     std::string path;
@@ -63,7 +63,7 @@ class ParallelScanner {
     Node* self = nullptr;  // the directory's own node in its parent's ScanDir
     bool fresh = false;    // *self comes from a listing now, not from previous_
     // A chunk of a large directory's entries to stat, instead of a directory.
-    std::shared_ptr<Listing> listing;
+    std::shared_ptr<ScanListing> listing;
     size_t begin = 0, end = 0;
   };
 
@@ -75,8 +75,8 @@ class ParallelScanner {
   bool Unchanged(Job& job);
   int ScanOne(Job job, bool log);
   void StatChunk(const Job& job);
-  void StatRange(Listing& l, size_t begin, size_t end);
-  void Finish(const Job& job, Listing& l, std::vector<Job>* jobs);
+  void StatRange(ScanListing& l, size_t begin, size_t end);
+  void Finish(const Job& job, ScanListing& l, std::vector<Job>* jobs);
   void Queue(ScanDir* dir, std::vector<Job>* jobs, size_t queued = 0);
   static std::string Child(const std::string& path, std::string_view name);
   static std::string_view Name(const ScanDir& dir, size_t i);

@@ -36,7 +36,7 @@ bool Kept(const struct stat& st) {
 }  // namespace
 
 // A directory's names, being stat()ed in chunks by several threads.
-struct ParallelScanner::Listing {
+struct ParallelScanner::ScanListing {
   Job job;  // the directory's
   std::unique_ptr<SourceDir> source;
   std::vector<std::string> names;  // sorted
@@ -169,7 +169,8 @@ bool ParallelScanner::Unchanged(Job& job) {
 
 // Lists one directory (or copies it from previous_) and queues its
 // subdirectories. `log`: log a failure (the root's is the caller's, fatal).
-int ParallelScanner::ScanOne(Job job, bool log) {  // NOLINT: copied, it may be kept in a Listing
+int ParallelScanner::ScanOne(Job job,
+                             bool log) {  // NOLINT: copied, it may be kept in a ScanListing
   ScanDir* dir = job.dir;
   std::vector<Job> jobs;
   ScanDir* done = dir;  // complete when this returns (not when its stats are queued)
@@ -197,7 +198,7 @@ int ParallelScanner::ScanOne(Job job, bool log) {  // NOLINT: copied, it may be 
     }
     if (err < 0) return err;
     report_->dirs_listed++;
-    auto listing = std::make_shared<Listing>();
+    auto listing = std::make_shared<ScanListing>();
     listing->names = source_dir->names();
     std::sort(listing->names.begin(), listing->names.end());
     listing->source = std::move(source_dir);
@@ -234,7 +235,7 @@ int ParallelScanner::ScanOne(Job job, bool log) {  // NOLINT: copied, it may be 
 
 // Stat chunk `job` of a listing; the last one finishes the directory.
 void ParallelScanner::StatChunk(const Job& job) {
-  Listing& l = *job.listing;
+  ScanListing& l = *job.listing;
   StatRange(l, job.begin, job.end);
   if (l.chunks_left.fetch_sub(1) != 1) return;
   std::vector<Job> jobs;
@@ -242,7 +243,7 @@ void ParallelScanner::StatChunk(const Job& job) {
   Queue(l.job.dir, &jobs);
 }
 
-void ParallelScanner::StatRange(Listing& l, size_t begin, size_t end) {
+void ParallelScanner::StatRange(ScanListing& l, size_t begin, size_t end) {
   for (size_t i = begin; i < end; ++i) {
     report_->stats++;
     l.err[i] = l.source->lstat(l.names[i], &l.st[i]);
@@ -251,7 +252,7 @@ void ParallelScanner::StatRange(Listing& l, size_t begin, size_t end) {
 
 // Turns a stat()ed listing into the directory's entries and queues `jobs`
 // for its subdirectories.
-void ParallelScanner::Finish(const Job& job, Listing& l, std::vector<Job>* jobs) {
+void ParallelScanner::Finish(const Job& job, ScanListing& l, std::vector<Job>* jobs) {
   ScanDir* dir = job.dir;
   dir->nodes.reserve(l.names.size());
   for (size_t i = 0; i < l.names.size(); ++i) {
