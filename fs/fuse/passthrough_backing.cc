@@ -12,6 +12,7 @@
 #include <string>
 
 #include "tiering/base/log.h"
+#include "tiering/io/backend.h"
 #include "tiering/store/chunk_store.h"
 
 namespace tierfs {
@@ -39,6 +40,13 @@ void UseTierFiles(ChunkStore* chunks, PassthroughOpens* opens, uint64_t max_file
   }
   opens->NoteMemoryFiles(huge_fs >= 0 ? PassthroughOpens::kHugeTmpfs : PassthroughOpens::kMemfd);
   if (huge_fs >= 0) ::close(huge_fs);
+}
+
+uint64_t MemoryFileBudget(uint64_t fd_limit, uint64_t max_open, const Backend& source,
+                          const std::vector<Tier*>& tiers) {
+  uint64_t kept = max_open + kReservedDescriptors + source.kept_descriptors();
+  for (const Tier* t : tiers) kept += t->kept_descriptors();
+  return fd_limit > kept ? fd_limit - kept : 0;
 }
 
 uint64_t NodeMemory() {

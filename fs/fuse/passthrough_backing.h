@@ -8,7 +8,9 @@
 
 namespace tierfs {
 
+class Backend;
 class ChunkStore;
+class Tier;
 
 // What passthrough=auto decides on a mount whose daemon may pass through:
 // "" (on) when passthrough pays, else why not. It pays unless both hold:
@@ -25,6 +27,15 @@ std::string PassthroughNotPaying(const Namespace& ns, const ChunkStore* chunks,
 // of closed files kept, and the tiers telling `opens` of each removal.
 // REQUIRES: before the session starts; `opens` outlives the tiers' use.
 void UseTierFiles(ChunkStore* chunks, PassthroughOpens* opens, uint64_t max_files);
+// How many memory files the RAM tier may keep: what the open-file limit
+// `fd_limit` leaves beside SOURCE's open files (`max_open`), what SOURCE
+// (`source`: its directories) and `tiers` (a directory tier's read files)
+// may keep open, and kReservedDescriptors; 0 if none.
+uint64_t MemoryFileBudget(uint64_t fd_limit, uint64_t max_open, const Backend& source,
+                          const std::vector<Tier*>& tiers);
+// Descriptors left for the rest: the FUSE device, journals and lock files,
+// the peer service's sockets and UCX's, epoll and event descriptors.
+inline constexpr uint64_t kReservedDescriptors = 1024;
 // The node's memory (MemTotal of /proc/meminfo), or 0 if unknown.
 uint64_t NodeMemory();
 inline constexpr uint64_t kLargeFile = uint64_t{1} << 20;

@@ -253,8 +253,8 @@ void TierfsMount::ConfigureContext() {
   if (ctx_->passthrough().wanted() && store_->chunks() != nullptr) {
     // The RAM tier keeps each file in a memory file that can be a backing
     // file, as many as the open-file limit leaves room for.
-    const uint64_t spare = fd_limit_ > max_open_ + 1024 ? fd_limit_ - max_open_ - 1024 : 0;
-    UseTierFiles(store_->chunks(), &ctx_->passthrough(), spare);
+    UseTierFiles(store_->chunks(), &ctx_->passthrough(),
+                 MemoryFileBudget(fd_limit_, max_open_, *posix_, store_->chunks()->tiers()));
   }
 }
 

@@ -81,6 +81,9 @@ class Backend {
   // renumbered when the kernel forgets an inode): there a file is known by
   // its size, mtime and ctime only.
   virtual bool stable_inodes() const { return true; }
+  // Descriptors it may keep open between calls at most (SOURCE's
+  // directories), besides the files it opens for its callers.
+  virtual size_t kept_descriptors() const { return 0; }
 };
 
 // A backend over a local (or PFS-mounted) directory. Fails with the errno

@@ -112,6 +112,7 @@ class PosixBackend final : public Backend {
     stable_inodes_ = !(::fstatfs(root_fd_, &fs) == 0 && fs.f_type == kFuseSuperMagic);
   }
   bool stable_inodes() const override { return stable_inodes_; }
+  size_t kept_descriptors() const override { return dirs_.capacity(); }
   ~PosixBackend() override { ::close(root_fd_); }
 
   int stat(const std::string& rel, struct stat* st) override {

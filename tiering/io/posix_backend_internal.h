@@ -48,6 +48,7 @@ size_t KeptDirectories();
 class DirFdCache {
  public:
   explicit DirFdCache(size_t capacity) : capacity_(capacity) {}
+  size_t capacity() const { return capacity_; }
 
   struct Fd {
     explicit Fd(int f) : fd(f) {}

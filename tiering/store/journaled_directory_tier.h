@@ -86,6 +86,7 @@ class JournaledDirectoryTier final : public DirectoryTier {
 
   const std::string& path() const override { return path_; }
   size_t open_files() const override { return open_files_.size(); }
+  size_t kept_descriptors() const override { return open_files_.capacity(); }
   int NoteHolder(std::string_view text) override { return lock_ ? lock_->Note(text) : 0; }
 
   using DirectoryTier::Recover;

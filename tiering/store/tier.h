@@ -124,6 +124,9 @@ class Tier {
   // True if a commit waits for a device (a directory tier's fdatasync and
   // rename): a reader that copies a chunk it missed should not wait for it.
   virtual bool slow_commit() const { return false; }
+  // Descriptors it may keep open at most besides its memory files (a
+  // directory tier's files kept open for reading).
+  virtual size_t kept_descriptors() const { return 0; }
 
   // Counters of reads served.
   void CountHit(size_t bytes) {
