@@ -4,7 +4,8 @@
 Usage: check_architecture.py REPO_ROOT
 
   - The lock table ("Concurrency and lock order") has one row per mutex
-    member of the daemon's code (tiering/, prefetch/, fs/): every std::mutex
+    member of the daemon's code (tiering/, prefetch/, fs/, and the tierfs
+    command's own in tools/tierfs/): every std::mutex
     or std::shared_mutex a class or struct declares (alone, as an array, or
     a std::array of them) is a row, named Class::member (Outer::Inner::member
     for a nested struct), and every row names one that exists. A renamed,
@@ -24,7 +25,7 @@ import sys
 
 from structure_report import report, usage
 
-CODE_DIRS = ("tiering", "prefetch", "fs")
+CODE_DIRS = ("tiering", "prefetch", "fs", "tools/tierfs")
 MUTEX_TYPE = r"std::(?:shared_|recursive_|timed_|recursive_timed_)?mutex"
 MUTEX_MEMBER = re.compile(
     rf"^(?:(?:mutable|static|inline)\s+)*(?:{MUTEX_TYPE}|std::array<\s*{MUTEX_TYPE}\s*,[^<>]*>)"
