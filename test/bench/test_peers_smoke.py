@@ -218,6 +218,18 @@ class PeersSmokeJobTiming(PeersSmoke):
             self.assertGreater(p["rss_mib"], 1)
 
 
+class PeersCutUsage(unittest.TestCase):
+    """--cut-node cuts a node's own link: without --netns there is none, and
+    the bench says so (exit 2) rather than run a job with nothing cut."""
+
+    def test_cut_without_netns_is_refused(self):
+        script = os.path.join(ARGS.source_dir, "tools", "bench", "peers")
+        proc = subprocess.run(["/usr/bin/python3", script, "--cut-node", "1", "--bin-dir",
+                               ARGS.bin_dir], capture_output=True, text=True, timeout=60)
+        self.assertEqual(proc.returncode, 2, proc.stderr)
+        self.assertIn("--cut-node needs --netns", proc.stderr)
+
+
 def main():
     global ARGS
     ARGS = mounts.parse_args()
