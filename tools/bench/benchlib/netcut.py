@@ -17,6 +17,8 @@ reported as such, never left out.
 """
 import time
 
+REMOTE_KEYS = ("ups", "downs", "dead", "stalls", "timeouts")
+
 
 class LinkCut:
     """What a cut did: when the link went down and came up (seconds after
@@ -53,19 +55,20 @@ def link_cutter(set_link, node, after, seconds, cut):
 
 
 def _remote_sum(stats, name=None):
-    """ups, downs, dead summed over this daemon's peers.remote[] (only the
-    entry named `name`, if given)."""
+    """ups, downs, dead, stalls, timeouts summed over this daemon's
+    peers.remote[] (only the entries named `name`, if given)."""
     remote = (stats.get("peers") or {}).get("remote") or []
     pick = [r for r in remote if name is None or r.get("name") == name]
-    return {k: sum(int(r.get(k) or 0) for r in pick) for k in ("ups", "downs", "dead")}
+    return {k: sum(int(r.get(k) or 0) for r in pick) for k in REMOTE_KEYS}
 
 
 def cut_summary(daemons, cut_node, read_stats):
     """After a cut run: per node alive, exit, transport_failed (client,
-    server); the daemons alive; the cut node's remote[] ups/downs/dead
-    summed (its view of the others) and the others' entries for it.
+    server); the daemons alive; the cut node's remote[] ups, downs, dead,
+    stalls and timeouts summed (its view of the others) and the others'
+    entries for it.
     read_stats(daemon) -> its .tierfs/stats (raises if unreadable)."""
-    nodes, mine, theirs = [], None, {"ups": 0, "downs": 0, "dead": 0}
+    nodes, mine, theirs = [], None, dict.fromkeys(REMOTE_KEYS, 0)
     cut_name = f"node{cut_node}"
     for i, d in enumerate(daemons):
         entry = {"node": i, "alive": d.alive(), "client_transport_failed": None,
@@ -122,7 +125,8 @@ def cut_markdown(name, cut, summary):
                                                          if n["alive"]))
     mine, theirs = summary["cut_node_remote"], summary["others_remote_for_cut_node"]
     if mine is not None:
-        lines.append(f"  - node {summary['node']}'s remote[] summed: ups {mine['ups']}, downs "
-                     f"{mine['downs']}, dead {mine['dead']}; the others' entries for it: ups "
-                     f"{theirs['ups']}, downs {theirs['downs']}, dead {theirs['dead']}")
+        def text(counts):
+            return ", ".join(f"{k} {counts[k]}" for k in REMOTE_KEYS)
+        lines.append(f"  - node {summary['node']}'s remote[] summed: {text(mine)}; the others' "
+                     f"entries for it: {text(theirs)}")
     return lines
