@@ -126,11 +126,19 @@ class PeersSmoke(unittest.TestCase):
         self.assertLessEqual(cold["handed"], cold["read_here"])
 
     # The epoch a node is stopped in (--stop-node, epoch 2): the others may
-    # read its share from the PFS rather than wait for it.
+    # read its share from the PFS rather than wait for it. The epoch a
+    # node's link is cut in (--cut-node) and the next: that, and the cut
+    # node reads its own share from the PFS too, none of the others
+    # answering it; it is skipped until it answers a keep-alive, and after
+    # the cut TCP sends again only when its backed-off timer fires, later
+    # than the next 0.05 s epoch has started.
     STOPPED_EPOCH = None
+    CUT_EPOCH = None
 
     def steady_allowed(self, epoch):
-        return 0.05 + (1 / self.doc["nodes"] if epoch == self.STOPPED_EPOCH else 0)
+        cut = self.CUT_EPOCH is not None and epoch in (self.CUT_EPOCH, self.CUT_EPOCH + 1)
+        return 0.05 + (1 / self.doc["nodes"] if epoch == self.STOPPED_EPOCH else 0) \
+            + (2 / self.doc["nodes"] if cut else 0)
 
     def test_peers_steady_epochs_read_at_most_5_percent(self):
         size = self.doc["dataset"]["bytes"]
@@ -164,8 +172,24 @@ class PeersSmoke(unittest.TestCase):
 
 class PeersSmokeNetns(PeersSmoke):
     """The same with --netns: each daemon in a network namespace of its own,
-    the peers' traffic over veth links with netem, not loopback."""
-    EXTRA = ["--netns"]
+    the peers' traffic over veth links with netem, not loopback; node 2's
+    link is down for the first 0.6 s of epoch 2 (less than peer_dead): every
+    file is read, every daemon lives on, UCX fails on none, and node 2 is
+    not taken for gone."""
+    EXTRA = ["--netns", "--cut-node", "2", "--cut-after", "0", "--cut-s", "0.6"]
+    CUT_EPOCH = 2  # the bench's default --cut-epoch
+
+    def test_cut_node_lives_on_and_stays_a_peer(self):
+        cut = self.by.get("tierfs-peers", {}).get("cut")
+        self.assertIsNotNone(cut, "the cut's summary is in peers.json")
+        self.assertEqual(cut["link"]["error"], "", "the link went down and came back up")
+        self.assertIsNotNone(cut["link"]["up_s"])
+        self.assertEqual((cut["alive"], cut["daemons"]), (4, 4), cut["nodes"])
+        self.assertEqual(cut["transport_failed"], [], "UCX failed on no node")
+        self.assertEqual(cut["others_remote_for_cut_node"]["dead"], 0,
+                         "a cut shorter than peer_dead: node 2 not taken for gone")
+        self.assertGreater(cut["others_remote_for_cut_node"]["stalls"], 0,
+                           "the others saw node 2 silent, and read its chunks themselves")
 
     @classmethod
     def extra_skip_reason(cls):
@@ -216,6 +240,18 @@ class PeersSmokeJobTiming(PeersSmoke):
             self.assertGreater(p["threads"], 1)
             self.assertGreater(p["fds"], 2)
             self.assertGreater(p["rss_mib"], 1)
+
+
+class PeersCutUsage(unittest.TestCase):
+    """--cut-node cuts a node's own link: without --netns there is none, and
+    the bench says so (exit 2) rather than run a job with nothing cut."""
+
+    def test_cut_without_netns_is_refused(self):
+        script = os.path.join(ARGS.source_dir, "tools", "bench", "peers")
+        proc = subprocess.run(["/usr/bin/python3", script, "--cut-node", "1", "--bin-dir",
+                               ARGS.bin_dir], capture_output=True, text=True, timeout=60)
+        self.assertEqual(proc.returncode, 2, proc.stderr)
+        self.assertIn("--cut-node needs --netns", proc.stderr)
 
 
 def main():
