@@ -15,12 +15,10 @@ int OpenTierFiles::Get(uint64_t seq, const std::string& path, std::shared_ptr<Lo
     if (it != index_.end()) {
       lru_.splice(lru_.begin(), lru_, it->second);
       *out = it->second->second;
-      hits_.fetch_add(1, std::memory_order_relaxed);
       return 0;
     }
     forgets = forgets_;
   }
-  misses_.fetch_add(1, std::memory_order_relaxed);
   std::unique_ptr<LocalFile> file;
   if (int err = io_->open(path, O_RDONLY | O_NOFOLLOW, 0, &file); err < 0) return err;
   std::shared_ptr<LocalFile> opened(std::move(file));

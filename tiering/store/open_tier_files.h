@@ -7,7 +7,6 @@
 // Internal to tiering/store (journaled_directory_tier.h).
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <list>
 #include <memory>
@@ -42,8 +41,6 @@ class OpenTierFiles {
 
   size_t capacity() const { return capacity_; }
   size_t size() const;
-  uint64_t hits() const { return hits_.load(std::memory_order_relaxed); }
-  uint64_t misses() const { return misses_.load(std::memory_order_relaxed); }
 
  private:
   using Lru = std::list<std::pair<uint64_t, std::shared_ptr<LocalFile>>>;  // front: most recent
@@ -57,7 +54,6 @@ class OpenTierFiles {
   Lru lru_;
   std::unordered_map<uint64_t, Lru::iterator> index_;
   uint64_t forgets_ = 0;  // Forget calls so far: a Get's open raced one if it moved
-  std::atomic<uint64_t> hits_{0}, misses_{0};
 };
 
 // How many tier files a directory tier keeps open for reading: the files
