@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import signal
+import stat
 import subprocess
 
 import harness
@@ -175,6 +176,27 @@ class SlurmScripts(SlurmFixture):
             values.append(r.stdout)
         self.assertEqual(values[1], values[0], "copying the example changed a setting")
         self.assertEqual(values[2], values[0], "a value the example shows is not the default")
+
+    def test_the_packages_tmpfiles_entry_makes_the_default_roots_at_boot(self):
+        boot = os.path.join(self.root, "boot")
+        for d in ("tmp", "run", "mnt"):
+            os.makedirs(os.path.join(boot, d))
+        os.chmod(os.path.join(boot, "tmp"), 0o1777)
+        entry = os.path.join(REPO, "tools", "slurm", "tierfs-slurm.tmpfiles")
+        r = subprocess.run(["systemd-tmpfiles", "--create", f"--root={boot}", entry],
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        script = (f'set -euo pipefail; TIERFS_SCRIPT=test; source {LIB}; load_config; '
+                  'printf "%s\n" "$TIER_ROOT" "$STATE_ROOT" "$MOUNT_ROOT"')
+        r = subprocess.run(["bash", "-c", script], env={"TIERFS_SLURM_CONF": "/nonexistent",
+                                                        "PATH": os.environ["PATH"]},
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        for root, mode in zip(r.stdout.split(), (0o711, 0o755, 0o755)):
+            st = os.lstat(boot + root)
+            self.assertEqual((st.st_uid, stat.S_IMODE(st.st_mode)), (0, mode), root)
+        with open(entry) as f:
+            self.assertIn("\nx /tmp/tierfs-slurm\n", f.read(), "exempt from age cleanup")
 
     def test_a_job_without_a_dataset_is_left_alone(self):
         r = self.prolog(TIERFS_DATASET=None)

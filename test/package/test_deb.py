@@ -107,6 +107,7 @@ class DebianPackage(unittest.TestCase):
                      "/usr/lib/tierfs/slurm/plugstack-tierfs.conf",
                      "/etc/slurm/prolog.d/tierfs", "/etc/slurm/epilog.d/tierfs",
                      "/etc/slurm/plugstack.conf.d/tierfs.conf",
+                     "/usr/lib/tmpfiles.d/tierfs-slurm.conf",
                      "/usr/share/doc/tierfs/copyright", "/usr/share/doc/tierfs/README.md",
                      "/usr/lib/python3/dist-packages/tierfs_hint.py"):
             self.assertIn(path, self.contents)

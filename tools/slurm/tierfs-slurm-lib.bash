@@ -8,6 +8,7 @@
 
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin  # Slurm sets none
 shopt -s inherit_errexit  # a failure inside $(...) fails the script too
+umask 022  # slurmd's umask is not ours to inherit: what the scripts make is root's to write
 
 # ---- logging: stderr (slurmd's log) and syslog (journalctl -t tierfs-slurm) ----
 
@@ -44,6 +45,14 @@ load_config() {
   MOUNT_TIMEOUT=300
   STEP_TIMEOUT=10
   USER_ERROR=cancel
+  # The PFS's health, seen by root without the job: PFS_CHECK lists paths
+  # (space-separated) that root stats when a job fails on its dataset's file
+  # system; one that does not answer drains the node. Else such failures of
+  # PFS_FAIL_USERS distinct users' jobs within PFS_FAIL_WINDOW seconds drain
+  # it (0: never).
+  PFS_CHECK=
+  PFS_FAIL_USERS=2
+  PFS_FAIL_WINDOW=3600
   SCANCEL=scancel
   SQUEUE=squeue
   # Peers: the nodes of a multi-node job serve each other's
@@ -93,6 +102,19 @@ load_config() {
     log err "PEER_TIMEOUT=$PEER_TIMEOUT: expected whole seconds, 1 to 600"
     return 1
   fi
+  if ! [[ $PFS_FAIL_USERS =~ ^[0-9]{1,4}$ && $PFS_FAIL_WINDOW =~ ^[1-9][0-9]{0,6}$ ]]; then
+    log err "PFS_FAIL_USERS=$PFS_FAIL_USERS, PFS_FAIL_WINDOW=$PFS_FAIL_WINDOW: expected a count" \
+      "(0: never) and whole seconds"
+    return 1
+  fi
+  local check checks=()
+  read -r -a checks <<<"$PFS_CHECK"
+  for check in "${checks[@]}"; do
+    if [[ $check != /* ]]; then
+      log err "PFS_CHECK: '$check' is not an absolute path"
+      return 1
+    fi
+  done
   if [[ -n $MUNGE_SOCKET && $MUNGE_SOCKET != /* ]] || [[ $MUNGE_SOCKET == *[,\\]* ]]; then
     log err "MUNGE_SOCKET=$MUNGE_SOCKET: expected an absolute path without ',' or '\\'"
     return 1
@@ -115,8 +137,18 @@ canonical_parent() {
 
 # ---- directories only root may change ----
 
-# The owner, octal mode and type of $1, not following a symlink.
-lstat() { stat -c '%u %a %F' -- "$1"; }
+# The owner, octal mode and type of $1, not following a symlink, within
+# STEP_TIMEOUT: a name in a directory others may write to can be someone's
+# hung FUSE mount.
+lstat() { timeout -k 2 "${STEP_TIMEOUT:-10}" stat -c '%u %a %F' -- "$1"; }
+
+# 0 if $1 exists (or cannot be told within STEP_TIMEOUT: then it is there).
+# (stat without -L: a symlink is there, not followed; [[ -e ]] could hang.)
+present() {
+  local rc=0
+  timeout -k 2 "${STEP_TIMEOUT:-10}" stat -c %u -- "$1" >/dev/null 2>&1 || rc=$?
+  ((rc == 0 || rc == 124 || rc == 137))
+}
 
 # Returns 1 with a message unless every directory from / to $1 is owned by
 # root and writable by others only with the sticky bit (as /tmp is): then
@@ -154,22 +186,40 @@ trusted_root() {
 # Makes $1 (mode $2) a directory of root's that no one else may write to,
 # below a trusted path. One that exists already is used only if it is that.
 # In a sticky world-writable directory such as /tmp, anyone may take the name
-# first: what another user made there is removed (sticky does not stop root)
-# and the directory made again; anything else unexpected is refused.
+# first: what another user made there is removed (sticky does not stop root),
+# or moved aside when it cannot be (a mount inside), and the directory made
+# again. Returns 2 if the name stays taken (another user's mount on it, or
+# taken again each time): the caller does without it. Anything else
+# unexpected is refused (1). Never looks inside what another user mounted.
 private_root_dir() {
-  local dir=$1 mode=$2 parent owner perm type attempt
+  local dir=$1 mode=$2 parent owner perm type attempt pperm
   parent=$(dirname -- "$dir")
   mkdir -p -- "$parent"
   trusted_path "$parent" || return 1
+  read -r _ pperm _ <<<"$(lstat "$parent")"
   for attempt in 1 2 3; do
+    if is_mounted "$dir"; then
+      log warning "$dir is a mount point (another user's mount on the name): not using it"
+      return 2
+    fi
     mkdir -m "$mode" -- "$dir" 2>/dev/null || true  # EEXIST: look at what is there
+    owner= perm= type=
     read -r owner perm type <<<"$(lstat "$dir")" || continue
     if [[ $type == directory && $owner == 0 ]] && (((8#$perm & 8#022) == 0)); then return 0; fi
-    read -r _ perm _ <<<"$(lstat "$parent")"
-    if [[ $owner == 0 ]] || (((8#$perm & 8#1002) != 8#1002)); then break; fi
+    if [[ $owner == 0 ]] || (((8#$pperm & 8#1002) != 8#1002)); then break; fi
     log warning "$dir was made by uid $owner ($type), not by root: removing it (attempt $attempt)"
-    timeout -k 2 "$STEP_TIMEOUT" rm -rf --one-file-system -- "$dir" || true
+    if ! timeout -k 2 "$STEP_TIMEOUT" rm -rf --one-file-system -- "$dir" 2>/dev/null; then
+      local aside
+      aside="$dir.taken-by-uid$owner.$(date +%s).$$"
+      if mv -T -- "$dir" "$aside" 2>/dev/null; then
+        log warning "$dir could not be removed (a mount inside): moved aside to $aside"
+      fi
+    fi
   done
+  if [[ -n $owner && $owner != 0 ]] && (((8#$pperm & 8#1002) == 8#1002)); then
+    log warning "$dir is taken by uid $owner again and again: not using it"
+    return 2
+  fi
   log err "refusing $dir (owner uid ${owner:-?}, mode ${perm:-?}, ${type:-missing}): it must be" \
     "a directory owned by root and writable only by root"
   return 1
@@ -283,11 +333,16 @@ job_var() {
 
 # The dataset the job asked for: its variables, then `--extra=tierfs=PATH`
 # (SLURM_JOB_EXTRA), then the site's DATASET. Empty: the job wants no mount.
+# SLURM_JOB_EXTRA is the job's text: split on commas by `read` (which never
+# expands a glob or a variable), at most its first 64 KiB, and never
+# evaluated.
 job_dataset() {
-  local d token
+  local d token extra=${SLURM_JOB_EXTRA:-} tokens=()
   d=$(job_var DATASET)
-  if [[ -z $d && -n ${SLURM_JOB_EXTRA:-} ]]; then
-    for token in ${SLURM_JOB_EXTRA//,/ }; do
+  if [[ -z $d && -n $extra ]]; then
+    extra=${extra:0:65536}
+    IFS=, read -r -a tokens <<<"${extra//[$'\n\r\t ']/,}"
+    for token in "${tokens[@]}"; do
       if [[ $token == tierfs=* ]]; then d=${token#tierfs=}; fi
     done
   fi
@@ -350,14 +405,18 @@ mount_entry() {
 
 is_mounted() { [[ -n $(mount_entry "$1") ]]; }
 
-# PIDs of the tierfs processes whose arguments name the mount point $1 (found
-# in /proc, so a lost state directory or a reused PID cannot mislead it).
+# PIDs of the tierfs processes run by root or the job's user whose
+# arguments name the mount point $1 (found in /proc: the fallback when the
+# prolog's pid file and the cgroup are gone). Another user's process that
+# names the path is not the job's daemon, whatever its name and state.
 daemon_pids() {
-  local mnt=$1 pid arg name found=()
+  local mnt=$1 pid arg name uid found=()
   for pid in /proc/[0-9]*; do
     pid=${pid#/proc/}
     { read -r name <"/proc/$pid/comm"; } 2>/dev/null || continue  # no fork per process
     [[ $name == tierfs ]] || continue
+    uid=$(awk '$1 == "Uid:" { print $2; exit }' "/proc/$pid/status" 2>/dev/null) || continue
+    [[ $uid == 0 || $uid == "$JOB_UID" ]] || continue
     while IFS= read -r -d '' arg; do
       if [[ $arg == "$mnt" ]]; then
         found+=("$pid")
@@ -366,6 +425,40 @@ daemon_pids() {
     done <"/proc/$pid/cmdline" 2>/dev/null || true
   done
   if ((${#found[@]})); then printf '%s\n' "${found[@]}"; fi
+}
+
+# The PID the prolog started the daemon as (STATE_DIR/pid), if that process
+# still runs tierfs with $1 among its arguments (a reused PID is not it).
+recorded_daemon_pid() {
+  local pid arg name
+  [[ -f $STATE_DIR/pid ]] || return 0
+  pid=$(<"$STATE_DIR/pid")
+  [[ $pid =~ ^[1-9][0-9]{0,9}$ ]] || return 0
+  { read -r name <"/proc/$pid/comm"; } 2>/dev/null || return 0
+  [[ $name == tierfs ]] || return 0
+  while IFS= read -r -d '' arg; do
+    if [[ $arg == "$1" ]]; then
+      echo "$pid"
+      return 0
+    fi
+  done <"/proc/$pid/cmdline" 2>/dev/null || true
+}
+
+# Detaches every mount at or below $1 (deepest first), found in mountinfo
+# (the mounts themselves are never touched: one may hang): a mount of the
+# job's user's in the tier directory she was given ends with her job.
+detach_mounts_below() {
+  local dir=${1%/} escaped mp
+  escaped=${dir// /\\040}
+  while IFS= read -r mp; do
+    [[ -n $mp ]] || continue
+    mp=${mp//\\040/ }
+    abort_connection "$mp"
+    timeout -k 2 "$STEP_TIMEOUT" umount -l -- "$mp" 2>/dev/null ||
+      log warning "could not detach $mp"
+    log warning "detached $mp (a mount left in the job's tier directory)"
+  done < <(awk -v d="$escaped" '$5 == d || index($5, d "/") == 1 { print $5 }' \
+    /proc/self/mountinfo | sort -r)
 }
 
 # ---- the daemon's cgroup ----
@@ -469,9 +562,14 @@ abort_connection() {
 # Every step is bounded. Returns 1 only if the node is left unhealthy: the
 # mount is still there or a daemon survived SIGKILL.
 cleanup_job() {
-  local mnt=$1 t=$STEP_TIMEOUT pids=() healthy=0
-  # The daemon by its cgroup (any name), and by its arguments (no cgroup).
-  mapfile -t pids < <(cgroup_pids; daemon_pids "$mnt")
+  local mnt=$1 t=$STEP_TIMEOUT pids=() ours=() healthy=0
+  # The daemon by its cgroup (any name) and the prolog's pid file: one that
+  # survives SIGKILL is the node's to show. By its arguments (the fallback),
+  # one that survives is logged, not blamed on the node: it may be the
+  # job's user's own process stuck on her own file system.
+  mapfile -t ours < <(cgroup_pids; recorded_daemon_pid "$mnt")
+  mapfile -t pids < <(daemon_pids "$mnt")
+  pids+=("${ours[@]}")
   if is_mounted "$mnt"; then
     # A live daemon exits by itself once unmounted; a dead one left ENOTCONN.
     if ! timeout -k 2 "$t" fusermount3 -u "$mnt" 2>/dev/null; then
@@ -484,7 +582,13 @@ cleanup_job() {
     if ! wait_gone "$t" "${pids[@]}"; then
       log warning "tierfs (pid ${pids[*]}) ignored SIGTERM for ${t}s: SIGKILL"
       kill -KILL "${pids[@]}" 2>/dev/null || true
-      wait_gone 5 "${pids[@]}" || { log err "tierfs (pid ${pids[*]}) survived SIGKILL"; healthy=1; }
+      if ((${#ours[@]})) && ! wait_gone 5 "${ours[@]}"; then
+        log err "tierfs (pid ${ours[*]}) survived SIGKILL"
+        healthy=1
+      elif ! wait_gone 5 "${pids[@]}"; then
+        log warning "a tierfs process naming $mnt (pid ${pids[*]}, not the prolog's) survived" \
+          "SIGKILL"
+      fi
     fi
   fi
   if is_mounted "$mnt"; then
@@ -514,10 +618,11 @@ cleanup_job() {
 
 # Removes the job's tier directory (never across a file system boundary).
 remove_tier_data() {
-  [[ -e $TIER_DIR || -L $TIER_DIR ]] || return 0
+  detach_mounts_below "$TIER_DIR"
+  present "$TIER_DIR" || return 0
   trusted_root "$TIER_ROOT" || return 0
   if is_mounted "$TIER_DIR"; then
-    log err "$TIER_DIR is a mount point: not removing it"
+    log err "$TIER_DIR is still a mount point: not removing it"
     return 0
   fi
   if ! timeout -k 2 "$((STEP_TIMEOUT * 6))" rm -rf --one-file-system -- "$TIER_DIR"; then
