@@ -183,7 +183,7 @@ class EarlyMistakes(unittest.TestCase):
                              what="the daemon noting itself in the tier's lock file")
             self.refused(f"tier={self.tier}:1G",
                          f"in use by another tierfs daemon (pid {other.proc.pid}, "
-                         f"mounted on {other_mnt})")
+                         f"mounted on {other_mnt})", code=5)  # the tier path's
             self.assertTrue(other.alive())
         # Unmounted: the same tier mounts again (a holder that is stopping is waited for).
         with harness.Mount(self.src, other_mnt, [f"tier={self.tier}:1G"]):

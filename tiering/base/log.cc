@@ -7,6 +7,7 @@
 #include <syslog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -33,11 +34,13 @@ std::atomic<uint64_t> suppressed{0};
 bool Room(int fd, size_t n) {
   const uint64_t limit = cap.load(std::memory_order_relaxed);
   if (limit == 0) return true;
+  // Lines leave room for the cap's own line at the end.
+  const uint64_t lines_limit = limit - std::min<uint64_t>(256, limit / 2);
   uint64_t had = written.load(std::memory_order_relaxed);
-  while (had + n <= limit &&
+  while (had + n <= lines_limit &&
          !written.compare_exchange_weak(had, had + n, std::memory_order_relaxed)) {
   }
-  if (had + n <= limit) return true;
+  if (had + n <= lines_limit) return true;
   if (dropped.fetch_add(1, std::memory_order_relaxed) == 0) {
     const std::string note = fmt::format(
         "tierfs[{}]: warning: the log reached its cap (log_max={} bytes): later lines are "

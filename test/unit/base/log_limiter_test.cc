@@ -2,6 +2,8 @@
 // lines of each interval and one line counting the rest.
 #include "tiering/base/log_limiter.h"
 
+#include "tiering/base/log_cap.h"
+
 #include <catch2/catch.hpp>
 
 namespace tierfs {
