@@ -70,12 +70,9 @@ std::string LiveHolder(const std::string& path) {
   return who + (state == "starting" ? ", starting" : "");
 }
 
-// Why directory tier `path` of `budget` bytes cannot be used (ok if it
-// can); doubts go to *warnings.
+// Why directory tier `path` (absolute) of `budget` bytes cannot be used
+// now (ok if it can); doubts go to *warnings.
 Status CheckTierDir(const std::string& path, uint64_t budget, std::vector<std::string>* warnings) {
-  if (path.empty() || path[0] != '/') {
-    return Status::Error(EINVAL, fmt::format("tier '{}' is not an absolute path", path));
-  }
   struct stat st;
   if (::lstat(path.c_str(), &st) != 0) {
     return Status::FromErrno(errno, fmt::format("tier '{}'", path));
@@ -121,7 +118,9 @@ Status CheckTierDir(const std::string& path, uint64_t budget, std::vector<std::s
 Status CheckBeforeScan(const MountConfig& config, std::vector<std::string>* warnings) {
   const TieringConfig& t = config.tiering;
   for (const auto& d : t.dirs) {
-    if (Status s = CheckTierDir(d.path, d.budget, warnings); !s.ok()) return s;
+    if (d.path.empty() || d.path[0] != '/') {
+      return Status::Error(EINVAL, fmt::format("tier '{}' is not an absolute path", d.path));
+    }
   }
   // A directory tier on tmpfs or ramfs (/dev/shm) is memory as the RAM tier is.
   uint64_t memory_tiers = 0;
@@ -184,6 +183,25 @@ Status CheckBeforeScan(const MountConfig& config, std::vector<std::string>* warn
           EACCES, fmt::format("log={}: its directory is not writable by uid {}", log, ::geteuid()));
     }
   }
+  if (std::find(config.fuse_options.begin(), config.fuse_options.end(), "ro") !=
+      config.fuse_options.end()) {
+    warnings->push_back(
+        "ro: the kernel refuses every write to a read-only mount, the control files' too: no "
+        "order hints, staging or mode switch through .tierfs (the mount is read-only without "
+        "ro: writes to its files fail with EROFS)");
+  }
+  if (!t.enabled()) {
+    warnings->push_back(
+        "no tier (ram= or tier=): tierfs mirrors SOURCE and caches nothing beyond the kernel's "
+        "page cache");
+  }
+  return Status::Ok();
+}
+
+Status CheckNamedPaths(const MountConfig& config, std::vector<std::string>* warnings) {
+  for (const auto& d : config.tiering.dirs) {
+    if (Status s = CheckTierDir(d.path, d.budget, warnings); !s.ok()) return s;
+  }
   if (!config.index.empty() && config.index != "auto") {
     const std::string& index = config.index;
     const size_t slash = index.rfind('/');
@@ -197,24 +215,12 @@ Status CheckBeforeScan(const MountConfig& config, std::vector<std::string>* warn
     std::string probe = dir + (dir.back() == '/' ? "" : "/") + ".tierfs-index-probe-XXXXXX";
     int fd = ::mkstemp(probe.data());
     if (fd < 0) {
-      return Status::Error(
-          EACCES, fmt::format("index '{}': its directory is not writable by uid {}: {}", index,
-                              ::geteuid(), std::strerror(errno)));
+      const int err = errno;
+      return Status::Error(err, fmt::format("index '{}': its directory is not writable by uid {}: {}",
+                                            index, ::geteuid(), std::strerror(err)));
     }
     ::close(fd);
     ::unlink(probe.c_str());
-  }
-  if (std::find(config.fuse_options.begin(), config.fuse_options.end(), "ro") !=
-      config.fuse_options.end()) {
-    warnings->push_back(
-        "ro: the kernel refuses every write to a read-only mount, the control files' too: no "
-        "order hints, staging or mode switch through .tierfs (the mount is read-only without "
-        "ro: writes to its files fail with EROFS)");
-  }
-  if (!t.enabled()) {
-    warnings->push_back(
-        "no tier (ram= or tier=): tierfs mirrors SOURCE and caches nothing beyond the kernel's "
-        "page cache");
   }
   return Status::Ok();
 }

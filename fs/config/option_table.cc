@@ -347,6 +347,12 @@ const std::vector<OwnOption>& OwnOptions() {
          }
          c.log_to = v;
        }},
+      {"log_max", "SIZE",
+       "the most a log that is a regular file (log=FILE, or stderr redirected to one) may hold; "
+       "later lines are dropped and counted (default 64M; 0: no cap)",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         c.log_max = SizeOrThrow(v, o);
+       }},
       {"log_level", "LEVEL", "error, warning, info (default) or debug",
        [](MountConfig& c, const std::string& v, const std::string& o) {
          if (!Log::ParseLevel(v, &c.log_level)) {

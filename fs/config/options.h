@@ -46,6 +46,9 @@ struct MountConfig {
   // Where a detached daemon logs: "" (syslog where there is one, else a
   // file of its own), "syslog", "stderr", or an absolute file path.
   std::string log_to;
+  // The most bytes the daemon writes to a log that is a regular file (its
+  // log= file, or stderr redirected to one); 0: no cap.
+  uint64_t log_max = 64ull << 20;
   std::string metrics;             // [HOST:]PORT of the Prometheus endpoint; "" = off
   unsigned shutdown_timeout = 30;  // seconds to finish promotions at unmount
   PermissionsBy permissions = PermissionsBy::kDefault;  // who decides a caller's open

@@ -8,6 +8,7 @@
 #include "fs/telemetry/counter_json.h"
 #include "fs/telemetry/prometheus.h"
 #include "tierfs/version.h"
+#include "tiering/base/log_cap.h"
 
 namespace tierfs {
 
@@ -107,6 +108,12 @@ void FsContext::VisitCounters(CounterVisitor& v) const {
   }
   v.BeginGroup("open_files");
   reader_->open_files().VisitCounters(v);
+  v.EndGroup();
+  v.BeginGroup("log");
+  v.Counter("suppressed_lines", LogSuppressedLines(),
+            {"Log lines a user's actions caused that sampling left out."});
+  v.Counter("dropped_lines", LogDroppedLines(),
+            {"Log lines dropped because the log file reached log_max."});
   v.EndGroup();
 }
 

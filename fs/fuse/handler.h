@@ -13,7 +13,7 @@
 #include <utility>
 
 #include "fs/fuse/filesystem.h"
-#include "tiering/base/log.h"
+#include "tiering/base/log_limiter.h"
 
 namespace tierfs {
 
@@ -39,7 +39,7 @@ int RunGuarded(const char* op, Body&& body) {
   } catch (const std::bad_alloc&) {
     return ENOMEM;
   } catch (...) {
-    TIERFS_LOG(kError, "{} failed: {}", op, DescribeCurrentException());
+    TIERFS_LOG_SAMPLED(kError, "{} failed: {}", op, DescribeCurrentException());
     return EIO;
   }
 }

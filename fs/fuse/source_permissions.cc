@@ -5,7 +5,7 @@
 #include <functional>
 #include <vector>
 
-#include "tiering/base/log.h"
+#include "tiering/base/log_limiter.h"
 
 namespace tierfs {
 namespace {
@@ -65,8 +65,9 @@ int SourcePermissions::Check(const AccessCaller& who, NodeId id, int mask) {
   int r = backend_->access_as(ns_->Path(id), who, mask);
   if (r == -ENOSYS) return 0;  // cannot ask as another user: the kernel's check stands
   if (r != 0 && r != -EACCES && r != -EPERM) {
-    TIERFS_LOG(kWarning, "permission of uid {} on '{}' could not be asked of SOURCE: {}", who.uid,
-               ns_->Path(id), r);
+    // A reader chooses the path and how often: sampled.
+    TIERFS_LOG_SAMPLED(kWarning, "permission of uid {} on '{}' could not be asked of SOURCE: {}",
+                       who.uid, ns_->Path(id), r);
     r = -EACCES;  // unknown is no
   }
   if (r == -EPERM) r = -EACCES;

@@ -96,10 +96,14 @@ MountFailure TierfsMount::Make() {
   return MountFuse();
 }
 
-// A bad command line is said before SOURCE is touched (exit 2, at once);
+// A bad command line is said before SOURCE is touched (exit 2, at once),
+// and so is a tier or index path it names that cannot be used (exit 5);
 // the metrics port too is bound now, served once mounted.
 MountFailure TierfsMount::CheckCommandLine() {
   if (MountFailure f = Blamed(Blame::kCommandLine, CheckBeforeScan(config_, &warnings_))) return f;
+  if (Status why = CheckNamedPaths(config_, &warnings_); !why.ok()) {
+    return Blamed(PathBlame(why.code()), why);
+  }
   no_passthrough_ = PassthroughUnavailable(config_.passthrough);
   if (config_.passthrough == PassthroughWant::kOn && !no_passthrough_.empty()) {
     return {Blame::kCommandLine,
@@ -119,14 +123,14 @@ MountFailure TierfsMount::OpenSourceAndMountpoint() {
     Status err =
         OpenAs(static_cast<uid_t>(config_.open_as_uid), static_cast<gid_t>(config_.open_as_gid),
                config_.source, config_.mountpoint, &opened_as_, &failed);
-    if (failed == OpenAsFailure::kSource) return Blamed(Blame::kSource, err);
+    if (failed == OpenAsFailure::kSource) return SourceFailure(err);
     if (failed == OpenAsFailure::kMountpoint) return Blamed(Blame::kMountpoint, err);
     if (MountFailure f = Blamed(::geteuid() == 0 ? Blame::kMachine : Blame::kCommandLine, err)) {
       return f;
     }
     source_ = opened_as_.source_shown();
   } else if (Status err = CheckSource(config_.source, &source_); !err.ok()) {
-    return Blamed(Blame::kSource, err);
+    return SourceFailure(err);
   }
   source_open_ = opened_as_.active() ? opened_as_.source_path() : source_;
   fd_mount_ = config_.mountpoint.rfind("/dev/fd/", 0) == 0;
@@ -134,13 +138,17 @@ MountFailure TierfsMount::OpenSourceAndMountpoint() {
     mountpoint_ = config_.mountpoint;
     return {};
   }
+  // SOURCE reached as (or inside) MOUNTPOINT is SOURCE's failure: its path
+  // led there (a dataset symlink pointing at the mount point, say).
   if (opened_as_.active()) {
+    if (Status err = opened_as_.CheckSourceApart(); !err.ok()) return Blamed(Blame::kSource, err);
     if (Status err = opened_as_.CheckMountpoint(config_.nonempty); !err.ok()) {
       return Blamed(Blame::kMountpoint, err);
     }
     mountpoint_ = opened_as_.mount_shown();
-  } else if (Status err =
-                 CheckMountpoint(config_.mountpoint, source_, config_.nonempty, &mountpoint_);
+  } else if (Status err = CheckSourceApart(source_, config_.mountpoint); !err.ok()) {
+    return Blamed(Blame::kSource, err);
+  } else if (Status err = CheckMountpoint(config_.mountpoint, config_.nonempty, &mountpoint_);
              !err.ok()) {
     return Blamed(Blame::kMountpoint, err);
   }
@@ -162,7 +170,7 @@ MountFailure TierfsMount::ScanSource() {
   }
   Result<std::unique_ptr<Backend>> posix = NewPosixBackend(source_open_);
   if (!posix.ok()) {
-    return {Blame::kSource,
+    return {SourceBlame(posix.status().code()),
             fmt::format("SOURCE '{}': {}", source_, std::strerror(posix.status().code()))};
   }
   posix_ = std::move(posix).value();
@@ -175,7 +183,9 @@ MountFailure TierfsMount::ScanSource() {
   NotifyStatus(fmt::format("scanning {}", source_));
   ::stat(source_open_.c_str(), &source_st_);
   OpenOptions open_options;
-  if (MountFailure f = Blamed(Blame::kMachine, IndexPath(config_, &open_options.index))) return f;
+  if (MountFailure f = Blamed(Blame::kCommandLine, IndexPath(config_, &open_options.index))) {
+    return f;
+  }
   open_options.check = config_.index_check;
   open_options.scan_threads = config_.scan_threads;
   open_options.wait_s = config_.index_wait;
@@ -184,7 +194,7 @@ MountFailure TierfsMount::ScanSource() {
   Result<std::unique_ptr<Namespace>> scanned =
       OpenNamespace(backend_.get(), identity, open_options, &opened);
   for (const auto& note : opened.notes) TIERFS_LOG(kWarning, "{}", note);
-  if (!scanned.ok()) return Blamed(Blame::kSource, scanned.status());
+  if (!scanned.ok()) return SourceFailure(scanned.status());
   ns_ = std::move(scanned).value();
   TIERFS_LOG(kInfo,
              "{}: {} files ({} bytes), {} directories, {} symlinks in {:.2f} s, {} metadata "
@@ -208,7 +218,8 @@ MountFailure TierfsMount::OpenStore() {
   tiering.lock_wait_s = config_.shutdown_timeout + 5;
   Result<std::unique_ptr<TieredStore>> opened =
       TieredStore::Open(tiering, ns_.get(), reader_.get(), source_st_.st_dev);
-  if (!opened.ok()) return Blamed(Blame::kMachine, opened.status());
+  // Its tiers' directories failing is theirs (exit 5), unless the device is.
+  if (!opened.ok()) return Blamed(PathBlame(opened.status().code()), opened.status());
   store_ = std::move(opened).value();
   return {};
 }

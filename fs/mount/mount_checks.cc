@@ -199,8 +199,29 @@ bool EmptyDirectory(DIR* dir) {
   return empty;
 }
 
-Status CheckMountpoint(const std::string& mountpoint, const std::string& source,
-                       bool allow_nonempty, std::string* resolved) {
+bool SourceWithin(const std::string& source, const std::string& mountpoint) {
+  if (source == mountpoint) return true;
+  if (mountpoint.empty() || mountpoint == "/") return false;  // "/" is MOUNTPOINT's own failure
+  return source.size() > mountpoint.size() && source.compare(0, mountpoint.size(), mountpoint) == 0 &&
+         source[mountpoint.size()] == '/';
+}
+
+Status CheckSourceApart(const std::string& source, const std::string& mountpoint) {
+  std::string resolved;
+  if (!Resolve(mountpoint, &resolved) || !SourceWithin(source, resolved)) return Status::Ok();
+  const std::string named = fmt::format("SOURCE '{}'", source);
+  if (source == resolved) {
+    return Status::Error(EINVAL, fmt::format("{} is MOUNTPOINT '{}' itself; mount the mirror "
+                                             "elsewhere, or give SOURCE the dataset's directory",
+                                             named, mountpoint));
+  }
+  return Status::Error(EINVAL, fmt::format("{} is inside MOUNTPOINT '{}': the mount would hide "
+                                           "it; give SOURCE a directory outside the mount point",
+                                           named, mountpoint));
+}
+
+Status CheckMountpoint(const std::string& mountpoint, bool allow_nonempty,
+                       std::string* resolved) {
   const std::string named = fmt::format("MOUNTPOINT '{}'", mountpoint);
   struct stat st;
   if (::stat(mountpoint.c_str(), &st) != 0) {
@@ -209,9 +230,6 @@ Status CheckMountpoint(const std::string& mountpoint, const std::string& source,
   }
   if (!S_ISDIR(st.st_mode)) return Status::Error(ENOTDIR, named + " is not a directory");
   if (!Resolve(mountpoint, resolved)) return Status::FromErrno(errno, named);
-  if (*resolved == source) {
-    return Status::Error(EINVAL, named + " is SOURCE itself; mount the mirror elsewhere");
-  }
   if (IsMountPoint(*resolved)) {
     struct statvfs fs;
     if (::statvfs(resolved->c_str(), &fs) != 0 && errno == ENOTCONN) {  // attributes may be cached

@@ -15,12 +15,23 @@ namespace tierfs {
 // to its absolute, symlink-free path.
 Status CheckSource(const std::string& source, std::string* resolved);
 
+// True if `source` is `mountpoint` or lies beneath it (both absolute and
+// resolved); beneath "/" does not count (mounting there is MOUNTPOINT's
+// failure).
+bool SourceWithin(const std::string& source, const std::string& mountpoint);
+
+// Returns ok unless `source` (resolved) is `mountpoint` once resolved, or
+// inside it (EINVAL, a message naming SOURCE): SOURCE's path led there, so
+// it is SOURCE's failure. Ok too if `mountpoint` cannot be resolved
+// (CheckMountpoint says why).
+Status CheckSourceApart(const std::string& source, const std::string& mountpoint);
+
 // Returns ok if `mountpoint` can take the mount, else a message: missing
 // (ENOENT), not a directory (ENOTDIR), a stale FUSE mount (ENOTCONN),
-// already a mount point (EBUSY), the same as SOURCE (EINVAL), or not empty
-// (ENOTEMPTY, unless allow_nonempty). Sets *resolved.
-Status CheckMountpoint(const std::string& mountpoint, const std::string& source,
-                       bool allow_nonempty, std::string* resolved);
+// already a mount point (EBUSY), or not empty (ENOTEMPTY, unless
+// allow_nonempty). Sets *resolved. SOURCE is checked apart from it by
+// CheckSourceApart.
+Status CheckMountpoint(const std::string& mountpoint, bool allow_nonempty, std::string* resolved);
 
 // True if `path` (absolute, resolved) is the mount point of a mounted file system.
 bool IsMountPoint(const std::string& path);

@@ -125,15 +125,34 @@ std::string OpenedAs::source_path() const { return FdPath(source_fd_); }
 std::string OpenedAs::mount_path() const { return FdPath(mount_fd_); }
 std::string OpenedAs::mounted_path() const { return FdPath(mount_parent_fd_) + "/" + mount_leaf_; }
 
+Status OpenedAs::CheckSourceApart() const {
+  struct stat source {
+  }, mount{};
+  const bool same = ::fstat(source_fd_, &source) == 0 && ::fstat(mount_fd_, &mount) == 0 &&
+                    source.st_dev == mount.st_dev && source.st_ino == mount.st_ino;
+  if (same) {
+    return Status::Error(EINVAL, fmt::format("SOURCE '{}' is MOUNTPOINT '{}' itself; mount the "
+                                             "mirror elsewhere, or give SOURCE the dataset's "
+                                             "directory",
+                                             source_shown_, mount_shown_));
+  }
+  if (SourceWithin(source_shown_, mount_shown_)) {
+    return Status::Error(EINVAL, fmt::format("SOURCE '{}' is inside MOUNTPOINT '{}': the mount "
+                                             "would hide it; give SOURCE a directory outside the "
+                                             "mount point",
+                                             source_shown_, mount_shown_));
+  }
+  return Status::Ok();
+}
+
 Status OpenedAs::CheckMountpoint(bool allow_nonempty) const {
   const std::string named = fmt::format("MOUNTPOINT '{}'", mount_shown_);
   struct statx stx {};
   if (::statx(mount_fd_, "", AT_EMPTY_PATH, STATX_INO, &stx) != 0) {
     return Status::FromErrno(errno, named);
   }
-  struct stat source {
-  }, mount{}, parent{};
-  ::fstat(source_fd_, &source);
+  struct stat mount {
+  }, parent{};
   ::fstat(mount_fd_, &mount);
   ::fstat(mount_parent_fd_, &parent);
   const bool mount_root = (stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) != 0
@@ -141,9 +160,6 @@ Status OpenedAs::CheckMountpoint(bool allow_nonempty) const {
                               : mount.st_dev != parent.st_dev;
   if (mount_root) {
     return Status::Error(EBUSY, named + " is busy: something is already mounted there");
-  }
-  if (mount.st_dev == source.st_dev && mount.st_ino == source.st_ino) {
-    return Status::Error(EINVAL, named + " is SOURCE itself; mount the mirror elsewhere");
   }
   if (allow_nonempty) return Status::Ok();
   int fd = ::openat(mount_fd_, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);

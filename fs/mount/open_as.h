@@ -36,9 +36,14 @@ class OpenedAs {
   const std::string& source_shown() const { return source_shown_; }
   const std::string& mount_shown() const { return mount_shown_; }
 
+  // Returns ok unless SOURCE is MOUNTPOINT (the same directory) or inside
+  // it (EINVAL, a message naming SOURCE: its failure). As CheckSourceApart,
+  // on the opened directories.
+  Status CheckSourceApart() const;
+
   // Returns ok if MOUNTPOINT can take the mount: not a mount point already
-  // (EBUSY), not SOURCE itself (EINVAL), empty unless allow_nonempty
-  // (ENOTEMPTY). As CheckMountpoint, on the opened directory.
+  // (EBUSY), empty unless allow_nonempty (ENOTEMPTY). As CheckMountpoint,
+  // on the opened directory.
   Status CheckMountpoint(bool allow_nonempty) const;
 
   // Unmounts what is mounted on MOUNTPOINT (lazily, following no symlink

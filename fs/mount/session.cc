@@ -18,6 +18,7 @@
 #include "fs/mount/service_notify.h"
 #include "fs/mount/shutdown_guard.h"
 #include "tiering/base/log.h"
+#include "tiering/base/log_cap.h"
 
 namespace tierfs {
 namespace {
@@ -124,6 +125,7 @@ int TierfsMount::Serve() {
 
 int RunMount(const MountConfig& config) {
   Log::SetLevel(config.log_level);
+  SetLogFileCap(config.log_max);
   TierfsMount mount(config);
   if (MountFailure failed = mount.Make()) {
     std::fprintf(stderr, "tierfs: %s\n", failed.message.c_str());

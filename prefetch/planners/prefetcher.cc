@@ -7,7 +7,7 @@
 #include <chrono>
 #include <cmath>
 
-#include "tiering/base/log.h"
+#include "tiering/base/log_limiter.h"
 
 namespace tierfs {
 namespace {
@@ -66,7 +66,8 @@ void Prefetcher::SetMode(PrefetchMode mode) {
   PrefetchMode old = mode_.exchange(mode);
   model_.SetActive(mode == PrefetchMode::kOrder);  // declared uses count only in order mode
   if (mode == PrefetchMode::kStageIn && old != PrefetchMode::kStageIn) stage_.StageAll();
-  if (old != mode) TIERFS_LOG(kInfo, "prefetch mode: {}", PrefetchModeName(mode));
+  // A control-file writer may switch as often as it likes: sampled.
+  if (old != mode) TIERFS_LOG_SAMPLED(kInfo, "prefetch mode: {}", PrefetchModeName(mode));
   wake_.notify_all();
 }
 
@@ -106,7 +107,7 @@ ssize_t Prefetcher::WriteOrder(const HintWriter& writer, uint64_t off, std::stri
 void Prefetcher::ClearOrder() {
   intake_.DropOrderTails();
   model_.Clear();
-  TIERFS_LOG(kInfo, "declared order cleared");
+  TIERFS_LOG_SAMPLED(kInfo, "declared order cleared");
 }
 
 ssize_t Prefetcher::WriteStage(const HintWriter& writer, uint64_t off, std::string_view data) {

@@ -43,6 +43,16 @@ TEST_CASE("named files fail every read, others none", "[pfs-sim][faults]") {
   CHECK_FALSE(plan.FailsRead("bad.jpg", 0));
 }
 
+TEST_CASE("named directories fail every opendir, '.' the root", "[pfs-sim][faults]") {
+  SimParams p;
+  REQUIRE(pfssim::SetParam(p, "fail_dirs", ".:class1").empty());
+  FaultPlan plan(p);
+  CHECK(plan.FailsOpendir(""));
+  CHECK(plan.FailsOpendir("class1"));
+  CHECK_FALSE(plan.FailsOpendir("class2"));
+  CHECK_FALSE(plan.FailsRead("class1", 0));
+}
+
 TEST_CASE("fault decisions are deterministic per seed", "[pfs-sim][faults]") {
   SimParams p;
   p.fail_rate = 0.3;

@@ -54,7 +54,7 @@ class CommandLineTest(unittest.TestCase):
             f = os.path.join(src, "file")
             open(f, "w").close()
             self.check_fails([f, mnt], "SOURCE", "is not a directory", code=3)
-            self.check_fails([mnt, mnt], "SOURCE itself", code=4)
+            self.check_fails([mnt, mnt], "is MOUNTPOINT", "itself", code=3)
             self.assertFalse(harness.is_mounted(mnt))
 
     def test_bad_mountpoint(self):

@@ -1,5 +1,6 @@
 """Mistakes on the command line are reported before SOURCE is scanned: exit
-status 2 within a second, with SOURCE behind a slow pfs-sim (100 ms per
+status 2 within a second (5 for a tier or index path it names that cannot be
+used now), with SOURCE behind a slow pfs-sim (100 ms per
 metadata operation, 200 files: a scan takes seconds), so a check made after
 the scan would be caught by the clock. So is what the FUSE mount itself
 needs, for a user other than root (/dev/fuse, a mount point the user may
@@ -84,23 +85,23 @@ class EarlyMistakes(unittest.TestCase):
             busy.bind(("127.0.0.1", 0))
             busy.listen()
             cases = [
-                ("tier=/nonexistent-tierfs:10G", "No such file or directory"),
+                ("tier=/nonexistent-tierfs:10G", "No such file or directory", 5),
                 ("tier=relative:10G", "absolute"),
                 ("prefetch=order", "prefetch=order needs a tier"),
                 ("prefetch=stage-in", "prefetch=stage-in needs a tier"),
                 ("metrics=localhost:19101", "not a numeric IPv4 or IPv6 address"),
                 ("metrics=0.0.0.0:99999", "is not [HOST:]PORT"),
                 (f"metrics={busy.getsockname()[1]}", "cannot listen"),
-                ("index=/proc/tierfs.index", "not writable"),
-                ("index=/nonexistent-tierfs/x.index", "does not exist"),
+                ("index=/proc/tierfs.index", "not writable", 5),
+                ("index=/nonexistent-tierfs/x.index", "does not exist", 5),
                 (f"ram={total_kib * 4}K", "more than this machine's memory"),
                 ("ram=1", "too small"),
                 # A misspelt option: the nearest one, not a list of them all.
                 ("ram=1M,prefech=order", "unknown option 'prefech' (did you mean 'prefetch'?)"),
             ]
-            for options, says in cases:
+            for options, says, *code in cases:
                 with self.subTest(options=options):
-                    self.refused(options, says)
+                    self.refused(options, says, code=code[0] if code else 2)
 
     def test_a_misspelt_option_is_said_in_one_line(self):
         said = self.refused("prefech=order", "did you mean 'prefetch'?")
@@ -182,7 +183,7 @@ class EarlyMistakes(unittest.TestCase):
                              what="the daemon noting itself in the tier's lock file")
             self.refused(f"tier={self.tier}:1G",
                          f"in use by another tierfs daemon (pid {other.proc.pid}, "
-                         f"mounted on {other_mnt})")
+                         f"mounted on {other_mnt})", code=5)  # the tier path's
             self.assertTrue(other.alive())
         # Unmounted: the same tier mounts again (a holder that is stopping is waited for).
         with harness.Mount(self.src, other_mnt, [f"tier={self.tier}:1G"]):

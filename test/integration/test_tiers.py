@@ -217,7 +217,7 @@ class TierTest(unittest.TestCase):
             self.assertIn(phrase, r.stderr)
             self.assertFalse(harness.is_mounted(self.mnt))
 
-        fails(f"tier={self.tier}/missing:1G", "No such file or directory", 2)
+        fails(f"tier={self.tier}/missing:1G", "No such file or directory", 5)
         fails(f"tier={self.tier}", "PATH:SIZE", 2)
         fails("ram=lots", "not a size", 2)
         fails("policy=random", "next-use, lru", 2)
@@ -226,7 +226,7 @@ class TierTest(unittest.TestCase):
             other = os.path.join(os.path.dirname(self.mnt), "mnt2")
             os.mkdir(other)
             r = harness.run_tierfs(self.src, other, "-o", f"tier={self.tier}:1G,shutdown_timeout=1")
-            self.assertEqual(r.returncode, 2, r.stderr)  # refused before the scan
+            self.assertEqual(r.returncode, 5, r.stderr)  # the tier's, refused before the scan
             self.assertIn("in use by another tierfs", r.stderr)
 
 

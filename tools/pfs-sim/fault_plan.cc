@@ -30,7 +30,8 @@ FaultPlan::FaultPlan(const SimParams& params)
     : seed_(params.seed),
       fail_rate_(params.fail_rate),
       stall_rate_(params.stall_rate),
-      fail_files_(params.fail_files.begin(), params.fail_files.end()) {}
+      fail_files_(params.fail_files.begin(), params.fail_files.end()),
+      fail_dirs_(params.fail_dirs.begin(), params.fail_dirs.end()) {}
 
 double FaultPlan::Uniform(uint64_t salt, const std::string& path, uint64_t offset) const {
   uint64_t h = Mix(seed_ ^ Mix(salt));
@@ -42,6 +43,10 @@ double FaultPlan::Uniform(uint64_t salt, const std::string& path, uint64_t offse
 bool FaultPlan::FailsRead(const std::string& path, uint64_t offset) const {
   if (!fail_files_.empty() && fail_files_.count(path) != 0) return true;
   return fail_rate_ > 0 && Uniform(kFailSalt, path, offset) < fail_rate_;
+}
+
+bool FaultPlan::FailsOpendir(const std::string& path) const {
+  return fail_dirs_.count(path) != 0;
 }
 
 bool FaultPlan::StallsRead(const std::string& path, uint64_t offset) const {

@@ -22,6 +22,10 @@ class FaultPlan {
   // fail_rate.
   bool FailsRead(const std::string& path, uint64_t offset) const;
 
+  // True if opening directory `path` (relative to the root, "" the root)
+  // must fail with EIO: it is a named failing directory.
+  bool FailsOpendir(const std::string& path) const;
+
   // True if the read must stall stall_ms longer than the model says.
   bool StallsRead(const std::string& path, uint64_t offset) const;
 
@@ -33,6 +37,7 @@ class FaultPlan {
   double fail_rate_;
   double stall_rate_;
   std::unordered_set<std::string> fail_files_;
+  std::unordered_set<std::string> fail_dirs_;
 };
 
 }  // namespace pfssim

@@ -246,6 +246,7 @@ void SimFs::Opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   std::string path;
   if (!PathOf(ino, path)) return (void)fuse_reply_err(req, ENOENT);
   OpCounters::Bump(counters_.opendirs);
+  if (faults_.FailsOpendir(path)) return AfterMeta([req] { fuse_reply_err(req, EIO); });
   DIR* dir = opendir(SourcePath(path).c_str());
   if (dir == nullptr) {
     const int err = errno;

@@ -79,6 +79,14 @@ const std::vector<ParamSpec>& Specs() {
          p.fail_files = SplitColons(v);
          return true;
        }},
+      {"fail_dirs", "':'-separated directories ('.' the root) whose opendir fails with EIO",
+       [](SimParams& p, const std::string& v) {
+         p.fail_dirs = SplitColons(v);
+         for (std::string& d : p.fail_dirs) {
+           if (d == ".") d.clear();
+         }
+         return true;
+       }},
       {"stall_rate", "fraction of reads that stall (0..1)", Number(&SimParams::stall_rate, 1)},
       {"stall_ms", "extra delay of a stalled read (ms)", Number(&SimParams::stall_ms, 1e6)},
       {"seed", "seed of the fault hashes", Number(&SimParams::seed, 9e15)},
@@ -123,13 +131,18 @@ std::string ParamsToJson(const SimParams& p) {
     if (!files.empty()) files += ",";
     files += tierfs::JsonString(f);
   }
+  std::string dirs;
+  for (const std::string& d : p.fail_dirs) {
+    if (!dirs.empty()) dirs += ",";
+    dirs += tierfs::JsonString(d);
+  }
   return fmt::format(
       "{{\"meta_ms\": {}, \"meta_parallel\": {}, \"read_ms\": {}, \"stream_mbps\": {}, "
       "\"total_mbps\": {}, \"parallel\": {}, \"max_request\": {}, \"entry_timeout\": {}, "
-      "\"attr_timeout\": {}, \"fail_rate\": {}, \"fail_files\": [{}], \"stall_rate\": {}, "
+      "\"attr_timeout\": {}, \"fail_rate\": {}, \"fail_files\": [{}], \"fail_dirs\": [{}], \"stall_rate\": {}, "
       "\"stall_ms\": {}, \"seed\": {}, \"renumber\": {}, \"threads\": {}}}",
       p.meta_ms, p.meta_parallel, p.read_ms, p.stream_mbps, p.total_mbps, p.parallel, p.max_request,
-      p.entry_timeout, p.attr_timeout, p.fail_rate, files, p.stall_rate, p.stall_ms, p.seed,
+      p.entry_timeout, p.attr_timeout, p.fail_rate, files, dirs, p.stall_rate, p.stall_ms, p.seed,
       p.renumber, p.threads);
 }
 

@@ -35,6 +35,9 @@ struct SimParams {
   // hashes below `stall_rate` (an independent hash).
   double fail_rate = 0.0;
   std::vector<std::string> fail_files;  // relative to the root, no leading '/'
+  // Directories whose every opendir fails with EIO (relative to the root,
+  // "" the root itself): a listing, hence a scan, that the PFS cannot serve.
+  std::vector<std::string> fail_dirs;
   double stall_rate = 0.0;
   double stall_ms = 100.0;
   uint64_t seed = 1;

@@ -1,6 +1,6 @@
-// CheckBeforeScan: the command line's mistakes found before SOURCE is
-// touched, each with an errno that says what is wrong and the message a user
-// sees.
+// CheckBeforeScan and CheckNamedPaths: the command line's mistakes and the
+// unusable paths it names, found before SOURCE is touched, each with an
+// errno that says what is wrong and the message a user sees.
 #include "fs/config/config_checks.h"
 
 #include <unistd.h>
@@ -20,10 +20,13 @@ Status CheckTier(const std::string& path, std::vector<std::string>* warnings = n
   MountConfig config;
   config.tiering.dirs.push_back(DirectoryTierSpec{path, 1 << 20});
   std::vector<std::string> ignored;
-  return CheckBeforeScan(config, warnings ? warnings : &ignored);
+  if (Status said = CheckBeforeScan(config, warnings ? warnings : &ignored); !said.ok()) {
+    return said;
+  }
+  return CheckNamedPaths(config, warnings ? warnings : &ignored);
 }
 
-TEST_CASE("CheckBeforeScan refuses unusable tier directories with a reason", "[config_checks]") {
+TEST_CASE("CheckBeforeScan and CheckNamedPaths refuse unusable tier directories with a reason", "[config_checks]") {
   testing::TempTree dir;
   dir.Mkdir("tier");
   dir.Write("file", "x");
