@@ -13,10 +13,13 @@ bool CallerAccess::MayName(const AccessCaller& caller, NodeId id) {
 }
 
 bool CallerAccess::Allows(const AccessCaller& caller, NodeId id, int mask) {
-  auto in_group = [&caller](gid_t g) {
+  bool group_decided = false;
+  auto in_group = [&caller, &group_decided](gid_t g) {
+    group_decided = true;
     return std::find(caller.groups.begin(), caller.groups.end(), g) != caller.groups.end();
   };
   if (!ModeAllows(*ns_, caller.uid, caller.gid, in_group, id, mask)) return false;
+  if (group_decided && !caller.groups_known) return false;  // her groups might refuse her
   return source_ == nullptr || source_->Check(caller, id, mask) == 0;
 }
 

@@ -155,6 +155,7 @@ AccessCaller CallerOf(fuse_req_t req) {
     who.groups.resize(static_cast<size_t>(n));
     n = fuse_req_getgroups(req, n, who.groups.data());
   }
+  who.groups_known = n >= 0;  // -EIO: no /proc entry for its pid (exited, pid 0, ...)
   who.groups.resize(std::clamp(n, 0, static_cast<int>(who.groups.size())));
   return who;
 }
@@ -162,12 +163,13 @@ AccessCaller CallerOf(fuse_req_t req) {
 bool FsContext::MayAccess(fuse_req_t req, NodeId id, int mask) const {
   const fuse_ctx* caller = fuse_req_ctx(req);
   gid_t groups[64];
-  int ngroups = -1;  // fetched once, only if a group decides
+  int ngroups = -2;  // fetched once, only if a group decides; -1: they cannot be read
   auto in_group = [&](gid_t g) {
-    if (ngroups < 0) ngroups = std::min(fuse_req_getgroups(req, 64, groups), 64);
+    if (ngroups == -2) ngroups = std::clamp(fuse_req_getgroups(req, 64, groups), -1, 64);
     return std::find(groups, groups + std::max(ngroups, 0), g) != groups + std::max(ngroups, 0);
   };
-  return CallerAccess::ModeAllows(*ns_, caller->uid, caller->gid, in_group, id, mask);
+  const bool allowed = CallerAccess::ModeAllows(*ns_, caller->uid, caller->gid, in_group, id, mask);
+  return allowed && ngroups != -1;  // a group decided, and hers are unknown: no
 }
 
 }  // namespace tierfs

@@ -49,6 +49,17 @@ void SourcePermissions::ForgetLocked() {
 
 int SourcePermissions::Check(const AccessCaller& who, NodeId id, int mask) {
   checks_.fetch_add(1, std::memory_order_relaxed);
+  if (!who.groups_known) {
+    denied_.fetch_add(1, std::memory_order_relaxed);
+    const uint64_t n = groups_unknown_.fetch_add(1, std::memory_order_relaxed) + 1;
+    if (LogSampled(n)) {
+      TIERFS_LOG(kWarning,
+                 "uid {} refused '{}': its groups cannot be read (a caller in another pid "
+                 "namespace, or gone; {} so far)",
+                 who.uid, ns_->Path(id), n);
+    }
+    return -EACCES;
+  }
   const std::string groups = GroupSet(who);
   const auto now = std::chrono::steady_clock::now();
   uint64_t generation;
@@ -95,6 +106,8 @@ void SourcePermissions::VisitCounters(CounterVisitor& v) const {
   v.Counter("checks", load(checks_), {"Permission checks made for callers."});
   v.Counter("asked_source", load(asked_), {"Permission checks that asked SOURCE."});
   v.Counter("denied", load(denied_), {"Permission checks that denied the caller."});
+  v.Counter("groups_unknown", load(groups_unknown_),
+            {"Callers refused because their supplementary groups could not be read."});
   v.Counter("revalidations", load(revalidations_),
             {"Writes to .tierfs/revalidate (forgetting SOURCE's permission answers)."});
   v.EndGroup();

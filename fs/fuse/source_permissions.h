@@ -40,12 +40,14 @@ class SourcePermissions {
   SourcePermissions(Backend* backend, const Namespace* ns, std::chrono::milliseconds ttl);
 
   // 0 if `who` may do `mask` on node `id`, else -EACCES (or SOURCE's
-  // -errno). Asks SOURCE unless a kept answer says.
+  // -errno). Asks SOURCE unless a kept answer says. A caller whose groups
+  // are unknown is refused (-EACCES), counted and logged (sampled): an ACL
+  // entry that refuses one of her groups could not be applied.
   int Check(const AccessCaller& who, NodeId id, int mask);
   // Forgets every answer: the next open of each caller asks SOURCE.
   void Revalidate();
 
-  // The "permissions" group: checks, asked of SOURCE, denied.
+  // The "permissions" group: checks, asked of SOURCE, denied, groups unknown.
   void VisitCounters(CounterVisitor& v) const;
 
  private:
@@ -83,7 +85,7 @@ class SourcePermissions {
   // Bumped when everything is forgotten: an answer asked before is
   // returned to its caller but not kept (its key's ids may be reused).
   uint64_t generation_ = 0;
-  std::atomic<uint64_t> checks_{0}, asked_{0}, denied_{0}, revalidations_{0};
+  std::atomic<uint64_t> checks_{0}, asked_{0}, denied_{0}, revalidations_{0}, groups_unknown_{0};
 };
 
 }  // namespace tierfs

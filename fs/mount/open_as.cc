@@ -6,7 +6,6 @@
 #include <grp.h>
 #include <poll.h>
 #include <pwd.h>
-#include <sys/fsuid.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -19,6 +18,7 @@
 #include <vector>
 
 #include "fs/mount/mount_checks.h"
+#include "tiering/io/fs_credentials.h"
 
 namespace tierfs {
 namespace {
@@ -52,56 +52,6 @@ std::vector<gid_t> GroupsOf(uid_t uid, gid_t gid) {
   }
   return {gid};
 }
-
-// The calling thread's file-system credentials become uid's while this
-// lives (uid's groups for the whole process: nothing else runs yet).
-// Restoring them cannot fail for root; if it does, the daemon would go on
-// with a user's credentials: it aborts instead.
-class UserCredentials {
- public:
-  Status Take(uid_t uid, gid_t gid) {
-    int n = ::getgroups(0, nullptr);
-    if (n < 0) return Status::FromErrno(errno, "getgroups");
-    saved_groups_.resize(static_cast<size_t>(n));
-    if (n > 0 && ::getgroups(n, saved_groups_.data()) < 0) {
-      return Status::FromErrno(errno, "getgroups");
-    }
-    saved_fsuid_ = static_cast<uid_t>(::setfsuid(static_cast<uid_t>(-1)));
-    saved_fsgid_ = static_cast<gid_t>(::setfsgid(static_cast<gid_t>(-1)));
-    const std::vector<gid_t> groups = GroupsOf(uid, gid);
-    if (::setgroups(groups.size(), groups.data()) != 0) {
-      return Status::FromErrno(errno, "setgroups (open_as= needs a root daemon)");
-    }
-    taken_ = true;
-    ::setfsgid(gid);
-    ::setfsuid(uid);
-    if (static_cast<gid_t>(::setfsgid(static_cast<gid_t>(-1))) != gid ||
-        static_cast<uid_t>(::setfsuid(static_cast<uid_t>(-1))) != uid) {
-      return Status::Error(EPERM, fmt::format("cannot take uid {} gid {} (setfsuid, setfsgid: "
-                                              "open_as= needs a root daemon)",
-                                              uid, gid));
-    }
-    return Status::Ok();
-  }
-
-  ~UserCredentials() {
-    if (!taken_) return;
-    ::setfsuid(saved_fsuid_);
-    ::setfsgid(saved_fsgid_);
-    if (::setgroups(saved_groups_.size(), saved_groups_.data()) != 0 ||
-        static_cast<uid_t>(::setfsuid(static_cast<uid_t>(-1))) != saved_fsuid_ ||
-        static_cast<gid_t>(::setfsgid(static_cast<gid_t>(-1))) != saved_fsgid_) {
-      std::fprintf(stderr, "tierfs: cannot take back its own credentials after open_as=\n");
-      std::abort();
-    }
-  }
-
- private:
-  std::vector<gid_t> saved_groups_;
-  uid_t saved_fsuid_ = 0;
-  gid_t saved_fsgid_ = 0;
-  bool taken_ = false;
-};
 
 // Splits MOUNTPOINT into its parent directory and last name; "" leaf if it
 // has none (/, ., ..).
@@ -192,10 +142,10 @@ Status OpenAs(uid_t uid, gid_t gid, const std::string& source, const std::string
   }
   const std::string as = fmt::format("as uid {}", uid);
   {
-    UserCredentials user;
-    if (Status taken = user.Take(uid, gid); !taken.ok()) {
+    FsCredentials user(uid, gid, GroupsOf(uid, gid));
+    if (!user.status().ok()) {
       *failed = OpenAsFailure::kCredentials;
-      return taken;
+      return user.status().Context("open_as= needs a root daemon");
     }
     out->source_fd_ = ::open(source.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (out->source_fd_ < 0 || ::faccessat(out->source_fd_, ".", R_OK | X_OK, AT_EACCESS) != 0) {

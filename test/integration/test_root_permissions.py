@@ -9,6 +9,8 @@ second and a third user:
 - a user's supplementary groups are part of the answer: an ACL entry that
   refuses group proj refuses the user's processes that are in proj, even
   after the same user read the file from a process that is not;
+- a caller whose groups cannot be read (no pid in the daemon's pid
+  namespace) is refused, since such an ACL entry could not be applied;
 - a directory's ACL refuses a listing as on SOURCE;
 - control_owner= lets the job's user steer the root daemon (write
   .tierfs/order) and nobody else;
@@ -217,6 +219,38 @@ class RootMount(unittest.TestCase):
         self.assertEqual(probe(BOB, ("read", mnt_f0), groups=[BOB[1], PROJ]), ["EACCES"])
         self.assertEqual(probe(BOB, ("read", mnt_f0), groups=[PROJ, BOB[1]]), ["EACCES"])
         self.assertEqual(probe(BOB, ("read", mnt_f0), groups=[BOB[1]]), ["ok"])
+
+    def test_a_caller_whose_groups_cannot_be_read_is_refused(self):
+        if PROJ is None or shutil.which("unshare") is None:
+            self.skipTest("needs groupadd and unshare")
+        self.acl("-m", f"g:{PROJ}:---", os.path.join(self.src, "f0"))
+        # The daemon in a pid namespace of its own (as in a container): a
+        # caller outside it has no pid there (FUSE gives 0), so its groups
+        # cannot be read from /proc.
+        log = tempfile.TemporaryFile(mode="w+")
+        proc = subprocess.Popen(["unshare", "--pid", "--fork", "--kill-child", harness.tierfs_bin(),
+                                 self.src, self.mnt, "-f", "-o", "allow_other,ram=16M"],
+                                stdout=log, stderr=subprocess.STDOUT)
+        try:
+            harness.wait_for(lambda: harness.is_mounted(self.mnt) or proc.poll() is not None,
+                             what="the mount")
+            log.seek(0)
+            self.assertIsNone(proc.poll(), f"tierfs exited: {log.read()}")
+            mnt_f0, mnt_f1 = os.path.join(self.mnt, "f0"), os.path.join(self.mnt, "f1")
+            # Was: read without her groups, so the entry refusing proj was not applied.
+            self.assertEqual(probe(BOB, ("read", mnt_f0), groups=[PROJ]), ["EACCES"])
+            # Unknown groups refuse whatever they would have decided.
+            self.assertEqual(probe(BOB, ("read", mnt_f1)), ["EACCES"])
+            perms = harness.mount_stats(self.mnt)["permissions"]
+            self.assertEqual(perms["groups_unknown"], 2)
+        finally:
+            harness.force_unmount(self.mnt)
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            log.close()
 
     def test_the_job_user_steers_a_root_daemon_and_nobody_else(self):
         self.mount(f"control_owner={BOB[0]}:{BOB[1]}")

@@ -113,6 +113,8 @@ class DebianPackage(unittest.TestCase):
             self.assertIn(path, self.contents)
         r = sh("/usr/bin/tierfs", "--version")
         self.assertRegex(r.stdout, r"^tierfs \d+\.\d+")
+        # Not readable by others: the kernel makes a user's daemon not dumpable at exec.
+        self.assertEqual(os.stat("/usr/bin/tierfs").st_mode & 0o7777, 0o711)
         depends = sh("dpkg-deb", "-f", self.deb, "Depends").stdout
         for dep in ("fuse3", "libfuse3-3", "libsystemd0"):
             self.assertIn(dep, depends)

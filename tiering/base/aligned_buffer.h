@@ -1,11 +1,10 @@
 // AlignedBuffer: a growable, page-aligned byte buffer. Reads into it from a
 // file system that uses direct I/O (a PFS client, or FUSE with direct_io)
 // arrive as whole requests: an unaligned 1 MiB buffer is split into two.
+// Its bytes are left out of core dumps (UndumpedMemory).
 #pragma once
 
-#include <cstdlib>
-#include <memory>
-#include <new>
+#include "tiering/base/undumped_memory.h"
 
 namespace tierfs {
 
@@ -15,20 +14,17 @@ class AlignedBuffer {
   // A buffer of at least `size` bytes; contents are not kept when it grows.
   char* Get(size_t size) {
     if (size > size_) {
-      void* p = nullptr;
       size_t rounded = (size + kAlign - 1) / kAlign * kAlign;
-      if (::posix_memalign(&p, kAlign, rounded) != 0) throw std::bad_alloc();
-      data_.reset(static_cast<char*>(p));
+      data_.reset();  // the old one first: never both at once
+      size_ = 0;
+      data_ = MapUndumped(rounded);
       size_ = rounded;
     }
     return data_.get();
   }
 
  private:
-  struct Free {
-    void operator()(char* p) const { std::free(p); }
-  };
-  std::unique_ptr<char, Free> data_;
+  UndumpedMemory data_;
   size_t size_ = 0;
 };
 

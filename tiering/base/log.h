@@ -26,6 +26,8 @@ class Log {
   // Appends every later line, with a timestamp and the pid, to `path`
   // (created 0640 if missing, never through a symbolic link). 0 or -errno.
   static int UseFile(const std::string& path);
+  // Whether lines go to syslog now (UseSyslog, and no UseFile since).
+  static bool ToSyslog() { return syslog_.load() && fd_.load() < 0; }
   // Whether syslog can take lines here (/dev/log is a socket).
   static bool SyslogAvailable();
   static void Write(LogLevel level, std::string_view line);

@@ -51,6 +51,9 @@ struct AccessCaller {
   uid_t uid = 0;
   gid_t gid = 0;
   std::vector<gid_t> groups;  // supplementary
+  // False when the caller's supplementary groups could not be read (groups
+  // is then empty): whatever a group of hers decides must refuse her.
+  bool groups_known = true;
   bool operator==(const AccessCaller&) const = default;
 };
 

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "tiering/io/backend.h"
+#include "tiering/io/fs_credentials.h"
 #include "tiering/io/posix_backend_internal.h"
 #include "tiering/io/posix_calls.h"
 
@@ -28,7 +29,6 @@ using posix_backend_internal::AtPath;
 using posix_backend_internal::DirFdCache;
 using posix_backend_internal::KeptDirectories;
 using posix_backend_internal::OpenBeneath;
-using posix_backend_internal::ThreadIds;
 
 class PosixFile final : public SourceFile {
  public:
@@ -211,8 +211,7 @@ class PosixBackend final : public Backend {
   }
 
   // The path is walked and the file checked with this thread's file-system
-  // ids set to the caller's (setfsuid, setfsgid, and the setgroups system
-  // call, which unlike glibc's wrapper changes one thread only), so that
+  // credentials set to the caller's (FsCredentials), so that
   // SOURCE's file system decides as it would for the caller: every
   // directory's search permission below the root, then faccessat2 with
   // AT_EACCESS on the file itself (mode bits, ACLs of any kind). Only a
@@ -220,8 +219,8 @@ class PosixBackend final : public Backend {
   // are restored before returning.
   int access_as(const std::string& rel, const AccessCaller& who, int mask) override {
     if (::geteuid() != 0) return -ENOSYS;
-    ThreadIds as(who);
-    if (!as.ok()) return -ENOSYS;  // root without CAP_SETUID/SETGID (drop_privileges)
+    FsCredentials as(who.uid, who.gid, who.groups);
+    if (!as.status().ok()) return -ENOSYS;  // root without CAP_SETUID/SETGID (drop_privileges)
     int fd = OpenBeneath(root_fd_, rel, O_PATH);
     if (fd < 0) return fd == -ELOOP ? -EACCES : fd;
     long r = ::syscall(SYS_faccessat2, fd, "", mask, AT_EMPTY_PATH | AT_EACCESS);

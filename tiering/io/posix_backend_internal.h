@@ -67,19 +67,5 @@ class DirFdCache {
   std::unordered_map<std::string, std::list<Entry>::iterator> index_;
 };
 
-// This thread's file-system ids switched to a caller's for its lifetime.
-class ThreadIds {
- public:
-  explicit ThreadIds(const AccessCaller& who);
-  ~ThreadIds();
-  bool ok() const { return ok_; }
-
- private:
-  std::vector<gid_t> saved_groups_;
-  uid_t saved_uid_ = 0;
-  gid_t saved_gid_ = 0;
-  bool groups_set_ = false, ok_ = false;
-};
-
 }  // namespace posix_backend_internal
 }  // namespace tierfs

@@ -1,11 +1,9 @@
 // Where PosixBackend opens SOURCE's paths: beneath the root with no symlink
-// on the way (OpenBeneath), through the directories it keeps open
-// (DirFdCache), and with a thread's file-system ids switched to a caller's
-// (ThreadIds, for access_as). The backend itself is in posix_backend.cc;
+// on the way (OpenBeneath) and through the directories it keeps open
+// (DirFdCache). The backend itself is in posix_backend.cc;
 // what both share in posix_backend_internal.h.
 #include <fcntl.h>
 #include <linux/openat2.h>
-#include <sys/fsuid.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -107,27 +105,6 @@ void DirFdCache::Drop(const std::string& rel) {
   dropped = std::move(it->second->second);
   lru_.erase(it->second);
   index_.erase(it);
-}
-
-ThreadIds::ThreadIds(const AccessCaller& who) {
-  int n = ::getgroups(0, nullptr);
-  saved_groups_.resize(n > 0 ? static_cast<size_t>(n) : 0);
-  if (n > 0 && ::getgroups(n, saved_groups_.data()) != n) return;
-  if (::syscall(SYS_setgroups, who.groups.size(), who.groups.data()) != 0) return;
-  groups_set_ = true;
-  saved_gid_ = static_cast<gid_t>(::setfsgid(who.gid));
-  saved_uid_ = static_cast<uid_t>(::setfsuid(who.uid));
-  ok_ = static_cast<uid_t>(::setfsuid(who.uid)) == who.uid &&
-        static_cast<gid_t>(::setfsgid(who.gid)) == who.gid;
-}
-
-ThreadIds::~ThreadIds() {
-  if (!groups_set_) return;
-  ::setfsuid(saved_uid_);
-  ::setfsgid(saved_gid_);
-  if (::syscall(SYS_setgroups, saved_groups_.size(), saved_groups_.data()) != 0) {
-    std::abort();  // this thread would go on with a caller's groups: nothing safe to do
-  }
 }
 
 }  // namespace posix_backend_internal

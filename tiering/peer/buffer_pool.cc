@@ -24,7 +24,7 @@ BufferPool::Buffer BufferPool::Take(size_t size) {
     }
   }
   const size_t n = capacity >= size ? capacity : size;  // beyond the classes: exact
-  return Buffer{std::unique_ptr<char[]>(new char[n]), n};
+  return Buffer{MapUndumped(n), n};
 }
 
 void BufferPool::Give(Buffer b) {

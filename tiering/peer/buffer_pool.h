@@ -2,7 +2,8 @@
 // of a MiB costs 256 page faults and the kernel's zeroing on first touch
 // (glibc maps allocations that large and unmaps them when freed); a peer
 // answer needs one on each side, so they are kept by size class (powers of
-// two from 4 KiB) up to `max_kept` bytes in all. Thread-safe.
+// two from 4 KiB) up to `max_kept` bytes in all. Buffers are left out of
+// core dumps (UndumpedMemory). Thread-safe.
 #pragma once
 
 #include <cstddef>
@@ -10,12 +11,14 @@
 #include <mutex>
 #include <vector>
 
+#include "tiering/base/undumped_memory.h"
+
 namespace tierfs {
 
 class BufferPool {
  public:
   struct Buffer {
-    std::unique_ptr<char[]> data;
+    UndumpedMemory data;
     size_t capacity = 0;
     char* get() const { return data.get(); }
   };

@@ -153,6 +153,7 @@ void UcxWorker::Start(std::function<void()> tick) {
 }
 
 bool UcxWorker::Post(std::function<void()> fn) {
+  if (wedged()) return false;  // reported outside the lock
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_ || wedged_.load()) return false;
@@ -160,6 +161,12 @@ bool UcxWorker::Post(std::function<void()> fn) {
   }
   uint64_t one = 1;
   [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof one);
+  return true;
+}
+
+bool UcxWorker::wedged() const {
+  if (!wedged_.load()) return false;
+  ucx_abort::ReportWedged();
   return true;
 }
 
@@ -199,6 +206,7 @@ void UcxWorker::Stop(std::function<void()> close_all, std::chrono::milliseconds 
   while (!exited_.load() && !wedged_.load() && std::chrono::steady_clock::now() < give_up)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   if (!exited_.load()) {
+    if (wedged_.load()) ucx_abort::ReportWedged();
     TIERFS_LOG(kWarning, "peer transport: {}: its UCX worker is left as it is",
                wedged_.load() ? "UCX failed on its thread" : "its thread is stuck in UCX");
     thread_.detach();

@@ -72,8 +72,9 @@ class UcxWorker {
   // stopping, or wedged.
   bool Post(std::function<void()> fn);
   // UCX aborted on the progress thread and the abort was contained: the
-  // thread never runs again, and neither does this worker. Thread-safe.
-  bool wedged() const { return wedged_.load(); }
+  // thread never runs again, and neither does this worker. The first call
+  // that finds it so reports it (ucx_abort::ReportWedged). Thread-safe.
+  bool wedged() const;
   // Runs `close_all` on the progress thread (it should Close every
   // endpoint), lets the closes and sends finish for at most `limit`, then
   // ends the thread (or, if it is wedged or stuck in UCX 2 s past the

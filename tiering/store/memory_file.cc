@@ -87,6 +87,7 @@ int MapRange(int fd, uint64_t offset, uint64_t length, bool by_file,
   void* addr = ::mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
                       static_cast<off_t>(offset - skip));
   if (addr == MAP_FAILED) return -errno;
+  ::madvise(addr, span, MADV_DONTDUMP);  // users' bytes stay out of a core
   int err = 0;
   if (AskHugePages(addr, span), ::madvise(addr, span, MADV_POPULATE_WRITE) != 0) {
     // Before Linux 5.14 (EINVAL) allocate without mapping; a failure is

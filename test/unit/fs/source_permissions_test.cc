@@ -65,6 +65,20 @@ TEST_CASE("SourcePermissions asks anew when the caller's groups differ", "[permi
   CHECK(f.backend->asked == 5);
 }
 
+TEST_CASE("Regression: a caller whose groups cannot be read is refused, not checked without them",
+          "[permissions]") {
+  Fixture f;
+  SourcePermissions perms(f.backend.get(), f.ns.get(), std::chrono::milliseconds(0));
+  AccessCaller unknown{1000, 1000, {}};
+  unknown.groups_known = false;  // pid 0 (another pid namespace), or a caller gone
+  CHECK(perms.Check(unknown, f.file, R_OK) == -EACCES);  // was: allowed, kProj never seen
+  CHECK(perms.Check(unknown, f.file, R_OK) == -EACCES);
+  CHECK(f.backend->asked == 0);
+  // The same uid with groups read is asked, and its answer is not the refusal's.
+  CHECK(perms.Check(AccessCaller{1000, 1000, {}}, f.file, R_OK) == 0);
+  CHECK(f.backend->asked == 1);
+}
+
 TEST_CASE("SourcePermissions keeps an answer for its ttl, with 0 until revalidated",
           "[permissions]") {
   Fixture f;
