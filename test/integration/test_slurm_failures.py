@@ -183,6 +183,29 @@ class WhoseFailure(SlurmFixture):
         r = self.prolog(**self.job())
         self.assert_cancelled_not_drained(r, "is not empty")
 
+    def test_a_dataset_symlink_turned_to_the_mount_point_cancels_a_root_daemons_job(self):
+        # RUN_AS_USER=no: her link is pointed at the job's mount point just
+        # before the daemon opens it. That is SOURCE's failure (3), hers; it
+        # was reported as the mount point's (4), which a root daemon drains on.
+        self.write_config(RUN_AS_USER="no", TIERFS_BIN=self.hook(f'ln -sfn "$3" {self.link}'))
+        r = self.prolog(**self.job())
+        self.assert_cancelled_not_drained(r, "tierfs exited with status 3")
+
+    def test_a_dataset_on_a_file_system_with_no_inodes_left_cancels_the_job(self):
+        # Her dataset's file system is full of files (as at quota): the index
+        # beside it cannot be written. A path she controls (5), not the
+        # site's options (2, which drained the node).
+        fs = os.path.join(self.root, "full")
+        os.mkdir(fs)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size=4M,nr_inodes=64,uid={self.uid},"
+                        f"gid={self.gid},mode=0755", "tierfs-full", fs], check=True, timeout=30)
+        self.addCleanup(lambda: subprocess.run(["umount", "-l", fs], timeout=30))
+        harness.as_user(USER, "cp", "-r", os.path.join(self.home, "data"), f"{fs}/ds")
+        filler = 'i=0; while : > "$1/f$i" 2>/dev/null; do i=$((i+1)); done'
+        harness.as_user(USER, "sh", "-c", filler, "sh", fs)
+        r = self.prolog(**self.job(TIERFS_DATASET=f"{fs}/ds"))
+        self.assert_cancelled_not_drained(r, "tierfs exited with status 5")
+
     # ---- the node's: drained ----
 
     def test_the_nodes_own_failures_still_drain_it(self):
