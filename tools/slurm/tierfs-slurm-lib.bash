@@ -72,6 +72,16 @@ load_config() {
   PEER_TIMEOUT=5
   MUNGE_SOCKET=
   SCONTROL=scontrol
+  # The node cache (tierfs-node-cache.bash): datasets below NODE_CACHE_DATASETS
+  # are served by one root daemon per node, shared by every job and kept
+  # between them.
+  NODE_CACHE=no
+  NODE_CACHE_DATASETS=
+  NODE_CACHE_ROOT=/run/tierfs-node
+  NODE_CACHE_TIER_ROOT=
+  NODE_CACHE_RAM_MB=0
+  NODE_CACHE_TIER_MB=0
+  NODE_CACHE_IDLE=3600
   local conf=${TIERFS_SLURM_CONF:-/etc/tierfs/slurm.conf}
   if [[ -e $conf ]]; then
     # It is sourced by root: refuse one that another user could have written.
@@ -107,7 +117,22 @@ load_config() {
       "(0: never) and whole seconds"
     return 1
   fi
+  if [[ $NODE_CACHE != yes && $NODE_CACHE != no ]] ||
+    ! [[ $NODE_CACHE_RAM_MB =~ ^[0-9]{1,9}$ && $NODE_CACHE_TIER_MB =~ ^[0-9]{1,12}$ &&
+      $NODE_CACHE_IDLE =~ ^[1-9][0-9]{0,7}$ ]]; then
+    log err "NODE_CACHE=$NODE_CACHE, NODE_CACHE_RAM_MB=$NODE_CACHE_RAM_MB," \
+      "NODE_CACHE_TIER_MB=$NODE_CACHE_TIER_MB, NODE_CACHE_IDLE=$NODE_CACHE_IDLE: expected yes" \
+      "or no, sizes in MB and whole seconds"
+    return 1
+  fi
   local check checks=()
+  read -r -a checks <<<"$NODE_CACHE_DATASETS"
+  for check in "${checks[@]}"; do
+    if [[ $check != /* || /$check/ == */../* || /$check/ == */./* || $check == *,* ]]; then
+      log err "NODE_CACHE_DATASETS: '$check' is not an absolute path without '.', '..' or ','"
+      return 1
+    fi
+  done
   read -r -a checks <<<"$PFS_CHECK"
   for check in "${checks[@]}"; do
     if [[ $check != /* ]]; then
@@ -124,6 +149,9 @@ load_config() {
   # there is refused (private_root_dir), not followed.
   LOCAL_SCRATCH=$(realpath -m -- "$LOCAL_SCRATCH")
   TIER_ROOT=${TIER_ROOT:-$LOCAL_SCRATCH/tierfs-slurm}
+  NODE_CACHE_TIER_ROOT=${NODE_CACHE_TIER_ROOT:-$LOCAL_SCRATCH/tierfs-node}
+  NODE_CACHE_ROOT=$(canonical_parent "$NODE_CACHE_ROOT")
+  NODE_CACHE_TIER_ROOT=$(canonical_parent "$NODE_CACHE_TIER_ROOT")
   MOUNT_ROOT=$(canonical_parent "$MOUNT_ROOT")
   STATE_ROOT=$(canonical_parent "$STATE_ROOT")
   TIER_ROOT=$(canonical_parent "$TIER_ROOT")
@@ -463,22 +491,24 @@ detach_mounts_below() {
 
 # ---- the daemon's cgroup ----
 
-# The job's daemon cgroup, tierfs/job_ID below the memory hierarchy (cgroup
-# v2's root, or v1's memory controller); nothing with CGROUP=no or neither.
+# A daemon's cgroup, tierfs/NAME (default job_ID, the job's daemon) below
+# the memory hierarchy (cgroup v2's root, or v1's memory controller);
+# nothing with CGROUP=no or neither.
 daemon_cgroup() {
   [[ $CGROUP != no ]] || return 0
+  local name=${1:-job_$JOB_ID}
   if [[ -f /sys/fs/cgroup/cgroup.controllers ]]; then
-    printf '%s\n' "/sys/fs/cgroup/tierfs/job_$JOB_ID"
+    printf '%s\n' "/sys/fs/cgroup/tierfs/$name"
   elif [[ -d /sys/fs/cgroup/memory ]]; then
-    printf '%s\n' "/sys/fs/cgroup/memory/tierfs/job_$JOB_ID"
+    printf '%s\n' "/sys/fs/cgroup/memory/tierfs/$name"
   fi
 }
 
-# Makes the job's daemon cgroup with a memory limit of $1 bytes; sets CG to
-# it, or to '' (logged) if it cannot be made: the daemon then runs in
-# slurmd's cgroup, as without CGROUP.
+# Makes a daemon cgroup (tierfs/$2, default the job's) with a memory limit
+# of $1 bytes; sets CG to it, or to '' (logged) if it cannot be made: the
+# daemon then runs in slurmd's cgroup, as without CGROUP.
 make_daemon_cgroup() {
-  CG=$(daemon_cgroup)
+  CG=$(daemon_cgroup "${2:-}")
   [[ -n $CG ]] || return 0
   local parent limit_file
   parent=$(dirname -- "$CG")

@@ -1,0 +1,283 @@
+# shellcheck shell=bash
+# The node cache: one root daemon per dataset and node, shared by every job
+# (of any user) that reads the dataset there, kept between jobs (sourced by
+# tierfs-prolog and tierfs-epilog after tierfs-slurm-lib.bash).
+#
+# A dataset equal to or below one of NODE_CACHE_DATASETS is served by the
+# node's cache of it: NODE_CACHE_ROOT/KEY/mnt, mounted by root with
+# allow_other (every open decided by SOURCE as its caller, ACLs included),
+# where KEY names the dataset's canonical path. A job attaches with a bind
+# mount of it at its own mount point and detaches in its epilog; the daemon
+# outlives them. It leaves by itself (idle_exit) once no job has used it for
+# NODE_CACHE_IDLE seconds; its directory tier (NODE_CACHE_TIER_ROOT/KEY)
+# stays for its next start, which validates it against SOURCE. All node
+# caches share NODE_CACHE_RAM_MB and NODE_CACHE_TIER_MB: a cache that needs
+# room takes it from caches no job uses, least recently used first.
+#
+# Contract: the caller has run load_config and load_job; the prolog runs
+# these functions in its main shell (node_error and user_error exit).
+
+# The key and canonical path of dataset $1 if the node cache serves it (sets
+# NODE_KEY, NODE_SOURCE; returns 1 if not). The path is resolved as the
+# job's user (realpath, under STEP_TIMEOUT): never walked by root. Both the
+# path given and the path resolved must lie below a root the site listed.
+node_cache_for() {
+  NODE_KEY=
+  NODE_SOURCE=
+  [[ $NODE_CACHE == yes ]] || return 1
+  below_node_cache_root "$1" || return 1
+  local canonical
+  canonical=$(timeout -k 2 "$STEP_TIMEOUT" "${AS_JOB_USER[@]}" realpath -e -- "$1" \
+    </dev/null 2>/dev/null) || return 1
+  below_node_cache_root "$canonical" || {
+    log info "$1 resolves to $canonical, outside NODE_CACHE_DATASETS: a mount of the job's own"
+    return 1
+  }
+  NODE_SOURCE=$canonical
+  NODE_KEY=$(printf '%s' "$canonical" | sha256sum | cut -c1-16)
+}
+
+# 0 if $1, an absolute path with no '.' or '..' component, is one of
+# NODE_CACHE_DATASETS or below one (compared as text: nothing resolved).
+below_node_cache_root() {
+  local path=$1 root roots=()
+  [[ $path == /* && /$path/ != */./* && /$path/ != */../* ]] || return 1
+  while [[ $path == *//* ]]; do path=${path//\/\//\/}; done
+  path=${path%/}
+  read -r -a roots <<<"$NODE_CACHE_DATASETS"
+  for root in "${roots[@]}"; do
+    root=${root%/}
+    [[ $path == "$root" || $path == "$root"/* ]] && return 0
+  done
+  return 1
+}
+
+node_dir() { printf '%s/%s' "$NODE_CACHE_ROOT" "$1"; }
+
+# The device (major:minor) of the node cache $1's mount, empty if none.
+node_device() {
+  local entry
+  entry=$(mount_entry "$(node_dir "$1")/mnt")
+  [[ -n $entry ]] && awk '{ print $3 }' <<<"$entry"
+}
+
+# How many jobs' bind mounts of cache $1 there are (mounts of its device
+# beside its own), from mountinfo: never touching a mount.
+node_binds() {
+  local dev
+  dev=$(node_device "$1")
+  [[ -n $dev ]] || { echo 0; return 0; }
+  awk -v d="$dev" '$3 == d { n++ } END { print (n > 1 ? n - 1 : 0) }' /proc/self/mountinfo
+}
+
+# 0 if cache $1's daemon runs (its pid file names a tierfs process) and its
+# mount is there.
+node_alive() {
+  local dir pid name
+  dir=$(node_dir "$1")
+  [[ -f $dir/pid ]] || return 1
+  pid=$(<"$dir/pid")
+  [[ $pid =~ ^[1-9][0-9]{0,9}$ ]] || return 1
+  { read -r name <"/proc/$pid/comm"; } 2>/dev/null || return 1
+  [[ $name == tierfs ]] && [[ -n $(node_device "$1") ]]
+}
+
+node_cgroup() { daemon_cgroup "node_$1"; }
+
+# Stops cache $1's daemon (unmount; then SIGTERM, SIGKILL, each bounded) and
+# clears a stale mount. Its directory tier stays. 1 if something survived.
+node_stop() {
+  local dir pids=() cg
+  dir=$(node_dir "$1")
+  cg=$(node_cgroup "$1")
+  if [[ -n $cg && -r $cg/cgroup.procs ]]; then mapfile -t pids <"$cg/cgroup.procs"; fi
+  if [[ -f $dir/pid ]]; then pids+=("$(<"$dir/pid")"); fi
+  if is_mounted "$dir/mnt"; then
+    timeout -k 2 "$STEP_TIMEOUT" fusermount3 -u "$dir/mnt" 2>/dev/null || true
+  fi
+  if ((${#pids[@]})) && ! wait_gone "$STEP_TIMEOUT" "${pids[@]}"; then
+    kill -TERM "${pids[@]}" 2>/dev/null || true
+    wait_gone "$STEP_TIMEOUT" "${pids[@]}" || kill -KILL "${pids[@]}" 2>/dev/null || true
+  fi
+  if is_mounted "$dir/mnt"; then
+    abort_connection "$dir/mnt"
+    timeout -k 2 "$STEP_TIMEOUT" umount -l -- "$dir/mnt" 2>/dev/null || true
+  fi
+  rm -f -- "$dir/pid"
+  if [[ -n $cg && -d $cg ]]; then rmdir -- "$cg" 2>/dev/null || true; fi
+  ! is_mounted "$dir/mnt"
+}
+
+# A value the scripts recorded for cache $1 (KiB counts), 0 if none.
+node_value() {
+  local v=0 file
+  file=$(node_dir "$1")/$2
+  [[ -f $file ]] && v=$(<"$file")
+  [[ $v =~ ^[0-9]{1,15}$ ]] || v=0
+  echo "$v"
+}
+
+# The caches (keys) other than $1, least recently used first.
+node_others_lru() {
+  local d
+  for d in "$NODE_CACHE_ROOT"/*/; do
+    d=${d%/}
+    d=${d##*/}
+    [[ $d =~ ^[0-9a-f]{16}$ && $d != "$1" ]] || continue
+    printf '%s %s\n' "$(stat -c %Y -- "$(node_dir "$d")/used" 2>/dev/null || echo 0)" "$d"
+  done | sort -n | awk '{ print $2 }'
+}
+
+# RAM and directory tier in use by the caches other than $1: RAM by running
+# ones (their budgets), tier space by every one that has a tier directory.
+node_others_use() {
+  local k ram=0 tier=0
+  while read -r k; do
+    [[ -n $k ]] || continue
+    if node_alive "$k"; then ram=$((ram + $(node_value "$k" ram_kb))); fi
+    if [[ -d $NODE_CACHE_TIER_ROOT/$k ]]; then tier=$((tier + $(node_value "$k" tier_kb))); fi
+  done < <(node_others_lru "$1")
+  echo "$ram $tier"
+}
+
+# Sets NODE_RAM_KB and NODE_TIER_KB, the budgets of cache $1 (wanted: its
+# dataset's size if a start before recorded it, else all there is), after
+# taking room from caches no job uses, least recently used first: RAM by
+# stopping a daemon, tier space by also removing its directory tier. The
+# sum over the node's caches never exceeds NODE_CACHE_RAM_MB and
+# NODE_CACHE_TIER_MB.
+node_make_room() {
+  local key=$1 size ram_total=$((NODE_CACHE_RAM_MB * 1024)) tier_total=$((NODE_CACHE_TIER_MB * 1024))
+  local want_ram want_tier used_ram used_tier k
+  size=$(node_value "$key" size_kb)
+  want_ram=$ram_total want_tier=$tier_total
+  if ((size > 0)); then
+    ((size < want_ram)) && want_ram=$size
+    ((size < want_tier)) && want_tier=$size
+  fi
+  read -r used_ram used_tier <<<"$(node_others_use "$key")"
+  while read -r k; do
+    ((used_ram + want_ram > ram_total || used_tier + want_tier > tier_total)) || break
+    [[ -n $k ]] && (($(node_binds "$k") == 0)) || continue
+    if node_alive "$k" && ((used_ram + want_ram > ram_total || used_tier + want_tier > tier_total)); then
+      log info "node cache $k ($(node_dataset "$k")) is used by no job: stopped for room"
+      node_stop "$k" || continue
+    fi
+    if ((used_tier + want_tier > tier_total)) && [[ -d $NODE_CACHE_TIER_ROOT/$k ]]; then
+      log info "node cache $k: its directory tier removed for room"
+      timeout -k 2 "$((STEP_TIMEOUT * 6))" rm -rf --one-file-system -- "$NODE_CACHE_TIER_ROOT/$k" ||
+        true
+    fi
+    read -r used_ram used_tier <<<"$(node_others_use "$key")"
+  done < <(node_others_lru "$key")
+  NODE_RAM_KB=$((ram_total - used_ram < want_ram ? ram_total - used_ram : want_ram))
+  NODE_TIER_KB=$((tier_total - used_tier < want_tier ? tier_total - used_tier : want_tier))
+  ((NODE_RAM_KB >= RAM_MIN_MB * 1024)) || NODE_RAM_KB=0
+  ((NODE_TIER_KB >= TIER_MIN_MB * 1024)) || NODE_TIER_KB=0
+}
+
+node_dataset() { cat -- "$(node_dir "$1")/dataset" 2>/dev/null || echo '?'; }
+
+# Starts cache $NODE_KEY's daemon on $NODE_SOURCE as root, in a memory
+# cgroup of its own (its RAM tier plus MEM_OVERHEAD_MB), and waits for its
+# mount. A failure is the job's or the node's (daemon_failed).
+node_start() {
+  local key=$NODE_KEY dir tier opts=() pid status=0 deadline
+  dir=$(node_dir "$key")
+  node_stop "$key" || node_error "the node cache $key's old mount cannot be cleared"
+  node_make_room "$key"
+  mkdir -p -m 700 -- "$dir" "$dir/mnt"
+  tier=$NODE_CACHE_TIER_ROOT/$key
+  opts=(allow_other control_owner=any "idle_exit=$NODE_CACHE_IDLE")
+  if ((NODE_RAM_KB > 0)); then opts+=("ram=${NODE_RAM_KB}K"); fi
+  if ((NODE_TIER_KB > 0)); then
+    private_root_dir "$NODE_CACHE_TIER_ROOT" 711 || node_error "no safe place for node cache tiers"
+    mkdir -p -m 700 -- "$tier"
+    opts+=("tier=${tier//,/\\,}:${NODE_TIER_KB}K" "index=${tier//,/\\,}.index")
+  fi
+  if [[ -n $DEFAULT_OPTIONS ]]; then opts+=("$DEFAULT_OPTIONS"); fi
+  NODE_OPTIONS=$(IFS=,; printf '%s' "${opts[*]}")
+  local refused
+  refused=$(options_refused "$NODE_OPTIONS")
+  [[ -z $refused ]] || node_error "tierfs refuses the node cache's options ($NODE_OPTIONS): $refused"
+  printf '%s\n' "$NODE_SOURCE" >"$dir/dataset"
+  echo "$NODE_RAM_KB" >"$dir/ram_kb"
+  echo "$NODE_TIER_KB" >"$dir/tier_kb"
+  : >"$dir/used"
+  make_daemon_cgroup $(((NODE_RAM_KB + MEM_OVERHEAD_MB * 1024) * 1024)) "node_$key"
+  DAEMON_LOG=$dir/daemon.log
+  # shellcheck disable=SC2016  # expanded by the inner sh
+  setsid sh -c 'if [ -n "$1" ]; then echo $$ >"$1/cgroup.procs" || exit 71; fi; shift; exec "$@"' \
+    sh "$CG" "$TIERFS_BIN" -f "$NODE_SOURCE" "$dir/mnt" -o "$NODE_OPTIONS" \
+    </dev/null >>"$DAEMON_LOG" 2>&1 &
+  pid=$!
+  echo "$pid" >"$dir/pid"
+  deadline=$((SECONDS + MOUNT_TIMEOUT))
+  until is_mounted "$dir/mnt"; do
+    if ! kill -0 "$pid" 2>/dev/null; then
+      wait "$pid" || status=$?
+      JOB_OPTS=() JOB_RAM_KB=
+      daemon_failed "$status" "the node cache of $NODE_SOURCE: tierfs exited with status $status"
+    fi
+    if ((SECONDS >= deadline)); then
+      node_stop "$key" || true
+      JOB_OPTS=() JOB_RAM_KB=
+      daemon_failed timeout "the node cache of $NODE_SOURCE was not mounted within" \
+        "MOUNT_TIMEOUT=${MOUNT_TIMEOUT}s"
+    fi
+    sleep 0.1
+  done
+  # Its dataset's size, for the next start's budgets.
+  local bytes
+  bytes=$(timeout -k 2 "$STEP_TIMEOUT" cat -- "$dir/mnt/.tierfs/stats" 2>/dev/null |
+    grep -o '"file_bytes": *[0-9]*' | head -n 1 | grep -o '[0-9]*$') || true
+  if [[ $bytes =~ ^[0-9]+$ ]]; then echo $(((bytes + 1023) / 1024)) >"$dir/size_kb"; fi
+  log info "started the node cache $key of $NODE_SOURCE (tierfs pid $pid, ${CG:-no cgroup of its" \
+    "own}, -o $NODE_OPTIONS)"
+}
+
+# Attaches the job to the node's cache of its dataset (NODE_KEY), starting
+# it if it is not running: the job's mount point becomes a bind mount of
+# the cache's mount. One prolog at a time per node (a lock, waited for at
+# most MOUNT_TIMEOUT + 30 s: the time another prolog may take to start one).
+node_cache_attach() {
+  local key=$NODE_KEY dir lockfd
+  dir=$(node_dir "$key")
+  private_root_dir "$NODE_CACHE_ROOT" 700 || node_error "NODE_CACHE_ROOT=$NODE_CACHE_ROOT cannot be trusted"
+  exec {lockfd}>"$NODE_CACHE_ROOT/lock"
+  if ! flock -w $((MOUNT_TIMEOUT + 30)) "$lockfd"; then
+    pfs_failure "the node cache was busy (another job starting one) for $((MOUNT_TIMEOUT + 30))s"
+  fi
+  if node_alive "$key"; then
+    log info "attaching to the node cache $key of $NODE_SOURCE"
+  else
+    node_start
+  fi
+  if ! timeout -k 2 "$STEP_TIMEOUT" mount --bind -- "$dir/mnt" "$MNT"; then
+    node_error "cannot bind the node cache's mount $dir/mnt at $MNT"
+  fi
+  echo "$key" >"$STATE_DIR/node-cache"
+  touch -- "$dir/used"
+  exec {lockfd}>&-
+  MOUNTED=1
+  if ((${#JOB_OPTS[@]})) || [[ -n $JOB_RAM_KB ]]; then
+    note "the node's cache of $NODE_SOURCE serves this job with the site's options; the job's" \
+      "own (TIERFS_OPTIONS) do not apply"
+  fi
+  log info "mounted the node cache of $NODE_SOURCE at $MNT"
+}
+
+# Detaches the job from the node cache (its epilog): its bind mount goes,
+# lazily if a process still holds it; the cache's daemon is never touched.
+node_cache_detach() {
+  local key
+  [[ -f $STATE_DIR/node-cache ]] || return 0
+  key=$(<"$STATE_DIR/node-cache")
+  [[ $key =~ ^[0-9a-f]{16}$ ]] || return 0
+  if is_mounted "$MNT" && ! timeout -k 2 "$STEP_TIMEOUT" umount -- "$MNT" 2>/dev/null; then
+    timeout -k 2 "$STEP_TIMEOUT" umount -l -- "$MNT" 2>/dev/null || true
+    log warning "detached $MNT lazily (still in use)"
+  fi
+  touch -- "$(node_dir "$key")/used" 2>/dev/null || true
+  rm -f -- "$STATE_DIR/node-cache"
+}
