@@ -237,9 +237,13 @@ node_start() {
 }
 
 # Attaches the job to the node's cache of its dataset (NODE_KEY), starting
-# it if it is not running: the job's mount point becomes a bind mount of
-# the cache's mount. One prolog at a time per node (a lock, waited for at
-# most MOUNT_TIMEOUT + 30 s: the time another prolog may take to start one).
+# it if it is not running, or again if SOURCE changed and no job reads it:
+# the job's mount point becomes a bind mount of the cache's mount, and
+# NODE_ATTACHED is 1. 0 if SOURCE changed while other jobs read the cache:
+# the job then gets a mount of its own (the caller's). One prolog at a time
+# per node (a lock, waited for at most MOUNT_TIMEOUT + 30 s: the time
+# another prolog may take to start one).
+NODE_ATTACHED=0
 node_cache_attach() {
   local key=$NODE_KEY dir lockfd
   dir=$(node_dir "$key")
@@ -248,10 +252,22 @@ node_cache_attach() {
   if ! flock -w $((MOUNT_TIMEOUT + 30)) "$lockfd"; then
     pfs_failure "the node cache was busy (another job starting one) for $((MOUNT_TIMEOUT + 30))s"
   fi
-  if node_alive "$key"; then
-    log info "attaching to the node cache $key of $NODE_SOURCE"
-  else
+  if ! node_alive "$key"; then
     node_start
+  elif node_changed "$key"; then
+    if (($(node_binds "$key") > 0)); then
+      exec {lockfd}>&-
+      note "$NODE_SOURCE changed on SOURCE while other jobs read this node's cache of it: this" \
+        "job reads it through a mount of its own"
+      return 0
+    fi
+    log info "$NODE_SOURCE changed on SOURCE since the node cache $key started: started again"
+    node_stop "$key" || node_error "the node cache $key cannot be stopped"
+    # A full scan: a file rewritten in place changes no directory.
+    rm -f -- "$NODE_CACHE_TIER_ROOT/$key.index"
+    node_start
+  else
+    log info "attaching to the node cache $key of $NODE_SOURCE"
   fi
   if ! timeout -k 2 "$STEP_TIMEOUT" mount --bind -- "$dir/mnt" "$MNT"; then
     node_error "cannot bind the node cache's mount $dir/mnt at $MNT"
@@ -260,11 +276,25 @@ node_cache_attach() {
   touch -- "$dir/used"
   exec {lockfd}>&-
   MOUNTED=1
+  NODE_ATTACHED=1
   if ((${#JOB_OPTS[@]})) || [[ -n $JOB_RAM_KB ]]; then
     note "the node's cache of $NODE_SOURCE serves this job with the site's options; the job's" \
       "own (TIERFS_OPTIONS) do not apply"
   fi
   log info "mounted the node cache of $NODE_SOURCE at $MNT"
+}
+
+# 0 if SOURCE changed since cache $1's daemon took its snapshot (a file's
+# size, times or inode, an entry added or removed), or if that cannot be
+# told within 6 x STEP_TIMEOUT: the daemon compares (.tierfs/changes).
+node_changed() {
+  local said n
+  said=$(timeout -k 2 $((STEP_TIMEOUT * 6)) cat -- "$(node_dir "$1")/mnt/.tierfs/changes" \
+    </dev/null 2>/dev/null) || return 0
+  n=$(grep -o '"\(changed_files\|changed_dirs\|missing\)": *[0-9]*' <<<"$said" |
+    awk -F: '{ n += $2 } END { print n + 0 }')
+  [[ $said == *changed_files* ]] || return 0
+  ((n > 0))
 }
 
 # Detaches the job from the node cache (its epilog): its bind mount goes,
