@@ -377,6 +377,12 @@ job_dataset() {
   printf '%s' "${d:-$DATASET}"
 }
 
+# $1 KiB as a size a user reads (500M, 1.5G).
+kib_shown() {
+  awk -v k="$1" 'BEGIN { split("K M G T", u); i = 1; while (k >= 1024 && i < 4) { k /= 1024; i++ }
+    printf (k == int(k) ? "%d%s" : "%.1f%s"), k, u[i] }'
+}
+
 # ---- what the job's user reads ----
 
 # The file a batch job's output goes to (its StdErr, else StdOut), from
