@@ -209,7 +209,7 @@ node_start() {
   # shellcheck disable=SC2016  # expanded by the inner sh
   setsid sh -c 'if [ -n "$1" ]; then echo $$ >"$1/cgroup.procs" || exit 71; fi; shift; exec "$@"' \
     sh "$CG" "$TIERFS_BIN" -f "$NODE_SOURCE" "$dir/mnt" -o "$NODE_OPTIONS" \
-    </dev/null >>"$DAEMON_LOG" 2>&1 &
+    </dev/null >>"$DAEMON_LOG" 2>&1 {NODE_LOCK_FD}>&- &  # the lock is the prolog's, not the daemon's
   pid=$!
   echo "$pid" >"$dir/pid"
   deadline=$((SECONDS + MOUNT_TIMEOUT))
@@ -245,18 +245,18 @@ node_start() {
 # another prolog may take to start one).
 NODE_ATTACHED=0
 node_cache_attach() {
-  local key=$NODE_KEY dir lockfd
+  local key=$NODE_KEY dir
   dir=$(node_dir "$key")
   private_root_dir "$NODE_CACHE_ROOT" 700 || node_error "NODE_CACHE_ROOT=$NODE_CACHE_ROOT cannot be trusted"
-  exec {lockfd}>"$NODE_CACHE_ROOT/lock"
-  if ! flock -w $((MOUNT_TIMEOUT + 30)) "$lockfd"; then
+  exec {NODE_LOCK_FD}>"$NODE_CACHE_ROOT/lock"
+  if ! flock -w $((MOUNT_TIMEOUT + 30)) "$NODE_LOCK_FD"; then
     pfs_failure "the node cache was busy (another job starting one) for $((MOUNT_TIMEOUT + 30))s"
   fi
   if ! node_alive "$key"; then
     node_start
   elif node_changed "$key"; then
     if (($(node_binds "$key") > 0)); then
-      exec {lockfd}>&-
+      exec {NODE_LOCK_FD}>&-
       note "$NODE_SOURCE changed on SOURCE while other jobs read this node's cache of it: this" \
         "job reads it through a mount of its own"
       return 0
@@ -274,7 +274,7 @@ node_cache_attach() {
   fi
   echo "$key" >"$STATE_DIR/node-cache"
   touch -- "$dir/used"
-  exec {lockfd}>&-
+  exec {NODE_LOCK_FD}>&-
   MOUNTED=1
   NODE_ATTACHED=1
   if ((${#JOB_OPTS[@]})) || [[ -n $JOB_RAM_KB ]]; then
