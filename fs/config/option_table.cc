@@ -145,10 +145,18 @@ const std::vector<OwnOption>& OwnOptions() {
          }
          c.perm_ttl = s;
        }},
-      {"control_owner", "UID[:GID]",
-       "who may write the control files (.tierfs/order, stage, ...) besides root (default: "
-       "the daemon's user); the Slurm prolog gives the job's user",
+      {"control_owner", "UID[:GID]|any",
+       "who may write the control files (.tierfs/order, stage, ...) and read .tierfs/changes "
+       "besides root (default: the daemon's user); the Slurm prolog gives the job's user. any: "
+       "every user may write order and stage (each write acting as its writer); the others "
+       "stay root's and the daemon's user's",
        [](MountConfig& c, const std::string& v, const std::string& o) {
+         if (v == "any") {
+           c.control_any = true;
+           c.control_uid = c.control_gid = -1;
+           return;
+         }
+         c.control_any = false;
          size_t colon = v.find(':');
          c.control_uid = ParseUnsigned(v.substr(0, colon), o, 0, 0xFFFFFFFE);
          c.control_gid =
@@ -260,6 +268,13 @@ const std::vector<OwnOption>& OwnOptions() {
        "how long unmounting waits for running promotions before forcing (default 30)",
        [](MountConfig& c, const std::string& v, const std::string& o) {
          c.shutdown_timeout = ParseUnsigned(v, o, 1, 3600);
+       }},
+      {"idle_exit", "SECONDS",
+       "unmount and exit (status 0) once, for SECONDS in a row, no other mount of this file "
+       "system exists (a job's bind mount of it) and no process read the dataset through it; "
+       "directory tiers stay for the next start (default 0: never)",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         c.idle_exit = ParseUnsigned(v, o, 0, 86400 * 365);
        }},
       {"peers", "FILE|N1+N2+...",
        "the job's nodes, which serve each other's chunks: a file of 'NAME [HOST][:PORT]' lines "

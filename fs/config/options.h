@@ -51,11 +51,17 @@ struct MountConfig {
   uint64_t log_max = 64ull << 20;
   std::string metrics;             // [HOST:]PORT of the Prometheus endpoint; "" = off
   unsigned shutdown_timeout = 30;  // seconds to finish promotions at unmount
+  // Seconds without a bind mount of the mount and without a request for
+  // the dataset after which the daemon unmounts itself; 0 = never.
+  unsigned idle_exit = 0;
   PermissionsBy permissions = PermissionsBy::kDefault;  // who decides a caller's open
   double perm_ttl = 60;  // seconds an answer of SOURCE is kept; 0 = until revalidated
   // The control files' owner (who may steer the mount besides root);
   // -1 = the daemon's user.
   int64_t control_uid = -1, control_gid = -1;
+  // control_owner=any: every user may write the order and stage files
+  // (each write acts as its writer); the others stay root's and the daemon's user's.
+  bool control_any = false;
   // open_as=: the user whose permissions open SOURCE and MOUNTPOINT; -1 = none.
   int64_t open_as_uid = -1, open_as_gid = -1;
 

@@ -26,7 +26,10 @@ void ControlDir::FileAttr(uint64_t ino, const ControlFile& file, size_t size,
                           struct stat* st) const {
   *st = {};
   st->st_ino = ino;
-  st->st_mode = S_IFREG | (file.write ? 0644 : 0444);  // only the owner (or root) may steer
+  // Only the owner (or root) may steer or read a private file; the kernel
+  // checks these bits (default_permissions), the handlers check again.
+  st->st_mode = S_IFREG | (file.private_read ? 0400 : 0444) |
+                (!file.write ? 0 : file.public_write ? 0222 : 0200);
   st->st_nlink = 1;
   st->st_uid = owner_;
   st->st_gid = group_;
@@ -35,11 +38,12 @@ void ControlDir::FileAttr(uint64_t ino, const ControlFile& file, size_t size,
   st->st_mtim.tv_sec = st->st_ctim.tv_sec = st->st_atim.tv_sec = ::time(nullptr);
 }
 
-int ControlDir::Lookup(std::string_view name, struct stat* st) {
+int ControlDir::Lookup(std::string_view name, uid_t caller, struct stat* st) {
   size_t index = 0;
   while (index < files_.size() && files_[index].name != name) ++index;
   if (index == files_.size()) return -ENOENT;
-  auto text = std::make_shared<const std::string>(files_[index].read());
+  const bool make = !files_[index].private_read || caller == 0 || caller == owner_;
+  auto text = std::make_shared<const std::string>(make ? files_[index].read() : std::string());
   std::lock_guard lock(mu_);
   // The inode number says which file it is, so that writes reach the file
   // even after its snapshot was dropped (others' lookups beyond the cap).
@@ -91,6 +95,18 @@ const ControlFile* ControlDir::FileOfLocked(uint64_t ino) const {
 const ControlFile* ControlDir::FileOf(uint64_t ino) const {
   std::lock_guard lock(mu_);
   return FileOfLocked(ino);
+}
+
+bool ControlDir::MayRead(uint64_t ino, uid_t caller) const {
+  if (caller == 0 || caller == owner_) return true;
+  const ControlFile* file = FileOf(ino);
+  return file == nullptr || !file->private_read;  // an unknown inode fails as such
+}
+
+bool ControlDir::MayWrite(uint64_t ino, uid_t caller) const {
+  if (caller == 0 || caller == owner_) return true;
+  const ControlFile* file = FileOf(ino);
+  return file != nullptr && file->public_write;
 }
 
 ssize_t ControlDir::Write(uint64_t ino, const HintWriter& writer, uint64_t off,

@@ -34,6 +34,12 @@ struct ControlFile {
   // count accepted or -errno. Null for a read-only file.
   std::function<ssize_t(const HintWriter& writer, uint64_t off, std::string_view data)> write;
   std::function<void()> truncate;  // O_TRUNC; null = nothing to do
+  // Read by root and the owner only (mode 0400): for anyone else, and for
+  // a listing, its content is not even made (`read` is not called).
+  bool private_read = false;
+  // Written by anyone (mode 0666), not only by root and the owner: each
+  // write acts as its writer (HintWriter), who is checked by the handler.
+  bool public_write = false;
 };
 
 class ControlDir {
@@ -51,7 +57,15 @@ class ControlDir {
   // Attributes of the directory itself.
   void DirAttr(struct stat* st) const;
   // Looks up `name` in the directory: 0 and *st filled, or -ENOENT.
-  int Lookup(std::string_view name, struct stat* st);
+  // `caller` (a uid) is who asked; kListing for a directory listing: a
+  // private_read file's content is made only for root and the owner.
+  static constexpr uid_t kListing = static_cast<uid_t>(-1);
+  int Lookup(std::string_view name, uid_t caller, struct stat* st);
+  // Whether `caller` may read control inode `ino` (a private_read file:
+  // root and the owner only) or write it (root and the owner, anyone for
+  // a public_write file).
+  bool MayRead(uint64_t ino, uid_t caller) const;
+  bool MayWrite(uint64_t ino, uid_t caller) const;
   // Attributes of a control inode: 0, or -ENOENT for an unknown one.
   int GetAttr(uint64_t ino, struct stat* st) const;
   // The bytes of snapshot `ino` in [off, off+size). *hold keeps them alive

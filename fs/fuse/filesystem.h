@@ -34,6 +34,19 @@ struct RequestCounters {
   std::atomic<uint64_t> lookup{0}, getattr{0}, readdir{0}, readlink{0}, read{0}, read_bytes{0},
       statfs{0}, xattr{0}, rejected_writes{0}, errors{0};
   LatencyHistogram read_latency;  // data reads, request to reply
+  // Steady clock (ns) of the last request for the dataset (not for the
+  // control directory, not statfs), to 100 ms: idle_exit's clock.
+  std::atomic<int64_t> last_use_ns{0};
+  // Notes a request for the dataset now. Cheap: the shared line is written
+  // at most every 100 ms.
+  void NoteUse() {
+    const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                            std::chrono::steady_clock::now().time_since_epoch())
+                            .count();
+    if (now - last_use_ns.load(std::memory_order_relaxed) >= 100'000'000) {
+      last_use_ns.store(now, std::memory_order_relaxed);
+    }
+  }
   void VisitCounters(CounterVisitor& v) const;
 };
 
@@ -47,8 +60,11 @@ class FsContext {
  public:
   // The writers of the store's order and stage files may name what they
   // could open through the mount (CallerAccess), from now until destroyed.
+  // The control files belong to `owner` and `group`; with `anyone_hints`
+  // every user may write order and stage (each write acts as its writer).
   FsContext(const Namespace* ns, SourceReader* reader, TieredStore* store,
-            const SourceCounters* source, FsTimeouts timeouts, uid_t owner, gid_t group);
+            const SourceCounters* source, FsTimeouts timeouts, uid_t owner, gid_t group,
+            bool anyone_hints);
   ~FsContext();
   FsContext(const FsContext&) = delete;
   FsContext& operator=(const FsContext&) = delete;
@@ -82,6 +98,13 @@ class FsContext {
   // metrics endpoint start (null: this node does not serve).
   void set_peer_service(const PeerService* s) { peer_service_ = s; }
   SourcePermissions* source_permissions() const { return source_permissions_; }
+  // SOURCE, for .tierfs/changes (the snapshot compared with SOURCE now,
+  // `threads` stats in flight; 0: kValidateThreads). Unset: the file says
+  // {"error":...}. REQUIRES: before the session starts; `b` outlives it.
+  void set_source_backend(Backend* b, unsigned threads) {
+    changes_backend_ = b;
+    changes_threads_ = threads;
+  }
   // What this mount serves and where: in the stats and tierfs_info's
   // labels, so that two mounts on a node can be told apart.
   // REQUIRES: before the session starts.
@@ -123,7 +146,11 @@ class FsContext {
   std::string PrometheusText() const;
 
  private:
-  std::vector<ControlFile> ControlFiles();
+  std::vector<ControlFile> ControlFiles(bool anyone_hints);
+  // The text of .tierfs/changes: CheckFreshness now, one check at a time
+  // (another caller meanwhile gets {"error":"busy"} at once), the first
+  // changed paths logged.
+  std::string ChangesJson();
 
   const Namespace* const ns_;
   SourceReader* const reader_;
@@ -138,6 +165,9 @@ class FsContext {
   bool check_access_ = false;
   SourcePermissions* source_permissions_ = nullptr;
   const PeerService* peer_service_ = nullptr;
+  Backend* changes_backend_ = nullptr;
+  unsigned changes_threads_ = 0;
+  std::atomic<bool> checking_{false};  // a .tierfs/changes check runs
   std::string source_path_, mount_path_;
   InitReplyPatch init_patch_;
   TierBackingFiles backing_;

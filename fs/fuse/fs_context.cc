@@ -8,12 +8,15 @@
 #include "fs/telemetry/counter_json.h"
 #include "fs/telemetry/prometheus.h"
 #include "tierfs/version.h"
+#include "tiering/base/log_limiter.h"
 #include "tiering/base/log_cap.h"
+#include "tiering/namespace/namespace_freshness.h"
 
 namespace tierfs {
 
 FsContext::FsContext(const Namespace* ns, SourceReader* reader, TieredStore* store,
-                     const SourceCounters* source, FsTimeouts timeouts, uid_t owner, gid_t group)
+                     const SourceCounters* source, FsTimeouts timeouts, uid_t owner, gid_t group,
+                     bool anyone_hints)
     : ns_(ns),
       reader_(reader),
       store_(store),
@@ -21,7 +24,7 @@ FsContext::FsContext(const Namespace* ns, SourceReader* reader, TieredStore* sto
       timeouts_(timeouts),
       started_(std::chrono::steady_clock::now()),
       access_(ns),
-      control_(static_cast<uint64_t>(ns->size()) + 1, owner, group, ControlFiles()),
+      control_(static_cast<uint64_t>(ns->size()) + 1, owner, group, ControlFiles(anyone_hints)),
       backing_(ns, store->chunks()) {
   store_->prefetcher().set_hint_access(&access_);
   passthrough_.UseBackingFiles(&backing_);
@@ -29,20 +32,21 @@ FsContext::FsContext(const Namespace* ns, SourceReader* reader, TieredStore* sto
 
 FsContext::~FsContext() { store_->prefetcher().set_hint_access(nullptr); }
 
-std::vector<ControlFile> FsContext::ControlFiles() {
+std::vector<ControlFile> FsContext::ControlFiles(bool anyone_hints) {
   Prefetcher* p = &store_->prefetcher();
   return {
       {"stats", [this] { return StatsJson(); }, nullptr, nullptr},
+      // Each line written names files as its writer may (CallerAccess).
       {"order", [] { return std::string(); },
        [p](const HintWriter& w, uint64_t off, std::string_view d) {
          return p->WriteOrder(w, off, d);
        },
-       [p] { p->ClearOrder(); }},
+       [p] { p->ClearOrder(); }, false, anyone_hints},
       {"stage", [] { return std::string(); },
        [p](const HintWriter& w, uint64_t off, std::string_view d) {
          return p->WriteStage(w, off, d);
        },
-       nullptr},
+       nullptr, false, anyone_hints},
       {"prefetch", [p] { return p->ModeText(); },
        [p](const HintWriter&, uint64_t, std::string_view d) { return p->WriteMode(d); }, nullptr},
       // Any write forgets SOURCE's permission answers (permissions=source).
@@ -52,7 +56,28 @@ std::vector<ControlFile> FsContext::ControlFiles() {
          return static_cast<ssize_t>(d.size());
        },
        nullptr},
+      // One stat per directory and file of SOURCE: root's and the owner's.
+      {"changes", [this] { return ChangesJson(); }, nullptr, nullptr, true, false},
   };
+}
+
+std::string FsContext::ChangesJson() {
+  if (changes_backend_ == nullptr) return "{\"error\":\"SOURCE is not known to this mount\"}\n";
+  if (checking_.exchange(true)) return "{\"error\":\"busy: another check is running\"}\n";
+  struct Done {
+    std::atomic<bool>* flag;
+    ~Done() { *flag = false; }  // also when the check throws (the handler answers that)
+  } done{&checking_};
+  const FreshnessReport report = CheckFreshness(changes_backend_, *ns_, changes_threads_);
+  TIERFS_LOG_SAMPLED(kInfo,
+             "changes since the mount's snapshot: {} of {} files and {} of {} directories "
+             "changed, {} gone, {} errors ({:.2f} s)",
+             report.changed_files, report.checked_files, report.changed_dirs,
+             report.checked_dirs, report.missing, report.errors, report.seconds);
+  for (const std::string& sample : report.samples) {
+    TIERFS_LOG_SAMPLED(kInfo, "changed on SOURCE since the mount: {}", sample);
+  }
+  return FreshnessJson(report);
 }
 
 void RequestCounters::VisitCounters(CounterVisitor& v) const {

@@ -66,6 +66,7 @@ void Readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus) 
   ctx.requests().readdir.fetch_add(1, std::memory_order_relaxed);
   if (ino != ctx.control().dir_ino()) {
     if (!ctx.IsNode(ino)) return ReplyError(req, ENOENT);
+    ctx.requests().NoteUse();
     if (!S_ISDIR(ctx.ns().node(FsContext::NodeOf(ino)).mode)) return ReplyError(req, ENOTDIR);
   }
   // A listing of 1.28 M files is ~40,000 of these: the reply buffer is kept
@@ -97,7 +98,7 @@ void Readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus) 
     } else if (!plus) {
       e.attr.st_mode = S_IFREG | 0444;  // plain readdir uses only type and d_ino
       e.attr.st_ino = ctx.control().dir_ino();
-    } else if (ctx.control().Lookup(name, &e.attr) != 0) {
+    } else if (ctx.control().Lookup(name, ControlDir::kListing, &e.attr) != 0) {
       continue;
     } else {
       e.ino = e.attr.st_ino;  // readdirplus hands a lookup of a fresh snapshot over
@@ -129,13 +130,15 @@ void OpLookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
       return (void)fuse_reply_entry(req, &e);
     }
     if (parent == ctx.control().dir_ino()) {
-      if (int err = ctx.control().Lookup(name, &e.attr)) return ReplyError(req, -err);
+      const uid_t caller = fuse_req_ctx(req)->uid;
+      if (int err = ctx.control().Lookup(name, caller, &e.attr)) return ReplyError(req, -err);
       e.ino = e.attr.st_ino;
       e.attr_timeout = ctx.timeouts().attr;  // a snapshot inode never changes
       e.entry_timeout = 0;                   // but every lookup should get a new one
       return (void)fuse_reply_entry(req, &e);
     }
     if (!ctx.IsNode(parent)) return ReplyError(req, ENOENT);
+    ctx.requests().NoteUse();
     NodeId dir = FsContext::NodeOf(parent);
     if (!S_ISDIR(ctx.ns().node(dir).mode)) return ReplyError(req, ENOTDIR);
     // Without the kernel's checks (see FsContext::check_access), a lookup
@@ -173,6 +176,7 @@ void OpGetattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info*) {
   Guarded(req, "getattr", [&] {
     FsContext& ctx = Ctx(req);
     ctx.requests().getattr.fetch_add(1, std::memory_order_relaxed);
+    if (ctx.IsNode(ino)) ctx.requests().NoteUse();
     struct stat st;
     if (int err = AttrOf(ctx, ino, &st)) return ReplyError(req, err);
     fuse_reply_attr(req, &st, ctx.timeouts().attr);
@@ -183,6 +187,7 @@ void OpReadlink(fuse_req_t req, fuse_ino_t ino) {
   Guarded(req, "readlink", [&] {
     FsContext& ctx = Ctx(req);
     ctx.requests().readlink.fetch_add(1, std::memory_order_relaxed);
+    ctx.requests().NoteUse();
     if (!ctx.IsNode(ino)) return ReplyError(req, EINVAL);
     NodeId id = FsContext::NodeOf(ino);
     if (!S_ISLNK(ctx.ns().node(id).mode)) return ReplyError(req, EINVAL);

@@ -68,6 +68,7 @@ void Open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi, bool dir) {
     FsContext& ctx = Ctx(req);
     fi->fh = kFhUntracked;
     if (ctx.IsNode(ino)) {
+      ctx.requests().NoteUse();
       const NodeId id = FsContext::NodeOf(ino);
       if (!Allowed(req, ctx, id, fi->flags)) return;
       if (passthrough && S_ISREG(ctx.ns().node(id).mode)) {

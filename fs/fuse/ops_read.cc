@@ -17,6 +17,7 @@ void OpRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_
     FsContext& ctx = Ctx(req);
     if (off < 0) return ReplyError(req, EINVAL);
     if (ctx.control().Owns(ino)) {
+      if (!ctx.control().MayRead(ino, fuse_req_ctx(req)->uid)) return ReplyError(req, EACCES);
       std::string_view data;
       std::shared_ptr<const std::string> hold;
       if (int err = ctx.control().Read(ino, static_cast<uint64_t>(off), size, &data, &hold)) {
@@ -25,6 +26,7 @@ void OpRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_
       return (void)fuse_reply_buf(req, data.data(), data.size());
     }
     ctx.requests().read.fetch_add(1, std::memory_order_relaxed);  // data reads only
+    ctx.requests().NoteUse();
     if (!ctx.IsNode(ino)) return ReplyError(req, ENOENT);
     NodeId id = FsContext::NodeOf(ino);
     if (!S_ISREG(ctx.ns().node(id).mode)) return ReplyError(req, EISDIR);

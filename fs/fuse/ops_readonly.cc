@@ -1,7 +1,7 @@
 // Every operation that would change the mirror answers EROFS: the dataset is
 // read-only while mounted. Writes and truncation of the control files
-// (.tierfs/order, stage, prefetch) are the exception, for the mount's owner
-// and root only.
+// (.tierfs/order, stage, prefetch, revalidate) are the exception, for the
+// mount's owner and root (order and stage for anyone with control_owner=any).
 #include "fs/fuse/handler.h"
 
 namespace tierfs {
@@ -12,16 +12,15 @@ void Reject(fuse_req_t req) {
   fuse_reply_err(req, EROFS);
 }
 
-bool MayControl(fuse_req_t req) {
-  uid_t uid = fuse_req_ctx(req)->uid;
-  return uid == 0 || uid == Ctx(req).control().owner();
+bool MayControl(fuse_req_t req, fuse_ino_t ino) {
+  return Ctx(req).control().MayWrite(ino, fuse_req_ctx(req)->uid);
 }
 
 void Write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_t off,
            fuse_file_info*) {
   FsContext& ctx = Ctx(req);
   if (!ctx.control().Owns(ino)) return Reject(req);
-  if (!MayControl(req)) return ReplyError(req, EACCES);
+  if (!MayControl(req, ino)) return ReplyError(req, EACCES);
   Guarded(req, "write", [&] {
     const HintWriter writer{static_cast<uint64_t>(fuse_req_ctx(req)->pid), CallerOf(req)};
     ssize_t n =
@@ -34,7 +33,7 @@ void Write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_t o
 void Setattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, fuse_file_info*) {
   FsContext& ctx = Ctx(req);
   if (!ctx.control().Owns(ino)) return Reject(req);
-  if (!MayControl(req)) return ReplyError(req, EACCES);
+  if (!MayControl(req, ino)) return ReplyError(req, EACCES);
   Guarded(req, "setattr", [&] {
     // O_TRUNC of a control file (times that come with it are ignored);
     // anything else (chmod, chown, a non-zero size) is refused.

@@ -233,7 +233,8 @@ void TierfsMount::ConfigureContext() {
       config_.control_gid >= 0 ? static_cast<gid_t>(config_.control_gid) : ::getgid();
   ctx_ = std::make_unique<FsContext>(ns_.get(), reader_.get(), store_.get(), &backend_->counters(),
                                      FsTimeouts{config_.entry_timeout, config_.attr_timeout},
-                                     control_uid, control_gid);
+                                     control_uid, control_gid, config_.control_any);
+  ctx_->set_source_backend(backend_.get(), config_.scan_threads);
   ctx_->set_check_access(fd_mount_);
   ctx_->set_identity(source_, mountpoint_);
   // A root daemon serving other users decides opens as SOURCE would for each.

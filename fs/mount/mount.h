@@ -13,6 +13,7 @@
 #include "fs/config/options.h"
 #include "fs/fuse/filesystem.h"
 #include "fs/mount/fuse_session.h"
+#include "fs/mount/idle_exit.h"
 #include "fs/mount/mount_failure.h"
 #include "fs/mount/open_as.h"
 #include "fs/telemetry/metrics_server.h"
@@ -42,6 +43,10 @@ class TierfsMount {
   void ConfigureContext();
   MountFailure MountFuse();
   void Detach();
+  // idle_exit=: the thread that ends the loop once the mount is unused
+  // (null when off, or when the mount cannot be found in mountinfo).
+  // REQUIRES: on the thread that runs the loop, after Detach().
+  std::unique_ptr<IdleExit> StartIdleExit();
   // Stops promotion (queued ones dropped, running ones cancelled at their
   // next 1 MiB piece: nothing half-published), the peers and the metrics
   // endpoint. The ShutdownGuard bounds how long this may take (a PFS read

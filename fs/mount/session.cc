@@ -1,6 +1,7 @@
 #include "fs/mount/session.h"
 
 #include <fmt/format.h>
+#include <pthread.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -11,9 +12,11 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "fs/mount/detached_log.h"
+#include "fs/mount/idle_exit.h"
 #include "fs/mount/mount.h"
 #include "fs/mount/service_notify.h"
 #include "fs/mount/shutdown_guard.h"
@@ -62,7 +65,45 @@ std::unique_ptr<PeerService> StartPeerService(TieredStore* store, const Namespac
   return std::move(service).value();
 }
 
+// The text of /proc/self/mountinfo; "" if it cannot be read.
+std::string ReadMountinfo() {
+  std::ifstream in("/proc/self/mountinfo");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return in ? text.str() : std::string();
+}
+
 }  // namespace
+
+std::unique_ptr<IdleExit> TierfsMount::StartIdleExit() {
+  if (config_.idle_exit == 0) return nullptr;
+  const std::string device = MountDevice(ReadMountinfo(), mountpoint_);
+  if (device.empty()) {
+    TIERFS_LOG(kWarning,
+               "idle_exit={}: the mount on {} is not in /proc/self/mountinfo; the daemon will "
+               "not leave by itself",
+               config_.idle_exit, mountpoint_);
+    return nullptr;
+  }
+  RequestCounters* requests = &ctx_->requests();
+  fuse_session* se = session_->get();
+  const pthread_t loop_thread = ::pthread_self();
+  auto idle = std::make_unique<IdleExit>(
+      std::chrono::seconds(config_.idle_exit), device,
+      IdleExit::Hooks{ReadMountinfo,
+                      [requests] { return requests->last_use_ns.load(std::memory_order_relaxed); },
+                      [se, loop_thread] {
+                        // As SIGTERM does: the loop returns, then the usual clean
+                        // shutdown and unmount. The signal wakes the loop's thread
+                        // even where libfuse installed no handler (ShutdownGuard did).
+                        fuse_session_exit(se);
+                        ::pthread_kill(loop_thread, SIGTERM);
+                      }});
+  idle->Start();
+  TIERFS_LOG(kInfo, "idle_exit: unmounting after {} s without a bind mount or a reader",
+             config_.idle_exit);
+  return idle;
+}
 
 void TierfsMount::Detach() {
   if (!config_.foreground) {
@@ -108,7 +149,9 @@ int TierfsMount::Serve() {
                  fd_mount_ ? 0 : config_.read_ahead_kb, ctx_->init_patch());
   });
   NotifyReady(fmt::format("serving {} on {} ({} files)", source_, mountpoint_, ns_->file_count()));
+  std::unique_ptr<IdleExit> idle = StartIdleExit();
   const int rc = session_->Loop(config_.threads);
+  if (idle) idle->Stop();
   NotifyStopping("unmounting: stopping promotions");
   tune.join();
   session_->RemoveSignalHandlers();

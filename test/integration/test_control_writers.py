@@ -97,9 +97,9 @@ class ControlWriters(unittest.TestCase):
             os.chown(path, *owner)
         self.sizes[rel] = size
 
-    def mount(self, *options):
-        m = harness.Mount(self.src, self.mnt, ["allow_other", "ram=16M",
-                                               f"control_owner={BOB[0]}:{BOB[1]}", *options])
+    def mount(self, *options, owner=None):
+        owner = owner or f"control_owner={BOB[0]}:{BOB[1]}"
+        m = harness.Mount(self.src, self.mnt, ["allow_other", "ram=16M", owner, *options])
         self.mounts.append(m)
         return m
 
@@ -170,6 +170,34 @@ class ControlWriters(unittest.TestCase):
         m = self.mount("permissions=snapshot")
         self.assertNotIn("permissions", m.stats())
         self.check_writers(acl_applies=False)
+
+    def read_as_bob(self, name):
+        """bob reads .tierfs/NAME: "ok" or the errno's name."""
+        code = ("import errno, sys\ntry:\n    open(sys.argv[1]).read()\n    print('ok')\n"
+                "except OSError as e:\n    print(errno.errorcode[e.errno])")
+        r = harness.as_user(BOB, sys.executable, "-c", code,
+                            os.path.join(self.mnt, ".tierfs", name))
+        return r.stdout.decode().strip()
+
+    def test_control_owner_any_lets_every_user_hint_as_herself(self):
+        m = self.mount(owner="control_owner=any")
+        self.assertEqual(m.stats()["permissions"]["decided_by"], "source")
+        # bob's lines are taken (stats show them) and checked as bob: what he
+        # could not open is refused as a missing name, as for an owner.
+        self.check_writers(acl_applies=True)
+        self.assertGreaterEqual(self.group("order")["valid_lines"], 1)
+        # The mount's mode, permission answers and the SOURCE check stay root's.
+        self.assertEqual(self.write_as_bob("prefetch", "stage-in"), "EACCES")
+        self.assertEqual(self.write_as_bob("revalidate", "1"), "EACCES")
+        self.assertEqual(self.read_as_bob("changes"), "EACCES")
+        self.assertEqual(m.stats()["prefetch"]["mode"], "on-access")
+
+    def test_without_control_owner_another_user_may_not_hint(self):
+        self.mount(owner="ram=16M")  # the control files are root's
+        for name in ("order", "stage", "prefetch", "revalidate"):
+            self.assertEqual(self.write_as_bob(name, "shared/open.bin"), "EACCES", name)
+        self.assertEqual(self.read_as_bob("changes"), "EACCES")
+        self.assertEqual(self.read_as_bob("stats")[:2], "ok")
 
 
 if __name__ == "__main__":

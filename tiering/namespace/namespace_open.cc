@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "tiering/base/log.h"
+#include "tiering/namespace/namespace_freshness.h"
 
 namespace tierfs {
 namespace {
@@ -150,9 +151,7 @@ std::vector<NodeId> ChangedDirectories(Backend* backend, const Namespace& ns, un
     for (size_t i; (i = next.fetch_add(1)) < dirs.size();) {
       struct stat st;
       const Node& n = ns.node(dirs[i]);
-      bool same = backend->stat(ns.Path(dirs[i]), &st) == 0 && S_ISDIR(st.st_mode) &&
-                  st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec == n.mtime_ns &&
-                  st.st_ctim.tv_sec * 1000000000LL + st.st_ctim.tv_nsec == n.ctime_ns &&
+      bool same = backend->stat(ns.Path(dirs[i]), &st) == 0 && IdentityChange(n, st) == nullptr &&
                   n.mtime_ns < racy_after_ns && n.ctime_ns < racy_after_ns;
       changed[i] = !same;
     }

@@ -4,6 +4,7 @@
 #include <cerrno>
 
 #include "tiering/base/log.h"
+#include "tiering/namespace/namespace_freshness.h"
 
 namespace tierfs {
 
@@ -55,17 +56,7 @@ int OpenFileCache::Get(NodeId id, std::shared_ptr<SourceFile>* out) {
 int OpenFileCache::CheckIdentity(NodeId id, SourceFile* file) {
   struct stat st;
   if (int err = file->fstat(&st); err < 0) return err;
-  const Node& n = ns_->node(id);
-  const char* what = nullptr;
-  if (!S_ISREG(st.st_mode)) {
-    what = "is no longer a regular file";
-  } else if (n.ino != 0 && static_cast<uint64_t>(st.st_ino) != n.ino) {  // 0: not stable
-    what = "was replaced (another inode)";
-  } else if (static_cast<uint64_t>(st.st_size) != n.size) {
-    what = "changed size";
-  } else if (Nanos(st.st_mtim) != n.mtime_ns || Nanos(st.st_ctim) != n.ctime_ns) {
-    what = "was modified (mtime or ctime)";
-  }
+  const char* what = IdentityChange(ns_->node(id), st);  // n.ino 0: inodes not stable
   if (what == nullptr) return 0;
   // Serving it would mix versions (its size is the snapshot's, tier chunks
   // may hold the old bytes): EIO until a remount takes a new snapshot.

@@ -25,7 +25,7 @@ struct Control {
   }
   uint64_t LookupStats() {
     struct stat st;
-    REQUIRE(dir.Lookup("stats", &st) == 0);
+    REQUIRE(dir.Lookup("stats", 0, &st) == 0);
     return st.st_ino;
   }
   // The whole of snapshot `ino`, read in one call.
@@ -40,8 +40,8 @@ struct Control {
 TEST_CASE("ControlDir gives each lookup of stats a new inode and snapshot", "[control]") {
   Control c;
   struct stat first, second;
-  REQUIRE(c.dir.Lookup("stats", &first) == 0);
-  REQUIRE(c.dir.Lookup("stats", &second) == 0);
+  REQUIRE(c.dir.Lookup("stats", 0, &first) == 0);
+  REQUIRE(c.dir.Lookup("stats", 0, &second) == 0);
   CHECK(c.produced == 2);
   CHECK(first.st_ino != second.st_ino);
   CHECK(c.dir.Owns(first.st_ino));
@@ -60,7 +60,7 @@ TEST_CASE("ControlDir gives each lookup of stats a new inode and snapshot", "[co
 TEST_CASE("ControlDir GetAttr agrees with Lookup", "[control]") {
   Control c;
   struct stat looked, got;
-  REQUIRE(c.dir.Lookup("stats", &looked) == 0);
+  REQUIRE(c.dir.Lookup("stats", 0, &looked) == 0);
   REQUIRE(c.dir.GetAttr(looked.st_ino, &got) == 0);
   CHECK(got.st_ino == looked.st_ino);
   CHECK(got.st_mode == looked.st_mode);
@@ -147,10 +147,10 @@ TEST_CASE("ControlDir: others' lookups beyond the cap do not break an open contr
                               },
                               nullptr}}};
   struct stat st;
-  REQUIRE(dir.Lookup("order", &st) == 0);  // the owner opens .tierfs/order
+  REQUIRE(dir.Lookup("order", 0, &st) == 0);  // the owner opens .tierfs/order
   const uint64_t order = st.st_ino;
   for (size_t i = 0; i < ControlDir::kMaxSnapshots + 100; ++i) {  // anyone: cat .tierfs/stats
-    REQUIRE(dir.Lookup("stats", &st) == 0);
+    REQUIRE(dir.Lookup("stats", 0, &st) == 0);
   }
   CHECK(dir.Write(order, HintWriter{1, {}}, 0, "f0\n") == 3);
   CHECK(written == std::vector<std::string>{"f0\n"});
@@ -159,17 +159,17 @@ TEST_CASE("ControlDir: others' lookups beyond the cap do not break an open contr
   CHECK(dir.Truncate(order) == 0);
   // Inodes never handed out stay unknown; a stats inode stays read-only.
   CHECK(dir.Write(kDirIno + 1000000, HintWriter{1, {}}, 0, "x") == -EIO);
-  REQUIRE(dir.Lookup("stats", &st) == 0);
+  REQUIRE(dir.Lookup("stats", 0, &st) == 0);
   CHECK(dir.Write(st.st_ino, HintWriter{1, {}}, 0, "x") == -EACCES);
 }
 
 TEST_CASE("ControlDir knows only stats", "[control]") {
   Control c;
   struct stat st;
-  CHECK(c.dir.Lookup("stat", &st) == -ENOENT);
-  CHECK(c.dir.Lookup("stats2", &st) == -ENOENT);
-  CHECK(c.dir.Lookup("", &st) == -ENOENT);
-  CHECK(c.dir.Lookup("..", &st) == -ENOENT);
+  CHECK(c.dir.Lookup("stat", 0, &st) == -ENOENT);
+  CHECK(c.dir.Lookup("stats2", 0, &st) == -ENOENT);
+  CHECK(c.dir.Lookup("", 0, &st) == -ENOENT);
+  CHECK(c.dir.Lookup("..", 0, &st) == -ENOENT);
   CHECK(c.produced == 0);
   CHECK(c.dir.held_snapshots() == 0);
   CHECK(c.dir.Entries() == std::vector<std::string_view>{"stats"});
@@ -202,6 +202,46 @@ TEST_CASE("ControlDir DirAttr is a read-only directory", "[control]") {
   CHECK(st.st_uid == 123);
   CHECK(st.st_gid == 456);
   CHECK(st.st_size == 0);
+}
+
+TEST_CASE("A private control file is made and read for root and its owner only", "[control]") {
+  int made = 0;
+  auto write = [](const HintWriter&, uint64_t, std::string_view d) {
+    return static_cast<ssize_t>(d.size());
+  };
+  ControlDir dir{kDirIno,
+                 123,
+                 456,
+                 {ControlFile{"changes", [&made] { return std::to_string(++made); }, nullptr,
+                              nullptr, true, false},
+                  ControlFile{"order", [] { return std::string(); }, write, nullptr, false, true},
+                  ControlFile{"prefetch", [] { return std::string("x"); }, write, nullptr}}};
+  struct stat st;
+  REQUIRE(dir.Lookup("changes", 777, &st) == 0);  // another user: not even made
+  CHECK(made == 0);
+  CHECK(st.st_size == 0);
+  CHECK((st.st_mode & 07777) == 0400);
+  CHECK_FALSE(dir.MayRead(st.st_ino, 777));
+  REQUIRE(dir.Lookup("changes", ControlDir::kListing, &st) == 0);  // ls -l .tierfs
+  CHECK(made == 0);
+  REQUIRE(dir.Lookup("changes", 123, &st) == 0);
+  CHECK(made == 1);
+  CHECK(dir.MayRead(st.st_ino, 123));
+  CHECK(dir.MayRead(st.st_ino, 0));
+  CHECK_FALSE(dir.MayRead(st.st_ino, 777));  // an owner's snapshot, read by another
+  REQUIRE(dir.Lookup("changes", 0, &st) == 0);
+  CHECK(made == 2);
+  CHECK(dir.Write(st.st_ino, HintWriter{1, {}}, 0, "x") == -EACCES);  // read-only, even for root
+
+  REQUIRE(dir.Lookup("order", 777, &st) == 0);  // public_write: anyone may write it
+  CHECK((st.st_mode & 07777) == 0666);
+  CHECK(dir.MayWrite(st.st_ino, 777));
+  CHECK(dir.MayRead(st.st_ino, 777));
+  REQUIRE(dir.Lookup("prefetch", 777, &st) == 0);  // the others stay the owner's
+  CHECK((st.st_mode & 07777) == 0644);
+  CHECK_FALSE(dir.MayWrite(st.st_ino, 777));
+  CHECK(dir.MayWrite(st.st_ino, 123));
+  CHECK(dir.MayWrite(st.st_ino, 0));
 }
 
 }  // namespace
