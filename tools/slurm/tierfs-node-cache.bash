@@ -269,9 +269,7 @@ node_cache_attach() {
   else
     log info "attaching to the node cache $key of $NODE_SOURCE"
   fi
-  if ! timeout -k 2 "$STEP_TIMEOUT" mount --bind -- "$dir/mnt" "$MNT"; then
-    node_error "cannot bind the node cache's mount $dir/mnt at $MNT"
-  fi
+  node_bind "$key"
   echo "$key" >"$STATE_DIR/node-cache"
   touch -- "$dir/used"
   exec {NODE_LOCK_FD}>&-
@@ -282,6 +280,25 @@ node_cache_attach() {
       "own (TIERFS_OPTIONS) do not apply"
   fi
   log info "mounted the node cache of $NODE_SOURCE at $MNT"
+}
+
+# Binds cache $1's mount at the job's mount point. A request first (a stat
+# of its root) restarts the daemon's idle clock; a daemon that had already
+# decided to leave (idle_exit) just before is started again and bound anew.
+node_bind() {
+  local dir attempt
+  dir=$(node_dir "$1")
+  for attempt in 1 2; do
+    timeout -k 2 "$STEP_TIMEOUT" stat -- "$dir/mnt/" >/dev/null 2>&1 || true
+    if ! timeout -k 2 "$STEP_TIMEOUT" mount --bind -- "$dir/mnt" "$MNT"; then
+      node_error "cannot bind the node cache's mount $dir/mnt at $MNT"
+    fi
+    node_alive "$1" && return 0
+    log warning "the node cache $1 left as the job attached (attempt $attempt): started again"
+    timeout -k 2 "$STEP_TIMEOUT" umount -l -- "$MNT" 2>/dev/null || true
+    node_start
+  done
+  node_error "the node cache $1 left twice as the job attached"
 }
 
 # 0 if SOURCE changed since cache $1's daemon took its snapshot (a file's
