@@ -86,7 +86,7 @@ class NodeCache(SlurmFixture):
 
     def source_bytes(self, key):
         stats = harness.mount_stats(os.path.join(self.node_root, key, "mnt"))
-        return stats["source"]["bytes_read"]
+        return stats["source"]["read_bytes"]
 
     def read_all(self, mnt, user=None):
         for rel, data in self.files.items():
@@ -150,9 +150,29 @@ class NodeCache(SlurmFixture):
         self.assertNotEqual(r.returncode, 0, "she attached to the daemon")
         self.assertEqual(self.caches(), {key: pid})
 
+    def test_a_job_that_pauses_past_the_idle_time_keeps_its_cache_which_leaves_after_it(self):
+        self.node_config(NODE_CACHE_IDLE=2, NODE_CACHE_RAM_MB=0)
+        self.started(self.prolog(**self.user_job()))
+        [(key, pid)] = self.caches().items()
+        time.sleep(5)  # start-up of a training job: longer than the idle time, nothing read
+        self.assertEqual(self.caches(), {key: pid}, "the cache left while a job was attached")
+        self.read_all(self.job_mnt(JOB), USER)
+        self.assertEqual(self.epilog(**self.user_job()).returncode, 0)
+        harness.wait_for(lambda: not os.path.exists(f"/proc/{pid}"), timeout=15,
+                         what="the unused cache to leave after NODE_CACHE_IDLE")
+        self.assertFalse(harness.is_mounted(os.path.join(self.node_root, key, "mnt")))
+        tier = os.path.join(self.scratch, "tierfs-node", key)
+        self.assertTrue(os.path.isdir(tier), "the directory tier went with the daemon")
+        # The next job starts it again from the tier it kept.
+        self.started(self.prolog(OTHER_JOB))
+        self.read_all(self.job_mnt(OTHER_JOB))
+        self.assertEqual(self.source_bytes(key), 0, "the kept tier was not used")
+        self.assertEqual(self.epilog(OTHER_JOB).returncode, 0)
+
     # ---- failures ----
 
     def test_a_daemon_killed_between_jobs_is_started_again_from_its_tier(self):
+        self.node_config(NODE_CACHE_RAM_MB=0)  # the directory tier holds it all
         self.started(self.prolog())
         [(key, pid)] = self.caches().items()
         self.read_all(self.job_mnt(JOB))
@@ -210,8 +230,10 @@ class NodeCache(SlurmFixture):
             time.sleep(1.1)  # the 'used' times one second apart
         # The last job (b) took room from the least recently used (c, then a's
         # turn came before): the running caches are the two most recent.
-        running = {open(os.path.join(self.node_root, k, "dataset")).read().strip()
-                   for k in self.caches()}
+        running = set()
+        for key in self.caches():
+            with open(os.path.join(self.node_root, key, "dataset")) as f:
+                running.add(f.read().strip())
         self.assertIn(sets[1][0], running)
         self.assertNotIn(sets[2][0], running, "the least recently used dataset kept its room")
 
