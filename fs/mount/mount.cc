@@ -212,6 +212,7 @@ MountFailure TierfsMount::OpenStore() {
   reader_ = std::make_unique<SourceReader>(backend_.get(), ns_.get(), max_open_);
   TieringConfig tiering = config_.tiering;
   tiering.prefetch.mountpoint = fd_mount_ ? "" : mountpoint_;
+  tiering.prefetch.shared_control = config_.control_any;
   tiering.source_id = fmt::format("{} ino {}", source_, source_st_.st_ino);
   // A daemon unmounted a moment ago may hold the tiers for up to its
   // shutdown_timeout (30 s by default) while it finishes its promotions.

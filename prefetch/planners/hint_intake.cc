@@ -2,9 +2,13 @@
 
 namespace tierfs {
 
-HintIntake::HintIntake(const Namespace* ns, const std::string& mountpoint)
+HintIntake::HintIntake(const Namespace* ns, const std::string& mountpoint,
+                       bool show_rejected_lines)
     : order_(ns, mountpoint, /*directories=*/false, /*directives=*/true),
-      stage_(ns, mountpoint, /*directories=*/true) {}
+      stage_(ns, mountpoint, /*directories=*/true) {
+  order_.set_show_lines(show_rejected_lines);
+  stage_.set_show_lines(show_rejected_lines);
+}
 
 void HintIntake::set_access(HintAccess* access) {
   std::lock_guard lock(mu_);

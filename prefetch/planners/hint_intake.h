@@ -23,7 +23,9 @@ namespace tierfs {
 class HintIntake {
  public:
   // Absolute paths below `mountpoint` are accepted as well as relative ones.
-  HintIntake(const Namespace* ns, const std::string& mountpoint);
+  // `show_rejected_lines`: whether the stats show a rejected line itself or
+  // only why (when other users read the stats of lines they did not write).
+  HintIntake(const Namespace* ns, const std::string& mountpoint, bool show_rejected_lines = true);
 
   // What writers may name (null: everything). REQUIRES: set before the
   // first write; `access` outlives the intake.

@@ -201,7 +201,7 @@ std::optional<HintParser::Rejection> HintParser::ResolveLine(std::string_view li
 void HintParser::VisitRejected(CounterVisitor& v) const {
   if (!last_rejected_) return;
   v.BeginGroup("last_rejected");
-  v.Note("line", last_rejected_->line);
+  if (show_lines_) v.Note("line", last_rejected_->line);
   v.Note("reason", last_rejected_->reason);
   v.EndGroup();
 }

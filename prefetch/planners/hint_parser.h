@@ -94,6 +94,9 @@ class HintParser {
   // What writers may name (null, the default: everything). REQUIRES: set
   // before the first Feed; `access` outlives the parser.
   void set_access(HintAccess* access) { access_ = access; }
+  // Whether VisitRejected shows the rejected line (default) or only why.
+  // REQUIRES: set before the first Feed.
+  void set_show_lines(bool show) { show_lines_ = show; }
 
   // Bytes written by `writer` at file offset `offset`.
   void Feed(const HintWriter& writer, uint64_t offset, std::string_view data, Result* out);
@@ -135,6 +138,7 @@ class HintParser {
   const bool directories_;
   const bool directives_;
   HintAccess* access_ = nullptr;
+  bool show_lines_ = true;
   std::map<uint64_t, Tail> tails_;  // by writer id
   std::optional<Rejection> last_rejected_;
 };

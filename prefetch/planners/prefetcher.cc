@@ -39,7 +39,7 @@ Prefetcher::Prefetcher(const PrefetchConfig& config, const Namespace* ns, const 
       executor_(executor),
       policy_(policy),
       mode_(PrefetchMode::kOnAccess),
-      intake_(ns, config.mountpoint),
+      intake_(ns, config.mountpoint, /*show_rejected_lines=*/!config.shared_control),
       model_(ns->size(), config.max_order_entries, catalog_, next_uses, policy),
       tuner_(executor, store, reads, source, config.tune_parallelism, config.lookahead),
       stage_(ns, catalog_) {

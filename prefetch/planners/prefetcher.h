@@ -60,6 +60,9 @@ struct PrefetchConfig {
   // size): a window of files larger than the tiers would only thrash.
   uint64_t max_lookahead_bytes = UINT64_MAX;
   std::string mountpoint;  // absolute hint paths below it are accepted
+  // Every user may write hints (control_owner=any): the stats, which every
+  // user may read, say why a line was rejected but never the line.
+  bool shared_control = false;
 };
 
 class Prefetcher final : public ReadObserver {

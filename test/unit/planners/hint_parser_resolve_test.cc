@@ -16,6 +16,7 @@
 
 #include "hint_parser_fixture.h"
 #include "prefetch/planners/hint_parser.h"
+#include "tiering/base/counter_visitor.h"
 
 namespace tierfs {
 namespace {
@@ -242,6 +243,46 @@ TEST_CASE("HintParser without a mountpoint rejects absolute paths", "[hint_parse
   CHECK(Counts(parser, {"/alpha", "/dir/gamma", "/", "//alpha"}) ==
         std::pair<uint64_t, uint64_t>{0, 4});
   CHECK(Counts(parser, {"alpha", "dir/gamma"}) == std::pair<uint64_t, uint64_t>{2, 0});
+}
+
+// Records the notes a parser shows (its other figures are not looked at).
+class NoteRecorder final : public CounterVisitor {
+ public:
+  std::vector<std::string> notes;
+  void Counter(std::string_view, uint64_t, const About&) override {}
+  void Gauge(std::string_view, double, const About&) override {}
+  void Flag(std::string_view, bool, const About&) override {}
+  void Text(std::string_view, std::string_view, std::string_view) override {}
+  void Note(std::string_view name, std::string_view value) override {
+    notes.push_back(std::string(name) + "=" + std::string(value));
+  }
+  void Histogram(std::string_view, const LatencyHistogram&, const About&) override {}
+  void BeginGroup(std::string_view) override {}
+  void EndGroup() override {}
+  void BeginList(std::string_view, std::string_view) override {}
+  void BeginItem(const Labels&, std::string_view) override {}
+  void EndItem() override {}
+  void EndList() override {}
+};
+
+TEST_CASE("HintParser shown to every user says why a line was rejected, never the line",
+          "[hint_parser]") {
+  Files fs;
+  HintParser parser(fs.ns(), "/mnt", false);
+  Result r;
+  parser.Feed(Writer(1), 0, "someone/elses/secret/path\n", &r);
+  NoteRecorder own;
+  parser.VisitRejected(own);
+  CHECK(own.notes == std::vector<std::string>{"line=someone/elses/secret/path",
+                                              "reason=not in the mount (paths are relative to "
+                                              "its root)"});
+  HintParser shared(fs.ns(), "/mnt", false);
+  shared.set_show_lines(false);  // control_owner=any: the stats are every user's
+  shared.Feed(Writer(1), 0, "someone/elses/secret/path\n", &r);
+  NoteRecorder others;
+  shared.VisitRejected(others);
+  CHECK(others.notes ==
+        std::vector<std::string>{"reason=not in the mount (paths are relative to its root)"});
 }
 
 }  // namespace
