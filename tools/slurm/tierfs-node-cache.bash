@@ -70,8 +70,9 @@ node_binds() {
   awk -v d="$dev" '$3 == d { n++ } END { print (n > 1 ? n - 1 : 0) }' /proc/self/mountinfo
 }
 
-# 0 if cache $1's daemon runs (its pid file names a tierfs process) and its
-# mount is there.
+# 0 if cache $1's daemon runs (its pid file names a tierfs process whose
+# arguments name the cache's mount: a reused pid is not it) and its mount
+# is there.
 node_alive() {
   local dir pid name
   dir=$(node_dir "$1")
@@ -79,7 +80,12 @@ node_alive() {
   pid=$(<"$dir/pid")
   [[ $pid =~ ^[1-9][0-9]{0,9}$ ]] || return 1
   { read -r name <"/proc/$pid/comm"; } 2>/dev/null || return 1
-  [[ $name == tierfs ]] && [[ -n $(node_device "$1") ]]
+  [[ $name == tierfs ]] || return 1
+  local arg named=0
+  while IFS= read -r -d '' arg; do
+    if [[ $arg == "$dir/mnt" ]]; then named=1; fi
+  done <"/proc/$pid/cmdline" 2>/dev/null || true
+  ((named)) && [[ -n $(node_device "$1") ]]
 }
 
 node_cgroup() { daemon_cgroup "node_$1"; }
@@ -140,6 +146,30 @@ node_others_use() {
   echo "$ram $tier"
 }
 
+# Scans cache $NODE_KEY's dataset into its saved index (NODE_CACHE_ROOT/KEY/
+# index; one that is there is checked, one stat per directory, and only
+# changed directories listed again) and records the dataset's size for its
+# budgets. The daemon then starts from the index. A failure is the job's or
+# the node's (daemon_failed), as the daemon's own scan's would be.
+node_scan() {
+  local dir status=0 said bytes
+  dir=$(node_dir "$NODE_KEY")
+  said=$(timeout -k 5 "$MOUNT_TIMEOUT" "$TIERFS_BIN" index "$NODE_SOURCE" "$dir/index" \
+    </dev/null 2>&1) || status=$?
+  printf '%s\n' "$said" >>"$dir/daemon.log"
+  if ((status == 124 || status == 137)); then
+    JOB_OPTS=() JOB_RAM_KB=
+    daemon_failed timeout "the node cache of $NODE_SOURCE: its scan did not end within" \
+      "MOUNT_TIMEOUT=${MOUNT_TIMEOUT}s"
+  elif ((status != 0)); then
+    JOB_OPTS=() JOB_RAM_KB=
+    daemon_failed "$status" "the node cache of $NODE_SOURCE: tierfs index exited with status $status"
+  fi
+  bytes=$(grep -o '[0-9]* files ([0-9]* bytes)' <<<"$said" | head -n 1 | grep -o '([0-9]*' |
+    tr -d '(') || true
+  if [[ $bytes =~ ^[0-9]+$ ]]; then echo $(((bytes + 1023) / 1024)) >"$dir/size_kb"; fi
+}
+
 # Sets NODE_RAM_KB and NODE_TIER_KB, the budgets of cache $1 (wanted: its
 # dataset's size if a start before recorded it, else all there is), after
 # taking room from caches no job uses, least recently used first: RAM by
@@ -185,17 +215,27 @@ node_start() {
   local key=$NODE_KEY dir tier opts=() pid status=0 deadline
   dir=$(node_dir "$key")
   node_stop "$key" || node_error "the node cache $key's old mount cannot be cleared"
-  node_make_room "$key"
   mkdir -p -m 700 -- "$dir" "$dir/mnt"
+  DAEMON_LOG=$dir/daemon.log
+  node_scan
+  node_make_room "$key"
   tier=$NODE_CACHE_TIER_ROOT/$key
   opts=(allow_other control_owner=any "idle_exit=$NODE_CACHE_IDLE")
   if ((NODE_RAM_KB > 0)); then opts+=("ram=${NODE_RAM_KB}K"); fi
   if ((NODE_TIER_KB > 0)); then
     private_root_dir "$NODE_CACHE_TIER_ROOT" 711 || node_error "no safe place for node cache tiers"
     mkdir -p -m 700 -- "$tier"
-    opts+=("tier=${tier//,/\\,}:${NODE_TIER_KB}K" "index=${tier//,/\\,}.index")
+    opts+=("tier=${tier//,/\\,}:${NODE_TIER_KB}K")
   fi
-  if [[ -n $DEFAULT_OPTIONS ]]; then opts+=("$DEFAULT_OPTIONS"); fi
+  opts+=("index=${dir//,/\\,}/index")
+  # The site's options, but for the sizes and places the budget sets.
+  local item items=()
+  IFS=, read -r -a items <<<"$DEFAULT_OPTIONS"
+  for item in "${items[@]}"; do
+    case $item in ram=* | tier=* | index=* | idle_exit=* | control_owner=* | '') ;;
+      *) opts+=("$item") ;;
+    esac
+  done
   NODE_OPTIONS=$(IFS=,; printf '%s' "${opts[*]}")
   local refused
   refused=$(options_refused "$NODE_OPTIONS")
@@ -205,7 +245,6 @@ node_start() {
   echo "$NODE_TIER_KB" >"$dir/tier_kb"
   : >"$dir/used"
   make_daemon_cgroup $(((NODE_RAM_KB + MEM_OVERHEAD_MB * 1024) * 1024)) "node_$key"
-  DAEMON_LOG=$dir/daemon.log
   # shellcheck disable=SC2016  # expanded by the inner sh
   setsid sh -c 'if [ -n "$1" ]; then echo $$ >"$1/cgroup.procs" || exit 71; fi; shift; exec "$@"' \
     sh "$CG" "$TIERFS_BIN" -f "$NODE_SOURCE" "$dir/mnt" -o "$NODE_OPTIONS" \
@@ -227,11 +266,6 @@ node_start() {
     fi
     sleep 0.1
   done
-  # Its dataset's size, for the next start's budgets.
-  local bytes
-  bytes=$(timeout -k 2 "$STEP_TIMEOUT" cat -- "$dir/mnt/.tierfs/stats" 2>/dev/null |
-    grep -o '"file_bytes": *[0-9]*' | head -n 1 | grep -o '[0-9]*$') || true
-  if [[ $bytes =~ ^[0-9]+$ ]]; then echo $(((bytes + 1023) / 1024)) >"$dir/size_kb"; fi
   log info "started the node cache $key of $NODE_SOURCE (tierfs pid $pid, ${CG:-no cgroup of its" \
     "own}, -o $NODE_OPTIONS)"
 }
@@ -264,7 +298,7 @@ node_cache_attach() {
     log info "$NODE_SOURCE changed on SOURCE since the node cache $key started: started again"
     node_stop "$key" || node_error "the node cache $key cannot be stopped"
     # A full scan: a file rewritten in place changes no directory.
-    rm -f -- "$NODE_CACHE_TIER_ROOT/$key.index"
+    rm -f -- "$(node_dir "$key")/index"
     node_start
   else
     log info "attaching to the node cache $key of $NODE_SOURCE"
@@ -306,11 +340,15 @@ node_bind() {
 # told within 6 x STEP_TIMEOUT: the daemon compares (.tierfs/changes).
 node_changed() {
   local said n
-  said=$(timeout -k 2 $((STEP_TIMEOUT * 6)) cat -- "$(node_dir "$1")/mnt/.tierfs/changes" \
-    </dev/null 2>/dev/null) || return 0
+  if ! said=$(timeout -k 2 $((STEP_TIMEOUT * 6)) cat -- "$(node_dir "$1")/mnt/.tierfs/changes" \
+    </dev/null 2>/dev/null) || [[ $said != *'"changed_files":'* ]]; then
+    log warning "the node cache $1 cannot tell whether SOURCE changed (${said:-no answer within" \
+      "$((STEP_TIMEOUT * 6))s}): taken as changed"
+    return 0
+  fi
   n=$(grep -o '"\(changed_files\|changed_dirs\|missing\)": *[0-9]*' <<<"$said" |
     awk -F: '{ n += $2 } END { print n + 0 }')
-  [[ $said == *changed_files* ]] || return 0
+  if ((n > 0)); then log info "the node cache $1: SOURCE changed since it started: $said"; fi
   ((n > 0))
 }
 
