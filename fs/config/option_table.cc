@@ -193,6 +193,13 @@ const std::vector<OwnOption>& OwnOptions() {
        [](MountConfig& c, const std::string& v, const std::string& o) {
          c.read_ahead_kb = ParseUnsigned(v, o, 0, 1u << 20);
        }},
+      {"stage_share", "PERCENT",
+       "the part of the tiers each user but root may ask to stage through .tierfs/stage "
+       "(default 100: no limit; files another user asked for first do not count): on a mount "
+       "every user may steer (control_owner=any), one user cannot fill it for the others",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         c.tiering.stage_share_percent = ParseUnsigned(v, o, 1, 100);
+       }},
       {"ram", "SIZE", "RAM tier budget, e.g. 8G (K/M/G/T suffixes; default 0: no RAM tier)",
        [](MountConfig& c, const std::string& v, const std::string& o) {
          c.tiering.ram = SizeOrThrow(v, o);

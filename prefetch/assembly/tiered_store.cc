@@ -99,6 +99,10 @@ Result<std::unique_ptr<TieredStore>> TieredStore::Open(const TieringConfig& conf
                                                  store->promoter_.get());
   PrefetchConfig prefetch = config.prefetch;
   prefetch.max_lookahead_bytes = std::max<uint64_t>(store->chunks_->tier_bytes() / 4, 1);
+  if (config.stage_share_percent < 100) {
+    prefetch.stage_share_bytes =
+        std::max<uint64_t>(store->chunks_->tier_bytes() / 100 * config.stage_share_percent, 1);
+  }
   store->prefetcher_ = std::make_unique<Prefetcher>(
       prefetch, ns, store->chunks_.get(), store->promoter_.get(), store->executor_.get(), belady,
       &store->chunks_->next_uses(), &store->read_path_->counters(), source);

@@ -41,6 +41,9 @@ struct TieringConfig {
   // from a PFS stream, while a shard's other chunks are copied in parallel.
   uint64_t chunk_size = 8ull << 20;
   bool reset = false;  // start directory tiers empty
+  // The percent of the tiers' bytes each user but root may ask to stage
+  // (stage_share=); 100: no limit.
+  unsigned stage_share_percent = 100;
   PrefetchConfig prefetch;
   // The job's other nodes (-o peers=), which serve each other's chunks;
   // none when peers.peers is empty. Needs a tier.

@@ -43,7 +43,7 @@ void HintIntake::DropOrderTails() {
 
 void HintIntake::FlushLate(std::chrono::steady_clock::duration age,
                            std::map<uint64_t, HintParser::Result>* order,
-                           HintParser::Result* stage) {
+                           std::map<uint64_t, HintParser::Result>* stage) {
   std::lock_guard lock(mu_);
   order_.FlushTails(age, order);
   for (const auto& [writer, r] : *order) {

@@ -60,6 +60,7 @@ HintParser::HintParser(const Namespace* ns, std::string mountpoint, bool directo
 
 void HintParser::Feed(const HintWriter& writer, uint64_t offset, std::string_view data,
                       Result* out) {
+  out->uid = writer.caller.uid;
   auto now = std::chrono::steady_clock::now();
   auto it = tails_.find(writer.id);
   // The writer started anew (or is someone else now, with the same thread
@@ -135,6 +136,7 @@ void HintParser::FlushTails(std::chrono::steady_clock::duration age, Result* out
 }
 
 void HintParser::EndTail(Tail& tail, Result* out) {
+  out->uid = tail.caller.uid;
   std::optional<Rejection> rejected;
   if (tail.overlong) {
     out->rejected++;

@@ -73,6 +73,7 @@ class HintParser {
     uint64_t valid = 0;         // lines that named something, or directives
     uint64_t directives = 0;    // of those, directives
     uint64_t rejected = 0;      // lines that did not (counted, never fatal)
+    uid_t uid = 0;              // whose lines (one writer's; merged results: root's)
   };
   static constexpr size_t kMaxStreamName = 64;
   // A rejected line as shown to people, and why it was rejected.

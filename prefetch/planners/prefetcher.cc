@@ -42,7 +42,7 @@ Prefetcher::Prefetcher(const PrefetchConfig& config, const Namespace* ns, const 
       intake_(ns, config.mountpoint, /*show_rejected_lines=*/!config.shared_control),
       model_(ns->size(), config.max_order_entries, catalog_, next_uses, policy),
       tuner_(executor, store, reads, source, config.tune_parallelism, config.lookahead),
-      stage_(ns, catalog_) {
+      stage_(ns, catalog_, config.stage_share_bytes) {
   if (policy_) policy_->SetTransientLimit(tuner_.window());
   SetMode(config.mode);
 }
@@ -226,10 +226,10 @@ bool Prefetcher::Round(std::chrono::steady_clock::time_point* last_tune) {
   }
   // Lines whose writer never sent the newline.
   std::map<uint64_t, HintParser::Result> late;
-  HintParser::Result late_stage;
+  std::map<uint64_t, HintParser::Result> late_stage;  // each writer's apart: its share
   intake_.FlushLate(std::chrono::milliseconds(500), &late, &late_stage);
   model_.ExpireQuiet(std::chrono::steady_clock::now());  // readers that stopped mid-way
-  stage_.Add(late_stage);
+  for (auto& [writer, r] : late_stage) stage_.Add(r);
   for (auto& [writer, r] : late) Declare(writer, r);
   if (promoter_ == nullptr) return true;
   if (mode_.load() == PrefetchMode::kOrder) PumpLookahead();

@@ -63,6 +63,9 @@ struct PrefetchConfig {
   // Every user may write hints (control_owner=any): the stats, which every
   // user may read, say why a line was rejected but never the line.
   bool shared_control = false;
+  // Bytes one user (not root) may ask to stage (files another asked for
+  // first cost nothing); 0: no limit (stage_share=).
+  uint64_t stage_share_bytes = 0;
 };
 
 class Prefetcher final : public ReadObserver {

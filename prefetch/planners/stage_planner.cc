@@ -5,9 +5,10 @@
 
 namespace tierfs {
 
-StagePlanner::StagePlanner(const Namespace* ns, const Catalog* catalog)
+StagePlanner::StagePlanner(const Namespace* ns, const Catalog* catalog, uint64_t user_share)
     : ns_(ns),
       catalog_(catalog),
+      user_share_(user_share),
       marks_(catalog ? std::make_unique<std::atomic<uint8_t>[]>(ns->size()) : nullptr) {}
 
 bool StagePlanner::Resident(NodeId id) const {
@@ -17,10 +18,18 @@ bool StagePlanner::Resident(NodeId id) const {
   return true;
 }
 
-void StagePlanner::AddFile(NodeId id) {
+void StagePlanner::AddFile(NodeId id, uid_t uid) {
   if (!catalog_ || catalog_->chunks(id) == 0) return;
   const uint8_t m = marks_[id].load(std::memory_order_relaxed);
   if (m & kNamedNow) return;  // named twice in one write ("a" and "a/x")
+  if (user_share_ > 0 && uid != 0 && !(m & kStaged)) {
+    uint64_t& used = share_used_[uid];
+    if (used + ns_->node(id).size > user_share_) {
+      over_share_++;
+      return;
+    }
+    used += ns_->node(id).size;
+  }
   named_++;
   const bool resident = Resident(id);
   if (resident) resident_when_named_++;
@@ -44,7 +53,7 @@ void StagePlanner::Add(const HintParser::Result& result) {
   std::lock_guard lock(mu_);
   valid_ += result.valid;
   rejected_ += result.rejected;
-  for (NodeId id : result.files) AddFile(id);
+  for (NodeId id : result.files) AddFile(id, result.uid);
   if (!marks_) return;
   for (NodeId id : result.files) {
     marks_[id].fetch_and(static_cast<uint8_t>(~kNamedNow), std::memory_order_relaxed);
@@ -98,7 +107,7 @@ void StagePlanner::VisitCounters(CounterVisitor& v, bool background_idle) const 
       failed++;  // fed, settled, not resident: no room, or the copy failed
     }
   }
-  uint64_t named, resident_when_named, made_resident_bytes;
+  uint64_t named, resident_when_named, made_resident_bytes, over_share;
   {
     std::lock_guard lock(mu_);
     for (NodeId id : newly_resident) {
@@ -108,6 +117,7 @@ void StagePlanner::VisitCounters(CounterVisitor& v, bool background_idle) const 
     named = named_;
     resident_when_named = resident_when_named_;
     made_resident_bytes = made_resident_bytes_;
+    over_share = over_share_;
   }
   double elapsed =
       staged.empty()
@@ -125,6 +135,9 @@ void StagePlanner::VisitCounters(CounterVisitor& v, bool background_idle) const 
   v.Gauge("failed_files", static_cast<double>(failed),
           {"Staged files that could not be made resident (no room, or a failed copy)."});
   v.Gauge("queued_files", static_cast<double>(queued), {"Staged files not yet promoted."});
+  v.Counter("over_share_files", over_share,
+            {"Files a user asked to stage beyond her share of the tiers (stage_share), not "
+             "staged."});
   v.Counter("named_files", named,
             {"Files named to be staged, each time named (a directory names every file below "
              "it)."});

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -22,12 +23,16 @@ namespace tierfs {
 
 class StagePlanner {
  public:
-  // `catalog` null: nothing can be staged (no tiers).
-  StagePlanner(const Namespace* ns, const Catalog* catalog);
+  // `catalog` null: nothing can be staged (no tiers). `user_share`: the
+  // bytes of files each user but root may ask for (a file someone asked
+  // for first costs nothing); 0: no limit. What is over it is not staged
+  // and is counted (over_share_files).
+  StagePlanner(const Namespace* ns, const Catalog* catalog, uint64_t user_share = 0);
 
   // Stage-in: every regular file, in namespace order (directory by directory).
   void StageAll();
-  // The files of a .tierfs/stage write, and its line counts.
+  // The files of a .tierfs/stage write (one writer's: result.uid), and its
+  // line counts.
   void Add(const HintParser::Result& result);
   // The next file to feed to the promoter; false when none is queued.
   bool Next(NodeId* id);
@@ -43,17 +48,21 @@ class StagePlanner {
   static constexpr uint8_t kStaged = 1;    // in staged_
   static constexpr uint8_t kNamedNow = 2;  // named in the Add() under way
   static constexpr uint8_t kCounted = 4;   // resident when named, or counted since
-  void AddFile(NodeId id);                 // REQUIRES: mu_ held
+  // `uid` asks for it (root: StageAll). REQUIRES: mu_ held.
+  void AddFile(NodeId id, uid_t uid = 0);
   bool Resident(NodeId id) const;          // every chunk resident in a tier
 
   const Namespace* const ns_;
   const Catalog* const catalog_;
+  const uint64_t user_share_;
   mutable std::mutex mu_;       // guards the rest but marks_' loads. Lock order: a leaf.
   std::deque<NodeId> queue_;    // files still to feed to the executor
   std::vector<NodeId> staged_;  // every file ever asked for
   // Per node (none without a catalog): stored under mu_, loaded anywhere.
   std::unique_ptr<std::atomic<uint8_t>[]> marks_;
   uint64_t valid_ = 0, rejected_ = 0;
+  std::map<uid_t, uint64_t> share_used_;  // bytes each user asked for first
+  uint64_t over_share_ = 0;               // files refused: over their asker's share
   uint64_t named_ = 0;                // files named, each time (once per write)
   uint64_t resident_when_named_ = 0;  // ...of which resident then
   mutable uint64_t made_resident_bytes_ = 0;

@@ -169,6 +169,21 @@ class NodeCache(SlurmFixture):
         self.assertEqual(self.source_bytes(key), 0, "the kept tier was not used")
         self.assertEqual(self.epilog(OTHER_JOB).returncode, 0)
 
+    def test_a_users_stage_requests_fill_no_more_than_her_share(self):
+        self.node_config(NODE_CACHE_RAM_MB=0, NODE_CACHE_TIER_MB=4, NODE_CACHE_USER_SHARE=25)
+        self.started(self.prolog(**self.user_job()))
+        [(key, pid)] = self.caches().items()
+        names = "\n".join(sorted(self.files)) + "\n"
+        r = harness.as_user(USER, "sh", "-c", 'printf "%s" "$1" > "$2"', "sh", names,
+                            os.path.join(self.job_mnt(JOB), ".tierfs", "stage"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        stats = harness.mount_stats(os.path.join(self.node_root, key, "mnt"))
+        budget = sum(t["budget"] for t in stats["tiers"])
+        stage = stats["prefetch"]["stage"] if "stage" in stats["prefetch"] else stats["stage"]
+        self.assertGreater(stage["over_share_files"], 0, stage)
+        self.assertLessEqual(stage["requested_bytes"], budget * 25 // 100)
+        self.assertEqual(self.epilog(**self.user_job()).returncode, 0)
+
     # ---- failures ----
 
     def test_a_daemon_killed_between_jobs_is_started_again_from_its_tier(self):

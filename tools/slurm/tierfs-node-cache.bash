@@ -220,7 +220,8 @@ node_start() {
   node_scan
   node_make_room "$key"
   tier=$NODE_CACHE_TIER_ROOT/$key
-  opts=(allow_other control_owner=any "idle_exit=$NODE_CACHE_IDLE")
+  opts=(allow_other control_owner=any "idle_exit=$NODE_CACHE_IDLE"
+    "stage_share=$NODE_CACHE_USER_SHARE")
   if ((NODE_RAM_KB > 0)); then opts+=("ram=${NODE_RAM_KB}K"); fi
   if ((NODE_TIER_KB > 0)); then
     private_root_dir "$NODE_CACHE_TIER_ROOT" 711 || node_error "no safe place for node cache tiers"
@@ -232,7 +233,7 @@ node_start() {
   local item items=()
   IFS=, read -r -a items <<<"$DEFAULT_OPTIONS"
   for item in "${items[@]}"; do
-    case $item in ram=* | tier=* | index=* | idle_exit=* | control_owner=* | '') ;;
+    case $item in ram=* | tier=* | index=* | idle_exit=* | control_owner=* | stage_share=* | '') ;;
       *) opts+=("$item") ;;
     esac
   done

@@ -82,6 +82,7 @@ load_config() {
   NODE_CACHE_RAM_MB=0
   NODE_CACHE_TIER_MB=0
   NODE_CACHE_IDLE=3600
+  NODE_CACHE_USER_SHARE=50
   local conf=${TIERFS_SLURM_CONF:-/etc/tierfs/slurm.conf}
   if [[ -e $conf ]]; then
     # It is sourced by root: refuse one that another user could have written.
@@ -119,10 +120,11 @@ load_config() {
   fi
   if [[ $NODE_CACHE != yes && $NODE_CACHE != no ]] ||
     ! [[ $NODE_CACHE_RAM_MB =~ ^[0-9]{1,9}$ && $NODE_CACHE_TIER_MB =~ ^[0-9]{1,12}$ &&
-      $NODE_CACHE_IDLE =~ ^[1-9][0-9]{0,7}$ ]]; then
+      $NODE_CACHE_IDLE =~ ^[1-9][0-9]{0,7}$ && $NODE_CACHE_USER_SHARE =~ ^[1-9][0-9]?$|^100$ ]]; then
     log err "NODE_CACHE=$NODE_CACHE, NODE_CACHE_RAM_MB=$NODE_CACHE_RAM_MB," \
-      "NODE_CACHE_TIER_MB=$NODE_CACHE_TIER_MB, NODE_CACHE_IDLE=$NODE_CACHE_IDLE: expected yes" \
-      "or no, sizes in MB and whole seconds"
+      "NODE_CACHE_TIER_MB=$NODE_CACHE_TIER_MB, NODE_CACHE_IDLE=$NODE_CACHE_IDLE," \
+      "NODE_CACHE_USER_SHARE=$NODE_CACHE_USER_SHARE: expected yes or no, sizes in MB, whole" \
+      "seconds and a percent (1-100)"
     return 1
   fi
   local check checks=()

@@ -51,6 +51,34 @@ TEST_CASE("StagePlanner stages every file once, in namespace order", "[stage_pla
   CHECK(stats.Uint("valid_lines") == 2);
 }
 
+TEST_CASE("StagePlanner stages for a user no more than her share; root and shared files are free",
+          "[stage_planner]") {
+  testing::TempTree tree;
+  for (const char* name : {"a", "b", "c", "d"}) tree.Write(name, std::string(100, 'x'));
+  auto ns = testing::ScanTree(tree);
+  Catalog catalog(*ns, 4096);
+  StagePlanner stage(ns.get(), &catalog, /*user_share=*/250);  // two files and a half
+  auto asks = [&](uid_t uid, std::vector<const char*> names) {
+    HintParser::Result r;
+    for (const char* n : names) r.files.push_back(*ns->Resolve(n));
+    r.valid = names.size();
+    r.uid = uid;
+    stage.Add(r);
+  };
+  asks(1000, {"a", "b", "c", "d"});  // she asks for all: two fit her share
+  CHECK(stage.queued() == 2);
+  asks(1001, {"a", "c"});  // another user: a is staged already (free), c is hers
+  CHECK(stage.queued() == 3);
+  asks(1000, {"d"});  // her share is still spent
+  CHECK(stage.queued() == 3);
+  asks(0, {"d"});  // root: no share
+  CHECK(stage.queued() == 4);
+  JsonCounterWriter json;
+  stage.VisitCounters(json, false);
+  auto stats = RequireOk(ParseJson(json.Finish()));
+  CHECK(stats.Uint("over_share_files") == 3);  // c and d, then d again
+}
+
 TEST_CASE("StagePlanner without tiers stages nothing", "[stage_planner]") {
   testing::TempTree tree;
   tree.Write("a", "aaa");
