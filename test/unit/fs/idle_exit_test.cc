@@ -86,7 +86,7 @@ TEST_CASE("IdleExit leaves once after the idle time, not while a bind exists", "
   CHECK(fake.exit.left());
 }
 
-TEST_CASE("IdleExit: requests reset its clock; an unreadable mountinfo never leaves",
+TEST_CASE("IdleExit: requests reset its clock, and an unreadable mountinfo never leaves",
           "[idle_exit]") {
   Fake fake;
   fake.exit.Start();

@@ -51,7 +51,7 @@ TEST_CASE("StagePlanner stages every file once, in namespace order", "[stage_pla
   CHECK(stats.Uint("valid_lines") == 2);
 }
 
-TEST_CASE("StagePlanner stages for a user no more than her share; root and shared files are free",
+TEST_CASE("StagePlanner stages for a user no more than her share, root and shared files for free",
           "[stage_planner]") {
   testing::TempTree tree;
   for (const char* name : {"a", "b", "c", "d"}) tree.Write(name, std::string(100, 'x'));
