@@ -29,6 +29,22 @@ mnt={mount_root}/$SLURM_JOB_ID
 if cat -- "$mnt/{rel}" >/dev/null 2>{jobs}/$SLURM_JOB_ID.err; then echo SERVED; else echo DENIED; fi
 """
 
+HOLD_AND_READ = r"""#!/bin/bash
+# Holds a file of the mount open until the test releases it, then reads
+# the whole dataset.
+mnt={mount_root}/$SLURM_JOB_ID
+exec 3<"$mnt/{rel}"
+touch {jobs}/$SLURM_JOB_ID.holding
+for _ in $(seq 600); do [ -e {release} ] && break; sleep 0.1; done
+cmp -s /dev/fd/3 "{dataset}/{rel}" || {{ echo "DIFFERS: held {rel}"; exit 1; }}
+n=0
+while IFS= read -r f; do
+  cmp -s -- "$mnt/$f" "{dataset}/$f" || {{ echo "DIFFERS: $f"; exit 1; }}
+  n=$((n + 1))
+done < <(cd "{dataset}" && find . -type f | sort)
+echo "READ $n FILES"
+"""
+
 SIGNALS = r"""#!/bin/bash
 # The job's user tries to stop the node cache's daemon.
 for sig in TERM KILL STOP; do
@@ -38,6 +54,17 @@ done
 
 
 class NodeCacheCluster(real.Cluster):
+    def write_slurm_conf(self, prolog=None, epilog=None, plugstack=None):
+        """Two CPUs a node, allocated one by one: two jobs can share a node."""
+        super().write_slurm_conf(prolog, epilog, plugstack)
+        with open(self.path("slurm.conf")) as f:
+            text = f.read()
+        text = text.replace("SelectType=select/linear",
+                            "SelectType=select/cons_tres\nSelectTypeParameters=CR_CPU")
+        text = text.replace(" CPUs=1 ", " CPUs=2 ")
+        with open(self.path("slurm.conf"), "w") as f:
+            f.write(text)
+
     def write_site_config(self, node, cgroup):
         super().write_site_config(node, cgroup)
         with open(self.path(f"site-{node}.conf"), "a") as f:
@@ -166,6 +193,41 @@ class NodeCacheUnderSlurm(unittest.TestCase):
             self.assertIn("SERVED", self.output(job))
         finally:
             subprocess.run(["setfacl", "-b", path], timeout=30)
+
+    def test_job_a_ending_while_job_b_reads_leaves_b_and_the_cache(self):
+        c = self.c
+        rel = sorted(c.files)[0]
+        release = c.path("jobs", "release-b")
+        b = self.submit(HOLD_AND_READ.format(mount_root=c.path(NODE, "mnt"), rel=rel,
+                                             jobs=c.path("jobs"), release=release,
+                                             dataset=c.dataset), "-n1")
+        harness.wait_for(lambda: os.path.exists(c.path("jobs", f"{b}.holding")), timeout=60,
+                         what="job B holding a file of its mount")
+        a = self.submit(self.read_all_script(), "-n1")
+        harness.wait_for(lambda: c.job(a).get("JobState") == "COMPLETED", timeout=90,
+                         what="job A to end beside B")
+        harness.wait_for(lambda: not harness.is_mounted(c.mnt(NODE, a)), timeout=30,
+                         what="job A's epilog to remove its bind")
+        [(key, pid)] = c.caches().items()
+        with open(release, "w"):
+            pass
+        info = c.wait_done(b)
+        self.assertEqual(info["JobState"], "COMPLETED", self.output(b))
+        self.assertIn(f"READ {len(c.files)} FILES", self.output(b))
+        self.assertEqual(c.caches(), {key: pid}, "an epilog stopped the node's cache")
+
+    def test_a_file_rewritten_on_the_pfs_between_jobs_is_read_fresh(self):
+        c = self.c
+        job = self.submit(self.read_all_script())
+        self.assertEqual(c.wait_done(job)["JobState"], "COMPLETED", self.output(job))
+        rel = sorted(c.files)[2]
+        fresh = os.urandom(len(c.files[rel]) + 100)
+        with open(os.path.join(c.dataset, rel), "wb") as f:  # in place: its directory unchanged
+            f.write(fresh)
+        c.files[rel] = fresh
+        job = self.submit(self.read_all_script())  # compares with the PFS file by file
+        self.assertEqual(c.wait_done(job)["JobState"], "COMPLETED", self.output(job))
+        self.assertIn(f"READ {len(c.files)} FILES", self.output(job))
 
     def test_her_job_cannot_signal_the_daemon_and_a_killed_one_is_started_again(self):
         c = self.c
