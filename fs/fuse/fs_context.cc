@@ -138,7 +138,7 @@ void FsContext::VisitCounters(CounterVisitor& v) const {
   v.Counter("suppressed_lines", LogSuppressedLines(),
             {"Log lines a user's actions caused that sampling left out."});
   v.Counter("dropped_lines", LogDroppedLines(),
-            {"Log lines dropped because the log file reached log_max."});
+            {"Log lines dropped because the log file reached its size cap."});
   v.EndGroup();
 }
 

@@ -136,8 +136,7 @@ void StagePlanner::VisitCounters(CounterVisitor& v, bool background_idle) const 
           {"Staged files that could not be made resident (no room, or a failed copy)."});
   v.Gauge("queued_files", static_cast<double>(queued), {"Staged files not yet promoted."});
   v.Counter("over_share_files", over_share,
-            {"Files a user asked to stage beyond her share of the tiers (stage_share), not "
-             "staged."});
+            {"Files a user asked to stage beyond her share of the tiers, not staged."});
   v.Counter("named_files", named,
             {"Files named to be staged, each time named (a directory names every file below "
              "it)."});
