@@ -18,8 +18,12 @@ import harness
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PROLOG = os.path.join(REPO, "tools", "slurm", "tierfs-prolog")
 EPILOG = os.path.join(REPO, "tools", "slurm", "tierfs-epilog")
-JOB = "8675309"
-OTHER_JOB = "8675310"
+# Job ids of this process's own: the prolog names the daemon's cgroup after
+# the job (tierfs/job_ID), and test modules that ctest runs side by side
+# must not end each other's daemons in their epilogs.
+JOB = str(8000000 + os.getpid() % 100000 * 4)
+OTHER_JOB = str(int(JOB) + 1)
+THIRD_JOB = str(int(JOB) + 2)
 
 
 class SlurmFixture(unittest.TestCase):

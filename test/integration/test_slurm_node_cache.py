@@ -21,10 +21,9 @@ import time
 
 import harness
 import slurm_fixture
-from slurm_fixture import JOB, OTHER_JOB, SlurmFixture
+from slurm_fixture import JOB, OTHER_JOB, THIRD_JOB, SlurmFixture
 
 USER = None
-THIRD_JOB = "8675311"
 
 
 def setUpModule():
@@ -224,7 +223,7 @@ class NodeCache(SlurmFixture):
             path = os.path.join(self.root, "lustre", name)
             sets.append((path, harness.make_files(path, 10, 256 * 1024, seed=len(sets))))
         self.node_config(NODE_CACHE_RAM_MB=4, NODE_CACHE_TIER_MB=4, RAM_MIN_MB=1, TIER_MIN_MB=1)
-        jobs = [str(8675400 + i) for i in range(5)]
+        jobs = [str(int(JOB) + 100000 * 4 * (i + 1)) for i in range(5)]  # this process's own
         order = [0, 1, 2, 0, 1]
         for job, i in zip(jobs, order):
             path, files = sets[i]

@@ -30,7 +30,7 @@ import time
 import harness
 import slurm_fixture
 import test_slurm_failures
-from slurm_fixture import JOB, OTHER_JOB, SlurmFixture
+from slurm_fixture import JOB, OTHER_JOB, THIRD_JOB, SlurmFixture
 
 USER = None
 
@@ -248,7 +248,7 @@ class SiteSafety(SlurmFixture):
                          **self.user_job())
         self.assertEqual(r.returncode, 0, r.stderr)
         # Another user's job (root's here) on the same PFS: the node's.
-        r = self.bounded(slurm_fixture.PROLOG, 60, "8675311", TIERFS_DATASET=data)
+        r = self.bounded(slurm_fixture.PROLOG, 60, THIRD_JOB, TIERFS_DATASET=data)
         self.assertEqual(r.returncode, 1, r.stderr)
         self.assertIn("the jobs of 2 users failed on this node's PFS", r.stderr)
 
