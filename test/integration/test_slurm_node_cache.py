@@ -143,10 +143,11 @@ class NodeCache(SlurmFixture):
         for sig in ("TERM", "KILL", "STOP"):
             r = harness.as_user(USER, "kill", f"-{sig}", str(pid))
             self.assertNotEqual(r.returncode, 0, f"her kill -{sig} was taken")
-        r = harness.as_user(USER, "python3", "-c", (
-            "import ctypes, sys; libc = ctypes.CDLL(None, use_errno=True); "
-            f"sys.exit(0 if libc.ptrace(16, {pid}, 0, 0) == 0 else 1)"))  # PTRACE_ATTACH
-        self.assertNotEqual(r.returncode, 0, "she attached to the daemon")
+        r = harness.as_user(USER, "/usr/bin/python3", "-c", (  # PTRACE_ATTACH
+            "import ctypes; libc = ctypes.CDLL(None, use_errno=True); "
+            f"print('ATTACHED' if libc.ptrace(16, {pid}, 0, 0) == 0 else "
+            "'REFUSED %d' % ctypes.get_errno())"))
+        self.assertIn(b"REFUSED 1", r.stdout, f"she attached to the daemon: {r.stderr}")  # EPERM
         self.assertEqual(self.caches(), {key: pid})
 
     def test_a_job_that_pauses_past_the_idle_time_keeps_its_cache_which_leaves_after_it(self):

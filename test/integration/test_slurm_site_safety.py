@@ -190,7 +190,9 @@ class SiteSafety(SlurmFixture):
         # Another user's process called tierfs with the job's mount point as an argument.
         code = ("import ctypes, time; ctypes.CDLL(None).prctl(15, b'tierfs', 0, 0, 0); "
                 "time.sleep(120)")
-        other = subprocess.Popen(harness.user_command(USER, "python3", "-c", code, self.mnt))
+        # Debian's python3: another user may not reach root's own interpreters.
+        other = subprocess.Popen(harness.user_command(USER, "/usr/bin/python3", "-c", code,
+                                                      self.mnt))
         self.procs.append(other)
         def named_tierfs():
             with open(f"/proc/{other.pid}/comm") as f:
