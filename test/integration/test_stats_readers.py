@@ -90,6 +90,20 @@ class StatsForEachReader(unittest.TestCase):
         mine = json.loads(self.user_stats())["you"]
         self.assertEqual((mine["uid"], mine["reads"], mine["read_bytes"]), (USER[0], 0, 0))
 
+    def test_declared_streams_are_not_named_after_their_declarer(self):
+        # Every user may read the stats of this mount: a stream is its slot.
+        order = os.path.join(self.mnt, ".tierfs", "order")
+        lines = 'printf "//stream alice-secret\\nb/user0\\n" >> "$1"'
+        r = harness.as_user(USER, "sh", "-c", lines, "sh", order)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(order, "a") as f:  # root's own stream, by process
+            f.write("a/root0\n")
+        text = self.user_stats()
+        self.assertNotIn("alice-secret", text)
+        self.assertNotIn("pid:", text)
+        streams = json.loads(text)["prefetch"]["order"]["streams"]
+        self.assertEqual(sorted(st["name"] for st in streams), ["stream-0", "stream-1"])
+
 
 if __name__ == "__main__":
     harness.main()
