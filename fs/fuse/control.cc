@@ -43,7 +43,8 @@ int ControlDir::Lookup(std::string_view name, uid_t caller, struct stat* st) {
   while (index < files_.size() && files_[index].name != name) ++index;
   if (index == files_.size()) return -ENOENT;
   const bool make = !files_[index].private_read || caller == 0 || caller == owner_;
-  auto text = std::make_shared<const std::string>(make ? files_[index].read() : std::string());
+  auto text =
+      std::make_shared<const std::string>(make ? files_[index].read(caller) : std::string());
   std::lock_guard lock(mu_);
   // The inode number says which file it is, so that writes reach the file
   // even after its snapshot was dropped (others' lookups beyond the cap).

@@ -29,7 +29,10 @@ namespace tierfs {
 // One file of the control directory.
 struct ControlFile {
   std::string name;
-  std::function<std::string()> read;  // its content now; called without our lock
+  // Its content now as `reader` (a uid, or ControlDir::kListing for a
+  // directory listing) sees it; called without our lock. Each lookup makes
+  // its own snapshot, so content made for one user reaches only her.
+  std::function<std::string(uid_t reader)> read;
   // Bytes written by `writer` (its thread id, and who it is) at `off`: the
   // count accepted or -errno. Null for a read-only file.
   std::function<ssize_t(const HintWriter& writer, uint64_t off, std::string_view data)> write;

@@ -19,6 +19,7 @@
 #include "fs/fuse/parallel_dirops.h"
 #include "fs/fuse/passthrough.h"
 #include "fs/fuse/passthrough_backing.h"
+#include "fs/fuse/reads_by_uid.h"
 #include "fs/fuse/source_permissions.h"
 #include "fs/peers/peer_service.h"
 #include "prefetch/assembly/tiered_store.h"
@@ -34,6 +35,7 @@ struct RequestCounters {
   std::atomic<uint64_t> lookup{0}, getattr{0}, readdir{0}, readlink{0}, read{0}, read_bytes{0},
       statfs{0}, xattr{0}, rejected_writes{0}, errors{0};
   LatencyHistogram read_latency;  // data reads, request to reply
+  ReadsByUid by_uid;              // data reads that returned bytes, by caller
   // Steady clock (ns) of the last request for the dataset (not for the
   // control directory, not statfs), to 100 ms: idle_exit's clock.
   std::atomic<int64_t> last_use_ns{0};
@@ -139,10 +141,15 @@ class FsContext {
   static NodeId NodeOf(fuse_ino_t ino) { return static_cast<NodeId>(ino - 1); }
   static fuse_ino_t InoOf(NodeId id) { return static_cast<fuse_ino_t>(id) + 1; }
 
-  // Every figure of the daemon, in the layout of .tierfs/stats.
+  // Every figure of the daemon, in the layout of .tierfs/stats: the
+  // node's totals, which every user may see.
   void VisitCounters(CounterVisitor& v) const;
-  // The JSON text of .tierfs/stats, and the Prometheus text of /metrics.
-  std::string StatsJson() const;
+  // The "you" group: `reader`'s own data reads, and nobody else's.
+  void VisitReader(CounterVisitor& v, uid_t reader) const;
+  // The JSON text of .tierfs/stats as `reader` sees it (the totals and
+  // her "you" group; ControlDir::kListing: the totals only), and the
+  // Prometheus text of /metrics (the totals only).
+  std::string StatsJson(uid_t reader) const;
   std::string PrometheusText() const;
 
  private:

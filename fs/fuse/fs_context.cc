@@ -35,29 +35,29 @@ FsContext::~FsContext() { store_->prefetcher().set_hint_access(nullptr); }
 std::vector<ControlFile> FsContext::ControlFiles(bool anyone_hints) {
   Prefetcher* p = &store_->prefetcher();
   return {
-      {"stats", [this] { return StatsJson(); }, nullptr, nullptr},
+      {"stats", [this](uid_t reader) { return StatsJson(reader); }, nullptr, nullptr},
       // Each line written names files as its writer may (CallerAccess).
-      {"order", [] { return std::string(); },
+      {"order", [](uid_t) { return std::string(); },
        [p](const HintWriter& w, uint64_t off, std::string_view d) {
          return p->WriteOrder(w, off, d);
        },
        [p] { p->ClearOrder(); }, false, anyone_hints},
-      {"stage", [] { return std::string(); },
+      {"stage", [](uid_t) { return std::string(); },
        [p](const HintWriter& w, uint64_t off, std::string_view d) {
          return p->WriteStage(w, off, d);
        },
        nullptr, false, anyone_hints},
-      {"prefetch", [p] { return p->ModeText(); },
+      {"prefetch", [p](uid_t) { return p->ModeText(); },
        [p](const HintWriter&, uint64_t, std::string_view d) { return p->WriteMode(d); }, nullptr},
       // Any write forgets SOURCE's permission answers (permissions=source).
-      {"revalidate", [] { return std::string(); },
+      {"revalidate", [](uid_t) { return std::string(); },
        [this](const HintWriter&, uint64_t, std::string_view d) {
          if (source_permissions_ != nullptr) source_permissions_->Revalidate();
          return static_cast<ssize_t>(d.size());
        },
        nullptr},
       // One stat per directory and file of SOURCE: root's and the owner's.
-      {"changes", [this] { return ChangesJson(); }, nullptr, nullptr, true, false},
+      {"changes", [this](uid_t) { return ChangesJson(); }, nullptr, nullptr, true, false},
   };
 }
 
@@ -94,6 +94,7 @@ void RequestCounters::VisitCounters(CounterVisitor& v) const {
             {"Requests refused because the mount is read-only."});
   v.Counter("errors", load(errors), {"Requests answered with an error."});
   v.Histogram("read_latency", read_latency, {"Time to answer a READ request."});
+  by_uid.VisitCounters(v);
 }
 
 void FsContext::VisitCounters(CounterVisitor& v) const {
@@ -142,9 +143,23 @@ void FsContext::VisitCounters(CounterVisitor& v) const {
   v.EndGroup();
 }
 
-std::string FsContext::StatsJson() const {
+void FsContext::VisitReader(CounterVisitor& v, uid_t reader) const {
+  const ReadsByUid::UidReads mine = requests_.by_uid.Of(reader);
+  v.BeginGroup("you");
+  v.Counter("uid", reader, {"The reader of these figures."});
+  v.Counter("reads", mine.reads, {"Data reads by the reader that returned bytes."});
+  v.Counter("read_bytes", mine.bytes, {"Bytes returned to the reader.", Unit::kBytes});
+  // False: beyond the first 1024 users, her reads are in requests.other_uid_*.
+  v.Flag("counted", mine.own_row || requests_.by_uid.uids() < ReadsByUid::kMaxUids,
+         {"Whether the reader's reads are counted apart."});
+  v.EndGroup();
+}
+
+std::string FsContext::StatsJson(uid_t reader) const {
   JsonCounterWriter json;
   VisitCounters(json);
+  // JSON only: /metrics is one text for everyone, and names no user.
+  if (reader != ControlDir::kListing) VisitReader(json, reader);
   return json.Finish();
 }
 

@@ -37,6 +37,7 @@ void OpRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_
     ssize_t n = ctx.read_path().Read(id, static_cast<uint64_t>(off), size, buf.Get(size), &data);
     if (n < 0) return ReplyError(req, static_cast<int>(-n));
     ctx.requests().read_bytes.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
+    ctx.requests().by_uid.Add(fuse_req_ctx(req)->uid, static_cast<uint64_t>(n));
     // Recorded before the reply: once the reader has its bytes it may look
     // at the counters, and this read must already be in them.
     ctx.requests().read_latency.Record(

@@ -54,6 +54,8 @@ class OrderModel {
                                 const StreamPlanner::ReadyFn& ready,
                                 const StreamPlanner::SizeFn& size);
   uint64_t min_lead() const;
+  // StreamPlanner::set_show_names. REQUIRES: before the first Declare.
+  void set_show_stream_names(bool show) { planner_.set_show_names(show); }
   // The streams' figures (StreamPlanner::VisitCounters).
   void VisitCounters(CounterVisitor& v) const;
 

@@ -43,6 +43,7 @@ Prefetcher::Prefetcher(const PrefetchConfig& config, const Namespace* ns, const 
       model_(ns->size(), config.max_order_entries, catalog_, next_uses, policy),
       tuner_(executor, store, reads, source, config.tune_parallelism, config.lookahead),
       stage_(ns, catalog_, config.stage_share_bytes) {
+  model_.set_show_stream_names(!config.shared_control);
   if (policy_) policy_->SetTransientLimit(tuner_.window());
   SetMode(config.mode);
 }

@@ -61,7 +61,8 @@ struct PrefetchConfig {
   uint64_t max_lookahead_bytes = UINT64_MAX;
   std::string mountpoint;  // absolute hint paths below it are accepted
   // Every user may write hints (control_owner=any): the stats, which every
-  // user may read, say why a line was rejected but never the line.
+  // user may read, say why a line was rejected but never the line, and
+  // name declared streams by slot only ("stream-K").
   bool shared_control = false;
   // Bytes one user (not root) may ask to stage (files another asked for
   // first cost nothing); 0: no limit (stage_share=).

@@ -88,6 +88,8 @@ void StreamPlanner::AssignSeries(Stream* stream, bool by_pid) const {
   while (taken[stream->slot]) stream->slot++;
   if (stream->slot >= kSeries) {
     stream->series = "other";
+  } else if (!show_names_) {
+    stream->series = fmt::format("stream-{}", stream->slot);
   } else {
     stream->series = by_pid ? fmt::format("process-{}", stream->slot) : stream->name;
   }
@@ -327,7 +329,8 @@ void StreamPlanner::VisitCounters(CounterVisitor& v) const {
   v.Counter("dropped_streams", dropped_streams_, {"Streams dropped to make room for a new one."});
   v.BeginList("streams", "stream");
   for (const auto& [name, s] : streams_) {
-    v.BeginItem({{"name", name}}, s->series);
+    const std::string shown = show_names_ ? name : fmt::format("stream-{}", s->slot);
+    v.BeginItem({{"name", shown}}, s->series);
     v.Gauge("declared", static_cast<double>(s->plan.size()),
             {"Files declared in the stream.", Unit::kFiles});
     v.Gauge("position", static_cast<double>(s->plan.cursor()),

@@ -50,6 +50,12 @@ class StreamPlanner {
   // `next_uses` (may be null) is kept up to date with every file's declared
   // uses and every stream's cursor, and must outlive the planner.
   StreamPlanner(size_t nodes, size_t max_entries, NextUseTable* next_uses = nullptr);
+  // Whether the figures name each stream as declared ("pid:N", a //stream
+  // NAME: the default) or only by its slot ("stream-K", K as in kSeries):
+  // off where every user may read the stats (control_owner=any), so that
+  // a user's stream names and process ids are not shown to the others.
+  // REQUIRES: set before the first Append.
+  void set_show_names(bool show) { show_names_ = show; }
 
   struct Appended {
     uint64_t files = 0;           // appended
@@ -113,6 +119,7 @@ class StreamPlanner {
 
   const size_t nodes_;
   const size_t max_entries_;
+  bool show_names_ = true;
   NextUseTable* const next_uses_;
   uint64_t next_serial_ = 1;
   uint64_t dropped_entries_ = 0, dropped_streams_ = 0;

@@ -14,10 +14,11 @@ constexpr uint64_t kDirIno = 1000;
 // length grows, so snapshots can be told apart by content and size.
 struct Control {
   int produced = 0;
-  ControlDir dir{kDirIno,
-                 123,
-                 456,
-                 {ControlFile{"stats", [this] { return Text(++produced); }, nullptr, nullptr}}};
+  ControlDir dir{
+      kDirIno,
+      123,
+      456,
+      {ControlFile{"stats", [this](uid_t) { return Text(++produced); }, nullptr, nullptr}}};
 
   static std::string Text(int n) {
     return fmt::format("{{\"snapshot\": {}, \"pad\": \"{}\"}}\n", n,
@@ -139,8 +140,8 @@ TEST_CASE("ControlDir: others' lookups beyond the cap do not break an open contr
   ControlDir dir{kDirIno,
                  123,
                  456,
-                 {ControlFile{"stats", [] { return std::string("{}"); }, nullptr, nullptr},
-                  ControlFile{"order", [] { return std::string(); },
+                 {ControlFile{"stats", [](uid_t) { return std::string("{}"); }, nullptr, nullptr},
+                  ControlFile{"order", [](uid_t) { return std::string(); },
                               [&written](const HintWriter&, uint64_t, std::string_view data) {
                                 written.emplace_back(data);
                                 return static_cast<ssize_t>(data.size());
@@ -209,13 +210,14 @@ TEST_CASE("A private control file is made and read for root and its owner only",
   auto write = [](const HintWriter&, uint64_t, std::string_view d) {
     return static_cast<ssize_t>(d.size());
   };
-  ControlDir dir{kDirIno,
-                 123,
-                 456,
-                 {ControlFile{"changes", [&made] { return std::to_string(++made); }, nullptr,
-                              nullptr, true, false},
-                  ControlFile{"order", [] { return std::string(); }, write, nullptr, false, true},
-                  ControlFile{"prefetch", [] { return std::string("x"); }, write, nullptr}}};
+  ControlDir dir{
+      kDirIno,
+      123,
+      456,
+      {ControlFile{"changes", [&made](uid_t) { return std::to_string(++made); }, nullptr, nullptr,
+                   true, false},
+       ControlFile{"order", [](uid_t) { return std::string(); }, write, nullptr, false, true},
+       ControlFile{"prefetch", [](uid_t) { return std::string("x"); }, write, nullptr}}};
   struct stat st;
   REQUIRE(dir.Lookup("changes", 777, &st) == 0);  // another user: not even made
   CHECK(made == 0);
@@ -242,6 +244,30 @@ TEST_CASE("A private control file is made and read for root and its owner only",
   CHECK_FALSE(dir.MayWrite(st.st_ino, 777));
   CHECK(dir.MayWrite(st.st_ino, 123));
   CHECK(dir.MayWrite(st.st_ino, 0));
+}
+
+TEST_CASE("A control file's content is made for the uid that looked it up", "[control]") {
+  std::vector<uid_t> readers;
+  ControlDir dir{kDirIno,
+                 123,
+                 456,
+                 {ControlFile{"stats",
+                              [&readers](uid_t reader) {
+                                readers.push_back(reader);
+                                return std::to_string(reader);
+                              },
+                              nullptr, nullptr}}};
+  struct stat a, b, listed;
+  REQUIRE(dir.Lookup("stats", 1000, &a) == 0);
+  REQUIRE(dir.Lookup("stats", 0, &b) == 0);
+  REQUIRE(dir.Lookup("stats", ControlDir::kListing, &listed) == 0);
+  CHECK(readers == std::vector<uid_t>{1000, 0, ControlDir::kListing});
+  std::string_view out;
+  std::shared_ptr<const std::string> hold;
+  REQUIRE(dir.Read(a.st_ino, 0, 100, &out, &hold) == 0);
+  CHECK(out == "1000");
+  REQUIRE(dir.Read(b.st_ino, 0, 100, &out, &hold) == 0);
+  CHECK(out == "0");
 }
 
 }  // namespace

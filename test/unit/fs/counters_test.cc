@@ -105,6 +105,7 @@ const std::map<std::string, Renamed> kRenamed = {
     {"tierfs_open_files_open", {"tierfs_open_files_held_files", 1}},
     {"tierfs_open_files_capacity", {"tierfs_open_files_capacity_files", 1}},
     {"tierfs_namespace_skipped", {"tierfs_namespace_skipped_entries", 1}},
+    {"tierfs_requests_reader_uids", {"tierfs_requests_reader_uids_entries", 1}},
     {"tierfs_prefetch_autotune_source_latency_ms",
      {"tierfs_prefetch_autotune_source_latency_seconds", 1e-3}},
     {"tierfs_prefetch_autotune_best_source_latency_ms",

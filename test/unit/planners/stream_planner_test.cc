@@ -2,8 +2,11 @@
 // shared by need, epochs, directives, and hostile input bounded.
 #include "prefetch/planners/stream_planner.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <set>
+#include <string>
+#include <vector>
 
 namespace tierfs {
 namespace {
@@ -167,6 +170,50 @@ TEST_CASE("StreamPlanner look-ahead scans a bounded distance when all is residen
   CHECK(next.empty());
   CHECK(asked <= 4 * 8 + 2 * 64);
   CHECK(f.planner.min_lead() == asked);
+}
+
+// The items' names and series a walk of the planner's figures shows.
+struct ItemNames : CounterVisitor {
+  std::vector<std::string> names, series;
+  void Counter(std::string_view, uint64_t, const About&) override {}
+  void Gauge(std::string_view, double, const About&) override {}
+  void Flag(std::string_view, bool, const About&) override {}
+  void Text(std::string_view, std::string_view, std::string_view) override {}
+  void Note(std::string_view, std::string_view) override {}
+  void Histogram(std::string_view, const LatencyHistogram&, const About&) override {}
+  void BeginGroup(std::string_view) override {}
+  void EndGroup() override {}
+  void BeginList(std::string_view, std::string_view) override {}
+  void BeginItem(const Labels& labels, std::string_view s) override {
+    names.emplace_back(labels.at(0).second);
+    series.emplace_back(s);
+  }
+  void EndItem() override {}
+  void EndList() override {}
+};
+
+TEST_CASE("StreamPlanner names streams by slot only where every user reads the stats",
+          "[streams]") {
+  for (bool show : {true, false}) {
+    Fixture f;
+    f.planner.set_show_names(show);
+    HintParser::Result r = Files({1, 2});
+    r.marks.push_back({0, HintParser::Mark::Kind::kStream, "alice-imagenet"});
+    StreamPlanner::Appended a;
+    f.planner.Append(7, r, &a);
+    f.Declare(4242, {3});
+    ItemNames seen;
+    f.planner.VisitCounters(seen);
+    std::sort(seen.names.begin(), seen.names.end());
+    std::sort(seen.series.begin(), seen.series.end());
+    if (show) {
+      CHECK(seen.names == std::vector<std::string>{"alice-imagenet", "pid:4242"});
+      CHECK(seen.series == std::vector<std::string>{"alice-imagenet", "process-1"});
+    } else {
+      CHECK(seen.names == std::vector<std::string>{"stream-0", "stream-1"});
+      CHECK(seen.series == std::vector<std::string>{"stream-0", "stream-1"});
+    }
+  }
 }
 
 }  // namespace
