@@ -184,6 +184,40 @@ class NodeCache(SlurmFixture):
         self.assertLessEqual(stage["requested_bytes"], budget * 25 // 100)
         self.assertEqual(self.epilog(**self.user_job()).returncode, 0)
 
+    def test_a_datasets_long_scan_keeps_no_other_datasets_job_waiting(self):
+        # Dataset A behind a slow PFS (a scan of seconds); B's job starts
+        # while A's prolog scans, and is mounted before A's prolog ends.
+        src = os.path.join(self.root, "slow-src")
+        harness.make_files(src, 400, 1024)
+        slow = os.path.join(self.root, "slow")
+        pfs = harness.PfsSim(src, slow, "meta_ms=20,meta_parallel=1,allow_other")
+        self.addCleanup(lambda: (harness.force_unmount(slow), pfs.proc.wait(timeout=20)))
+        self.node_config(NODE_CACHE_DATASETS=f'"{os.path.join(self.root, "lustre")} {slow}"')
+        env = self.env(SLURM_SCRIPT_CONTEXT="prolog_slurmd", TIERFS_DATASET=slow)
+        first = subprocess.Popen([slurm_fixture.PROLOG], env=env, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True)
+        try:
+            def scanning():
+                if first.poll() is not None:
+                    self.fail(f"A's prolog ended at once: {first.communicate()[1]}")
+                for pid in harness.tierfs_pids(slow):  # `tierfs index SLOW FILE` runs
+                    with open(f"/proc/{pid}/cmdline", "rb") as f:
+                        if f.read().split(b"\0")[1:3] == [b"index", slow.encode()]:
+                            return True
+                return False
+            harness.wait_for(scanning, what="A's prolog scanning its dataset")
+            time.sleep(0.5)  # A scanning
+            r = self.prolog(OTHER_JOB)  # dataset B (the fixture's)
+            self.started(r)
+            self.assertIsNone(first.poll(), "A's scan ended first: the test shows nothing")
+            self.read_all(self.job_mnt(OTHER_JOB))
+        finally:
+            out, err = first.communicate(timeout=120)
+        self.assertEqual(first.returncode, 0, err)
+        self.assertEqual(len(self.caches()), 2)
+        for job in (JOB, OTHER_JOB):
+            self.assertEqual(self.epilog(job).returncode, 0)
+
     # ---- failures ----
 
     def test_a_daemon_killed_between_jobs_is_started_again_from_its_tier(self):

@@ -208,16 +208,17 @@ node_make_room() {
 
 node_dataset() { cat -- "$(node_dir "$1")/dataset" 2>/dev/null || echo '?'; }
 
-# Starts cache $NODE_KEY's daemon on $NODE_SOURCE as root, in a memory
-# cgroup of its own (its RAM tier plus MEM_OVERHEAD_MB), and waits for its
-# mount. A failure is the job's or the node's (daemon_failed).
+# Starts cache $NODE_KEY's daemon on $NODE_SOURCE as root from its saved
+# index (node_scan made it), in a memory cgroup of its own (its RAM tier
+# plus MEM_OVERHEAD_MB), and waits for its mount. A failure is the job's or
+# the node's (daemon_failed). REQUIRES: the node's lock and the cache's
+# (NODE_LOCK_FD, NODE_KEY_FD) held.
 node_start() {
   local key=$NODE_KEY dir tier opts=() pid status=0 deadline
   dir=$(node_dir "$key")
   node_stop "$key" || node_error "the node cache $key's old mount cannot be cleared"
   mkdir -p -m 700 -- "$dir" "$dir/mnt"
   DAEMON_LOG=$dir/daemon.log
-  node_scan
   node_make_room "$key"
   tier=$NODE_CACHE_TIER_ROOT/$key
   opts=(allow_other control_owner=any "idle_exit=$NODE_CACHE_IDLE"
@@ -249,7 +250,7 @@ node_start() {
   # shellcheck disable=SC2016  # expanded by the inner sh
   setsid sh -c 'if [ -n "$1" ]; then echo $$ >"$1/cgroup.procs" || exit 71; fi; shift; exec "$@"' \
     sh "$CG" "$TIERFS_BIN" -f "$NODE_SOURCE" "$dir/mnt" -o "$NODE_OPTIONS" \
-    </dev/null >>"$DAEMON_LOG" 2>&1 {NODE_LOCK_FD}>&- &  # the lock is the prolog's, not the daemon's
+    </dev/null >>"$DAEMON_LOG" 2>&1 {NODE_LOCK_FD}>&- {NODE_KEY_FD}>&- &  # locks: the prolog's
   pid=$!
   echo "$pid" >"$dir/pid"
   deadline=$((SECONDS + MOUNT_TIMEOUT))
@@ -283,15 +284,17 @@ node_cache_attach() {
   local key=$NODE_KEY dir
   dir=$(node_dir "$key")
   private_root_dir "$NODE_CACHE_ROOT" 700 || node_error "NODE_CACHE_ROOT=$NODE_CACHE_ROOT cannot be trusted"
-  exec {NODE_LOCK_FD}>"$NODE_CACHE_ROOT/lock"
-  if ! flock -w $((MOUNT_TIMEOUT + 30)) "$NODE_LOCK_FD"; then
-    pfs_failure "the node cache was busy (another job starting one) for $((MOUNT_TIMEOUT + 30))s"
+  mkdir -p -m 700 -- "$dir"
+  # One job at a time attaches to a dataset's cache; a start's scan (minutes
+  # on a large dataset) keeps no other dataset's jobs waiting.
+  exec {NODE_KEY_FD}>"$dir/lock"
+  if ! flock -w $((MOUNT_TIMEOUT + 30)) "$NODE_KEY_FD"; then
+    pfs_failure "the node cache of $NODE_SOURCE was being started by another job for" \
+      "$((MOUNT_TIMEOUT + 30))s"
   fi
-  if ! node_alive "$key"; then
-    node_start
-  elif node_changed "$key"; then
+  if node_alive "$key" && node_changed "$key"; then
     if (($(node_binds "$key") > 0)); then
-      exec {NODE_LOCK_FD}>&-
+      exec {NODE_KEY_FD}>&-
       note "$NODE_SOURCE changed on SOURCE while other jobs read this node's cache of it: this" \
         "job reads it through a mount of its own"
       return 0
@@ -299,15 +302,20 @@ node_cache_attach() {
     log info "$NODE_SOURCE changed on SOURCE since the node cache $key started: started again"
     node_stop "$key" || node_error "the node cache $key cannot be stopped"
     # A full scan: a file rewritten in place changes no directory.
-    rm -f -- "$(node_dir "$key")/index"
-    node_start
-  else
+    rm -f -- "$dir/index"
+  fi
+  if node_alive "$key"; then
     log info "attaching to the node cache $key of $NODE_SOURCE"
+  else
+    node_stop "$key" || node_error "the node cache $key's old mount cannot be cleared"
+    DAEMON_LOG=$dir/daemon.log
+    node_scan
+    node_locked_start
   fi
   node_bind "$key"
   echo "$key" >"$STATE_DIR/node-cache"
   touch -- "$dir/used"
-  exec {NODE_LOCK_FD}>&-
+  exec {NODE_KEY_FD}>&-
   MOUNTED=1
   NODE_ATTACHED=1
   if ((${#JOB_OPTS[@]})) || [[ -n $JOB_RAM_KB ]]; then
@@ -315,6 +323,18 @@ node_cache_attach() {
       "own (TIERFS_OPTIONS) do not apply"
   fi
   log info "mounted the node cache of $NODE_SOURCE at $MNT"
+}
+
+# node_start under the node's lock (budgets are the node's: one start at a
+# time decides them), waited for at most MOUNT_TIMEOUT + 30 s. The dataset
+# was scanned before (node_scan), outside it.
+node_locked_start() {
+  exec {NODE_LOCK_FD}>"$NODE_CACHE_ROOT/lock"
+  if ! flock -w $((MOUNT_TIMEOUT + 30)) "$NODE_LOCK_FD"; then
+    pfs_failure "the node's caches were busy (another start) for $((MOUNT_TIMEOUT + 30))s"
+  fi
+  node_start
+  exec {NODE_LOCK_FD}>&-
 }
 
 # Binds cache $1's mount at the job's mount point. A request first (a stat
@@ -331,7 +351,7 @@ node_bind() {
     node_alive "$1" && return 0
     log warning "the node cache $1 left as the job attached (attempt $attempt): started again"
     timeout -k 2 "$STEP_TIMEOUT" umount -l -- "$MNT" 2>/dev/null || true
-    node_start
+    node_locked_start
   done
   node_error "the node cache $1 left twice as the job attached"
 }
