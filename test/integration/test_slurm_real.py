@@ -424,26 +424,36 @@ class Cluster:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def setUpModule():
-    global CLUSTER
+def start_cluster(cluster_class=Cluster):
+    """A started cluster_class (a Cluster) for a module's setUpModule; raises
+    unittest.SkipTest (the reason) where it cannot run here."""
     # Run even when this setup skips or fails (tearDownModule is not).
     unittest.addModuleCleanup(harness.remove_made_users)
+    reason = why_not_here()
+    if reason:
+        raise unittest.SkipTest(reason)
     user = harness.unprivileged_user()
     if user is None:
         raise unittest.SkipTest(f"cannot make the jobs' user ({harness.OTHER_USER}) with useradd")
-    CLUSTER = Cluster(user)
+    cluster = cluster_class(user)
     try:
-        CLUSTER.start()
+        cluster.start()
     except munged.MungedMissing as e:
-        CLUSTER.close()
+        cluster.close()
         raise unittest.SkipTest(str(e))
     except BaseException:
-        CLUSTER.close()
+        cluster.close()
         raise
-    if CLUSTER.plugin is None:
-        CLUSTER.close()
+    if cluster.plugin is None:
+        cluster.close()
         raise unittest.SkipTest("no SPANK plugin built (BIN_DIR/../lib/tierfs_spank.so) and no "
                                 "<slurm/spank.h> to build it (Debian: libslurm-dev)")
+    return cluster
+
+
+def setUpModule():
+    global CLUSTER
+    CLUSTER = start_cluster()
 
 
 def tearDownModule():

@@ -30,25 +30,7 @@ class PfsCheckCluster(real.Cluster):
 
 def setUpModule():
     global CLUSTER
-    unittest.addModuleCleanup(harness.remove_made_users)
-    reason = real.why_not_here()
-    if reason:
-        raise unittest.SkipTest(reason)
-    user = harness.unprivileged_user()
-    if user is None:
-        raise unittest.SkipTest(f"cannot make the jobs' user ({harness.OTHER_USER}) with useradd")
-    CLUSTER = PfsCheckCluster(user)
-    try:
-        CLUSTER.start()
-    except real.munged.MungedMissing as e:
-        CLUSTER.close()
-        raise unittest.SkipTest(str(e))
-    except BaseException:
-        CLUSTER.close()
-        raise
-    if CLUSTER.plugin is None:
-        CLUSTER.close()
-        raise unittest.SkipTest("no SPANK plugin built and no <slurm/spank.h> to build it")
+    CLUSTER = real.start_cluster(PfsCheckCluster)
 
 
 def tearDownModule():
