@@ -216,8 +216,9 @@ Status CheckNamedPaths(const MountConfig& config, std::vector<std::string>* warn
     int fd = ::mkstemp(probe.data());
     if (fd < 0) {
       const int err = errno;
-      return Status::Error(err, fmt::format("index '{}': its directory is not writable by uid {}: {}",
-                                            index, ::geteuid(), std::strerror(err)));
+      return Status::Error(
+          err, fmt::format("index '{}': its directory is not writable by uid {}: {}", index,
+                           ::geteuid(), std::strerror(err)));
     }
     ::close(fd);
     ::unlink(probe.c_str());

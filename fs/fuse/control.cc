@@ -29,7 +29,9 @@ void ControlDir::FileAttr(uint64_t ino, const ControlFile& file, size_t size,
   // Only the owner (or root) may steer or read a private file; the kernel
   // checks these bits (default_permissions), the handlers check again.
   st->st_mode = S_IFREG | (file.private_read ? 0400 : 0444) |
-                (!file.write ? 0 : file.public_write ? 0222 : 0200);
+                (!file.write         ? 0
+                 : file.public_write ? 0222
+                                     : 0200);
   st->st_nlink = 1;
   st->st_uid = owner_;
   st->st_gid = group_;

@@ -8,8 +8,8 @@
 #include "fs/telemetry/counter_json.h"
 #include "fs/telemetry/prometheus.h"
 #include "tierfs/version.h"
-#include "tiering/base/log_limiter.h"
 #include "tiering/base/log_cap.h"
+#include "tiering/base/log_limiter.h"
 #include "tiering/namespace/namespace_freshness.h"
 
 namespace tierfs {
@@ -70,10 +70,10 @@ std::string FsContext::ChangesJson() {
   } done{&checking_};
   const FreshnessReport report = CheckFreshness(changes_backend_, *ns_, changes_threads_);
   TIERFS_LOG_SAMPLED(kInfo,
-             "changes since the mount's snapshot: {} of {} files and {} of {} directories "
-             "changed, {} gone, {} errors ({:.2f} s)",
-             report.changed_files, report.checked_files, report.changed_dirs,
-             report.checked_dirs, report.missing, report.errors, report.seconds);
+                     "changes since the mount's snapshot: {} of {} files and {} of {} directories "
+                     "changed, {} gone, {} errors ({:.2f} s)",
+                     report.changed_files, report.checked_files, report.changed_dirs,
+                     report.checked_dirs, report.missing, report.errors, report.seconds);
   for (const std::string& sample : report.samples) {
     TIERFS_LOG_SAMPLED(kInfo, "changed on SOURCE since the mount: {}", sample);
   }

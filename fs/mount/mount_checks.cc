@@ -202,8 +202,8 @@ bool EmptyDirectory(DIR* dir) {
 bool SourceWithin(const std::string& source, const std::string& mountpoint) {
   if (source == mountpoint) return true;
   if (mountpoint.empty() || mountpoint == "/") return false;  // "/" is MOUNTPOINT's own failure
-  return source.size() > mountpoint.size() && source.compare(0, mountpoint.size(), mountpoint) == 0 &&
-         source[mountpoint.size()] == '/';
+  return source.size() > mountpoint.size() &&
+         source.compare(0, mountpoint.size(), mountpoint) == 0 && source[mountpoint.size()] == '/';
 }
 
 Status CheckSourceApart(const std::string& source, const std::string& mountpoint) {
@@ -220,8 +220,7 @@ Status CheckSourceApart(const std::string& source, const std::string& mountpoint
                                            named, mountpoint));
 }
 
-Status CheckMountpoint(const std::string& mountpoint, bool allow_nonempty,
-                       std::string* resolved) {
+Status CheckMountpoint(const std::string& mountpoint, bool allow_nonempty, std::string* resolved) {
   const std::string named = fmt::format("MOUNTPOINT '{}'", mountpoint);
   struct stat st;
   if (::stat(mountpoint.c_str(), &st) != 0) {

@@ -142,8 +142,8 @@ ReadPath::ChunkStep ReadPath::ReadResident(ChunkRead& r, uint8_t state) {
   if (err != -ENOENT) {  // ENOENT: evicted meanwhile, which is normal
     counters_.tier_errors.fetch_add(1, std::memory_order_relaxed);
     TIERFS_LOG_SAMPLED(kWarning, "tier {} read of '{}' failed ({}); served from SOURCE",
-               store_->tiers()[static_cast<size_t>(Catalog::TierOf(state))]->name(),
-               ns_->Path(r.key.node), std::strerror(-err));
+                       store_->tiers()[static_cast<size_t>(Catalog::TierOf(state))]->name(),
+                       ns_->Path(r.key.node), std::strerror(-err));
   }
   return {true, ReadSource(r.key, r.off, r.n, r.scratch, r.out)};
 }

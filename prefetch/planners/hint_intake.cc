@@ -2,8 +2,7 @@
 
 namespace tierfs {
 
-HintIntake::HintIntake(const Namespace* ns, const std::string& mountpoint,
-                       bool show_rejected_lines)
+HintIntake::HintIntake(const Namespace* ns, const std::string& mountpoint, bool show_rejected_lines)
     : order_(ns, mountpoint, /*directories=*/false, /*directives=*/true),
       stage_(ns, mountpoint, /*directories=*/true) {
   order_.set_show_lines(show_rejected_lines);

@@ -38,7 +38,8 @@ class HintIntake {
   // The lines whose writer has not sent the newline for `age`, taken as
   // complete: the order's by writer, the stage file's together.
   void FlushLate(std::chrono::steady_clock::duration age,
-                 std::map<uint64_t, HintParser::Result>* order, std::map<uint64_t, HintParser::Result>* stage);
+                 std::map<uint64_t, HintParser::Result>* order,
+                 std::map<uint64_t, HintParser::Result>* stage);
 
   // Paths written to the order file and accepted, ever.
   uint64_t order_paths() const;

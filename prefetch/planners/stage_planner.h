@@ -50,7 +50,7 @@ class StagePlanner {
   static constexpr uint8_t kCounted = 4;   // resident when named, or counted since
   // `uid` asks for it (root: StageAll). REQUIRES: mu_ held.
   void AddFile(NodeId id, uid_t uid = 0);
-  bool Resident(NodeId id) const;          // every chunk resident in a tier
+  bool Resident(NodeId id) const;  // every chunk resident in a tier
 
   const Namespace* const ns_;
   const Catalog* const catalog_;
@@ -63,8 +63,8 @@ class StagePlanner {
   uint64_t valid_ = 0, rejected_ = 0;
   std::map<uid_t, uint64_t> share_used_;  // bytes each user asked for first
   uint64_t over_share_ = 0;               // files refused: over their asker's share
-  uint64_t named_ = 0;                // files named, each time (once per write)
-  uint64_t resident_when_named_ = 0;  // ...of which resident then
+  uint64_t named_ = 0;                    // files named, each time (once per write)
+  uint64_t resident_when_named_ = 0;      // ...of which resident then
   mutable uint64_t made_resident_bytes_ = 0;
   std::chrono::steady_clock::time_point started_{};  // the first file asked for
 };

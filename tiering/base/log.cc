@@ -1,7 +1,5 @@
 #include "tiering/base/log.h"
 
-#include "tiering/base/log_cap.h"
-
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <syslog.h>
@@ -15,6 +13,8 @@
 #include <ctime>
 #include <exception>
 
+#include "tiering/base/log_cap.h"
+
 namespace tierfs {
 
 std::atomic<LogLevel> Log::level_{kInfo};
@@ -22,10 +22,10 @@ std::atomic<bool> Log::syslog_{false};
 std::atomic<int> Log::fd_{-1};
 
 namespace {
-std::atomic<int> file_fd{-1};             // Log::fd_, for the cap
-std::atomic<uint64_t> cap{0};             // 0: no cap
-std::atomic<uint64_t> written{0};         // bytes in the capped file, its size when taken
-std::atomic<bool> stderr_capped{false};   // stderr is a regular file under the cap
+std::atomic<int> file_fd{-1};            // Log::fd_, for the cap
+std::atomic<uint64_t> cap{0};            // 0: no cap
+std::atomic<uint64_t> written{0};        // bytes in the capped file, its size when taken
+std::atomic<bool> stderr_capped{false};  // stderr is a regular file under the cap
 std::atomic<uint64_t> dropped{0};
 std::atomic<uint64_t> suppressed{0};
 
@@ -50,7 +50,8 @@ bool Room(int fd, size_t n) {
     while (had + note.size() <= limit &&
            !written.compare_exchange_weak(had, had + note.size(), std::memory_order_relaxed)) {
     }
-    if (had + note.size() <= limit) [[maybe_unused]] ssize_t w = ::write(fd, note.data(), note.size());
+    if (had + note.size() <= limit) [[maybe_unused]]
+      ssize_t w = ::write(fd, note.data(), note.size());
   }
   return false;
 }

@@ -23,8 +23,8 @@ bool LogLimiter::Admit(Clock::time_point now, uint64_t* suppressed, double* over
   }
   if (const uint64_t n = unsaid_.exchange(0, std::memory_order_relaxed); n > 0) {
     *suppressed = n;
-    *over_s = static_cast<double>(now_ns - first_suppressed_ns_.load(std::memory_order_relaxed)) /
-              1e9;
+    *over_s =
+        static_cast<double>(now_ns - first_suppressed_ns_.load(std::memory_order_relaxed)) / 1e9;
   }
   return true;
 }

@@ -46,10 +46,9 @@ void WriteSampled(LogLimiter& limiter, LogLevel level, std::string_view line);
 }  // namespace tierfs
 
 // TIERFS_LOG for a line a user's action triggers: sampled per call site.
-#define TIERFS_LOG_SAMPLED(level, ...)                                                  \
-  do {                                                                                  \
-    static ::tierfs::LogLimiter tierfs_log_limiter_;                                    \
-    if (::tierfs::Log::Enabled(::tierfs::level))                                        \
-      ::tierfs::WriteSampled(tierfs_log_limiter_, ::tierfs::level,                      \
-                             ::fmt::format(__VA_ARGS__));                               \
+#define TIERFS_LOG_SAMPLED(level, ...)                                                          \
+  do {                                                                                          \
+    static ::tierfs::LogLimiter tierfs_log_limiter_;                                            \
+    if (::tierfs::Log::Enabled(::tierfs::level))                                                \
+      ::tierfs::WriteSampled(tierfs_log_limiter_, ::tierfs::level, ::fmt::format(__VA_ARGS__)); \
   } while (0)

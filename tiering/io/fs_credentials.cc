@@ -48,8 +48,8 @@ FsCredentials::FsCredentials(uid_t uid, gid_t gid, const std::vector<gid_t>& gro
   ::setfsuid(uid);
   KeepUndumpable();
   if (FsGid() != gid || FsUid() != uid) {
-    status_ = Status::Error(EPERM, fmt::format("cannot take uid {} gid {} (setfsuid, setfsgid)",
-                                               uid, gid));
+    status_ = Status::Error(
+        EPERM, fmt::format("cannot take uid {} gid {} (setfsuid, setfsgid)", uid, gid));
   }
 }
 

@@ -16,7 +16,8 @@ namespace tierfs {
 const char* IdentityChange(const Node& n, const struct stat& st) {
   if ((st.st_mode & S_IFMT) != (n.mode & S_IFMT)) return "is no longer of the same type";
   if (S_ISREG(n.mode)) {
-    if (n.ino != 0 && static_cast<uint64_t>(st.st_ino) != n.ino) return "was replaced (another inode)";
+    if (n.ino != 0 && static_cast<uint64_t>(st.st_ino) != n.ino)
+      return "was replaced (another inode)";
     if (static_cast<uint64_t>(st.st_size) != n.size) return "changed size";
   } else if (!S_ISDIR(n.mode)) {
     return nullptr;
@@ -77,8 +78,7 @@ FreshnessReport CheckFreshness(Backend* backend, const Namespace& ns, unsigned t
   report.missing = missing;
   report.errors = errors;
   report.samples = std::move(samples);
-  report.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return report;
 }
 

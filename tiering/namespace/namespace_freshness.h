@@ -30,8 +30,8 @@ const char* IdentityChange(const Node& n, const struct stat& st);
 struct FreshnessReport {
   uint64_t checked_files = 0, checked_dirs = 0;
   uint64_t changed_files = 0, changed_dirs = 0;  // present, but not as the snapshot says
-  uint64_t missing = 0;  // files or directories gone (ENOENT, ENOTDIR)
-  uint64_t errors = 0;   // any other error of the stat (EIO, EACCES, ...): counted, not fatal
+  uint64_t missing = 0;                          // files or directories gone (ENOENT, ENOTDIR)
+  uint64_t errors = 0;  // any other error of the stat (EIO, EACCES, ...): counted, not fatal
   double seconds = 0;
   // The first changed or missing paths ("path: why"), at most max_samples.
   std::vector<std::string> samples;

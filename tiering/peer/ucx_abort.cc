@@ -90,7 +90,8 @@ void LeaveCore() {
 
 void OnAbort(int sig, siginfo_t* info, void* context) {
   std::atomic<bool>* wedged = t_wedged;
-  const bool self_raised = info != nullptr && info->si_code == SI_TKILL && info->si_pid == ::getpid();
+  const bool self_raised =
+      info != nullptr && info->si_code == SI_TKILL && info->si_pid == ::getpid();
   if (wedged != nullptr && self_raised && FromUcxFatalError()) {
     LeaveCore();
     wedged->store(true);  // lock-free: async-signal-safe
@@ -121,8 +122,9 @@ void Contain() {
     g_fatal[0] = CodeOf("ucs_fatal_error_message");
     g_fatal[1] = CodeOf("ucs_fatal_error_format");
     if (g_fatal[0].end == 0 && g_fatal[1].end == 0) {
-      TIERFS_LOG(kWarning, "peer transport: UCX's fatal-error functions not found: a failed "
-                           "check in UCX will end the daemon");
+      TIERFS_LOG(kWarning,
+                 "peer transport: UCX's fatal-error functions not found: a failed "
+                 "check in UCX will end the daemon");
     }
     void* warm[4];
     ::backtrace(warm, 4);  // loads libgcc_s now, not in the handler

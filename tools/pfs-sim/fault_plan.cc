@@ -45,9 +45,7 @@ bool FaultPlan::FailsRead(const std::string& path, uint64_t offset) const {
   return fail_rate_ > 0 && Uniform(kFailSalt, path, offset) < fail_rate_;
 }
 
-bool FaultPlan::FailsOpendir(const std::string& path) const {
-  return fail_dirs_.count(path) != 0;
-}
+bool FaultPlan::FailsOpendir(const std::string& path) const { return fail_dirs_.count(path) != 0; }
 
 bool FaultPlan::StallsRead(const std::string& path, uint64_t offset) const {
   return stall_rate_ > 0 && Uniform(kStallSalt, path, offset) < stall_rate_;

@@ -139,7 +139,8 @@ std::string ParamsToJson(const SimParams& p) {
   return fmt::format(
       "{{\"meta_ms\": {}, \"meta_parallel\": {}, \"read_ms\": {}, \"stream_mbps\": {}, "
       "\"total_mbps\": {}, \"parallel\": {}, \"max_request\": {}, \"entry_timeout\": {}, "
-      "\"attr_timeout\": {}, \"fail_rate\": {}, \"fail_files\": [{}], \"fail_dirs\": [{}], \"stall_rate\": {}, "
+      "\"attr_timeout\": {}, \"fail_rate\": {}, \"fail_files\": [{}], \"fail_dirs\": [{}], "
+      "\"stall_rate\": {}, "
       "\"stall_ms\": {}, \"seed\": {}, \"renumber\": {}, \"threads\": {}}}",
       p.meta_ms, p.meta_parallel, p.read_ms, p.stream_mbps, p.total_mbps, p.parallel, p.max_request,
       p.entry_timeout, p.attr_timeout, p.fail_rate, files, dirs, p.stall_rate, p.stall_ms, p.seed,

@@ -2,17 +2,16 @@
 // lines of each interval and one line counting the rest.
 #include "tiering/base/log_limiter.h"
 
-#include "tiering/base/log_cap.h"
-
 #include <catch2/catch.hpp>
+
+#include "tiering/base/log_cap.h"
 
 namespace tierfs {
 namespace {
 
 using std::chrono::seconds;
 
-TEST_CASE("LogLimiter admits a burst per interval, counts the rest and says them once",
-          "[log]") {
+TEST_CASE("LogLimiter admits a burst per interval, counts the rest and says them once", "[log]") {
   LogLimiter limiter(3, seconds(10));
   const auto t0 = LogLimiter::Clock::time_point() + seconds(1000);
   const uint64_t before = LogSuppressedLines();
@@ -30,8 +29,7 @@ TEST_CASE("LogLimiter admits a burst per interval, counts the rest and says them
   CHECK(suppressed == 0);  // said once
 }
 
-TEST_CASE("TIERFS_LOG_SAMPLED writes a call site's first lines and suppresses the rest",
-          "[log]") {
+TEST_CASE("TIERFS_LOG_SAMPLED writes a call site's first lines and suppresses the rest", "[log]") {
   const uint64_t before = LogSuppressedLines();
   for (int i = 0; i < 100; ++i) TIERFS_LOG_SAMPLED(kError, "line {}", i);
   CHECK(LogSuppressedLines() - before == 100 - LogLimiter::kBurst);

@@ -2,8 +2,6 @@
 // file system the log is on.
 #include "tiering/base/log.h"
 
-#include "tiering/base/log_cap.h"
-
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,6 +10,8 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+
+#include "tiering/base/log_cap.h"
 
 namespace tierfs {
 namespace {

@@ -26,7 +26,8 @@ Status CheckTier(const std::string& path, std::vector<std::string>* warnings = n
   return CheckNamedPaths(config, warnings ? warnings : &ignored);
 }
 
-TEST_CASE("CheckBeforeScan and CheckNamedPaths refuse unusable tier directories with a reason", "[config_checks]") {
+TEST_CASE("CheckBeforeScan and CheckNamedPaths refuse unusable tier directories with a reason",
+          "[config_checks]") {
   testing::TempTree dir;
   dir.Mkdir("tier");
   dir.Write("file", "x");

@@ -3,11 +3,10 @@
 #include "fs/mount/idle_exit.h"
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <mutex>
 #include <thread>
-
-#include <catch2/catch.hpp>
 
 namespace tierfs {
 namespace {
@@ -33,7 +32,7 @@ int64_t SteadyNs() {
 TEST_CASE("MountDevice finds a FUSE mount by its unescaped mount point", "[idle_exit]") {
   CHECK(MountDevice(kOwn, "/run/tierfs-node/k y/mnt") == "0:52");
   CHECK(MountDevice(kOwn, "/run/tierfs-node/k\\040y/mnt").empty());  // escaped form is not a path
-  CHECK(MountDevice(kOwn, "/").empty());                            // ext4: not FUSE
+  CHECK(MountDevice(kOwn, "/").empty());                             // ext4: not FUSE
   CHECK(MountDevice(kOwn, "/nowhere").empty());
   CHECK(MountDevice("garbage\n\n1 2 3\n", "/x").empty());
 }
@@ -44,8 +43,7 @@ TEST_CASE("MountsOfDevice counts the mount and each bind of it", "[idle_exit]") 
   CHECK(MountsOfDevice("", "0:52") == 0);
 }
 
-TEST_CASE("IdleExit::Period is a quarter of the idle time within 100 ms and 5 s",
-          "[idle_exit]") {
+TEST_CASE("IdleExit::Period is a quarter of the idle time within 100 ms and 5 s", "[idle_exit]") {
   CHECK(IdleExit::Period(2s) == 500ms);
   CHECK(IdleExit::Period(600s) == 5000ms);
   CHECK(IdleExit::Period(0s) == 100ms);

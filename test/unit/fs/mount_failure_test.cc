@@ -19,8 +19,7 @@ TEST_CASE("Each party a failed mount is blamed on has its own exit status", "[mo
   CHECK(ExitStatus(Blame::kSourceIo) == 6);
 }
 
-TEST_CASE("SOURCE's I/O-class errors are its file system's failure, the rest SOURCE's",
-          "[mount]") {
+TEST_CASE("SOURCE's I/O-class errors are its file system's failure, the rest SOURCE's", "[mount]") {
   for (int code : {EIO, ESTALE, ETIMEDOUT, ENOTCONN, EHOSTDOWN, EHOSTUNREACH, ECONNABORTED,
                    ECONNRESET, ENOLINK, EREMOTEIO}) {
     INFO(code);

@@ -87,8 +87,8 @@ TEST_CASE("CheckFreshness tells rewritten, added and removed entries apart", "[f
   Fixture f;
   auto ns = f.Scan();
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  f.tree->Write("class1/img002.jpg", std::string(20, 'y'));  // same size, new bytes
-  f.tree->Write("class2/new.jpg", "new");                   // class2 changes
+  f.tree->Write("class1/img002.jpg", std::string(20, 'y'));          // same size, new bytes
+  f.tree->Write("class2/new.jpg", "new");                            // class2 changes
   REQUIRE(::unlink(f.tree->Abs("class3/img004.jpg").c_str()) == 0);  // class3 changes
   const FreshnessReport r = CheckFreshness(f.backend.get(), *ns, 0, 2);
   CHECK(r.changed_files == 1);

@@ -36,8 +36,8 @@ struct Shared {
 };
 
 Shared* MapShared() {
-  void* p = ::mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-                   -1, 0);
+  void* p =
+      ::mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   REQUIRE(p != MAP_FAILED);
   return new (p) Shared;
 }
@@ -50,7 +50,7 @@ pid_t StartChild(F fn) {
   REQUIRE(pid >= 0);
   if (pid == 0) {
     ::signal(SIGABRT, SIG_DFL);
-    const struct rlimit none {0, 0};
+    const struct rlimit none { 0, 0 };
     ::setrlimit(RLIMIT_CORE, &none);
     fn();
     ::_exit(0);
@@ -75,9 +75,10 @@ bool EndedByAbort(std::optional<int> status) {
   return status && WIFSIGNALED(*status) && WTERMSIG(*status) == SIGABRT;
 }
 
-TEST_CASE("ucx abort: UCX's own failed check inside a UCX call wedges its worker, the process "
-          "goes on",
-          "[peer]") {
+TEST_CASE(
+    "ucx abort: UCX's own failed check inside a UCX call wedges its worker, the process "
+    "goes on",
+    "[peer]") {
   Shared* shared = MapShared();
   const pid_t pid = StartChild([shared] {
     ucx_abort::Contain();
