@@ -1,5 +1,5 @@
 // The mount's modes that options name by a word: parsed once, into these
-// enums, by fs/options.cc; an unknown word is a command-line error. No
+// enums, by fs/config/options.cc; an unknown word is a command-line error. No
 // FUSE include, so options.h (unit-tested and fuzzed) can hold them.
 #pragma once
 
@@ -12,7 +12,7 @@ namespace tierfs {
 // followed). See docs/ARCHITECTURE.md "Listing". -o readdir=plus|plain|auto.
 enum class ReaddirMode { kPlus, kPlain, kAuto };
 
-// FUSE passthrough for files wholly in one tier file (fs/passthrough.h).
+// FUSE passthrough for files wholly in one tier file (fs/fuse/passthrough.h).
 // -o passthrough=auto|on|off.
 enum class PassthroughWant { kAuto, kOn, kOff };
 

@@ -157,7 +157,7 @@ void ApplyOption(MountConfig& config, const std::string& opt) {
 }
 
 // What peers= asks of the other peer options, checked before anything is
-// read for it (ResolvePeers, fs/mount_inputs.h, reads the rest).
+// read for it (ResolvePeers, fs/mount/mount_inputs.h, reads the rest).
 void CheckPeerOptions(const MountConfig& config) {
   const JobPeersConfig& p = config.tiering.peers;
   if (config.peers.empty()) {

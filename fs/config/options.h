@@ -1,7 +1,7 @@
 // Command-line and -o option parsing for the tierfs mount. tierfs's own
 // options are parsed and validated here; standard FUSE/mount options are
 // checked against a list and handed to libfuse. Pure: no file, host name or
-// environment variable is read here (fs/mount_inputs.h reads what peers=
+// environment variable is read here (fs/mount/mount_inputs.h reads what peers=
 // refers to). No FUSE include: unit-tested and fuzzed.
 #pragma once
 
@@ -68,7 +68,7 @@ struct MountConfig {
   // Tiers and promotion (ram=, tier=, policy=, ...), and the peers.
   TieringConfig tiering;
   // Peers as given (peers=, peer_name=, peer_port=): resolved into
-  // tiering.peers by ResolvePeers (fs/mount_inputs.h).
+  // tiering.peers by ResolvePeers (fs/mount/mount_inputs.h).
   std::string peers;
   std::string peer_name;
   unsigned peer_port = 7740;

@@ -1,5 +1,5 @@
 // TierfsMount: one tierfs mount, made (every check, the scan, the store, the
-// FUSE mount: fs/mount.cc), then served until unmounted (fs/session.cc).
+// FUSE mount: fs/mount/mount.cc), then served until unmounted (fs/mount/session.cc).
 // Internal to RunMount; the handlers see only the FsContext.
 #pragma once
 

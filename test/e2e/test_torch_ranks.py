@@ -1,7 +1,7 @@
 """End to end: four data-parallel PyTorch ranks share one tierfs mount, as
 on a GPU node: each rank is its own process with a DataLoader of 2 worker
 processes, DistributedSampler(num_replicas=4, rank=r, shuffle=True) wrapped
-in tools/python/tierfs_hint.HintedSampler, a compute time per batch, two
+in HintedSampler (tools/python/tierfs_hint.py), a compute time per batch, two
 epochs, over a simulated slow PFS (tools/bench/torch_ranks.py runs them).
 
 Checks: every sample is read exactly once per epoch across the ranks

@@ -14,7 +14,7 @@ Dataset (a worker opens and reads the whole file; the bytes go to the rank),
 sampled by DistributedSampler(num_replicas=R, rank=r, shuffle=True, seed),
 set_epoch(epoch) each epoch. Each rank sleeps --compute-ms per batch (the
 training step). --hint-order wraps each rank's sampler in
-tools/python/tierfs_hint.HintedSampler, so every rank appends its own 1/R of
+HintedSampler (tools/python/tierfs_hint.py), so every rank appends its own 1/R of
 the epoch's order to ROOT/.tierfs/order when its epoch starts (R declarers).
 
 Lockstep: every epoch starts with all ranks released by one barrier (the

@@ -6,7 +6,7 @@ must not depend on (or disturb) the machine's own munged and its key.
       run(["tierfs", ..., "-o", f"munge_socket={m.socket}"])
   # stopped, its directory removed
 
-What it makes, as test/unit/munge_daemon.h does for the C++ tests: a
+What it makes, as test/unit/support/munge_daemon.h does for the C++ tests: a
 temporary directory of mode 0755 (munged wants its socket's directory
 searchable by all and writable by its owner only), a 1024-byte random key of
 mode 0400 (munged refuses a key others can read), and munged in the
