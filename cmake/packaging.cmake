@@ -40,6 +40,7 @@ add_custom_target(tierfs_packaging_files ALL
 install(FILES ${PROJECT_SOURCE_DIR}/tools/packaging/copyright ${TIERFS_PACKAGING_DIR}/changelog.gz
               ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/docs/USAGE.md
               ${PROJECT_SOURCE_DIR}/docs/OPERATIONS.md ${PROJECT_SOURCE_DIR}/docs/ARCHITECTURE.md
+              ${PROJECT_SOURCE_DIR}/docs/DECISIONS.md
         DESTINATION ${CMAKE_INSTALL_DOCDIR})
 
 # ---- the Debian package ----

@@ -9,7 +9,7 @@ namespace tierfs {
 // attributes: one listing primes every lookup), plain READDIR (names only;
 // each entry costs a LOOKUP when used), or the kernel's adaptive choice
 // (READDIRPLUS_AUTO: plus for the first chunk, then plus only if lookups
-// followed). See docs/ARCHITECTURE.md "Listing". -o readdir=plus|plain|auto.
+// followed). See docs/DECISIONS.md "Listing". -o readdir=plus|plain|auto.
 enum class ReaddirMode { kPlus, kPlain, kAuto };
 
 // FUSE passthrough for files wholly in one tier file (fs/fuse/passthrough.h).

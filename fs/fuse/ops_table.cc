@@ -1,4 +1,4 @@
-// The handler table and the connection setup (DESIGN.md "Making FUSE fast").
+// The handler table and the connection setup (docs/DECISIONS.md, "Making FUSE fast").
 #include "fs/fuse/handler.h"
 
 namespace tierfs {

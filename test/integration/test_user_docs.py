@@ -21,7 +21,8 @@ USER_DOCS = ["README.md", "docs/USAGE.md", "docs/OPERATIONS.md", "docs/tierfs.1"
 # user doc, except that every figure there carries the commit it was measured at.
 BENCHMARKS = "docs/BENCHMARKS.md"
 # Docs whose links are checked too (developer docs link into sections as well).
-LINKED_DOCS = USER_DOCS + [BENCHMARKS, "docs/ARCHITECTURE.md", "docs/benchmarks/history.md"]
+LINKED_DOCS = USER_DOCS + [BENCHMARKS, "docs/ARCHITECTURE.md", "docs/DECISIONS.md",
+                           "docs/benchmarks/history.md"]
 # Where the offline install of the Python helper is written out.
 PIP_DOCS = ["README.md", "tools/python/README.md", "docs/USAGE.md"]
 

@@ -73,7 +73,7 @@ class BuildLock {
   std::string path_;
   bool held_ = false;
   std::thread beat_;
-  std::mutex mu_;  // guards done_. A leaf lock.
+  std::mutex mu_;  // guards done_. A leaf, held by beat_ across its touch of the file.
   std::condition_variable cv_;
   bool done_ = false;
 };

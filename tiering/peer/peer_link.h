@@ -49,7 +49,7 @@ struct PeerClient::Pending {
   size_t header_size = 0;
   uint64_t seq = 0;
 
-  std::mutex mu;  // guards the rest. A leaf lock.
+  std::mutex mu;  // guards the rest; takes BufferPool::mu_ under it (OnData)
   std::condition_variable cv;
   // Changed only on the progress thread (or by Stop after it ended), which
   // may therefore read it without the lock.

@@ -4,7 +4,7 @@
 // the process when a reply endpoint's TCP connection fails while its
 // wireup reply is queued: a peer killed or cut off while connecting to this
 // node takes this node's daemon, and its job's mount, with it (see
-// docs/ARCHITECTURE.md, "Peers"). No use of the API avoids it.
+// docs/DECISIONS.md, "A worker that goes"). No use of the API avoids it.
 //
 // With Contain(), a SIGABRT is parked only when all of these hold: the
 // process raised it itself (si_code SI_TKILL from this pid: abort()), on a

@@ -83,7 +83,7 @@ class UcxWorker {
   // that a peer is still wiring up to this worker. UCX 1.13 aborts the
   // peer (or this process, in ucp_worker_destroy) when this worker goes
   // while the peer's reply endpoint to it waits for its TCP connection:
-  // see docs/ARCHITECTURE.md, "Peers".
+  // see docs/DECISIONS.md, "A worker that goes".
   void Stop(std::function<void()> close_all, std::chrono::milliseconds limit,
             std::function<bool()> settled = nullptr);
 

@@ -186,7 +186,9 @@ class MemoryTier final : public Tier {
   uint64_t max_files_ = 0;  // set before any store
   int huge_fs_ = -1;        // set before any store
   const std::shared_ptr<FileCount> files_count_ = std::make_shared<FileCount>(0);
-  // Guards chunks_, files_, tokens_ and the counts of every MemFile; a leaf lock.
+  // Guards chunks_, files_, tokens_ and the counts of every MemFile. Takes a
+  // memory file's ChunkRanges::mu_ under it (Pin, Unpin, pinned); taken under
+  // PassthroughOpens::mu_ (docs/ARCHITECTURE.md, "Concurrency and lock order").
   mutable std::shared_mutex mu_;
   std::unordered_map<ChunkKey, std::shared_ptr<const MemChunk>, ChunkKeyHash> chunks_;
   Files files_;  // by node: the memory file of each file with chunks in it

@@ -7,7 +7,7 @@
 //   g++ -std=c++20 -O3 -DNDEBUG -IDIR/usr/include -I. \
 //     tools/bench/json/json_parse_bench.cc tiering/base/json_value.cc -lfmt -o json_bench
 //   ./json_bench STATS.json
-// docs/ARCHITECTURE.md ("JSON reading") has the figures and the decision.
+// docs/DECISIONS.md ("JSON reading") has the figures and the decision.
 #include <boost/json.hpp>
 #include <boost/json/src.hpp>
 #include <chrono>
