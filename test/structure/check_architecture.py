@@ -17,6 +17,8 @@ Usage: check_architecture.py REPO_ROOT
     one existing file (globs allowed; a bare name is in the folder of the
     entry before it), and each `Identifier` of its unit column appears in one
     of those files.
+  - The page stays a newcomer's: at most 400 lines, and no commit hash
+    (history and measurements go to docs/DECISIONS.md).
 Exit status 1 lists every mismatch.
 """
 import pathlib
@@ -172,12 +174,29 @@ def check_components(root: pathlib.Path, doc: str) -> list[str]:
     return problems
 
 
+MAX_LINES = 400
+COMMIT_HASH = re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}\b")
+
+
+def check_size(doc: str) -> list[str]:
+    problems = []
+    lines = doc.splitlines()
+    if len(lines) > MAX_LINES:
+        problems.append(f"{len(lines)} lines, more than {MAX_LINES}: history and measurements "
+                        "go to docs/DECISIONS.md")
+    for no, line in enumerate(lines, 1):
+        for m in COMMIT_HASH.finditer(line):
+            problems.append(f"line {no}: a commit hash '{m.group(0)}' (docs/DECISIONS.md keeps them)")
+    return problems
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 2:
         return usage(__doc__)
     root = pathlib.Path(argv[1])
     doc = (root / "docs" / "ARCHITECTURE.md").read_text()
-    problems = check_locks(root, doc) + check_libraries(root, doc) + check_components(root, doc)
+    problems = (check_locks(root, doc) + check_libraries(root, doc) + check_components(root, doc) +
+                check_size(doc))
     return report("check_architecture", f"{len(code_mutexes(root))} mutexes", problems)
 
 
