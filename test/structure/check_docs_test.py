@@ -15,6 +15,8 @@ import sys
 import tempfile
 
 HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from structure_report import report  # noqa: E402
 
 STORE_H = """#pragma once
 #include <mutex>
@@ -130,10 +132,7 @@ def main() -> int:
             code, out = run(script, root)
             if code != 1 or expected not in out:
                 failures.append(f"{name}: exit {code}, expected 1 and '{expected}':\n{out}")
-    for f in failures:
-        print(f)
-    print(f"check_docs_test: {len(BREAKS) + 2} runs, {len(failures)} failure(s)")
-    return 1 if failures else 0
+    return report("check_docs_test", f"{len(BREAKS) + 2} runs", failures)
 
 
 if __name__ == "__main__":
