@@ -91,6 +91,12 @@ void PeerServer::Stop() {
   const auto since = Clock::now() - kConnectingWindow;
   ucx_->Stop(
       [this] {
+        // Its clients drop their links quietly, rather than each finding
+        // a transport error; the sends complete before the worker goes.
+        for (auto& [session, c] : by_session_) {
+          SendBare(*c, MsgType::kLeaving, 0);
+          counters_.leaving_told++;
+        }
         by_session_.clear();
         counters_.open = 0;
       },
@@ -313,6 +319,8 @@ void PeerServer::VisitCounters(CounterVisitor& v) const {
   v.Counter("forgotten_told", c.forgotten_told,
             {"Messages on a dropped session, answered so that their peer connects again."});
   v.Counter("bad_version", c.bad_version, {"Messages of another wire version."});
+  v.Counter("leaving_told", c.leaving_told,
+            {"Peers told this node is leaving the job, when it stopped."});
   v.Counter("requests", c.requests, {"Chunk requests received from peers."});
   v.Counter("served_chunks", c.served_chunks, {"Chunks sent to peers."});
   v.Counter("served_bytes", c.served_bytes, {"Bytes sent to peers.", Unit::kBytes});
