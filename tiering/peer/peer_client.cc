@@ -80,6 +80,9 @@ void PeerClient::Stop() {
   ucx_->Stop(
       [this] {
         LogEnd();
+        // Its servers drop the sessions (kBye) rather than keep them for a
+        // client that is gone; then everything else goes down.
+        for (auto& l : links_) Close(*l);
         for (auto& l : links_) Down(*l, "shutting down", false);
       },
       std::chrono::milliseconds(1000),

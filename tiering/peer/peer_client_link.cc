@@ -66,8 +66,10 @@ void PeerClient::Tick() {
           Down(l, "silent for " + std::to_string(Ms(now - l.last_heard)) + " ms", /*dead=*/true);
         } else if (now - l.last_heard >= heartbeat && now - l.last_ping >= heartbeat) {
           Ping(l);
-        } else if (l.stalled && Wanted(l, now) && now - l.last_ping >= options_.probe) {
-          // Stalled, and reads want it: its first answer ends the stall.
+        } else if (l.stalled && now.time_since_epoch().count() < l.slow_until.load() &&
+                   Wanted(l, now) && now - l.last_ping >= options_.probe) {
+          // Stalled, skipped, and reads want it: its first answer ends the
+          // stall. (Not once fetches wait for it again: CheckStall's probe.)
           l.counters.probes++;
           Ping(l);
         } else {

@@ -19,6 +19,9 @@ constexpr size_t kForgotten = 4096;
 // connecting to this worker (Stop); one older was given up by its peer.
 constexpr std::chrono::seconds kConnectingWindow(2);
 
+// Sessions heard from this lately are told kLeaving when the server stops.
+constexpr std::chrono::milliseconds kLeavingHeard(1500);
+
 }  // namespace
 
 // A session this server dropped (idle, or cut off): its keys and window,
@@ -93,7 +96,13 @@ void PeerServer::Stop() {
       [this] {
         // Its clients drop their links quietly, rather than each finding
         // a transport error; the sends complete before the worker goes.
+        // Only sessions heard from lately: a client pings at least every
+        // second while it holds its session, and the reply endpoint of one
+        // that went without a word may be gone with it (clients that stop
+        // say kBye, which drops their session first).
+        const auto now = Clock::now();
         for (auto& [session, c] : by_session_) {
+          if (now - c->last_seen > kLeavingHeard) continue;
           SendBare(*c, MsgType::kLeaving, 0);
           counters_.leaving_told++;
         }
