@@ -1,7 +1,8 @@
 // Session resumption through a real door and real clients (munged behind
 // the full handshakes): a connection closed for being unused comes back
 // by its ticket, with no MUNGE credential made or checked, again and
-// again; a restarted server refuses the ticket and the same connection
+// again, and so does one the server evicted to make room; a restarted
+// server refuses the ticket and the same connection
 // goes on with a full handshake; a captured Resume played again, to the
 // same server or another, is refused.
 #include <poll.h>
@@ -85,6 +86,34 @@ TEST_CASE("peer resumption: a connection closed unused comes back without MUNGE"
   CHECK(a.client().counters(0).resumed == 2);
   CHECK(a.client().counters(0).resume_refused == 0);
   CHECK(a.client().counters(0).downs == 0);
+}
+
+TEST_CASE("peer resumption: a session the server evicted to make room comes back without MUNGE",
+          "[peer]") {
+  if (!PeersCanRun()) return;
+  PatternProvider provider(kChunk);
+  provider.Add("f", 3 * kChunk);
+  PeerServerOptions one;
+  one.max_connections = 1;  // each new session evicts the other
+  TestNode b("b", &provider, kChunk, 0, one);
+  b.StartServer();
+  PeerClientOptions client;
+  client.dead_after = 30s;  // a ping a second: the evicted one learns it soon
+  client.retry_min = 20ms;
+  TestNode a("a", &provider, kChunk);
+  a.StartClient({b.address()}, client);
+  REQUIRE(Within(5s, [&] { return a.client().up(0); }));
+  TestNode c("c", &provider, kChunk);
+  c.StartClient({b.address()}, client);
+  REQUIRE(Within(5s, [&] { return c.client().up(0); }));
+  std::vector<char> buf(kChunk);
+  REQUIRE(Within(5s, [&] { return b.server().counters().evicted_sessions >= 1; }));
+  // a's session was evicted: told so, it connects again, by its ticket.
+  CHECK(a.client().Fetch(0, kRef, buf.data(), Clock::now() + 5s) == static_cast<ssize_t>(kChunk));
+  CHECK(Within(5s, [&] { return a.client().counters(0).resets >= 1; }));
+  CHECK(Within(5s, [&] { return a.client().counters(0).resumed >= 1; }));
+  CHECK(b.server().door().resumed >= 1);
+  CHECK(b.server().door().authenticated == 2);  // a's first and c's first, no more
 }
 
 TEST_CASE("peer resumption: a restarted server refuses the ticket; a full handshake follows",
