@@ -362,6 +362,11 @@ void PeerClient::VisitCounters(CounterVisitor& v) const {
                Unit::kMicroseconds});
     v.Counter("timeouts", c.timeouts, {"Fetches the peer did not answer in time."});
     v.Counter("ups", c.ups, {"Times the connection to the peer came up."});
+    v.Counter("resumed", c.resumed,
+              {"Times it came up by resuming an earlier session (no MUNGE credential)."});
+    v.Counter("resume_refused", c.resume_refused,
+              {"Resumptions the peer refused (it restarted, or the ticket expired): a full "
+               "handshake followed."});
     v.Counter("downs", c.downs, {"Times the connection to the peer went down."});
     v.Counter("connect_failures", c.connect_failures,
               {"Attempts to connect to the peer that failed."});

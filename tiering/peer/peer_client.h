@@ -110,6 +110,8 @@ struct PeerLinkCounters {
   std::atomic<uint64_t> timeouts{0};          // no answer by the caller's deadline
   std::atomic<uint64_t> ups{0}, downs{0};     // state changes
   std::atomic<uint64_t> connect_failures{0};  // attempts that did not end up
+  std::atomic<uint64_t> resumed{0};           // ups by a ticket: no MUNGE credential
+  std::atomic<uint64_t> resume_refused{0};    // tickets the peer refused: a full handshake followed
   std::atomic<uint64_t> refused{0};           // authentication failed either way
   std::atomic<uint64_t> garbage{0};           // undecodable or unexpected answers: cut off
   std::atomic<uint64_t> forged{0};            // answers that do not authenticate: cut off

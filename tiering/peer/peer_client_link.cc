@@ -215,7 +215,11 @@ void PeerClient::Connect(Link& l) {
   const auto queued_at = Clock::now();
   l.deadline = queued_at + 2 * options_.connect_timeout;
   size_t index = l.index;
-  bool queued = pool_.Submit([this, index, generation, queued_at, tcp_limit, address = l.address] {
+  // A ticket is offered once: whatever this attempt comes to, it is spent.
+  std::optional<ResumeTicket> ticket = std::move(l.ticket);
+  l.ticket.reset();
+  bool queued =
+      pool_.Submit([this, index, generation, queued_at, tcp_limit, address = l.address, ticket] {
     auto session = std::make_shared<ClientSession>();
     HandshakeResult r = HandshakeResult::kLocal;
     std::string error;
@@ -231,7 +235,8 @@ void PeerClient::Connect(Link& l) {
       r = HandshakeResult::kUnreachable;
       error = fd.status().message();
     } else {
-      Result<ClientSession> made = RunClientHandshake(*fd, *auth_, address.name, deadline);
+      Result<ClientSession> made =
+          RunClientHandshake(*fd, *auth_, address.name, deadline, ticket ? &*ticket : nullptr);
       ::close(*fd);
       r = HandshakeFailure(made.status());
       if (made.ok())
@@ -271,6 +276,9 @@ void PeerClient::Connect(Link& l) {
       l.crypto->keys = session->keys;
       l.crypto->session = session->session;
       by_session_[session->session] = &l;
+      l.ticket = session->ticket;
+      if (session->resumed) l.counters.resumed++;
+      if (session->refused) l.counters.resume_refused++;
       l.state = kUp;
       l.retrying = false;
       l.dead = false;

@@ -7,12 +7,14 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
 #include "tiering/peer/buffer_pool.h"
 #include "tiering/peer/peer_client.h"
 #include "tiering/peer/peer_crypto.h"
+#include "tiering/peer/session_resumption.h"
 
 namespace tierfs {
 
@@ -96,6 +98,9 @@ struct PeerClient::Link {
   ucp_ep_h ep = nullptr;
   std::shared_ptr<LinkCrypto> crypto;  // up: the connection's keys
   uint64_t generation = 0;             // one per connection attempt; stale callbacks compare it
+  // What the last session left to resume it: offered once, at the next
+  // connection (session_resumption.h).
+  std::optional<ResumeTicket> ticket;
   bool ever_up = false;
   // Up: a message came back on this connection, so the peer's reply
   // endpoint to this worker is wired up (PeerClient::Stop waits for it).
