@@ -205,8 +205,8 @@ const std::vector<OwnOption>& OwnOptions() {
          c.tiering.ram = SizeOrThrow(v, o);
        }},
       {"tier", "PATH:SIZE",
-       "a directory tier (node-local NVMe, /dev/shm) and its budget; repeat for more, "
-       "fastest first",
+       "a directory tier of yours alone (node-local NVMe; memory: mkdir -m 700 "
+       "/dev/shm/tierfs-$USER) and its budget; repeat for more, fastest first",
        [](MountConfig& c, const std::string& v, const std::string& o) {
          size_t colon = v.rfind(':');
          if (colon == std::string::npos || colon == 0 || colon + 1 == v.size()) {
