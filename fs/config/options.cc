@@ -264,15 +264,15 @@ std::string UsageText(const std::string& program) {
     s += item;
     col += item.size();
   }
-  s += "\n\nExit status, whose failure it is:\n"
-       "  0  a clean unmount (or the detached daemon is mounted)\n"
-       "  1  this machine (FUSE, memory, a tier's device, limits; a forced shutdown)\n"
-       "  2  the command line on its own (syntax, unknown option, impossible combination, sizes)\n"
-       "  3  SOURCE: its path, permissions, contents\n"
-       "  4  MOUNTPOINT\n"
-       "  5  a tier or index path named on the command line (missing, wrong owner or mode,\n"
-       "     not writable, full, no inodes)\n"
-       "  6  SOURCE's file system failing (I/O errors, timeouts, a stale or disconnected mount)\n";
+  s +=
+      "\n\nExit status, whose failure it is:\n"
+      "  0  nobody's: a clean unmount, or the detached daemon is mounted\n"
+      "  1  this machine: FUSE, memory, a tier's device, limits; a forced shutdown\n"
+      "  2  the command line on its own: syntax, an unknown option, a combination, sizes\n"
+      "  3  SOURCE: its path, permissions, contents (missing, not a directory, unreadable)\n"
+      "  4  MOUNTPOINT: missing, not a directory, not empty, already mounted\n"
+      "  5  a tier or index path it names: missing, its owner or mode, not writable, full, in use\n"
+      "  6  SOURCE's file system failing: I/O errors, timeouts, a stale or disconnected mount\n";
   return s;
 }
 
