@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <string_view>
 
 #include "tiering/base/log.h"
 
@@ -67,7 +68,8 @@ ChunkStore::ChunkStore(const Namespace* ns, std::unique_ptr<Catalog> catalog,
       catalog_(std::move(catalog)),
       owned_(std::move(tiers)),
       next_uses_(next_uses ? std::move(next_uses) : std::make_unique<NextUseTable>(ns->size())),
-      policy_(std::move(policy)) {
+      policy_(std::move(policy)),
+      last_failure_(std::make_unique<std::atomic<uint8_t>[]>(ns->size())) {
   for (const auto& t : owned_) tiers_.push_back(t.get());
 }
 
@@ -268,6 +270,14 @@ void ChunkStore::Undo(ChunkClaim& claim, const char* what, int err) {
   catalog_->Abort(claim.key_);
   Finish(claim);
   if (what == nullptr) return;  // dropped unrun (shutdown): not a failure
+  const bool source = std::string_view(what).rfind("SOURCE", 0) == 0;
+  const Failure failure = err == -EACCES || err == -EPERM    ? Failure::kPermission
+                          : source                           ? Failure::kSource
+                          : err == -ENOSPC || err == -EDQUOT ? Failure::kTierFull
+                                                             : Failure::kTier;
+  if (err != -ECANCELED) {
+    last_failure_[claim.key_.node].store(static_cast<uint8_t>(failure), std::memory_order_relaxed);
+  }
   uint64_t n = counters_.failed.fetch_add(1, std::memory_order_relaxed);
   if (err != -ECANCELED && (n < 10 || n % 1000 == 0)) {
     TIERFS_LOG(kWarning, "promotion of '{}' chunk {} to tier {} failed: {}: {}",
