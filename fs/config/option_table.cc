@@ -360,8 +360,9 @@ const std::vector<OwnOption>& OwnOptions() {
       {"nonempty", "", "allow mounting over a non-empty directory",
        [](MountConfig& c, const std::string&, const std::string&) { c.nonempty = true; }},
       {"log", "syslog|stderr|FILE",
-       "where the daemon logs once detached (default: syslog, or a file beside its first tier "
-       "or in /var/log/tierfs where there is no syslog; the path is printed at mount)",
+       "where the daemon logs once detached (default: syslog; where there is none, a file in "
+       "/var/log/tierfs for root, in ~/.local/state/tierfs for a user; the path is printed at "
+       "mount)",
        [](MountConfig& c, const std::string& v, const std::string& o) {
          if (v != "syslog" && v != "stderr" && (v.empty() || v[0] != '/')) {
            throw OptionError(

@@ -1,5 +1,6 @@
 #include "tiering/store/chunk_store.h"
 
+#include <fmt/format.h>
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -9,6 +10,15 @@
 #include "tiering/base/log.h"
 
 namespace tierfs {
+namespace {
+
+// A tier as its user named it: "the RAM tier", or "tier '/nvme/tierfs'".
+std::string Shown(const Tier& tier) {
+  if (tier.kind() == Tier::Kind::kMemory) return "the RAM tier";
+  return fmt::format("tier '{}'", static_cast<const DirectoryTier&>(tier).path());
+}
+
+}  // namespace
 
 ChunkClaim& ChunkClaim::operator=(ChunkClaim&& o) noexcept {
   if (this != &o) {
@@ -110,8 +120,8 @@ uint64_t ChunkStore::RecoverDirectoryTiers(const std::string& source) {
         },
         &kept);
     if (err < 0) {  // the tier emptied itself and takes no promotions this mount
-      TIERFS_LOG(kError, "tier {} ({}): recovery failed ({}); it is left empty and unused",
-                 dir->name(), dir->path(), std::strerror(-err));
+      TIERFS_LOG(kError, "tier '{}': recovery failed ({}); it is left empty and unused",
+                 dir->path(), std::strerror(-err));
       continue;
     }
     for (ChunkKey key : kept) {
@@ -262,10 +272,14 @@ void ChunkStore::Undo(ChunkClaim& claim, const char* what, int err) {
   tier->Release(claim.length_);
   policy_->Abandoned(claim.key_, claim.tier_);
   if (err == -ENOSPC || err == -EDQUOT) {
-    // The device filled before the budget did: stop placing there.
+    // The device filled before the budget did: stop placing there (said
+    // once: the copies already under way meet the same full disk).
+    const bool was_full = tier->limit() <= tier->used();
     tier->MarkFull();
-    TIERFS_LOG(kWarning, "tier {} is full at {} bytes ({}); no more promotions go there",
-               tier->name(), tier->used(), std::strerror(-err));
+    if (!was_full) {
+      TIERFS_LOG(kWarning, "{} is full at {} bytes ({}); no more promotions go there", Shown(*tier),
+                 tier->used(), std::strerror(-err));
+    }
   }
   catalog_->Abort(claim.key_);
   Finish(claim);
@@ -280,8 +294,8 @@ void ChunkStore::Undo(ChunkClaim& claim, const char* what, int err) {
   }
   uint64_t n = counters_.failed.fetch_add(1, std::memory_order_relaxed);
   if (err != -ECANCELED && (n < 10 || n % 1000 == 0)) {
-    TIERFS_LOG(kWarning, "promotion of '{}' chunk {} to tier {} failed: {}: {}",
-               ns_->Path(claim.key_.node), claim.key_.chunk, tier->name(), what,
+    TIERFS_LOG(kWarning, "promotion of '{}' chunk {} to {} failed: {}: {}",
+               ns_->Path(claim.key_.node), claim.key_.chunk, Shown(*tier), what,
                std::strerror(-err));
   }
 }
