@@ -14,6 +14,7 @@
 #include "fs/mount/mount_checks.h"
 #include "fs/mount/service_notify.h"
 #include "tiering/base/log.h"
+#include "tiering/base/units.h"
 
 namespace tierfs {
 namespace {
@@ -197,13 +198,14 @@ MountFailure TierfsMount::ScanSource() {
   if (!scanned.ok()) return SourceFailure(scanned.status());
   ns_ = std::move(scanned).value();
   TIERFS_LOG(kInfo,
-             "{}: {} files ({} bytes), {} directories, {} symlinks in {:.2f} s, {} metadata "
+             "{}: {} ({} bytes), {}, {} in {:.2f} s, {} metadata "
              "operations on SOURCE",
-             opened.how, ns_->file_count(), ns_->total_file_bytes(), ns_->dir_count(),
-             ns_->symlink_count(), opened.seconds, opened.meta_ops);
+             opened.how, Counted(ns_->file_count(), "file"), ns_->total_file_bytes(),
+             Counted(ns_->dir_count(), "directory"), Counted(ns_->symlink_count(), "symlink"),
+             opened.seconds, opened.meta_ops);
   if (ns_->skipped_count() > 0) {
-    TIERFS_LOG(kWarning, "{} entries skipped (special files or unreadable directories)",
-               ns_->skipped_count());
+    TIERFS_LOG(kWarning, "{} skipped (special files or unreadable directories)",
+               Counted(ns_->skipped_count(), "entry"));
   }
   return {};
 }

@@ -50,4 +50,22 @@ std::optional<uint64_t> ParseByteSize(std::string_view text) {
   return static_cast<uint64_t>(bytes);
 }
 
+std::string Grouped(uint64_t n) {
+  const std::string digits = std::to_string(n);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i && (digits.size() - i) % 3 == 0) out.push_back(',');
+    out.push_back(digits[i]);
+  }
+  return out;
+}
+
+std::string Counted(uint64_t n, std::string_view one) {
+  std::string s = Grouped(n) + " ";
+  if (n == 1 || one.empty()) return s.append(one);
+  const bool ies = one.size() >= 2 && one.back() == 'y' &&
+                   std::string_view("aeiou").find(one[one.size() - 2]) == std::string_view::npos;
+  return ies ? s.append(one.substr(0, one.size() - 1)).append("ies") : s.append(one).append("s");
+}
+
 }  // namespace tierfs

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "tiering/base/log.h"
+#include "tiering/base/units.h"
 #include "tiering/namespace/namespace_open.h"
 
 namespace tierfs::cli {
@@ -81,12 +82,15 @@ class ProgressLine {
 
 }  // namespace
 
+// What `tierfs index` does, under its synopsis line.
+constexpr const char* kDescription =
+    "    scan SOURCE and save its namespace index in FILE (with --check dirs:\n"
+    "    update FILE, listing only the directories that changed); mount with\n"
+    "    -o index=FILE (an absolute path there; here FILE may be relative to the\n"
+    "    current directory). Prints the scan's figures.\n";
+
 std::string IndexUsage(const std::string& program) {
-  return fmt::format(
-      "  {} index {}\n    scan SOURCE and save its namespace index in FILE (with --check dirs:\n"
-      "    update FILE, listing only the directories that changed); mount with\n"
-      "    -o index=FILE. Prints the scan's figures.\n",
-      program, kSynopsis);
+  return fmt::format("  {} index {}\n{}", program, kSynopsis, kDescription);
 }
 
 int RunIndexCommand(const std::vector<std::string>& args) {
@@ -98,7 +102,7 @@ int RunIndexCommand(const std::vector<std::string>& args) {
     const std::string& a = args[i];
     auto value = [&]() -> const std::string* { return i + 1 < args.size() ? &args[++i] : nullptr; };
     if (a == "-h" || a == "--help") {
-      std::printf("usage: tierfs index %s\n%s", kSynopsis, IndexUsage("tierfs").c_str());
+      std::printf("usage: tierfs index %s\n%s", kSynopsis, kDescription);
       return 0;
     } else if (a == "--quiet" || a == "-q") {
       quiet = true;
@@ -170,27 +174,22 @@ int RunIndexCommand(const std::vector<std::string>& args) {
   if (!quiet) {
     double s = report.seconds > 0 ? report.seconds : 1e-9;
     std::printf(
-        "%s: %s\n  %llu files (%llu bytes), %llu directories, %llu symlinks, %llu skipped\n"
-        "  %.2f s, %llu metadata operations on SOURCE (%llu stat, %llu list, %llu readlink): "
-        "%.0f operations/s, %.0f entries/s\n"
-        "  directories listed %llu, taken from the index %llu; scan_threads %s\n",
-        source.c_str(), report.how.c_str(), static_cast<unsigned long long>(ns->file_count()),
-        static_cast<unsigned long long>(ns->total_file_bytes()),
-        static_cast<unsigned long long>(ns->dir_count()),
-        static_cast<unsigned long long>(ns->symlink_count()),
-        static_cast<unsigned long long>(ns->skipped_count()), report.seconds,
-        static_cast<unsigned long long>(report.meta_ops),
-        static_cast<unsigned long long>(scan.stats.load()),
-        static_cast<unsigned long long>(scan.lists.load()),
-        static_cast<unsigned long long>(scan.readlinks.load()),
+        "%s: %s\n  %s (%s bytes), %s, %s, %s skipped\n"
+        "  %.2f s, %s metadata operations on SOURCE (%s stat, %s list, %s readlink):\n"
+        "  %.0f operations/s, %.0f entries/s; directories listed %s, taken from the index %s;\n"
+        "  scan_threads %s\n",
+        source.c_str(), report.how.c_str(), Counted(ns->file_count(), "file").c_str(),
+        Grouped(ns->total_file_bytes()).c_str(), Counted(ns->dir_count(), "directory").c_str(),
+        Counted(ns->symlink_count(), "symlink").c_str(), Grouped(ns->skipped_count()).c_str(),
+        report.seconds, Grouped(report.meta_ops).c_str(), Grouped(scan.stats.load()).c_str(),
+        Grouped(scan.lists.load()).c_str(), Grouped(scan.readlinks.load()).c_str(),
         static_cast<double>(report.meta_ops) / s, static_cast<double>(ns->size()) / s,
-        static_cast<unsigned long long>(scan.dirs_listed.load()),
-        static_cast<unsigned long long>(scan.dirs_reused.load()),
+        Grouped(scan.dirs_listed.load()).c_str(), Grouped(scan.dirs_reused.load()).c_str(),
         options.scan_threads == 0 ? "auto" : std::to_string(options.scan_threads).c_str());
     struct stat ist;
     if (::stat(options.index.c_str(), &ist) == 0) {
-      std::printf("  index %s: %llu bytes (%.1f per node)%s\n", options.index.c_str(),
-                  static_cast<unsigned long long>(ist.st_size),
+      std::printf("  index %s: %s bytes (%.1f per entry)%s\n", options.index.c_str(),
+                  Grouped(static_cast<uint64_t>(ist.st_size)).c_str(),
                   static_cast<double>(ist.st_size) / static_cast<double>(ns->size()),
                   report.written ? "" : ", not rewritten");
     }

@@ -150,40 +150,38 @@ void PrintPrefetch(const JsonValue& stats, const std::string& mount) {
     const uint64_t directives = o->Uint("directive_lines");
     const uint64_t paths = o->Uint("valid_lines") - std::min(o->Uint("valid_lines"), directives);
     std::string hints =
-        fmt::format("hints: {} paths{} accepted, {} lines rejected{}", Grouped(paths),
-                    directives == 0   ? ""
-                    : directives == 1 ? " and 1 directive"
-                                      : fmt::format(" and {} directives", Grouped(directives)),
-                    Grouped(o->Uint("rejected_lines")), LastRejected(*o));
+        fmt::format("hints: {}{} accepted, {} rejected{}", Counted(paths, "path"),
+                    directives == 0 ? "" : " and " + Counted(directives, "directive"),
+                    Counted(o->Uint("rejected_lines"), "line"), LastRejected(*o));
     if (o->Uint("dropped") > 0) {
-      hints += fmt::format("; {} declared files dropped (the order held too many)",
-                           Grouped(o->Uint("dropped")));
+      hints += fmt::format("; {} dropped (the order held too many)",
+                           Counted(o->Uint("dropped"), "declared file"));
     }
     if (mode == "order") {
-      Line("  order", fmt::format("readers past {} of {} declared files ({})", Grouped(position),
-                                  Grouped(declared), Percent(position, declared)));
-      Line("", fmt::format("read ahead: up to {} files, {} resident ahead of the readers",
-                           Grouped(o->Uint("lookahead")), Grouped(o->Uint("lead"))));
+      Line("  order", fmt::format("readers past {} of {} ({})", Grouped(position),
+                                  Counted(declared, "declared file"), Percent(position, declared)));
+      Line("", fmt::format("read ahead: up to {}, {} resident ahead of the readers",
+                           Counted(o->Uint("lookahead"), "file"), Grouped(o->Uint("lead"))));
       Line("", hints);
     } else if (paths > 0 || declared > 0) {
-      Line("  order", fmt::format("{} declared files, not followed in mode {}; to follow them: "
+      Line("  order", fmt::format("{}, not followed in mode {}; to follow them: "
                                   "echo order > {}/.tierfs/prefetch",
-                                  Grouped(declared), mode, mount));
+                                  Counted(declared, "declared file"), mode, mount));
       Line("", hints);
     }
   }
   if (const JsonValue* s = p->Member("stage");
       s && s->is_object() && (mode == "stage-in" || s->Uint("requested_files") > 0)) {
     uint64_t files = s->Uint("requested_files"), bytes = s->Uint("requested_bytes");
-    Line("  stage", fmt::format("{} of {} files asked for are resident ({} of {})",
-                                Grouped(s->Uint("done_files")), Grouped(files),
-                                HumanBytes(s->Uint("done_bytes")), HumanBytes(bytes)));
+    Line("  stage",
+         fmt::format("{} of {} asked for {} resident ({} of {})", Grouped(s->Uint("done_files")),
+                     Counted(files, "file"), s->Uint("done_files") == 1 ? "is" : "are",
+                     HumanBytes(s->Uint("done_bytes")), HumanBytes(bytes)));
     const uint64_t not_resident =
         s->Member("not_resident_files") ? s->Uint("not_resident_files") : s->Uint("failed_files");
-    Line("", fmt::format("{} tried and not resident, {} queued; {} {} rejected{}",
+    Line("", fmt::format("{} tried and not resident, {} queued; {} rejected{}",
                          Grouped(not_resident), Grouped(s->Uint("queued_files")),
-                         Grouped(s->Uint("rejected_lines")),
-                         s->Uint("rejected_lines") == 1 ? "path" : "paths", LastRejected(*s)));
+                         Counted(s->Uint("rejected_lines"), "path"), LastRejected(*s)));
     if (s->Member("asked_files") && s->Uint("failed_files") > 0) {
       // The counters `tierfs stage` reports from: asks ended not resident, by reason.
       std::string why;
@@ -226,8 +224,8 @@ int RunStat(const MountControl& mount, bool json) {
   JsonValue s = mount.ReadStats();
   std::printf("tierfs %s at %s, up %s\n", s.String("version", "?").c_str(), mount.mount().c_str(),
               Uptime(s.Number("uptime_seconds")).c_str());
-  Line("namespace", fmt::format("{} files, {} directories, {}", Grouped(s.Uint("namespace.files")),
-                                Grouped(s.Uint("namespace.directories")),
+  Line("namespace", fmt::format("{}, {}, {}", Counted(s.Uint("namespace.files"), "file"),
+                                Counted(s.Uint("namespace.directories"), "directory"),
                                 HumanBytes(s.Uint("namespace.file_bytes"))));
   PrintTiers(s);
   if (s.Member("reads")) {
@@ -299,11 +297,11 @@ int RunStat(const MountControl& mount, bool json) {
                      "background",
                      Grouped(p->Uint("queued_foreground")), Grouped(p->Uint("queued_lookahead")),
                      Grouped(p->Uint("queued_background"))));
-    Line("", fmt::format("{} refused (queue full), {} fit in no tier, {} evicted; {} of {} files "
+    Line("", fmt::format("{} refused (queue full), {} fit in no tier, {} evicted; {} of {} "
                          "fully resident",
                          Grouped(p->Uint("rejected")), Grouped(p->Uint("no_room")),
                          Grouped(p->Uint("evicted")), Grouped(p->Uint("files_resident")),
-                         Grouped(s.Uint("namespace.files"))));
+                         Counted(s.Uint("namespace.files"), "file")));
   }
   PrintPrefetch(s, mount.mount());
   PrintPeers(s);

@@ -32,5 +32,17 @@ TEST_CASE("ParseByteSize rejects what is not a size", "[units]") {
   }
 }
 
+TEST_CASE("Counted says a count with its noun in the right number", "[units]") {
+  CHECK(Counted(0, "file") == "0 files");
+  CHECK(Counted(1, "file") == "1 file");
+  CHECK(Counted(1234567, "file") == "1,234,567 files");
+  CHECK(Counted(1, "entry") == "1 entry");
+  CHECK(Counted(2, "entry") == "2 entries");
+  CHECK(Counted(3, "directory") == "3 directories");
+  CHECK(Counted(2, "day") == "2 days");  // a vowel's y stays
+  CHECK(Grouped(999) == "999");
+  CHECK(Grouped(1000) == "1,000");
+}
+
 }  // namespace
 }  // namespace tierfs
