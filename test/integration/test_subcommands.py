@@ -223,13 +223,16 @@ class SubcommandTest(unittest.TestCase):
                 time.sleep(0.01)
             out, _ = proc.communicate(timeout=20)
             self.assertEqual(proc.returncode, 0)
-            lines = out.splitlines()  # not a terminal: one plain line per interval
+            # Not a terminal: each interval's lines, the first unindented.
+            lines = [l for l in out.splitlines() if not l.startswith("  ")]
             self.assertEqual(len(lines), 3, out)
             for line in lines:
                 self.assertRegex(line, r"^reads [0-9]+/s \(.*/s\), hit ratio .*, SOURCE .*/s")
-                self.assertIn("tiers RAM ", line)
-                self.assertIn("promotions ", line)
-                self.assertIn("look-ahead lead pid:", line)
+            for said in ("  tiers RAM ", "  promotions ",
+                         # this process wrote the order and runs: its pid names the stream
+                         f"  look-ahead lead (files resident ahead of the readers): pid "
+                         f"{os.getpid()} "):
+                self.assertEqual(out.count(said), 3, out)
             self.assertTrue(any(not l.startswith("reads 0/s") for l in lines), out)
             # Without --count it runs until Ctrl-C, and then exits 0 at once.
             proc = subprocess.Popen([harness.tierfs_bin(), "stat", self.mnt, "--watch"],

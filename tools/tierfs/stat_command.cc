@@ -24,23 +24,14 @@ std::string Uptime(double seconds) {
 constexpr size_t kWidth = 100;  // no line longer, but for a single word that is
 constexpr int kLabel = 11;      // the label column, then a space
 
-// `text` after `label`, wrapped at spaces to kWidth columns, the further
-// lines indented under the text.
+// `text` after `label`, wrapped at spaces to kWidth columns (a number kept
+// with its unit), the further lines indented under the text.
 void Line(const char* label, const std::string& text) {
-  const size_t room = kWidth - kLabel - 1;
-  std::string rest = text;
   const char* shown = label;
-  do {
-    size_t cut = rest.size();
-    if (cut > room) {
-      cut = rest.rfind(' ', room);
-      if (cut == std::string::npos || cut == 0) cut = rest.find(' ', room);
-      if (cut == std::string::npos) cut = rest.size();
-    }
-    std::printf("%-*s %s\n", kLabel, shown, rest.substr(0, cut).c_str());
-    rest = cut < rest.size() ? rest.substr(cut + 1) : "";
+  for (const std::string& line : WrapWords(text, kWidth - kLabel - 1)) {
+    std::printf("%-*s %s\n", kLabel, shown, line.c_str());
     shown = "";
-  } while (!rest.empty());
+  }
 }
 
 // The "peers" group (a mount with -o peers=): how many are connected (on
@@ -277,20 +268,28 @@ int RunStat(const MountControl& mount, bool json) {
                        Grouped(pt->Uint("cached_opens"))));
     }
   }
-  Line("SOURCE", fmt::format("{} read in {} reads, {} opens, {} metadata ops, {} errors",
-                             HumanBytes(s.Uint("source.read_bytes")),
-                             Grouped(s.Uint("source.reads")), Grouped(s.Uint("source.opens")),
-                             Grouped(s.Uint("source.meta_ops")), Grouped(s.Uint("source.errors"))));
+  // Every metadata operation since the daemon started: the mount's line
+  // counts the scan's alone; statfs (df) and access checks come later.
+  Line("SOURCE",
+       fmt::format(
+           "{} read in {}, {}, {}; {} since the start ({} stat, {} list, {} "
+           "readlink, {} statfs, {} access)",
+           HumanBytes(s.Uint("source.read_bytes")), Counted(s.Uint("source.reads"), "read"),
+           Counted(s.Uint("source.opens"), "open"), Counted(s.Uint("source.errors"), "error"),
+           Counted(s.Uint("source.meta_ops"), "metadata op"), Grouped(s.Uint("source.stats")),
+           Grouped(s.Uint("source.lists")), Grouped(s.Uint("source.readlinks")),
+           Grouped(s.Uint("source.statfs")), Grouped(s.Uint("source.access"))));
   Line("requests",
-       fmt::format("{} reads ({}) from the kernel, {} lookups, {} errors",
-                   Grouped(s.Uint("requests.read")), HumanBytes(s.Uint("requests.read_bytes")),
-                   Grouped(s.Uint("requests.lookup")), Grouped(s.Uint("requests.errors"))));
+       fmt::format("{} ({}) from the kernel, {}, {}", Counted(s.Uint("requests.read"), "read"),
+                   HumanBytes(s.Uint("requests.read_bytes")),
+                   Counted(s.Uint("requests.lookup"), "lookup"),
+                   Counted(s.Uint("requests.errors"), "error")));
   const JsonValue* tiers = s.Member("tiers");
   const bool tiered = tiers && tiers->is_array() && !tiers->items().empty();
   if (const JsonValue* p = s.Member("promotions"); tiered && p && p->is_object()) {
     // Counts of chunks (of up to chunk_size bytes), and of files where said.
-    Line("promotions", fmt::format("{} chunks copied into the tiers ({}), {} failed, {} running",
-                                   Grouped(p->Uint("done")), HumanBytes(p->Uint("bytes")),
+    Line("promotions", fmt::format("{} copied into the tiers ({}), {} failed, {} running",
+                                   Counted(p->Uint("done"), "chunk"), HumanBytes(p->Uint("bytes")),
                                    Grouped(p->Uint("failed")), Grouped(p->Uint("running"))));
     Line("",
          fmt::format("waiting for a thread: {} for reads, {} to read ahead, {} in the "

@@ -44,5 +44,14 @@ TEST_CASE("Counted says a count with its noun in the right number", "[units]") {
   CHECK(Grouped(1000) == "1,000");
 }
 
+TEST_CASE("WrapWords cuts at spaces, never between a number and its unit", "[units]") {
+  using Lines = std::vector<std::string>;
+  CHECK(WrapWords("files under 1 MiB hold most", 14) == Lines{"files under", "1 MiB hold", "most"});
+  CHECK(WrapWords("a (12.5 GiB) b", 4) == Lines{"a", "(12.5 GiB)", "b"});
+  CHECK(WrapWords("30 files, 1 directory", 12) == Lines{"30 files,", "1 directory"});
+  CHECK(WrapWords("short", 100) == Lines{"short"});
+  CHECK(WrapWords("averyveryverylongword x", 5) == Lines{"averyveryverylongword", "x"});
+}
+
 }  // namespace
 }  // namespace tierfs
