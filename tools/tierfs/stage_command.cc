@@ -179,8 +179,7 @@ int RunStage(const MountControl& mount, const std::vector<std::string>& paths, b
   auto start = std::chrono::steady_clock::now();
   const int err = mount.WriteControl("stage", text);
   if (err != 0 && err != EINVAL) {
-    throw ControlError(
-        fmt::format("writing {}: {}", mount.ControlPath("stage"), std::strerror(err)));
+    throw ControlError(mount.WriteFailure("stage", err));
   }
   const JsonValue written = mount.ReadStats();
   const JsonValue* group = written.Find("prefetch.stage");

@@ -170,8 +170,7 @@ int RunHint(const MountControl& mount, const std::string& list_path) {
   JsonValue after = mount.ReadStats();
   const JsonValue* order = after.Find("prefetch.order");
   if (err != 0 && err != EINVAL) {
-    throw ControlError(
-        fmt::format("writing {}: {}", mount.ControlPath("order"), std::strerror(err)));
+    throw ControlError(mount.WriteFailure("order", err));
   }
   if (!order || !order->Member("valid_lines")) {
     if (err == EINVAL) throw ControlError("the daemon rejected every line (EINVAL)");
