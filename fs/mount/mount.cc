@@ -12,6 +12,7 @@
 #include "fs/config/config_checks.h"
 #include "fs/fuse/passthrough_backing.h"
 #include "fs/mount/mount_checks.h"
+#include "fs/mount/scan_progress.h"
 #include "fs/mount/service_notify.h"
 #include "tiering/base/log.h"
 #include "tiering/base/units.h"
@@ -204,8 +205,12 @@ MountFailure TierfsMount::ScanSource() {
   open_options.wait_s = config_.index_wait;
   SourceIdentity identity{source_, source_st_.st_dev, source_st_.st_ino};
   OpenReport opened;
-  Result<std::unique_ptr<Namespace>> scanned =
-      OpenNamespace(backend_.get(), identity, open_options, &opened);
+  ScanReport scan;
+  Result<std::unique_ptr<Namespace>> scanned = [&] {
+    // On a terminal, what the scan has done so far (a PFS may take minutes).
+    ScanProgress progress(&scan, "scanning SOURCE", Log::Enabled(kInfo));
+    return OpenNamespace(backend_.get(), identity, open_options, &opened, &scan);
+  }();
   for (const auto& note : opened.notes) TIERFS_LOG(kWarning, "{}", note);
   if (!scanned.ok()) return SourceFailure(scanned.status());
   ns_ = std::move(scanned).value();

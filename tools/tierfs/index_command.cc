@@ -7,16 +7,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <charconv>
 #include <chrono>
 #include <climits>
-#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
-#include <mutex>
-#include <thread>
 
+#include "fs/mount/scan_progress.h"
 #include "tiering/base/log.h"
 #include "tiering/base/units.h"
 #include "tiering/namespace/namespace_open.h"
@@ -39,46 +36,6 @@ bool ParseNumber(const std::string& text, unsigned lo, unsigned hi, unsigned* ou
   *out = v;
   return true;
 }
-
-// Prints "directories listed, entries" on one line of stderr until stopped.
-class ProgressLine {
- public:
-  explicit ProgressLine(const ScanReport* scan) : scan_(scan) {
-    thread_ = std::thread([this] { Run(); });
-  }
-  ~ProgressLine() {
-    {
-      std::lock_guard lock(mu_);
-      stop_ = true;
-    }
-    cv_.notify_all();
-    thread_.join();
-    std::fputs("\r\033[K", stderr);
-  }
-
- private:
-  void Run() {
-    auto start = std::chrono::steady_clock::now();
-    std::unique_lock lock(mu_);
-    while (!cv_.wait_for(lock, std::chrono::milliseconds(250), [this] { return stop_; })) {
-      double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      uint64_t entries = scan_->entries;
-      std::fprintf(stderr,
-                   "\r\033[K  %.1f s: %llu directories listed, %llu reused, %llu entries "
-                   "(%.0f/s), %llu metadata operations",
-                   s, static_cast<unsigned long long>(scan_->dirs_listed.load()),
-                   static_cast<unsigned long long>(scan_->dirs_reused.load()),
-                   static_cast<unsigned long long>(entries), s > 0 ? entries / s : 0.0,
-                   static_cast<unsigned long long>(scan_->meta_ops()));
-    }
-  }
-
-  const ScanReport* const scan_;
-  std::mutex mu_;  // guards stop_; a leaf lock
-  std::condition_variable cv_;
-  bool stop_ = false;
-  std::thread thread_;
-};
 
 }  // namespace
 
@@ -160,8 +117,7 @@ int RunIndexCommand(const std::vector<std::string>& args) {
   ScanReport scan;
   OpenReport report;
   auto open = [&] {
-    std::unique_ptr<ProgressLine> progress;  // gone before the report is printed
-    if (!quiet && ::isatty(STDERR_FILENO)) progress = std::make_unique<ProgressLine>(&scan);
+    ScanProgress progress(&scan, "scanning", !quiet);  // gone before the report is printed
     return OpenNamespace(backend.get(), {source, st.st_dev, st.st_ino}, options, &report, &scan);
   };
   Result<std::unique_ptr<Namespace>> opened = open();
