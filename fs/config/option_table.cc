@@ -8,6 +8,7 @@
 #include <charconv>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <initializer_list>
 #include <utility>
 
@@ -16,6 +17,17 @@
 #include "tiering/peer/wire.h"
 
 namespace tierfs::option_table {
+
+void NotAbsolute(const std::string& opt, const std::string& value) {
+  std::error_code error;
+  const std::filesystem::path here = std::filesystem::current_path(error);
+  throw OptionError(fmt::format(
+      "option '{}': '{}' is not an absolute path; options take paths from / (fstab has no "
+      "current directory){}",
+      opt, value,
+      error ? "" : fmt::format(": {}={}", opt, (here / value).lexically_normal().string())));
+}
+
 namespace {
 
 // ParseSize for the option table: throws OptionError.
@@ -87,9 +99,7 @@ const std::vector<OwnOption>& OwnOptions() {
        "auto = namespace.index in the first directory tier",
        [](MountConfig& c, const std::string& v, const std::string& o) {
          if (v.empty()) throw OptionError(fmt::format("option '{}' needs a file or auto", o));
-         if (v != "auto" && v[0] != '/') {
-           throw OptionError(fmt::format("option '{}': '{}' is not an absolute path", o, v));
-         }
+         if (v != "auto" && v[0] != '/') NotAbsolute(o, v);
          c.index = v;
        }},
       {"index_check", "MODE",
@@ -324,9 +334,7 @@ const std::vector<OwnOption>& OwnOptions() {
        }},
       {"munge_socket", "PATH", "munged's socket for the peers' credentials (default: libmunge's)",
        [](MountConfig& c, const std::string& v, const std::string& o) {
-         if (v.empty() || v[0] != '/') {
-           throw OptionError(fmt::format("option '{}': '{}' is not an absolute path", o, v));
-         }
+         if (v.empty() || v[0] != '/') NotAbsolute(o, v);
          c.tiering.peers.munge_socket = v;
        }},
       {"peer_timeout", "SECONDS",

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -21,6 +22,7 @@
 namespace tierfs {
 namespace {
 
+using option_table::NotAbsolute;
 using option_table::OptionError;
 using option_table::OwnOptions;
 
@@ -78,16 +80,19 @@ size_t EditDistance(std::string_view a, std::string_view b) {
 }
 
 // The option `name` was most likely meant to be: a known one at most two
-// edits away (one for names of up to four letters); "" if none is.
+// edits away (one for names of up to four letters), in any case; "" if none is.
 std::string NearestOption(const std::string& name) {
   std::vector<std::string_view> known;
   for (const auto& o : OwnOptions()) known.emplace_back(o.name);
   for (std::string_view o : kFuseOptions)
     known.push_back(o.back() == '=' ? o.substr(0, o.size() - 1) : o);
+  // Case does not count: RAM=1G meant ram=1G.
+  std::string lower = name;
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   std::string best;
   size_t best_distance = name.size() <= 4 ? 2 : 3;
   for (std::string_view o : known) {
-    const size_t d = EditDistance(name, o);
+    const size_t d = EditDistance(lower, o);
     if (d < best_distance) {
       best_distance = d;
       best = o;
@@ -173,7 +178,7 @@ void CheckPeerOptions(const MountConfig& config) {
     throw OptionError(fmt::format("peers= takes chunk_size up to {} MiB", kMaxWireChunk >> 20));
   }
   if (config.peers.find('/') != std::string::npos && config.peers[0] != '/') {
-    throw OptionError(fmt::format("option 'peers': '{}' is not an absolute path", config.peers));
+    NotAbsolute("peers", config.peers);
   }
 }
 

@@ -106,10 +106,10 @@ std::string ProgressLine(const StageCounters& before, const StageCounters& now, 
   if (rate > 0 && done_bytes < bytes) {
     eta = fmt::format("{:.0f}s", static_cast<double>(bytes - done_bytes) / rate);
   }
-  return fmt::format("[{}{}] {:5.1f}%  {}/{} files  {}/{}  {}/s  ETA {}{}",
+  return fmt::format("[{}{}] {:5.1f}%  {}/{}  {}/{}  {}/s  ETA {}{}",
                      std::string(static_cast<size_t>(filled), '#'),
                      std::string(static_cast<size_t>(kWidth - filled), '-'), fraction * 100,
-                     Grouped(done + failed), Grouped(files), HumanBytes(done_bytes),
+                     Grouped(done + failed), Counted(files, "file"), HumanBytes(done_bytes),
                      HumanBytes(bytes), HumanBytes(static_cast<uint64_t>(rate)), eta,
                      failed ? fmt::format("  ({} failed)", Grouped(failed)) : "");
 }
@@ -125,16 +125,21 @@ std::string StagedLine(const StageCounters& before, const StageCounters& now, ui
       std::min(named, since(now.resident_when_named_files, before.resident_when_named_files));
   const uint64_t to_stage = named - resident;
   if (to_stage == 0) {
-    return fmt::format("nothing to stage: the {} files asked for were resident already",
-                       Grouped(named));
+    return fmt::format("nothing to stage: the {} asked for {} resident already",
+                       Counted(named, "file"), named == 1 ? "was" : "were");
   }
+  const uint64_t staged = to_stage - std::min(to_stage, failed);
+  // What failed leads when nothing was staged (not "staged 0 files, 0 B").
   std::string line =
-      fmt::format("staged {} files, {} in {:.1f} s", Grouped(to_stage - std::min(to_stage, failed)),
-                  HumanBytes(since(now.made_resident_bytes, before.made_resident_bytes)), seconds);
-  if (failed > 0) line += fmt::format("; {} failed", Grouped(failed));
+      staged == 0 && failed > 0
+          ? fmt::format("staged nothing: {} failed in {:.1f} s", Counted(failed, "file"), seconds)
+          : fmt::format("staged {}, {} in {:.1f} s", Counted(staged, "file"),
+                        HumanBytes(since(now.made_resident_bytes, before.made_resident_bytes)),
+                        seconds);
+  if (failed > 0 && staged > 0) line += fmt::format("; {} failed", Grouped(failed));
   if (resident > 0) {
-    line += fmt::format("; {} of the {} files asked for were resident already", Grouped(resident),
-                        Grouped(named));
+    line += fmt::format("; {} of the {} asked for {} resident already", Grouped(resident),
+                        Counted(named, "file"), resident == 1 ? "was" : "were");
   }
   return line;
 }
@@ -174,8 +179,7 @@ int RunStage(const MountControl& mount, const std::vector<std::string>& paths, b
   auto start = std::chrono::steady_clock::now();
   const int err = mount.WriteControl("stage", text);
   if (err != 0 && err != EINVAL) {
-    throw ControlError(
-        fmt::format("writing {}: {}", mount.ControlPath("stage"), std::strerror(err)));
+    throw ControlError(mount.WriteFailure("stage", err));
   }
   const JsonValue written = mount.ReadStats();
   const JsonValue* group = written.Find("prefetch.stage");
@@ -241,27 +245,27 @@ int RunStage(const MountControl& mount, const std::vector<std::string>& paths, b
   if (!quiet && now.counts_named) {
     std::printf("%s\n", StagedLine(before, now, failed, seconds).c_str());
   } else if (!quiet && now.requested_files == before.requested_files) {
-    std::printf(
-        "nothing new to stage: these paths were requested before (%s files staged so far)\n",
-        Grouped(now.done_files).c_str());
+    std::printf("nothing new to stage: these paths were requested before (%s staged so far)\n",
+                Counted(now.done_files, "file").c_str());
   } else if (!quiet) {
-    std::printf("staged %s files, %s in %.1f s%s\n",
-                Grouped(now.done_files - std::min(now.done_files, before.done_files)).c_str(),
-                HumanBytes(now.done_bytes - std::min(now.done_bytes, before.done_bytes)).c_str(),
-                seconds, failed ? fmt::format("; {} failed", Grouped(failed)).c_str() : "");
+    std::printf(
+        "staged %s, %s in %.1f s%s\n",
+        Counted(now.done_files - std::min(now.done_files, before.done_files), "file").c_str(),
+        HumanBytes(now.done_bytes - std::min(now.done_bytes, before.done_bytes)).c_str(), seconds,
+        failed ? fmt::format("; {} failed", Grouped(failed)).c_str() : "");
   }
   if (failed && now.counts_asks) {
     const uint64_t asked = Since(now.asked_files, before.asked_files);
     std::fprintf(stderr,
-                 "tierfs stage: %s of the %s %s asked for %s not resident:\n%s"
+                 "tierfs stage: %s of the %s asked for %s not resident:\n%s"
                  "(the daemon's log names the first files of each reason)\n",
-                 Grouped(failed).c_str(), Grouped(asked).c_str(), asked == 1 ? "file" : "files",
+                 Grouped(failed).c_str(), Counted(asked, "file").c_str(),
                  failed == 1 ? "is" : "are", FailedLines(before, now).c_str());
     return 1;
   }
   if (failed) {
-    std::fprintf(stderr, "tierfs stage: %s files could not be staged (see the daemon's log)\n",
-                 Grouped(failed).c_str());
+    std::fprintf(stderr, "tierfs stage: %s could not be staged (see the daemon's log)\n",
+                 Counted(failed, "file").c_str());
     return 1;
   }
   return rejected > 0 ? 1 : 0;  // a path asked for was not staged
