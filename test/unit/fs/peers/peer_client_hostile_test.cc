@@ -242,7 +242,7 @@ TEST_CASE("peer client: a forged or replayed answer never reaches the reader", "
 }
 
 TEST_CASE(
-    "peer client: a forged or replayed \"leaving\" is ignored; the server's own ends the link",
+    "peer client: a forged or replayed \"leaving\" is ignored, the server's own ends the link",
     "[peer]") {
   if (!PeersCanRun()) return;
   FakeServer fake;

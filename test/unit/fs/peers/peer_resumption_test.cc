@@ -116,7 +116,7 @@ TEST_CASE("peer resumption: a session the server evicted to make room comes back
   CHECK(b.server().door().authenticated == 2);  // a's first and c's first, no more
 }
 
-TEST_CASE("peer resumption: a restarted server refuses the ticket; a full handshake follows",
+TEST_CASE("peer resumption: a restarted server refuses the ticket, and a full handshake follows",
           "[peer]") {
   if (!PeersCanRun()) return;
   PatternProvider provider(kChunk);
