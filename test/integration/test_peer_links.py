@@ -82,6 +82,46 @@ class PeerLinksTest(unittest.TestCase):
                 self.assertEqual(left, i, ends[0])
                 self.assertIn(" 0 lost", ends[0])
 
+    def test_a_node_killed_as_its_home_answers_it_or_stops_crashes_neither(self):
+        """n0 is SIGKILLed while n1 is reading chunks for it (every PFS
+        read stalls 300 ms); then n1 stops at once (it says kLeaving to its
+        sessions) or answers first and stops later. UCX frees n1's endpoint
+        to n0 when their connection fails: n1 once crashed at unmount
+        (SIGSEGV) sending on it. Six rounds: n1 exits 0 every time."""
+        with Job(2, pfs_opts="stall_rate=1,stall_ms=300", timeout=5) as job:
+            names = sorted(job.data)
+            for round_ in range(6):
+                for i in range(2):
+                    job.start(i)
+                job.wait_ready()
+                reader = threading.Thread(target=self.read_until_gone, args=(job, 0, names))
+                reader.start()
+                harness.wait_for(lambda: job.peers(1)["server"]["requests"] > 0, timeout=10,
+                                 what="n1 answering n0")
+                job.mounts[0].proc.kill()
+                reader.join(timeout=30)
+                job.mounts[0].close()
+                job.mounts[0].log.close()
+                job.mounts[0] = None
+                if round_ % 2:  # n1 answers into the gone connection first
+                    time.sleep(1)
+                    self.assertIsNone(job.mounts[1].proc.poll(),
+                                      f"round {round_}: n1 died\n{job.mounts[1].output()[-3000:]}")
+                code = job.mounts[1].close()
+                self.assertEqual(code, 0, f"round {round_}: n1 exited {code}\n"
+                                 f"{job.mounts[1].output()[-3000:]}")
+                self.assertNotIn("Caught signal", job.mounts[1].output())
+                job.mounts[1].log.close()
+                job.mounts[1] = None
+
+    @staticmethod
+    def read_until_gone(job, i, names):
+        """Reads through node i until its daemon is gone (reads then fail)."""
+        try:
+            job.read_all(i, names)
+        except OSError:
+            pass
+
     def test_a_stopped_home_costs_a_reader_its_hedge_time(self):
         """n1 is SIGSTOPped for 3 s while n0 reads files it homes: each read
         waits for n1 no longer than its hedge time (the p99 of n1's answers,

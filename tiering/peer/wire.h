@@ -66,7 +66,10 @@
 
 namespace tierfs {
 
-inline constexpr unsigned kPeerAmId = 7;            // the UCX active message id of every message
+inline constexpr unsigned kPeerAmId = 7;  // the UCX active message id of every message
+// The id of a server's watch on a client's endpoint (UcxWorker::Watch): no
+// header, one byte that is never read.
+inline constexpr unsigned kWatchAmId = 8;
 inline constexpr uint32_t kWireMagic = 0x50534654;  // "TFSP" in little-endian order
 inline constexpr uint8_t kWireVersion = 4;
 inline constexpr size_t kMaxHeader = 112;  // the largest header (kRequest)

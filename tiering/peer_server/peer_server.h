@@ -105,6 +105,8 @@ struct PeerServerCounters {
   std::atomic<uint64_t> idle_dropped{0};    // sessions dropped: silent for idle_timeout
   std::atomic<uint64_t> forgotten_told{0};  // messages answered kUnknownSession
   std::atomic<uint64_t> leaving_told{0};    // sessions told kLeaving at Stop
+  std::atomic<uint64_t> replies_gone{0};    // sessions whose reply endpoint went (watch ended)
+  std::atomic<uint64_t> unwatched{0};       // ... of which the peer refused the watch
   std::atomic<uint64_t> requests{0};
   std::atomic<uint64_t> served_chunks{0}, served_bytes{0};
   std::atomic<uint64_t> busy{0};            // answered kBusy
@@ -180,6 +182,9 @@ class PeerServer {
   // session's kept keys: answers kUnknownSession on `reply`, true.
   bool TellForgotten(const PeerMessage& m, ucp_ep_h reply,
                      const std::function<bool(const SessionKeys&)>& open);
+  // The watch on reply endpoint `ep` ended (`status`): every session
+  // answering on it forgets it, and is dropped at the next tick.
+  void ReplyGone(ucp_ep_h ep, ucs_status_t status);
   // Garbage or forgery: counted, logged, closed.
   void CutOff(Connection& c, const char* why);
   // `remember`: keep its keys to tell its client (kUnknownSession).

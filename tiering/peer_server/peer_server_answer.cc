@@ -252,6 +252,10 @@ void PeerServer::Answer(uint64_t session, std::shared_ptr<Job> job) {
     return;
   }
   Connection& c = *it->second;
+  if (c.ep == nullptr) {  // its client went: nowhere to answer
+    finish(false);
+    return;
+  }
   if (job->result != 0) {
     if (job->result == -ETIMEDOUT) {
       counters_.expired++;
@@ -269,6 +273,7 @@ void PeerServer::Answer(uint64_t session, std::shared_ptr<Job> job) {
 }
 
 void PeerServer::SendBare(Connection& c, MsgType type, uint64_t request_id) {
+  if (c.ep == nullptr) return;  // its reply endpoint went (ReplyGone)
   WireHeader h;
   size_t n = EncodeBare(type, WireIds{request_id, c.session, c.crypto->next_seq++}, &h);
   if (!SealWire(c.crypto->keys.send, &h, n, nullptr, 0, nullptr)) return;
@@ -276,6 +281,7 @@ void PeerServer::SendBare(Connection& c, MsgType type, uint64_t request_id) {
 }
 
 void PeerServer::SendError(Connection& c, uint64_t request_id, WireError error) {
+  if (c.ep == nullptr) return;  // its reply endpoint went (ReplyGone)
   WireHeader h;
   size_t n = EncodeError(WireIds{request_id, c.session, c.crypto->next_seq++}, error, &h);
   if (!SealWire(c.crypto->keys.send, &h, n, nullptr, 0, nullptr)) return;

@@ -7,6 +7,7 @@ import os
 import platform
 
 from . import netcut
+from .peers_kill import kill_markdown
 
 
 def mb(v):
@@ -56,6 +57,8 @@ def markdown(results):
         if res.get("cut"):
             notes += netcut.cut_markdown(res["contender"], res["cut"]["link"], res["cut"])
             notes += cut_epochs(res["cut"]["epoch"], e)
+        if res.get("kill"):
+            notes += kill_markdown(res["contender"], res["kill"])
     return "\n".join(lines) + ("\n\n" + "\n".join(notes) if notes else "") + "\n"
 
 
