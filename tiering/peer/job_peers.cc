@@ -193,6 +193,10 @@ Status JobPeers::StartAsking() {
   // A slow peer is skipped from a quarter of a fetch's deadline up to it.
   co.retry_min = std::max(std::chrono::milliseconds(50), config_.timeout / 4);
   co.retry_max = std::max(co.retry_min, std::min(config_.timeout, std::chrono::milliseconds(5000)));
+  co.source_port = config_.source_ports;
+  if (std::string problem = SourcePortsProblemHere(config_.source_ports); !problem.empty()) {
+    TIERFS_LOG(kWarning, "peers: {}", problem);
+  }
   co.ucx.tls = config_.ucx_tls;
   co.ucx.net_devices = net_device_;
   co.ucx.contain_aborts = true;  // a UCX abort here ends the asking, not the daemon
