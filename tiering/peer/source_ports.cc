@@ -82,10 +82,8 @@ PortRanges ParsePortRanges(std::string_view text) {
   return out;
 }
 
-const PortRanges& LocalReservedPorts() {
-  static const PortRanges ports =
-      ParsePortRanges(ReadFile("/proc/sys/net/ipv4/ip_local_reserved_ports"));
-  return ports;
+PortRanges LocalReservedPorts() {
+  return ParsePortRanges(ReadFile("/proc/sys/net/ipv4/ip_local_reserved_ports"));
 }
 
 std::vector<uint16_t> SourcePortCandidates(SourcePort ports, const PortRanges& skip,

@@ -38,8 +38,9 @@ std::string SourcePortsText(SourcePort ports);  // "600-1023" or "off"
 // ("8080,9000-9100", or empty). Entries that do not parse are skipped.
 using PortRanges = std::vector<std::pair<uint16_t, uint16_t>>;
 PortRanges ParsePortRanges(std::string_view text);
-// This node's, read once per process (empty if unreadable).
-const PortRanges& LocalReservedPorts();
+// This node's (its network namespace's), read at each call: a connection
+// is rare, the file small (empty if unreadable).
+PortRanges LocalReservedPorts();
 
 // Up to 8 ports of `ports` outside `skip`, drawn with `random`; fewer when
 // fewer are left, none when `skip` covers the range.
