@@ -89,7 +89,8 @@ TEST_CASE("door sources: the checks go to each source in turn, reserved ports al
   CHECK(s.waiting() == 0);
 }
 
-TEST_CASE("door sources: places per source and class; a closed hello leaves its queue", "[peer]") {
+TEST_CASE("door sources: places per source and class, and a closed hello leaves its queue",
+          "[peer]") {
   DoorSources s(DoorSources::Options{2, 3, 18});
   s.Hold(From(1));
   CHECK_FALSE(s.SourceFull(From(1)));
