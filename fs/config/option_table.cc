@@ -14,6 +14,7 @@
 
 #include "tiering/base/units.h"
 #include "tiering/peer/peer_list.h"
+#include "tiering/peer/source_ports.h"
 #include "tiering/peer/wire.h"
 
 namespace tierfs::option_table {
@@ -363,6 +364,17 @@ const std::vector<OwnOption>& OwnOptions() {
        "closed (default 1024)",
        [](MountConfig& c, const std::string& v, const std::string& o) {
          c.tiering.peers.max_connections = ParseUnsigned(v, o, 1, 65536);
+         c.peer_set = true;
+       }},
+      {"peer_source_ports", "LO-HI|off",
+       "the ports below 1024 a daemon run as root connects to other nodes from, for which their "
+       "doors keep places other users cannot take; ports in net.ipv4.ip_local_reserved_ports "
+       "are skipped; off: any port (default 600-1023)",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         std::string why;
+         if (!ParseSourcePorts(v, &c.tiering.peers.source_ports, &why)) {
+           throw OptionError(fmt::format("option '{}': {}", o, why));
+         }
          c.peer_set = true;
        }},
       {"nonempty", "", "allow mounting over a non-empty directory",

@@ -169,7 +169,7 @@ void CheckPeerOptions(const MountConfig& config) {
     if (!config.peer_name.empty() || !p.job.empty() || !p.munge_socket.empty() || config.peer_set) {
       throw OptionError(
           "peer_name=, peer_port=, peer_listen=, peer_job=, munge_socket=, peer_timeout=, "
-          "peer_dead=, peer_idle= and peer_connections= "
+          "peer_dead=, peer_idle=, peer_connections= and peer_source_ports= "
           "need peers=");
     }
     return;

@@ -195,6 +195,10 @@ Status JobPeers::StartAsking() {
   co.retry_max = std::max(co.retry_min, std::min(config_.timeout, std::chrono::milliseconds(5000)));
   // A hedged fetch waits at most half its deadline before SOURCE is read too.
   co.hedge_max = std::clamp(config_.timeout / 2, co.hedge_min, std::chrono::milliseconds(500));
+  co.source_port = config_.source_ports;
+  if (std::string problem = SourcePortsProblemHere(config_.source_ports); !problem.empty()) {
+    TIERFS_LOG(kWarning, "peers: {}", problem);
+  }
   co.ucx.tls = config_.ucx_tls;
   co.ucx.net_devices = net_device_;
   co.ucx.contain_aborts = true;  // a UCX abort here ends the asking, not the daemon

@@ -36,6 +36,7 @@
 #include "tiering/namespace/namespace.h"
 #include "tiering/peer/peer_list.h"
 #include "tiering/peer/rendezvous.h"
+#include "tiering/peer/source_ports.h"
 #include "tiering/peer/wire.h"
 
 namespace tierfs {
@@ -56,6 +57,8 @@ struct JobPeersConfig {
   uint64_t chunk_size = 8 << 20;
   unsigned server_threads = 16;  // provider calls at once
   std::string ucx_tls;           // "" = UCX's choice (or UCX_TLS)
+  // The ports below 1024 this node connects from when root (source_ports.h).
+  SourcePort source_ports = SourcePort::kReservedIfAllowed;
 };
 
 class JobPeers {

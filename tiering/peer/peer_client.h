@@ -85,7 +85,8 @@ struct PeerClientOptions {
   size_t max_connections = 1024;
   bool connect_at_start = false;  // connect to every peer at Start, not on first need
   size_t max_in_flight = 8;       // requests outstanding per peer
-  // Where handshakes come from: a port below 1024 when root may bind one.
+  // Where handshakes come from: a port of this range (below 1024) when
+  // this process may bind one (root); SourcePort::kAny: any port.
   SourcePort source_port = SourcePort::kReservedIfAllowed;
   // Offers being sent at once, in all, and their bytes: beyond, an offer is dropped.
   size_t max_offers = 16;

@@ -62,22 +62,19 @@ FrameReader::Result ReadFrame(int fd, FrameReader* reader, Clock::time_point dea
   }
 }
 
-// Binds `fd` to a free port below 1024, from a few tried at random above
-// the well-known services' (600-1023, as bindresvport). False if none is
-// free or this process may not bind them.
-bool BindReserved(int fd) {
-  constexpr unsigned kFirst = 600, kEnd = 1024;
+// Binds `fd` to a free port of `ports`, from a few tried at random outside
+// ip_local_reserved_ports. False if none is free or this process may not
+// bind them.
+bool BindSourcePort(int fd, SourcePort ports) {
   static std::atomic<bool> denied{false};  // EACCES once: not root
   if (denied.load(std::memory_order_relaxed)) return false;
   int one = 1;
   ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  const PeerNonce random = RandomNonce();  // 8 tries, 16 bits each
-  for (size_t i = 0; i + 1 < random.size(); i += 2) {
-    const unsigned r = random[i] | unsigned{random[i + 1]} << 8;
+  for (uint16_t port : SourcePortCandidates(ports, LocalReservedPorts(), RandomNonce())) {
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_addr.s_addr = htonl(INADDR_ANY);
-    a.sin_port = htons(static_cast<uint16_t>(kFirst + r % (kEnd - kFirst)));
+    a.sin_port = htons(port);
     if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) return true;
     if (errno == EACCES || errno == EPERM) {
       denied = true;
@@ -140,14 +137,14 @@ Result<int> ConnectTcp(const std::string& host, uint16_t port, Clock::time_point
     return Status::Error(EHOSTUNREACH, fmt::format("cannot resolve {}: {}", host, gai_strerror(e)));
   }
   int fd = -1, err = 0;
-  for (bool reserved : {from == SourcePort::kReservedIfAllowed, false}) {
+  for (bool reserved : {from.reserved(), false}) {
     fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
       err = errno;
       ::freeaddrinfo(res);
       return Status::FromErrno(err, "socket");
     }
-    if (reserved && !BindReserved(fd)) {
+    if (reserved && !BindSourcePort(fd, from)) {
       ::close(fd);
       continue;
     }

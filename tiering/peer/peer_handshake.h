@@ -41,6 +41,7 @@
 #include "tiering/peer/peer_auth.h"
 #include "tiering/peer/peer_crypto.h"
 #include "tiering/peer/session_resumption.h"
+#include "tiering/peer/source_ports.h"
 
 namespace tierfs {
 
@@ -142,13 +143,10 @@ struct HelloAnswer {
 // runs on the door's pool. The door sends the answer, then awaits the bind.
 HelloAnswer AnswerHello(const PeerAuth& auth, const PeerNonce& greeting, std::string_view hello);
 
-// Where a connection to a door comes from. kReservedIfAllowed: a port
-// below 1024 when this process may bind one (root), which the door keeps
-// places for that other users of this node cannot take (peer_door.h);
-// any port otherwise, or when none of the few tried is free.
-enum class SourcePort { kAny, kReservedIfAllowed };
-
-// Connects to host:port (IPv4) by `deadline`: a socket, or why not.
+// Connects to host:port (IPv4) by `deadline`: a socket, or why not. From
+// a port of `from` (source_ports.h) when this process may bind one and one
+// of the few tried is free (and its pair with the door is not in
+// TIME_WAIT); from any port otherwise.
 Result<int> ConnectTcp(const std::string& host, uint16_t port,
                        std::chrono::steady_clock::time_point deadline,
                        SourcePort from = SourcePort::kAny);

@@ -16,7 +16,7 @@
 
 namespace tierfs {
 void PeerDoor::OnReadable(Conn& c) {
-  if (c.state == Conn::kChecking) {  // nothing may come now: only EOF is read
+  if (c.state == Conn::kWaiting || c.state == Conn::kChecking) {  // only EOF may come now
     char b;
     ssize_t r = ::recv(c.fd, &b, 1, MSG_DONTWAIT | MSG_PEEK);
     if (r == 0 || (r < 0 && errno != EAGAIN))
@@ -51,27 +51,10 @@ void PeerDoor::OnReadable(Conn& c) {
       Close(c.fd);
       return;
     }
-    auto job = std::make_shared<Checked>();
-    job->fd = c.fd;
-    job->conn = c.id;
-    std::string hello(cred);
-    PeerNonce nonce = c.nonce;
-    c.state = Conn::kChecking;
-    bool queued = checks_.Submit([this, job, hello = std::move(hello), nonce] {
-      job->hello = AnswerHello(*auth_, nonce, hello);
-      {
-        std::lock_guard lock(mu_);
-        checked_.push_back(std::make_unique<Checked>(std::move(*job)));
-      }
-      uint64_t one = 1;
-      [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof one);
-    });
-    if (!queued) {
-      counters_.busy++;
-      Close(c.fd);
-    } else {
-      ++checks_pending_;
-    }
+    c.hello.assign(cred);
+    c.state = Conn::kWaiting;
+    sources_.Wait(c.source, DoorSources::HelloTicket{c.fd, c.id});
+    Dispatch();
     return;
   }
   // kAwaitBind: the client's key confirmation.
@@ -86,6 +69,38 @@ void PeerDoor::OnReadable(Conn& c) {
   s.keys = c.keys;
   Conclude(c, s, EncodeBindAnswerFrame(c.keys.send, s.id, worker_address_),
            counters_.authenticated);
+}
+
+void PeerDoor::Dispatch() {
+  DoorSources::HelloTicket t;
+  bool reserved = false;
+  while (checks_pending_ < kDoorChecksAtOnce && sources_.Next(&t, &reserved)) {
+    auto it = conns_.find(t.fd);
+    if (it == conns_.end() || it->second->id != t.conn) continue;  // closed meanwhile
+    Conn& c = *it->second;
+    auto job = std::make_shared<Checked>();
+    job->fd = c.fd;
+    job->conn = c.id;
+    PeerNonce nonce = c.nonce;
+    bool queued = checks_.Submit([this, job, hello = std::move(c.hello), nonce] {
+      job->hello = AnswerHello(*auth_, nonce, hello);
+      {
+        std::lock_guard lock(mu_);
+        checked_.push_back(std::make_unique<Checked>(std::move(*job)));
+      }
+      uint64_t one = 1;
+      [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof one);
+    });
+    c.state = Conn::kChecking;
+    if (!queued) {  // the pool shut down
+      counters_.busy++;
+      Close(c.fd);
+      continue;
+    }
+    ++checks_pending_;
+    counters_.checks++;
+    if (reserved) counters_.reserved_checks++;
+  }
 }
 
 void PeerDoor::OnChecked(Checked& r) {

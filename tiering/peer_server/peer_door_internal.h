@@ -15,16 +15,24 @@
 
 namespace tierfs {
 
+// Hellos given to the checks' two threads at once: two being checked, two
+// queued behind them so that neither waits for the door's thread. The
+// others wait in their sources' queues (DoorSources), bounded by the places.
+inline constexpr size_t kDoorChecksAtOnce = 4;
+
 struct PeerDoor::Conn {
   int fd = -1;
   uint64_t id = 0;
   Source source;
   std::chrono::steady_clock::time_point deadline;
-  enum State { kAwaitHello, kChecking, kAwaitBind } state = kAwaitHello;
+  // kWaiting: its hello waits in its source's queue for a check;
+  // kChecking: given to the checks.
+  enum State { kAwaitHello, kWaiting, kChecking, kAwaitBind } state = kAwaitHello;
   FrameReader reader;
   PeerNonce nonce{};
   unsigned bits = 0;          // the puzzle its greeting asked for
   bool resume_tried = false;  // one Resume per connection; a hello may follow its refusal
+  std::string hello;          // kWaiting: the hello's credential
   std::string peer;           // kAwaitBind: the authenticated name
   SessionKeys keys;           // kAwaitBind
 };

@@ -75,7 +75,7 @@ struct PeerServerOptions {
   uint64_t max_bytes_per_connection = 64 << 20;
   size_t max_connections = 1024;  // sessions; beyond, the least recently heard one is dropped
   std::chrono::milliseconds hello_timeout{2000};  // the whole handshake
-  size_t max_handshakes = 64;                     // connections in their handshake
+  size_t max_handshakes = 1024;  // connections in their handshake, per class (peer_door.h)
   size_t max_handshakes_per_address = 8;
   // An authenticated session its client has not used yet is dropped after
   // this (the client's first message, a kPing, follows the handshake).

@@ -311,10 +311,32 @@ TEST_CASE("ParseCommandLine refuses peer options it cannot use", "[options][peer
   CHECK_THAT(ErrorOf({"/d", "/m", "-o", "peer_timeout=0"}), Contains("between 0.05 and 600"));
   CHECK_THAT(ErrorOf({"/d", "/m", "-o", "peer_name=a;b"}), Contains("not a valid peer name"));
   CHECK_THAT(ErrorOf({"/d", "/m", "-o", "munge_socket=rel"}), Contains("not an absolute path"));
+  CHECK_THAT(ErrorOf({"/d", "/m", "-o", "peer_source_ports=700-800"}), Contains("need peers="));
   // Parsing reads no file: peers= is kept as given, resolved later.
   MountConfig c = Parse({"/d", "/m", "-o", "ram=1G,peers=/nonexistent/peers,peer_job=j"});
   CHECK(c.peers == "/nonexistent/peers");
   CHECK_FALSE(c.tiering.peers_enabled());
+}
+
+TEST_CASE("ParseCommandLine takes the ports a root daemon connects to peers from",
+          "[options][peer]") {
+  const std::string peers = "ram=1G,peers=a+b,peer_name=a,peer_job=j";
+  CHECK(Parse({"/d", "/m", "-o", peers}).tiering.peers.source_ports ==
+        SourcePort::kReservedIfAllowed);
+  CHECK(
+      Parse({"/d", "/m", "-o", peers + ",peer_source_ports=700-799"}).tiering.peers.source_ports ==
+      SourcePort{700, 799});
+  CHECK(
+      Parse({"/d", "/m", "-o", peers + ",peer_source_ports=900-900"}).tiering.peers.source_ports ==
+      SourcePort{900, 900});
+  CHECK(Parse({"/d", "/m", "-o", peers + ",peer_source_ports=off"}).tiering.peers.source_ports ==
+        SourcePort::kAny);
+  for (const char* bad : {"600-1024", "0-10", "800-700", "600", "600-", "a-b", "600-700x", "on", "",
+                          "-1-5", "65536-70000"}) {
+    INFO(bad);
+    CHECK_THAT(ErrorOf({"/d", "/m", "-o", peers + ",peer_source_ports=" + bad}),
+               Contains("option 'peer_source_ports': '" + std::string(bad) + "' is not"));
+  }
 }
 
 }  // namespace
