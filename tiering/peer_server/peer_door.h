@@ -14,7 +14,7 @@
 // newcomer is turned away instead), so a flood of short connections cannot evict a real peer while
 // it does the greeting's work.
 //
-// Fair to every source (door_admission.h): a hello waits for its MUNGE
+// Fair to every source (peer_door_sources.h): a hello waits for its MUNGE
 // check in its source's queue, and the checks (two threads, a few at a
 // time) are given in turn, one per source with a hello waiting, the two
 // classes alternately: a flood of hellos from one address gets one check
