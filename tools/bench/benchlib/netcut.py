@@ -163,7 +163,8 @@ def cut_markdown(name, cut, summary):
              + f"; daemons alive after the run: {summary['alive']} of {summary['daemons']}"]
     for n in summary["nodes"]:
         if not n["alive"]:
-            lines.append(f"  - FAILURE: {_flags(n)}")
+            what = "killed on purpose (--kill-node)" if n.get("killed") else "FAILURE"
+            lines.append(f"  - {what}: {_flags(n)}")
     lines.append("  - transport_failed: " + "; ".join(_flags(n) for n in summary["nodes"]
                                                          if n["alive"]))
     back = cut.get("back_s") or {}

@@ -273,6 +273,8 @@ def run_contender(run, name):
                 daemons, args.cut_node,
                 lambda d: read_json(os.path.join(d.mnt, ".tierfs", "stats"))),
                 epoch=args.cut_epoch, link=cut.as_dict())
+            for n in result["cut"]["nodes"]:
+                n["killed"] = n["node"] in gone
             print("  " + "\n  ".join(netcut.cut_markdown(name, result["cut"]["link"],
                                                          result["cut"])), flush=True)
             if result["cut"]["alive"] < len(daemons) - len(gone) and result["status"] == "ok":

@@ -56,20 +56,23 @@ def markdown(results):
                         if res["contender"].startswith("tierfs-peers") else ""))
         if res.get("cut"):
             notes += netcut.cut_markdown(res["contender"], res["cut"]["link"], res["cut"])
-            notes += cut_epochs(res["cut"]["epoch"], e)
+            kill = res.get("kill")
+            notes += cut_epochs(res["cut"]["epoch"], e,
+                                (kill["epoch"], kill["epoch"] + 1) if kill else ())
         if res.get("kill"):
             notes += kill_markdown(res["contender"], res["kill"])
     return "\n".join(lines) + ("\n\n" + "\n".join(notes) if notes else "") + "\n"
 
 
-def cut_epochs(cut_epoch, epochs):
+def cut_epochs(cut_epoch, epochs, unsteady=()):
     """PFS bytes per steady epoch (after the first, but the cut's and the
-    one after it), the cut epoch's and the next one's: what the cut cost,
-    and whether the next epoch read more than that (the cut node not asked
-    again yet)."""
+    one after it, and `unsteady`: a kill's and the one after it), the cut
+    epoch's and the next one's: what the cut cost, and whether the next
+    epoch read more than that (the cut node not asked again yet)."""
     def pct(r):
         return r["pfs_pct"]
-    steady = [r for r in epochs[1:] if r["epoch"] not in (cut_epoch, cut_epoch + 1)]
+    steady = [r for r in epochs[1:]
+              if r["epoch"] not in (cut_epoch, cut_epoch + 1) + tuple(unsteady)]
     cut = next((r for r in epochs if r["epoch"] == cut_epoch), None)
     after = next((r for r in epochs if r["epoch"] == cut_epoch + 1), None)
     if cut is None:
