@@ -193,10 +193,11 @@ struct Flood {
   std::vector<std::thread> threads;
 };
 
-// A connection to `port` (from a reserved port when root: places of its
-// own) and its greeting, read within 5 s; -1 if none came.
+// A connection to `port` from an unreserved port of 127.0.0.1, the
+// flood's own source (its places, queue and puzzle), and its greeting,
+// read within 5 s; -1 if none came.
 int Greeted(uint16_t port, PeerNonce* nonce, unsigned* bits) {
-  Result<int> fd = ConnectTcp("127.0.0.1", port, Clock::now() + 5s, SourcePort::kReservedIfAllowed);
+  Result<int> fd = ConnectTcp("127.0.0.1", port, Clock::now() + 5s, SourcePort::kAny);
   if (!fd.ok()) return -1;
   ::fcntl(*fd, F_SETFL, ::fcntl(*fd, F_GETFL) & ~O_NONBLOCK);
   ::timeval tv{5, 0};
@@ -217,7 +218,7 @@ int Greeted(uint16_t port, PeerNonce* nonce, unsigned* bits) {
   return *fd;
 }
 
-TEST_CASE("peer server: a reconnection by a ticket does the work a flooded door asks",
+TEST_CASE("peer server: a reconnection by a ticket does the work a flooded door asks of its source",
           "[peer][serial]") {
   if (!PeersCanRun()) return;
   PatternProvider provider(kChunk);
@@ -254,9 +255,10 @@ TEST_CASE("peer server: a reconnection by a ticket does the work a flooded door 
     CHECK(::recv(fd, &byte, 1, 0) <= 0);  // closed, no answer
     ::close(fd);
     CHECK(b.server().door().unsolved > unsolved);
-    // With the work done, the same ticket resumes, flood or not.
+    // With the work done, the same ticket resumes, flood or not, from the
+    // flood's own source.
     deadline = Clock::now() + 10s;
-    Result<int> conn = ConnectTcp("127.0.0.1", b.port(), deadline, SourcePort::kReservedIfAllowed);
+    Result<int> conn = ConnectTcp("127.0.0.1", b.port(), deadline, SourcePort::kAny);
     REQUIRE(conn.ok());
     Result<ClientSession> again = RunClientHandshake(*conn, a, "b", deadline, &first->ticket);
     ::close(*conn);
