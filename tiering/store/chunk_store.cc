@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -62,12 +63,13 @@ void ChunkClaim::Undo(const char* what, int err) {
 ChunkStore::ChunkStore(const Namespace* ns, std::unique_ptr<Catalog> catalog,
                        std::vector<std::unique_ptr<Tier>> tiers,
                        std::unique_ptr<EvictionPolicy> policy,
-                       std::unique_ptr<NextUseTable> next_uses)
+                       std::unique_ptr<NextUseTable> next_uses, JobRunner* reclaim_on)
     : ns_(ns),
       catalog_(std::move(catalog)),
       owned_(std::move(tiers)),
       next_uses_(next_uses ? std::move(next_uses) : std::make_unique<NextUseTable>(ns->size())),
-      policy_(std::move(policy)) {
+      policy_(std::move(policy)),
+      reclaimer_(reclaim_on, owned_.size(), [this](int t) { Reclaim(t); }) {
   for (const auto& t : owned_) tiers_.push_back(t.get());
 }
 
@@ -145,39 +147,87 @@ ChunkStore::ClaimResult ChunkStore::Claim(ChunkKey key, ChunkClaim* out, ClaimOw
 }
 
 int ChunkStore::Place(ChunkKey key, uint64_t bytes, ClaimOwner whose) {
+  // First fit: the fastest tier with room to spare (its free room stays at
+  // or above the low watermark).
   for (size_t i = 0; i < tiers_.size(); ++i) {
-    if (!tiers_[i]->Reserve(bytes)) continue;
+    Tier* tier = tiers_[i];
+    if (!tier->Reserve(bytes, MarksOf(*tier).low)) continue;
     policy_->Admitted(key, static_cast<int>(i), Hold::kKept);
     return static_cast<int>(i);
   }
   if (whose == ClaimOwner::kPeerCopy) return -1;
-  // All full. This node's own chunk goes before any copy of a peer's: a
-  // copy saves a transfer between nodes, the own chunk a PFS read for the job.
+  // All short of room. This node's own chunk goes before any copy of a
+  // peer's (the reclaimer evicts copies first): a copy saves a transfer
+  // between nodes, the own chunk a PFS read for the job.
+  bool behind = false;
+  ChunkKey copy;
   for (size_t i = 0; i < tiers_.size(); ++i) {
-    if (bytes <= tiers_[i]->limit() && ReserveOverCopies(static_cast<int>(i), bytes)) {
-      policy_->Admitted(key, static_cast<int>(i), Hold::kKept);
-      return static_cast<int>(i);
+    const int t = static_cast<int>(i);
+    if (bytes <= tiers_[i]->limit() && CopyIn(t, &copy) && TakeRoom(t, bytes, &behind)) {
+      policy_->Admitted(key, t, Hold::kKept);
+      return t;
     }
   }
-  // Make room in the fastest tier that could ever hold the chunk and where
-  // the policy finds something worth evicting for it.
+  // The fastest tier that could ever hold the chunk and whose policy finds
+  // it worth what the reclaimer will evict for it.
   for (size_t i = 0; i < tiers_.size(); ++i) {
     const int t = static_cast<int>(i);
     if (bytes > tiers_[i]->limit()) continue;
     Hold hold = Hold::kKept;
-    while (true) {
-      if (tiers_[i]->Reserve(bytes)) {
-        policy_->Admitted(key, t, hold);
-        return t;
-      }
-      ChunkKey victim;
-      if (!policy_->PickVictim(t, Candidate{key, bytes, tiers_[i]->limit()}, &victim, &hold)) {
-        break;
-      }
-      if (Evict(victim, t) > 0) counters_.evicted.fetch_add(1, std::memory_order_relaxed);
+    if (!policy_->Admit(t, Candidate{key, bytes, tiers_[i]->limit()}, &hold)) continue;
+    if (TakeRoom(t, bytes, &behind)) {
+      policy_->Admitted(key, t, hold);
+      return t;
     }
   }
+  if (behind) counters_.behind.fetch_add(1, std::memory_order_relaxed);
   return -1;
+}
+
+bool ChunkStore::TakeRoom(int t, uint64_t bytes, bool* behind) {
+  reclaimer_.Kick(t, bytes);  // on InlineJobs the room is made here and now
+  if (tiers_[static_cast<size_t>(t)]->Reserve(bytes)) return true;
+  *behind = true;
+  return false;
+}
+
+void ChunkStore::Reclaim(int t) {
+  Tier* tier = tiers_[static_cast<size_t>(t)];
+  const uint8_t resident_here = static_cast<uint8_t>(Catalog::kResidentBase + t);
+  const uint64_t wanted = reclaimer_.TakeWanted(t);
+  while (true) {
+    const uint64_t limit = tier->limit();
+    const uint64_t used = tier->used();
+    if (used <= limit && limit - used >= std::max(MarksOf(*tier).high, wanted)) break;
+    ChunkKey victim;
+    const bool copy = CopyIn(t, &victim);
+    if (!copy && !policy_->NextVictim(t, &victim)) break;  // nothing more may go
+    // A victim the policy named but that is no longer resident here (being
+    // dropped by a reader, say) frees nothing: the next one is asked for.
+    if (catalog_->state(victim) != resident_here || Evict(victim, t) == 0) continue;
+    if (copy) {
+      policy_->Dropped(victim, t);  // not the policy's pick: it forgets the chunk
+      counters_.copies_evicted.fetch_add(1, std::memory_order_relaxed);
+    }
+    counters_.evicted.fetch_add(1, std::memory_order_relaxed);
+  }
+  tier->Maintain();
+}
+
+Watermarks ChunkStore::MarksOf(const Tier& tier) const {
+  return Watermarks::For(tier.limit(), catalog_->chunk_size(), reclaimer_.runs_inline());
+}
+
+bool ChunkStore::CopyIn(int t, ChunkKey* copy) const {
+  const uint8_t resident_here = static_cast<uint8_t>(Catalog::kResidentBase + t);
+  std::lock_guard lock(copies_mu_);
+  for (const ChunkKey& k : copies_) {
+    if (catalog_->state(k) == resident_here) {
+      *copy = k;
+      return true;
+    }
+  }
+  return false;
 }
 
 uint64_t ChunkStore::Evict(ChunkKey key, int tier_index) {
@@ -202,32 +252,6 @@ uint64_t ChunkStore::Evict(ChunkKey key, int tier_index) {
   return bytes;
 }
 
-bool ChunkStore::ReserveOverCopies(int t, uint64_t bytes) {
-  Tier* tier = tiers_[static_cast<size_t>(t)];
-  const uint8_t resident_here = static_cast<uint8_t>(Catalog::kResidentBase + t);
-  while (!tier->Reserve(bytes)) {
-    ChunkKey victim;
-    bool found = false;
-    {
-      std::lock_guard lock(copies_mu_);
-      for (const ChunkKey& k : copies_) {
-        if (catalog_->state(k) == resident_here) {
-          victim = k;
-          found = true;
-          break;
-        }
-      }
-    }
-    if (!found) return false;
-    if (Evict(victim, t) > 0) {
-      policy_->Dropped(victim, t);  // not the policy's pick: it forgets the chunk
-      counters_.evicted.fetch_add(1, std::memory_order_relaxed);
-      counters_.copies_evicted.fetch_add(1, std::memory_order_relaxed);
-    }
-  }
-  return true;
-}
-
 int ChunkStore::Commit(ChunkClaim& claim) {
   int err = claim.written_ == claim.length_ ? 0 : -EIO;
   if (err == 0 && !claim.writer_) err = -EIO;
@@ -248,6 +272,7 @@ int ChunkStore::Commit(ChunkClaim& claim) {
   catalog_->Publish(key, tier);
   Finish(claim);
   policy_->Published(key, tier);
+  if (tiers_[static_cast<size_t>(tier)]->maintenance_due()) reclaimer_.Kick(tier);
   counters_.done.fetch_add(1, std::memory_order_relaxed);
   counters_.bytes.fetch_add(claim.length_, std::memory_order_relaxed);
   return 0;
@@ -364,6 +389,11 @@ void ChunkStore::VisitPromotions(CounterVisitor& v) const {
             {"Resident chunks found unreadable in their tier and dropped."});
   v.Counter("copies_evicted", load(counters_.copies_evicted),
             {"Chunks that another node keeps, evicted to make room for chunks this node keeps."});
+  v.Counter("reclaim_behind", load(counters_.behind),
+            {"Chunk promotions refused because the tiers' room was still being made (evictions "
+             "run in the background)."});
+  v.Counter("reclaims", reclaimer_.runs(),
+            {"Runs of the background job that evicts to keep free room in the tiers."});
   v.Counter("bytes", load(counters_.bytes), {"Bytes promoted into the tiers.", Unit::kBytes});
   v.Gauge("files_resident", static_cast<double>(catalog_->FullyResidentFiles()),
           {"Files whose every chunk is resident in a tier.", Unit::kFiles, "resident"});
