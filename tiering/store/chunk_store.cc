@@ -174,7 +174,13 @@ int ChunkStore::Place(ChunkKey key, uint64_t bytes, ClaimOwner whose) {
     const int t = static_cast<int>(i);
     if (bytes > tiers_[i]->limit()) continue;
     Hold hold = Hold::kKept;
-    if (!policy_->Admit(t, Candidate{key, bytes, tiers_[i]->limit()}, &hold)) continue;
+    if (!policy_->Admit(t, Candidate{key, bytes, tiers_[i]->limit()}, &hold)) {
+      // Not worth an eviction, but free room is free: it may take that, as
+      // it always could (first-fit fills a tier to its limit).
+      if (!tiers_[i]->Reserve(bytes)) continue;
+      policy_->Admitted(key, t, Hold::kKept);
+      return t;
+    }
     if (TakeRoom(t, bytes, &behind)) {
       policy_->Admitted(key, t, hold);
       return t;
@@ -188,45 +194,6 @@ bool ChunkStore::TakeRoom(int t, uint64_t bytes, bool* behind) {
   reclaimer_.Kick(t, bytes);  // on InlineJobs the room is made here and now
   if (tiers_[static_cast<size_t>(t)]->Reserve(bytes)) return true;
   *behind = true;
-  return false;
-}
-
-void ChunkStore::Reclaim(int t) {
-  Tier* tier = tiers_[static_cast<size_t>(t)];
-  const uint8_t resident_here = static_cast<uint8_t>(Catalog::kResidentBase + t);
-  const uint64_t wanted = reclaimer_.TakeWanted(t);
-  while (true) {
-    const uint64_t limit = tier->limit();
-    const uint64_t used = tier->used();
-    if (used <= limit && limit - used >= std::max(MarksOf(*tier).high, wanted)) break;
-    ChunkKey victim;
-    const bool copy = CopyIn(t, &victim);
-    if (!copy && !policy_->NextVictim(t, &victim)) break;  // nothing more may go
-    // A victim the policy named but that is no longer resident here (being
-    // dropped by a reader, say) frees nothing: the next one is asked for.
-    if (catalog_->state(victim) != resident_here || Evict(victim, t) == 0) continue;
-    if (copy) {
-      policy_->Dropped(victim, t);  // not the policy's pick: it forgets the chunk
-      counters_.copies_evicted.fetch_add(1, std::memory_order_relaxed);
-    }
-    counters_.evicted.fetch_add(1, std::memory_order_relaxed);
-  }
-  tier->Maintain();
-}
-
-Watermarks ChunkStore::MarksOf(const Tier& tier) const {
-  return Watermarks::For(tier.limit(), catalog_->chunk_size(), reclaimer_.runs_inline());
-}
-
-bool ChunkStore::CopyIn(int t, ChunkKey* copy) const {
-  const uint8_t resident_here = static_cast<uint8_t>(Catalog::kResidentBase + t);
-  std::lock_guard lock(copies_mu_);
-  for (const ChunkKey& k : copies_) {
-    if (catalog_->state(k) == resident_here) {
-      *copy = k;
-      return true;
-    }
-  }
   return false;
 }
 

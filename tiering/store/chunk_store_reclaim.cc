@@ -1,0 +1,48 @@
+// ChunkStore's side of the reclaimer (reclaimer.h): the job that makes room
+// in a tier, and the free room each tier keeps.
+#include <algorithm>
+
+#include "tiering/store/chunk_store.h"
+
+namespace tierfs {
+
+void ChunkStore::Reclaim(int t) {
+  Tier* tier = tiers_[static_cast<size_t>(t)];
+  const uint8_t resident_here = static_cast<uint8_t>(Catalog::kResidentBase + t);
+  const uint64_t wanted = reclaimer_.TakeWanted(t);
+  while (true) {
+    const uint64_t limit = tier->limit();
+    const uint64_t used = tier->used();
+    if (used <= limit && limit - used >= std::max(MarksOf(*tier).high, wanted)) break;
+    ChunkKey victim;
+    const bool copy = CopyIn(t, &victim);
+    if (!copy && !policy_->NextVictim(t, &victim)) break;  // nothing more may go
+    // A victim the policy named but that is no longer resident here (being
+    // dropped by a reader, say) frees nothing: the next one is asked for.
+    if (catalog_->state(victim) != resident_here || Evict(victim, t) == 0) continue;
+    if (copy) {
+      policy_->Dropped(victim, t);  // not the policy's pick: it forgets the chunk
+      counters_.copies_evicted.fetch_add(1, std::memory_order_relaxed);
+    }
+    counters_.evicted.fetch_add(1, std::memory_order_relaxed);
+  }
+  tier->Maintain();
+}
+
+Watermarks ChunkStore::MarksOf(const Tier& tier) const {
+  return Watermarks::For(tier.limit(), catalog_->chunk_size(), reclaimer_.runs_inline());
+}
+
+bool ChunkStore::CopyIn(int t, ChunkKey* copy) const {
+  const uint8_t resident_here = static_cast<uint8_t>(Catalog::kResidentBase + t);
+  std::lock_guard lock(copies_mu_);
+  for (const ChunkKey& k : copies_) {
+    if (catalog_->state(k) == resident_here) {
+      *copy = k;
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace tierfs
