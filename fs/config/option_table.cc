@@ -205,8 +205,8 @@ const std::vector<OwnOption>& OwnOptions() {
          c.tiering.ram = SizeOrThrow(v, o);
        }},
       {"tier", "PATH:SIZE",
-       "a directory tier (node-local NVMe, /dev/shm) and its budget; repeat for more, "
-       "fastest first",
+       "a directory tier of yours alone (node-local NVMe; memory: mkdir -m 700 "
+       "/dev/shm/tierfs-$USER) and its budget; repeat for more, fastest first",
        [](MountConfig& c, const std::string& v, const std::string& o) {
          size_t colon = v.rfind(':');
          if (colon == std::string::npos || colon == 0 || colon + 1 == v.size()) {
@@ -360,8 +360,9 @@ const std::vector<OwnOption>& OwnOptions() {
       {"nonempty", "", "allow mounting over a non-empty directory",
        [](MountConfig& c, const std::string&, const std::string&) { c.nonempty = true; }},
       {"log", "syslog|stderr|FILE",
-       "where the daemon logs once detached (default: syslog, or a file beside its first tier "
-       "or in /var/log/tierfs where there is no syslog; the path is printed at mount)",
+       "where the daemon logs once detached (default: syslog; where there is none, a file in "
+       "/var/log/tierfs for root, in ~/.local/state/tierfs for a user; the path is printed at "
+       "mount)",
        [](MountConfig& c, const std::string& v, const std::string& o) {
          if (v != "syslog" && v != "stderr" && (v.empty() || v[0] != '/')) {
            throw OptionError(

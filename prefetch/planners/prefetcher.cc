@@ -44,6 +44,7 @@ Prefetcher::Prefetcher(const PrefetchConfig& config, const Namespace* ns, const 
       tuner_(executor, store, reads, source, config.tune_parallelism, config.lookahead),
       stage_(ns, catalog_, config.stage_share_bytes) {
   model_.set_show_stream_names(!config.shared_control);
+  stage_.set_store(store);
   if (policy_) policy_->SetTransientLimit(tuner_.window());
   SetMode(config.mode);
 }
@@ -197,7 +198,9 @@ void Prefetcher::FeedStage() {
     // No room: skipped; smaller files may still fit. With peers, stage-in
     // stages this node's home share (the job's nodes stage the rest); a
     // file named in .tierfs/stage is staged whole (copies from the homes).
-    Promote(id, Executor::Lane::kBackground, mode_.load() == PrefetchMode::kStageIn);
+    if (!Promote(id, Executor::Lane::kBackground, mode_.load() == PrefetchMode::kStageIn)) {
+      stage_.NoRoom(id);
+    }
   }
 }
 
@@ -235,6 +238,7 @@ bool Prefetcher::Round(std::chrono::steady_clock::time_point* last_tune) {
   if (promoter_ == nullptr) return true;
   if (mode_.load() == PrefetchMode::kOrder) PumpLookahead();
   FeedStage();
+  stage_.Settle();
   auto now = std::chrono::steady_clock::now();
   double dt = std::chrono::duration<double>(now - *last_tune).count();
   if (dt >= PromotionTuner::kPeriod) {

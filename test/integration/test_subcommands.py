@@ -438,6 +438,39 @@ class SubcommandTest(unittest.TestCase):
             self.assertEqual(out.stdout, "nothing to stage: the 20 files asked for were resident "
                                          "already\n")
 
+    def test_stage_into_a_tier_too_small_fails_every_time_with_the_reason(self):
+        """A RAM tier that holds a third of the dataset: each run of stage
+        exits 1 and says how many files are not resident and why; the
+        counters agree (stat, the JSON, Prometheus, stage); the daemon's log
+        names the reason with its first files."""
+        port = harness.free_port()
+        with harness.Mount(self.src, self.mnt, ["ram=128K", f"metrics=127.0.0.1:{port}"]) as m:
+            for run in (1, 2):
+                with self.subTest(run=run):
+                    out = self.tierfs("stage", self.mnt)
+                    self.assertEqual(out.returncode, 1, out.stdout + out.stderr)
+                    said = re.search(r"tierfs stage: (\d+) of the 40 files asked for are not "
+                                     r"resident:\n +(\d+) fit in no tier", out.stderr)
+                    self.assertIsNotNone(said, out.stderr)
+                    self.assertEqual(said.group(1), said.group(2))
+                    stage = m.stats()["prefetch"]["stage"]
+                    resident = m.stats()["promotions"]["files_resident"]
+                    self.assertEqual(int(said.group(1)), 40 - resident)
+            stage = m.stats()["prefetch"]["stage"]
+            self.assertEqual(stage["failed_files"], stage["failed_no_room_files"])
+            self.assertEqual(stage["asked_files"],
+                             stage["asked_resident_files"] + stage["failed_files"])
+            self.assertEqual(stage["asked_files"], 80)
+            metrics = harness.scrape_metrics(port)
+            self.assertIn(f"tierfs_prefetch_stage_failed_files_total {stage['failed_files']}",
+                          metrics)
+            stat = self.tierfs("stat", self.mnt).stdout
+            self.assertIn(f"asks failed since the mount: {stage['failed_files']} fit in no tier",
+                          stat)
+            self.assertIn("stage: ", m.output())
+            self.assertRegex(m.output(), r"stage: \d+ files not made resident: fit in no tier .*"
+                                         r"\(first: 'd\d/f\d+'")
+
     def test_stage_some_paths_quietly(self):
         with harness.Mount(self.src, self.mnt, ["ram=16M"]) as m:
             out = self.tierfs("stage", self.mnt, "d1", "d2/f00002", "--quiet")

@@ -87,6 +87,46 @@ bool BindReserved(int fd) {
   return false;
 }
 
+Status NoFrame(const char* what, FrameReader::Result r) {
+  return Status::Error(
+      kHandshakeUnreachable,
+      fmt::format("{}: {}", what,
+                  r == FrameReader::kBad ? "a bad frame" : "closed or no answer in time"));
+}
+
+// Client keeps a ticket a little less long than the server: it filed it a
+// round trip earlier.
+constexpr std::chrono::seconds kTicketMargin{10};
+
+// Offers `ticket` in place of a hello. Ok with out->resumed (the session),
+// or with out->refused (the full handshake follows); an error otherwise.
+Status Resume(int fd, FrameReader* reader, const ResumeTicket& ticket, const PeerNonce& greeting,
+              uint64_t solution, const PeerIdentity& self, const std::string& server,
+              Clock::time_point deadline, ClientSession* out) {
+  ResumeAttempt attempt;
+  if (!StartResume(ticket, greeting, solution, self, server, &attempt)) {
+    return Status::Error(kHandshakeLocal, "cannot make a key pair");
+  }
+  if (!WriteAll(fd, Framed(attempt.frame), deadline)) {
+    return Status::Error(kHandshakeUnreachable, "cannot send the resumption");
+  }
+  reader->Reset();
+  if (FrameReader::Result r = ReadFrame(fd, reader, deadline); r != FrameReader::kDone) {
+    return NoFrame("resumption", r);
+  }
+  PeerKey server_key;
+  if (!DecodeResumedFrame(reader->frame(), &out->refused, &server_key)) {
+    return Status::Error(kHandshakeGarbage, "the answer to our resumption does not decode");
+  }
+  if (out->refused) return Status::Ok();
+  if (!ResumedKeys(ticket, greeting, attempt, server_key, &out->keys) ||
+      !OpenResumedFrame(reader->frame(), out->keys.recv, &out->session, &out->worker_address)) {
+    return Status::Error(kHandshakeBadPeer, "the answer to our resumption does not authenticate");
+  }
+  out->resumed = true;
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<int> ConnectTcp(const std::string& host, uint16_t port, Clock::time_point deadline,
@@ -152,16 +192,12 @@ HandshakeResult HandshakeFailure(const Status& s) {
 }
 
 Result<ClientSession> RunClientHandshake(int fd, const PeerAuth& auth, const std::string& server,
-                                         Clock::time_point deadline) {
+                                         Clock::time_point deadline, const ResumeTicket* ticket) {
   ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
   FrameReader reader;
   auto read = [&](const char* what) {
     FrameReader::Result r = ReadFrame(fd, &reader, deadline);
-    if (r == FrameReader::kDone) return Status::Ok();
-    return Status::Error(
-        kHandshakeUnreachable,
-        fmt::format("{}: {}", what,
-                    r == FrameReader::kBad ? "a bad frame" : "closed or no answer in time"));
+    return r == FrameReader::kDone ? Status::Ok() : NoFrame(what, r);
   };
   if (Status s = read("greeting"); !s.ok()) return s;
   PeerNonce server_nonce;
@@ -174,9 +210,21 @@ Result<ClientSession> RunClientHandshake(int fd, const PeerAuth& auth, const std
     return Status::Error(kHandshakeUnreachable,
                          fmt::format("no solution to the door's puzzle ({} bits) in time", bits));
   }
+  const PeerIdentity& self = auth.self();
+  ClientSession out;
+  if (ticket != nullptr && Clock::now() < ticket->expires) {
+    if (Status s =
+            Resume(fd, &reader, *ticket, server_nonce, solution, self, server, deadline, &out);
+        !s.ok()) {
+      return s;
+    }
+    if (out.resumed) {
+      out.ticket = TicketOf(out.keys.resume, Clock::now() + kTicketLifetime - kTicketMargin);
+      return out;
+    }
+  }
   PeerKeyPair mine;
   if (!NewPeerKeyPair(&mine)) return Status::Error(kHandshakeLocal, "cannot make a key pair");
-  const PeerIdentity& self = auth.self();
   PeerClaim hello{PeerClaim::kHello, RandomNonce(), server_nonce, mine.pub,
                   self.job,          self.name,     server};
   Result<std::string> cred = auth.Make(hello);
@@ -213,7 +261,6 @@ Result<ClientSession> RunClientHandshake(int fd, const PeerAuth& auth, const std
   }
   std::string transcript = HandshakeTranscript(server_nonce, hello.nonce, mine.pub,
                                                answer.claim.key, self.job, self.name, server);
-  ClientSession out;
   if (!DeriveSessionKeys(mine.priv, answer.claim.key, transcript, /*client=*/true, &out.keys)) {
     return Status::Error(kHandshakeBadPeer, "the peer's key is invalid");
   }
@@ -226,6 +273,7 @@ Result<ClientSession> RunClientHandshake(int fd, const PeerAuth& auth, const std
   if (!DecodeBindAnswerFrame(reader.frame(), out.keys.recv, &out.session, &out.worker_address)) {
     return Status::Error(kHandshakeGarbage, "the peer's address does not authenticate");
   }
+  out.ticket = TicketOf(out.keys.resume, Clock::now() + kTicketLifetime - kTicketMargin);
   return out;
 }
 

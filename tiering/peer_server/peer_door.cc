@@ -47,7 +47,8 @@ PeerDoor::PeerDoor(const PeerAuth* auth, PeerDoorOptions options, std::string wo
     : auth_(auth),
       options_(std::move(options)),
       worker_address_(std::move(worker_address)),
-      checks_(2, kCheckQueue) {}
+      checks_(2, kCheckQueue),
+      tickets_(options_.max_tickets, options_.ticket_lifetime) {}
 
 PeerDoor::~PeerDoor() { Stop(); }
 
@@ -363,7 +364,9 @@ void PeerDoor::VisitCounters(CounterVisitor& v) const {
   v.Gauge("handshake_work_bits", counters_.work_bits.load(),
           {"Work a new connection must do before its handshake is checked (0: none; raised "
            "while handshakes come faster than they can be checked)."});
-  v.Counter("authenticated", c.authenticated, {"Handshakes that authenticated a peer."});
+  v.Counter("authenticated", c.authenticated,
+            {"Handshakes that authenticated a peer with MUNGE credentials (full handshakes)."});
+  VisitResumeCounters(v);
   v.Counter("expired_sessions", c.expired_sessions,
             {"Authenticated sessions that expired unused."});
   v.BeginGroup("refused");

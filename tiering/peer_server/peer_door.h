@@ -22,6 +22,11 @@
 // when the peer's first sealed message arrives; then the socket is closed; sessions not taken in
 // `session_ttl` are dropped.
 //
+// Every session the door leaves also leaves a ticket (session_resumption.h):
+// a connection that opens with a Resume in place of a hello is answered on
+// the door's thread, without munged (peer_door_resume.cc), after the same
+// puzzle; a refused one may go on with a hello.
+//
 // The listening socket is bound to one address (never 0.0.0.0 unless told)
 // or inherited from a privileged parent (LISTEN_FDS). A port someone else
 // holds is retried with backoff, up to 30 s between tries.
@@ -44,6 +49,7 @@
 #include "tiering/base/status.h"
 #include "tiering/peer/peer_auth.h"
 #include "tiering/peer/peer_crypto.h"
+#include "tiering/peer/session_resumption.h"
 #include "tiering/peer/task_pool.h"
 
 namespace tierfs {
@@ -59,6 +65,8 @@ struct PeerDoorOptions {
   std::chrono::milliseconds session_ttl{10000};
   std::chrono::milliseconds retry_min{200}, retry_max{30000};  // binding a taken port
   unsigned max_puzzle_bits = 18;                               // at most kMaxPuzzleBits
+  size_t max_tickets = kMaxTickets;                            // sessions that can be resumed
+  std::chrono::seconds ticket_lifetime = kTicketLifetime;
   // False once the server cannot take sessions (its UCX worker failed):
   // a finished handshake is then closed unanswered (counted busy).
   std::function<bool()> serving;
@@ -80,10 +88,12 @@ struct PeerDoorCounters {
   std::atomic<uint64_t> unsolved{0};       // hellos without the puzzle's solution
   std::atomic<uint64_t> turned_away{0};    // closed at once: the limits full of young ones
   std::atomic<unsigned> work_bits{0};      // gauge: the puzzle a greeting asks for now
-  std::atomic<uint64_t> authenticated{0};
-  std::atomic<uint64_t> expired_sessions{0};  // authenticated, never used
-  std::atomic<uint64_t> listen_failures{0};   // binds that failed (the port taken)
-  std::atomic<uint64_t> refused[8]{};         // hellos refused, by AuthVerdict
+  std::atomic<uint64_t> authenticated{0};  // sessions from a full handshake (MUNGE)
+  std::atomic<uint64_t> resumed{0};        // sessions resumed by a ticket (no MUNGE)
+  std::atomic<uint64_t> resume_refused[kResumeRefusals]{};  // by ResumeRefusal
+  std::atomic<uint64_t> expired_sessions{0};                // authenticated, never used
+  std::atomic<uint64_t> listen_failures{0};                 // binds that failed (the port taken)
+  std::atomic<uint64_t> refused[8]{};                       // hellos refused, by AuthVerdict
 };
 
 class PeerDoor {
@@ -133,6 +143,14 @@ class PeerDoor {
   void Admit(int fd, Source source);
   void OnReadable(Conn& c);
   void OnChecked(Checked& r);
+  // A Resume in place of a hello (peer_door_resume.cc).
+  void OnResume(Conn& c);
+  void VisitResumeCounters(CounterVisitor& v) const;
+  // Keeps `s` for Take, sends `answer` (the bind answer or the resumed
+  // frame; empty: libcrypto failed), files the session's ticket and
+  // counts it in `counter`; or closes the connection, counted busy.
+  void Conclude(Conn& c, AcceptedSession s, const std::string& answer,
+                std::atomic<uint64_t>& counter);
   void Close(int fd);
   void Expire();
   // Raises or lowers the puzzle every 100 ms, from the checks' backlog.
@@ -161,6 +179,7 @@ class PeerDoor {
   size_t checks_pending_ = 0;  // hellos submitted to checks_, results not yet taken
   std::chrono::steady_clock::time_point puzzle_step_, calm_since_;
   uint64_t busy_seen_ = 0, puzzle_changes_ = 0;
+  TicketStore tickets_;
 
   mutable std::mutex mu_;  // guards checked_, sessions_ and listen_error_. A leaf lock.
   std::vector<std::unique_ptr<Checked>> checked_;  // MUNGE results for the thread

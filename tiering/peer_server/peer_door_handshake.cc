@@ -15,21 +15,6 @@
 #include "tiering/peer_server/peer_door_internal.h"
 
 namespace tierfs {
-namespace {
-
-using Clock = std::chrono::steady_clock;
-
-uint64_t RandomSessionId() {
-  for (;;) {
-    PeerNonce n = RandomNonce();
-    uint64_t id = 0;
-    std::memcpy(&id, n.data(), sizeof id);
-    if (id != 0) return id;
-  }
-}
-
-}  // namespace
-
 void PeerDoor::OnReadable(Conn& c) {
   if (c.state == Conn::kChecking) {  // nothing may come now: only EOF is read
     char b;
@@ -47,6 +32,10 @@ void PeerDoor::OnReadable(Conn& c) {
   if (r != FrameReader::kDone) {
     if (r == FrameReader::kBad) counters_.garbage++;
     Close(c.fd);
+    return;
+  }
+  if (c.state == Conn::kAwaitHello && IsResumeFrame(c.reader.frame())) {
+    OnResume(c);
     return;
   }
   if (c.state == Conn::kAwaitHello) {
@@ -86,37 +75,17 @@ void PeerDoor::OnReadable(Conn& c) {
     return;
   }
   // kAwaitBind: the client's key confirmation.
-  AcceptedSession s;
   if (!DecodeBindFrame(c.reader.frame(), c.keys.recv)) {
     counters_.garbage++;
     Close(c.fd);
     return;
   }
-  if (options_.serving && !options_.serving()) {
-    counters_.busy++;
-    Close(c.fd);
-    return;
-  }
+  AcceptedSession s;
   s.id = RandomSessionId();
   s.peer = c.peer;
   s.keys = c.keys;
-  std::string answer = EncodeBindAnswerFrame(c.keys.send, s.id, worker_address_);
-  {
-    std::lock_guard lock(mu_);
-    if (sessions_.size() >= options_.max_sessions || answer.empty()) {
-      counters_.busy++;
-      Close(c.fd);
-      return;
-    }
-    sessions_[s.id] = Waiting{std::move(s), Clock::now() + options_.session_ttl};
-  }
-  // Counted before the answer leaves: a peer that holds its session sees
-  // the counter that counts it.
-  counters_.authenticated++;
-  std::string framed = Framed(answer);
-  [[maybe_unused]] ssize_t n =
-      ::send(c.fd, framed.data(), framed.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-  Close(c.fd);
+  Conclude(c, s, EncodeBindAnswerFrame(c.keys.send, s.id, worker_address_),
+           counters_.authenticated);
 }
 
 void PeerDoor::OnChecked(Checked& r) {

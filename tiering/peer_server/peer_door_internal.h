@@ -23,9 +23,10 @@ struct PeerDoor::Conn {
   enum State { kAwaitHello, kChecking, kAwaitBind } state = kAwaitHello;
   FrameReader reader;
   PeerNonce nonce{};
-  unsigned bits = 0;  // the puzzle its greeting asked for
-  std::string peer;   // kAwaitBind: the authenticated name
-  SessionKeys keys;   // kAwaitBind
+  unsigned bits = 0;          // the puzzle its greeting asked for
+  bool resume_tried = false;  // one Resume per connection; a hello may follow its refusal
+  std::string peer;           // kAwaitBind: the authenticated name
+  SessionKeys keys;           // kAwaitBind
 };
 
 // A hello's check, done on the pool, for the door thread.
@@ -34,5 +35,8 @@ struct PeerDoor::Checked {
   uint64_t conn = 0;
   HelloAnswer hello;  // the server's half of the handshake (peer_handshake.h)
 };
+
+// A fresh session id, never 0 (peer_door_resume.cc).
+uint64_t RandomSessionId();
 
 }  // namespace tierfs

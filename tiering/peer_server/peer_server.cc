@@ -19,6 +19,9 @@ constexpr size_t kForgotten = 4096;
 // connecting to this worker (Stop); one older was given up by its peer.
 constexpr std::chrono::seconds kConnectingWindow(2);
 
+// Sessions heard from this lately are told kLeaving when the server stops.
+constexpr std::chrono::milliseconds kLeavingHeard(1500);
+
 }  // namespace
 
 // A session this server dropped (idle, or cut off): its keys and window,
@@ -91,6 +94,18 @@ void PeerServer::Stop() {
   const auto since = Clock::now() - kConnectingWindow;
   ucx_->Stop(
       [this] {
+        // Its clients drop their links quietly, rather than each finding
+        // a transport error; the sends complete before the worker goes.
+        // Only sessions heard from lately: a client pings at least every
+        // second while it holds its session, and the reply endpoint of one
+        // that went without a word may be gone with it (clients that stop
+        // say kBye, which drops their session first).
+        const auto now = Clock::now();
+        for (auto& [session, c] : by_session_) {
+          if (now - c->last_seen > kLeavingHeard) continue;
+          SendBare(*c, MsgType::kLeaving, 0);
+          counters_.leaving_told++;
+        }
         by_session_.clear();
         counters_.open = 0;
       },
@@ -313,6 +328,8 @@ void PeerServer::VisitCounters(CounterVisitor& v) const {
   v.Counter("forgotten_told", c.forgotten_told,
             {"Messages on a dropped session, answered so that their peer connects again."});
   v.Counter("bad_version", c.bad_version, {"Messages of another wire version."});
+  v.Counter("leaving_told", c.leaving_told,
+            {"Peers told this node is leaving the job, when it stopped."});
   v.Counter("requests", c.requests, {"Chunk requests received from peers."});
   v.Counter("served_chunks", c.served_chunks, {"Chunks sent to peers."});
   v.Counter("served_bytes", c.served_bytes, {"Bytes sent to peers.", Unit::kBytes});

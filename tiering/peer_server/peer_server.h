@@ -16,7 +16,8 @@
 // this server dropped (silent for idle_timeout, or cut off), and opening
 // under its kept keys, is answered kUnknownSession, so its client
 // connects again at once. A kPing is answered kPong; a kBye ends its
-// session.
+// session. Stop tells every session kLeaving, so that its clients drop
+// their links without a transport error each.
 //
 // Requests go to a TaskPool of `threads` threads that call the
 // ChunkProvider; the answer (kData or kError), sealed on that thread, goes
@@ -103,6 +104,7 @@ struct PeerServerCounters {
   std::atomic<uint64_t> byes{0};            // sessions closed by their client
   std::atomic<uint64_t> idle_dropped{0};    // sessions dropped: silent for idle_timeout
   std::atomic<uint64_t> forgotten_told{0};  // messages answered kUnknownSession
+  std::atomic<uint64_t> leaving_told{0};    // sessions told kLeaving at Stop
   std::atomic<uint64_t> requests{0};
   std::atomic<uint64_t> served_chunks{0}, served_bytes{0};
   std::atomic<uint64_t> busy{0};            // answered kBusy

@@ -1,14 +1,25 @@
 #include "tiering/store/chunk_store.h"
 
+#include <fmt/format.h>
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <string_view>
 
 #include "tiering/base/log.h"
 
 namespace tierfs {
+namespace {
+
+// A tier as its user named it: "the RAM tier", or "tier '/nvme/tierfs'".
+std::string Shown(const Tier& tier) {
+  if (tier.kind() == Tier::Kind::kMemory) return "the RAM tier";
+  return fmt::format("tier '{}'", static_cast<const DirectoryTier&>(tier).path());
+}
+
+}  // namespace
 
 ChunkClaim& ChunkClaim::operator=(ChunkClaim&& o) noexcept {
   if (this != &o) {
@@ -69,6 +80,7 @@ ChunkStore::ChunkStore(const Namespace* ns, std::unique_ptr<Catalog> catalog,
       owned_(std::move(tiers)),
       next_uses_(next_uses ? std::move(next_uses) : std::make_unique<NextUseTable>(ns->size())),
       policy_(std::move(policy)),
+      last_failure_(std::make_unique<std::atomic<uint8_t>[]>(ns->size())),
       reclaimer_(reclaim_on, owned_.size(), [this](int t) { Reclaim(t); }) {
   for (const auto& t : owned_) tiers_.push_back(t.get());
 }
@@ -110,8 +122,8 @@ uint64_t ChunkStore::RecoverDirectoryTiers(const std::string& source) {
         },
         &kept);
     if (err < 0) {  // the tier emptied itself and takes no promotions this mount
-      TIERFS_LOG(kError, "tier {} ({}): recovery failed ({}); it is left empty and unused",
-                 dir->name(), dir->path(), std::strerror(-err));
+      TIERFS_LOG(kError, "tier '{}': recovery failed ({}); it is left empty and unused",
+                 dir->path(), std::strerror(-err));
       continue;
     }
     for (ChunkKey key : kept) {
@@ -252,18 +264,30 @@ void ChunkStore::Undo(ChunkClaim& claim, const char* what, int err) {
   tier->Release(claim.length_);
   policy_->Abandoned(claim.key_, claim.tier_);
   if (err == -ENOSPC || err == -EDQUOT) {
-    // The device filled before the budget did: stop placing there.
+    // The device filled before the budget did: stop placing there (said
+    // once: the copies already under way meet the same full disk).
+    const bool was_full = tier->limit() <= tier->used();
     tier->MarkFull();
-    TIERFS_LOG(kWarning, "tier {} is full at {} bytes ({}); no more promotions go there",
-               tier->name(), tier->used(), std::strerror(-err));
+    if (!was_full) {
+      TIERFS_LOG(kWarning, "{} is full at {} bytes ({}); no more promotions go there", Shown(*tier),
+                 tier->used(), std::strerror(-err));
+    }
   }
   catalog_->Abort(claim.key_);
   Finish(claim);
   if (what == nullptr) return;  // dropped unrun (shutdown): not a failure
+  const bool source = std::string_view(what).rfind("SOURCE", 0) == 0;
+  const Failure failure = err == -EACCES || err == -EPERM    ? Failure::kPermission
+                          : source                           ? Failure::kSource
+                          : err == -ENOSPC || err == -EDQUOT ? Failure::kTierFull
+                                                             : Failure::kTier;
+  if (err != -ECANCELED) {
+    last_failure_[claim.key_.node].store(static_cast<uint8_t>(failure), std::memory_order_relaxed);
+  }
   uint64_t n = counters_.failed.fetch_add(1, std::memory_order_relaxed);
   if (err != -ECANCELED && (n < 10 || n % 1000 == 0)) {
-    TIERFS_LOG(kWarning, "promotion of '{}' chunk {} to tier {} failed: {}: {}",
-               ns_->Path(claim.key_.node), claim.key_.chunk, tier->name(), what,
+    TIERFS_LOG(kWarning, "promotion of '{}' chunk {} to {} failed: {}: {}",
+               ns_->Path(claim.key_.node), claim.key_.chunk, Shown(*tier), what,
                std::strerror(-err));
   }
 }

@@ -96,6 +96,14 @@ struct StoreCounters {
 class ChunkStore {
  public:
   enum class ClaimResult { kClaimed, kBusy, kNoRoom };
+  // Why the last failed promotion of a file's chunk failed.
+  enum class Failure : uint8_t {
+    kNone,        // none failed
+    kSource,      // reading SOURCE failed (an I/O error, a timeout, short)
+    kPermission,  // EACCES or EPERM (reading SOURCE, or writing the tier)
+    kTierFull,    // the tier's device filled up (ENOSPC, EDQUOT)
+    kTier,        // writing or committing into the tier failed otherwise
+  };
 
   // `catalog` must describe `ns`; `policy` must have been made for
   // tiers.size() tiers, this catalog and `next_uses` (null: the store makes
@@ -148,6 +156,11 @@ class ChunkStore {
   NextUseTable& next_uses() { return *next_uses_; }
   uint64_t tier_bytes() const;  // the sum of the tiers' budgets
   const StoreCounters& counters() const { return counters_; }
+  // Why the last failed promotion of a chunk of `node` failed (kNone if none
+  // did). Thread-safe.
+  Failure LastFailure(NodeId node) const {
+    return static_cast<Failure>(last_failure_[node].load(std::memory_order_relaxed));
+  }
 
   // The tiers (a list) and this store's part of the "promotions" group.
   void VisitTiers(CounterVisitor& v) const;
@@ -184,6 +197,8 @@ class ChunkStore {
   const std::unique_ptr<EvictionPolicy> policy_;
   InFlightTable in_flight_;
   StoreCounters counters_;
+  // Per node of ns_: its last Failure (Undo stores, anyone loads).
+  std::unique_ptr<std::atomic<uint8_t>[]> last_failure_;
   // Copies of peers' chunks, resident or being published.
   mutable std::mutex copies_mu_;  // guards copies_. A leaf lock.
   std::unordered_set<ChunkKey, ChunkKeyHash> copies_;

@@ -76,8 +76,8 @@ int JournaledDirectoryTier::Recover(const std::string& source, const Acceptor& a
     keys->clear();
     return GiveUp("cannot rewrite its journal", err);
   }
-  TIERFS_LOG(kInfo, "tier {} ({}): reused {} chunks ({} bytes) in {} files, removed {} files",
-             name(), path_, keys->size(), used(), reused_files, removed);
+  TIERFS_LOG(kInfo, "tier '{}': reused {} chunks ({} bytes) in {} files, removed {} files", path_,
+             keys->size(), used(), reused_files, removed);
   return 0;
 }
 

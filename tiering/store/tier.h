@@ -205,6 +205,16 @@ class DirectoryTier : public Tier {
   virtual int NoteHolder(std::string_view text) = 0;
 };
 
+// Why `path` cannot be this daemon's tier (ok if it can). A root daemon must
+// not serve bytes another user planted, nor write where another user points
+// it: the tier is a real directory (not a symlink: ELOOP) owned by the
+// daemon's euid and writable by no one else, and every directory above it is
+// owned by root or the euid and writable by others only with the sticky bit
+// (as /tmp), so no one else can rename the tier away and put theirs in its
+// place (EACCES, the message says which rule). The mount checks it before
+// the scan; OpenDirectoryTier again when it opens the tier.
+Status UnsafeTierDirectory(std::string path);
+
 // Opens (creating) a directory tier under `path`, doing all its file I/O
 // through `io`. `reset` empties it first. Fails with a message when the path
 // is unusable (the errno of what failed; EACCES: others could change it) or

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <string>
 
+#include "prefetch/planners/stage_planner.h"
 #include "tools/tierfs/commands.h"
 
 namespace tierfs::cli {
@@ -177,9 +178,25 @@ void PrintPrefetch(const JsonValue& stats, const std::string& mount) {
     Line("  stage", fmt::format("{} of {} files asked for are resident ({} of {})",
                                 Grouped(s->Uint("done_files")), Grouped(files),
                                 HumanBytes(s->Uint("done_bytes")), HumanBytes(bytes)));
-    Line("", fmt::format("{} failed, {} queued; {} paths rejected{}",
-                         Grouped(s->Uint("failed_files")), Grouped(s->Uint("queued_files")),
-                         Grouped(s->Uint("rejected_lines")), LastRejected(*s)));
+    const uint64_t not_resident =
+        s->Member("not_resident_files") ? s->Uint("not_resident_files") : s->Uint("failed_files");
+    Line("", fmt::format("{} tried and not resident, {} queued; {} {} rejected{}",
+                         Grouped(not_resident), Grouped(s->Uint("queued_files")),
+                         Grouped(s->Uint("rejected_lines")),
+                         s->Uint("rejected_lines") == 1 ? "path" : "paths", LastRejected(*s)));
+    if (s->Member("asked_files") && s->Uint("failed_files") > 0) {
+      // The counters `tierfs stage` reports from: asks ended not resident, by reason.
+      std::string why;
+      for (size_t f = 0; f < StagePlanner::kFailures; ++f) {
+        const auto failure = static_cast<StagePlanner::Failure>(f);
+        if (uint64_t n =
+                s->Uint(fmt::format("failed_{}_files", StagePlanner::FailureName(failure)))) {
+          why += fmt::format("{}{} {}", why.empty() ? "" : "; ", Grouped(n),
+                             StagePlanner::FailureShort(failure));
+        }
+      }
+      Line("", fmt::format("asks failed since the mount: {}", why));
+    }
   }
   if (const JsonValue* a = p->Member("autotune"); a && a->is_object() && !a->members().empty()) {
     Autotune(*a, mode == "order");

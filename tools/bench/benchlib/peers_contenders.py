@@ -215,8 +215,10 @@ def run_contender(run, name):
                 sides.append(stopper(daemons[args.stop_node], args.stop_after, args.stop_s))
             if daemons and args.cut_node is not None and epoch == args.cut_epoch - 1:
                 cut = netcut.LinkCut()
-                sides.append(netcut.link_cutter(run.net.set_link, args.cut_node, args.cut_after,
-                                                args.cut_s, cut))
+                sides.append(netcut.link_cutter(
+                    run.net.set_link, args.cut_node, args.cut_after, args.cut_s, cut,
+                    lambda n: (read_json(os.path.join(daemons[n].mnt, ".tierfs", "stats"))
+                               .get("peers") or {}).get("remote") or [], len(daemons)))
             ranks = run_epoch(roots, run.files, shares, list_dir, args.threads, args.timeout,
                               args.pace_ms, together(sides))
             if cut is not None and cut.error:
