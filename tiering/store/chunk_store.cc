@@ -141,6 +141,9 @@ ChunkStore::ClaimResult ChunkStore::Claim(ChunkKey key, ChunkClaim* out, ClaimOw
   if (catalog_->state(key) != Catalog::kOnSource) return ClaimResult::kBusy;  // cheap check first
   const uint64_t length = catalog_->length(key.node, key.chunk);
   if (length == 0 || !catalog_->TryBegin(key)) return ClaimResult::kBusy;
+  for (uint64_t l = largest_claim_.load();
+       l < length && !largest_claim_.compare_exchange_weak(l, length);) {
+  }
   int tier = Place(key, length, whose);
   if (tier < 0) {
     counters_.no_room.fetch_add(1, std::memory_order_relaxed);
@@ -204,7 +207,16 @@ int ChunkStore::Place(ChunkKey key, uint64_t bytes, ClaimOwner whose) {
 
 bool ChunkStore::TakeRoom(int t, uint64_t bytes, bool* behind) {
   reclaimer_.Kick(t, bytes);  // on InlineJobs the room is made here and now
-  if (tiers_[static_cast<size_t>(t)]->Reserve(bytes)) return true;
+  Tier* tier = tiers_[static_cast<size_t>(t)];
+  if (tier->Reserve(bytes)) return true;
+  // The reclaimer is behind. A background thread (the planner's look-ahead)
+  // evicts for the chunk the policy admitted, as a claim did before the
+  // reclaimer: Belady's order keeps its result. A reader's or the network's
+  // thread answers "no room".
+  if (BackgroundClaims::here()) {
+    EvictUntilFree(t, bytes);
+    if (tier->Reserve(bytes)) return true;
+  }
   *behind = true;
   return false;
 }

@@ -5,7 +5,9 @@
 //            to spare, else one whose policy admits the chunk) and the
 //            chunk's bytes reserved; never an eviction: a tier short of
 //            room kicks its Reclaimer (reclaimer.h), which evicts what the
-//            policy names on the store's JobRunner
+//            policy names on the store's JobRunner (a claim the policy
+//            admits on a background thread, the planner's, evicts for
+//            itself when the reclaimer is behind)
 //   Reclaim: (the reclaimer's job) evict until the tier's free room is back
 //            above its high watermark; the tier's upkeep
 //   Write:   the bytes streamed into the tier, invisible to readers
@@ -172,13 +174,17 @@ class ChunkStore {
   // own chunk) in the fastest tier holding copies or whose policy admits
   // it, kicking that tier's reclaimer. The tier's index, or -1.
   int Place(ChunkKey key, uint64_t bytes, ClaimOwner whose);
-  // Kicks tier `t`'s reclaimer, then reserves `bytes` there if they fit.
+  // Kicks tier `t`'s reclaimer, then reserves `bytes` there if they fit
+  // (on a BackgroundClaims thread, after evicting for them if need be).
   bool TakeRoom(int t, uint64_t bytes, bool* behind);
-  // The reclaimer's job for tier `t`: evicts copies, then what the policy
-  // names, until the tier's free room reaches its high watermark; then the
-  // tier's upkeep.
+  // The reclaimer's job for tier `t`: EvictUntilFree to its high
+  // watermark; then the tier's upkeep.
   void Reclaim(int t);
-  // The free room `tier` keeps (none when reclaiming inline).
+  // Evicts copies, then what the policy names, until tier `t` has `bytes`
+  // free or nothing more may go.
+  void EvictUntilFree(int t, uint64_t bytes);
+  // The free room `tier` keeps (none when reclaiming inline), in units of
+  // the largest chunk claimed so far (small files make small chunks).
   Watermarks MarksOf(const Tier& tier) const;
   // A copy of a peer's chunk resident in tier `t`, if any.
   bool CopyIn(int t, ChunkKey* copy) const;
@@ -197,6 +203,7 @@ class ChunkStore {
   const std::unique_ptr<EvictionPolicy> policy_;
   InFlightTable in_flight_;
   StoreCounters counters_;
+  std::atomic<uint64_t> largest_claim_{0};  // bytes of the largest chunk claimed
   // Per node of ns_: its last Failure (Undo stores, anyone loads).
   std::unique_ptr<std::atomic<uint8_t>[]> last_failure_;
   // Copies of peers' chunks, resident or being published.

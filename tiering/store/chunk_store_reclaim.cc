@@ -8,12 +8,17 @@ namespace tierfs {
 
 void ChunkStore::Reclaim(int t) {
   Tier* tier = tiers_[static_cast<size_t>(t)];
+  EvictUntilFree(t, std::max(MarksOf(*tier).high, reclaimer_.TakeWanted(t)));
+  tier->Maintain();
+}
+
+void ChunkStore::EvictUntilFree(int t, uint64_t bytes) {
+  Tier* tier = tiers_[static_cast<size_t>(t)];
   const uint8_t resident_here = static_cast<uint8_t>(Catalog::kResidentBase + t);
-  const uint64_t wanted = reclaimer_.TakeWanted(t);
   while (true) {
     const uint64_t limit = tier->limit();
     const uint64_t used = tier->used();
-    if (used <= limit && limit - used >= std::max(MarksOf(*tier).high, wanted)) break;
+    if (used <= limit && limit - used >= bytes) break;
     ChunkKey victim;
     const bool copy = CopyIn(t, &victim);
     if (!copy && !policy_->NextVictim(t, &victim)) break;  // nothing more may go
@@ -26,11 +31,13 @@ void ChunkStore::Reclaim(int t) {
     }
     counters_.evicted.fetch_add(1, std::memory_order_relaxed);
   }
-  tier->Maintain();
 }
 
 Watermarks ChunkStore::MarksOf(const Tier& tier) const {
-  return Watermarks::For(tier.limit(), catalog_->chunk_size(), reclaimer_.runs_inline());
+  const uint64_t largest = largest_claim_.load(std::memory_order_relaxed);
+  const uint64_t chunk =
+      largest == 0 ? catalog_->chunk_size() : std::min(largest, catalog_->chunk_size());
+  return Watermarks::For(tier.limit(), chunk, reclaimer_.runs_inline());
 }
 
 bool ChunkStore::CopyIn(int t, ChunkKey* copy) const {

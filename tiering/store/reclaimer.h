@@ -42,6 +42,25 @@ class InlineJobs final : public JobRunner {
   static InlineJobs* Get();
 };
 
+// Marks the thread that makes it as a background thread for its lifetime
+// (the prefetch planner's): a claim made there that the policy admits
+// evicts for itself when the reclaimer has not made the room yet, instead
+// of answering "no room". Never made on a reader's or the network's thread.
+class BackgroundClaims {
+ public:
+  BackgroundClaims() { flag() = true; }
+  ~BackgroundClaims() { flag() = false; }
+  BackgroundClaims(const BackgroundClaims&) = delete;
+  BackgroundClaims& operator=(const BackgroundClaims&) = delete;
+  static bool here() { return flag(); }
+
+ private:
+  static bool& flag() {
+    thread_local bool background = false;
+    return background;
+  }
+};
+
 // The free room a tier keeps: a claim that would leave less than `low`
 // free asks the policy (Admit) and kicks the reclaimer, which evicts until
 // `high` is free (and the claims that kicked it fit). The room between is
@@ -50,7 +69,7 @@ class InlineJobs final : public JobRunner {
 struct Watermarks {
   uint64_t low = 0;
   uint64_t high = 0;
-  // For a tier of `limit` bytes and chunks of `chunk_size`: `high` is two
+  // For a tier of `limit` bytes and chunks of `chunk_size` (the largest claimed): `high` is two
   // chunks or 1/64 of the tier, whichever is more, at most 1/8 of the tier;
   // `low` is half of it. Both 0 for an inline runner: it evicts for each
   // claim as it comes, so nothing need be kept free ahead.

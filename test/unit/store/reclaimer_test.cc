@@ -9,6 +9,7 @@
 
 #include <catch2/catch.hpp>
 #include <deque>
+#include <thread>
 
 #include "recording_policy.h"
 #include "scan_tree.h"
@@ -126,6 +127,26 @@ TEST_CASE("A refused job leaves the next kick to try again", "[reclaimer]") {
   REQUIRE(jobs.jobs.size() == 1);
   jobs.RunAll();
   CHECK(s.Promote(8));
+}
+
+TEST_CASE(
+    "On a background thread, an admitted claim evicts for itself when the reclaimer is behind",
+    "[reclaimer]") {
+  SteppedJobs jobs;
+  Fixture s(12, 8, &jobs);
+  for (size_t i = 0; i < 8; ++i) REQUIRE(s.Promote(i));  // full; the reclaimer kicked, not run
+  CHECK_FALSE(s.Promote(8));                             // a reader's thread: no room
+  CHECK(s.Victims().empty());
+  bool promoted = false;
+  std::thread planner([&] {
+    const BackgroundClaims background;
+    promoted = s.Promote(8);
+  });
+  planner.join();
+  CHECK(promoted);
+  CHECK(s.Victims() == std::vector<size_t>{0});  // just enough for the claim, LRU's tail
+  CHECK(s.tier().used() == 8 * kMiB);
+  CHECK_FALSE(BackgroundClaims::here());  // the mark was the planner thread's only
 }
 
 TEST_CASE("InlineJobs evicts on the claimer's thread, just enough for the claim", "[reclaimer]") {
