@@ -83,7 +83,7 @@ class Fixture {
   std::unique_ptr<Namespace> ns_;
 };
 
-TEST_CASE("Watermarks: two chunks or 1/64 of the tier, at most 1/8; none inline", "[reclaimer]") {
+TEST_CASE("Watermarks: two chunks or 1/64 of the tier, at most 1/8, none inline", "[reclaimer]") {
   CHECK(Watermarks::For(8 * kMiB, kMiB, false).high == kMiB);  // 1/8 of a small tier
   CHECK(Watermarks::For(8 * kMiB, kMiB, false).low == kMiB / 2);
   CHECK(Watermarks::For(64 * kMiB, kMiB, false).high == 2 * kMiB);     // two chunks
@@ -91,7 +91,7 @@ TEST_CASE("Watermarks: two chunks or 1/64 of the tier, at most 1/8; none inline"
   CHECK(Watermarks::For(1024 * kMiB, kMiB, true).high == 0);
 }
 
-TEST_CASE("A claim in a full tier evicts nothing on its thread; the reclaimer does",
+TEST_CASE("A claim in a full tier evicts nothing on its thread: the reclaimer does",
           "[reclaimer]") {
   SteppedJobs jobs;
   Fixture s(12, 8, &jobs);                               // high watermark 1 MiB free, low 512 KiB
