@@ -76,6 +76,27 @@ def benchmarks_summary():
     return text[:heads[0]] if heads else text
 
 
+# The peers' wire words, which an operator knows only from a counter or a
+# log line quoted in backquotes: in the prose, say connection, handshake,
+# admission, connection slots, peer port.
+WIRE_WORDS = re.compile(r"\b(doors?|hellos?|places)\b")
+
+
+def wire_words(rel, text):
+    """Findings: the peers' wire words outside code spans and tables of
+    fuzz targets' frames, in OPERATIONS."""
+    found = []
+    # Code spans blanked out, line breaks kept (a span may run over two lines).
+    prose_text = re.sub(r"`[^`]*`", lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
+    for no, (line, prose) in enumerate(zip(text.splitlines(), prose_text.splitlines()), 1):
+        if line.startswith("| `peer_"):  # the fuzz targets' table names the frames
+            continue
+        for m in WIRE_WORDS.finditer(prose):
+            found.append(f"{rel}:{no}: the wire word '{m.group(0)}' (say: connection, "
+                         "handshake, admission, connection slots, peer port)")
+    return found
+
+
 def scan(rel, text, names, hashes=True):
     """Findings in one doc's text. A class name counts anywhere; a function's
     name anywhere if CamelCase, else only in a code span (`Recover`)."""
@@ -183,6 +204,7 @@ def main():
     for rel in USER_DOCS:
         found += scan(rel, read(rel), names)
     found += scan(BENCHMARKS + " (summary)", benchmarks_summary(), names, hashes=False)
+    found += wire_words("docs/OPERATIONS.md", read("docs/OPERATIONS.md"))
     for rel in LINKED_DOCS:
         found += check_links(rel)
     found += pip_lines()
