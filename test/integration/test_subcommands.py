@@ -323,12 +323,28 @@ class SubcommandTest(unittest.TestCase):
             names = sorted(self.files)[:2]
             out = self.tierfs("hint", self.mnt, "-",
                               input="\n".join([names[0], "no/such/file", "../escape", names[1]]))
-            self.assertEqual(out.returncode, 0, out.stderr)
+            # Some rejected: the others are kept, and the status says not all were.
+            self.assertEqual(out.returncode, 1, out.stderr)
+            self.assertIn("accepted 2 of 4 paths", out.stdout)
             self.assertIn("tierfs hint: rejected 2 of 4 lines; first: 'no/such/file': not in the "
                           "mount (paths are relative to its root)", out.stderr)
             order = m.stats()["prefetch"]["order"]
             self.assertEqual(order["last_rejected"], {
                 "line": "no/such/file", "reason": "not in the mount (paths are relative to its root)"})
+
+            # The Python helper returns what the daemon accepted, not what it
+            # wrote, and warns with the first rejected path.
+            helper = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                  "tools", "python")
+            code = ("import sys, warnings, tierfs_hint\n"
+                    "warnings.simplefilter('always')\n"
+                    "print(tierfs_hint.hint(sys.argv[1], sys.argv[2:]))\n")
+            py = subprocess.run(["/usr/bin/python3", "-c", code, self.mnt, names[0],
+                                 "no/such/file", names[1]], capture_output=True, text=True,
+                                timeout=30, cwd=self.mnt,
+                                env=dict(os.environ, PYTHONPATH=os.path.normpath(helper)))
+            self.assertEqual(py.stdout.strip(), "2", py.stderr)
+            self.assertIn("rejected 1 of 3 paths; first: 'no/such/file'", py.stderr)
 
             # Nothing accepted: the reason, and a failure.
             out = self.tierfs("hint", self.mnt, "-", input="d1\n" + names[0] + "/x\n")
