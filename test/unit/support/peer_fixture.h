@@ -68,7 +68,7 @@ inline ChunkRef Ref(std::string_view path, uint64_t size, uint32_t chunk, uint64
 // Serves pattern bytes for the files it was given, written into the
 // server's scratch buffer or (held) into memory it keeps alive with a hold;
 // Stall() makes every call wait until Release() (at most 10 s, or the
-// asker's deadline).
+// asker's deadline unless stall_past_deadline).
 class PatternProvider : public ChunkProvider {
  public:
   explicit PatternProvider(uint64_t chunk_size) : chunk_size_(chunk_size) {}
@@ -91,7 +91,8 @@ class PatternProvider : public ChunkProvider {
     calls++;
     {
       std::unique_lock lock(mu_);
-      if (!cv_.wait_until(lock, std::min(deadline, std::chrono::steady_clock::now() + 10s),
+      const auto limit = std::chrono::steady_clock::now() + 10s;
+      if (!cv_.wait_until(lock, stall_past_deadline ? limit : std::min(deadline, limit),
                           [&] { return !stalled_; })) {
         return -ETIMEDOUT;
       }
@@ -108,6 +109,10 @@ class PatternProvider : public ChunkProvider {
     out->hold = copy;
     return 0;
   }
+  // A stalled read that outlives the asker's deadline (a hung disk): the
+  // server then answers nothing rather than busy at that deadline, which on
+  // a loaded host may reach the asker before its own timeout fires.
+  bool stall_past_deadline = false;
   // Holds(): `holds` for a file it has (held unless a test says otherwise).
   Residence Holds(const ChunkRef& ref) override {
     {
