@@ -28,9 +28,18 @@ unsigned DoorSources::BitsFor(double recent) const {
   return std::min(bits, options_.max_bits);
 }
 
+// The count stops at twice the one that asks the most work: a flood keeps
+// its address at the most work while it lasts, and that address (which may
+// be a shared login node's) is asked less within about 1.4 s of its end, not
+// after as many halvings as the flood was long.
+double DoorSources::RecentCap() const {
+  const int steps = std::max(0, (static_cast<int>(options_.max_bits) - 8) / 2);
+  return 2 * kFreeConnections * std::ldexp(1.0, steps);
+}
+
 unsigned DoorSources::Arrived(Source source, Clock::time_point now, bool* started) {
   State& s = sources_[source.key()];
-  s.recent = Decayed(s, now) + 1;
+  s.recent = std::min(Decayed(s, now) + 1, RecentCap());
   s.seen = now;
   const unsigned bits = BitsFor(s.recent);
   if (started != nullptr) *started = bits > 0 && !s.asked;

@@ -59,6 +59,7 @@ class DoorSources {
   unsigned Arrived(Source source, Clock::time_point now, bool* started = nullptr);
   // The bits a source of `recent` connections is asked for.
   unsigned BitsFor(double recent) const;
+  double RecentCap() const;  // the most a source's recent count may reach
 
   // Places: free for `source` (its own, and its class's)?
   bool SourceFull(Source source) const;

@@ -58,6 +58,23 @@ TEST_CASE("door sources: a source's puzzle follows its own connections", "[peer]
   CHECK(s.BitsFor(1e9) == 18);
 }
 
+TEST_CASE("door sources: however long a flood, its address is asked less soon after it ends",
+          "[peer]") {
+  DoorSources s(DoorSources::Options{8, 64, 18});
+  const auto t0 = Clock::now();
+  // 100,000 connections in 10 s (a fast host's flood): the most work throughout.
+  unsigned bits = 0;
+  for (int i = 0; i < 100000; ++i) {
+    bits = s.Arrived(From(9), t0 + std::chrono::microseconds(100 * i));
+  }
+  CHECK(bits == 18);
+  CHECK(s.Prune(t0 + 10s) == 18);
+  // Its count stopped at twice the most work's: less within 1.5 s of the
+  // end, not after the eight halvings 100,000 connections would take.
+  CHECK(s.Prune(t0 + 11500ms) < 18);
+  CHECK(s.Arrived(From(9), t0 + 11500ms) < 18);
+}
+
 TEST_CASE("door sources: the checks go to each source in turn, reserved ports alternately",
           "[peer]") {
   DoorSources s(DoorSources::Options{8, 64, 18});
