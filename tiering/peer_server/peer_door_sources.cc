@@ -99,9 +99,11 @@ void DoorSources::Forget(Source source, uint64_t conn) {
 
 bool DoorSources::Next(HelloTicket* ticket, bool* reserved) {
   while (!turns_[0].empty() || !turns_[1].empty()) {
-    // Alternate between the classes when both have hellos waiting.
-    const bool r = turns_[1].empty() ? false : turns_[0].empty() ? true : reserved_next_;
-    reserved_next_ = !r;
+    // When both classes have hellos waiting, reserved ports get
+    // kReservedTurns turns for each of the other class's.
+    const bool both = !turns_[0].empty() && !turns_[1].empty();
+    const bool r = both ? reserved_run_ < kReservedTurns : !turns_[1].empty();
+    reserved_run_ = r ? std::min(reserved_run_ + 1, kReservedTurns) : 0;
     const uint64_t key = turns_[r].front();
     turns_[r].pop_front();
     auto it = sources_.find(key);
