@@ -21,9 +21,7 @@ Result<std::vector<std::unique_ptr<Tier>>> TieredStore::OpenTiers(const TieringC
     if (!tier.ok()) return tier.status();
     struct stat st;
     if (::stat(spec.path.c_str(), &st) == 0 && st.st_dev == source_dev) {
-      TIERFS_LOG(kWarning,
-                 "tier {} is on the same file system as SOURCE: copying there cannot make "
-                 "reads faster",
+      TIERFS_LOG(kWarning, "tier {} is on SOURCE's file system: it cannot make reads faster",
                  spec.path);
     }
     tiers.push_back(std::move(tier).value());

@@ -90,6 +90,12 @@ class DetachedLog(unittest.TestCase):
                                             rf"{re.escape(self.src)} on {re.escape(mnt)} ")
         st = os.stat(log_dir)
         self.assertEqual((st.st_uid, st.st_mode & 0o777), (os.stat(home).st_uid, 0o750))
+        # --help names the directory this daemon used, and root's.
+        said = " ".join(harness.run_tierfs("--help").stdout.split())
+        m = re.search(r"a file in (\S+) for root, in (\S+) for a user", said)
+        self.assertIsNotNone(m, said)
+        self.assertEqual(m.group(1), "/var/log/tierfs")
+        self.assertEqual(m.group(2).replace("~", home, 1), log_dir)
         self.assertEqual(os.stat(path).st_uid, st.st_uid)
 
     def test_a_bad_log_option_is_refused_before_the_scan(self):

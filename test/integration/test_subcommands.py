@@ -208,6 +208,26 @@ class SubcommandTest(unittest.TestCase):
                       "them: echo order >", text)
         self.assertNotIn("readers past", text)
 
+    def test_stat_says_the_least_and_most_lead_of_several_orders(self):
+        """One figure for one order; with two orders whose leads differ, both
+        ends (`stat --watch` names each order's)."""
+        with harness.Mount(self.src, self.mnt, ["ram=16M", "prefetch=order"]) as m:
+            files = sorted(self.files)
+            self.tierfs("hint", self.mnt, "-", input="//stream big\n" + "\n".join(files) + "\n")
+            harness.wait_for(lambda: re.search(r"[1-9][0-9]* resident ahead of the readers",
+                                               self.tierfs("stat", self.mnt).stdout),
+                             what="the big order's lead")
+            one = self.tierfs("stat", self.mnt).stdout
+            self.assertNotIn(" orders", one)
+            self.tierfs("hint", self.mnt, "-", input="//stream small\n" + files[0] + "\n")
+
+            def leads():
+                return sorted(s["lead"] for s in m.stats()["prefetch"]["order"]["streams"])
+            harness.wait_for(lambda: len(set(leads())) == 2, what="two orders, two leads")
+            text = self.tierfs("stat", self.mnt).stdout
+            least, most = leads()
+        self.assertIn(f"{least} to {most} resident ahead of the readers of 2 orders", text)
+
     def test_stat_watch_prints_rates_until_counted_or_interrupted(self):
         # The reads must reach the daemon to show in its rates: with
         # passthrough (a root daemon) the kernel reads prefetched files itself.

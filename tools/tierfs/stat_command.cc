@@ -121,6 +121,26 @@ std::string ModeMeaning(const std::string& mode) {
   return "";
 }
 
+// The files resident ahead of the readers: one figure for one order; the
+// least and the most of several (`stat --watch` names each).
+std::string LeadsSaid(const JsonValue& order) {
+  uint64_t least = order.Uint("lead"), most = least;
+  size_t orders = 0;
+  if (const JsonValue* st = order.Member("streams"); st && st->is_array()) {
+    for (const JsonValue& t : st->items()) {
+      const uint64_t lead = t.Uint("lead");
+      least = orders == 0 ? lead : std::min(least, lead);
+      most = orders == 0 ? lead : std::max(most, lead);
+      orders++;
+    }
+  }
+  if (orders <= 1 || least == most) {
+    return fmt::format("{} resident ahead of the readers", Grouped(least));
+  }
+  return fmt::format("{} to {} resident ahead of the readers of {} orders", Grouped(least),
+                     Grouped(most), orders);
+}
+
 // Only what applies to the mount: nothing without tiers; the order's lines
 // in order mode (or, if hints were declared in another mode, that they are
 // not followed); staging once asked for; the tuner's read-ahead window in
@@ -151,8 +171,8 @@ void PrintPrefetch(const JsonValue& stats, const std::string& mount) {
     if (mode == "order") {
       Line("  order", fmt::format("readers past {} of {} ({})", Grouped(position),
                                   Counted(declared, "declared file"), Percent(position, declared)));
-      Line("", fmt::format("read ahead: up to {}, {} resident ahead of the readers",
-                           Counted(o->Uint("lookahead"), "file"), Grouped(o->Uint("lead"))));
+      Line("", fmt::format("read ahead: up to {}, {}", Counted(o->Uint("lookahead"), "file"),
+                           LeadsSaid(*o)));
       Line("", hints);
     } else if (paths > 0 || declared > 0) {
       Line("  order", fmt::format("{}, not followed in mode {}; to follow them: "
