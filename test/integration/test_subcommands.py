@@ -524,6 +524,18 @@ class SubcommandTest(unittest.TestCase):
             self.assertEqual(s["promotions"]["files_resident"], len(want))
             self.assertEqual(s["source"]["read_bytes"], sum(len(self.files[r]) for r in want))
 
+    def test_stage_reads_its_paths_from_standard_input(self):
+        with harness.Mount(self.src, self.mnt, ["ram=16M"]) as m:
+            want = sorted(self.files)[:3]
+            out = self.tierfs("stage", self.mnt, "-", "--quiet", input="\n".join(want) + "\n")
+            self.assertEqual(out.returncode, 0, out.stderr)
+            self.assertEqual(m.stats()["promotions"]["files_resident"], len(want))
+            # No paths on standard input is a mistake, not "everything".
+            out = self.tierfs("stage", self.mnt, "-", input="")
+            self.assertEqual(out.returncode, 1)
+            self.assertIn("standard input holds no paths", out.stderr)
+            self.assertEqual(m.stats()["promotions"]["files_resident"], len(want))
+
     def test_stage_of_a_missing_path_fails(self):
         with harness.Mount(self.src, self.mnt, ["ram=16M"]) as m:
             out = self.tierfs("stage", self.mnt, "no/such/dir")

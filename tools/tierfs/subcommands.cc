@@ -33,9 +33,10 @@ constexpr Spec kSubcommands[] = {
      "    to .tierfs/order and report\n"
      "    how many the daemon accepted, and the first rejected line and why;\n"
      "    fails if none was valid"},
-    {"stage", "MOUNT [PATH...] [--quiet]",
+    {"stage", "MOUNT [PATH...|-] [--quiet]",
      "promote PATHs (files or directories, relative to MOUNT; default '.' =\n"
-     "    everything) into the tiers now, with a progress bar until done"},
+     "    everything; '-' = one per line on standard input) into the tiers now,\n"
+     "    with a progress bar until done"},
 };
 
 const Spec* FindSpec(const std::string& name) {
@@ -50,6 +51,21 @@ int Usage(const Spec& spec, const std::string& message) {
   std::fprintf(stderr, "tierfs %s: %s\nusage: tierfs %s %s\n", spec.name, message.c_str(),
                spec.name, spec.synopsis);
   return 2;
+}
+
+// `tierfs stage MOUNT -`: the paths, one per line; none is a mistake
+// (staging everything was not asked for).
+std::vector<std::string> PathsOnStandardInput() {
+  const std::string input = ReadInput("-");
+  std::vector<std::string> paths;
+  for (size_t start = 0; start < input.size();) {
+    size_t end = input.find('\n', start);
+    if (end == std::string::npos) end = input.size();
+    if (end > start) paths.push_back(input.substr(start, end - start));
+    start = end + 1;
+  }
+  if (paths.empty()) throw ControlError("standard input holds no paths: nothing staged");
+  return paths;
 }
 
 }  // namespace
@@ -123,6 +139,7 @@ int RunSubcommand(const std::vector<std::string>& args) {
     if (name == "stat") return RunStat(mount, json);
     if (name == "hint") return RunHint(mount, positional[1]);
     std::vector<std::string> paths(positional.begin() + 1, positional.end());
+    if (paths.size() == 1 && paths[0] == "-") paths = PathsOnStandardInput();
     if (paths.empty()) paths.push_back(".");
     return RunStage(mount, paths, quiet);
   } catch (const ControlError& e) {
