@@ -41,7 +41,7 @@ void StagePlanner::AddFile(NodeId id, uid_t uid) {
 }
 
 void StagePlanner::StageAll() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (NodeId id = 0; id < ns_->size(); ++id) AddFile(id);
   if (!marks_) return;
   for (NodeId id = 0; id < ns_->size(); ++id) {
@@ -50,7 +50,7 @@ void StagePlanner::StageAll() {
 }
 
 void StagePlanner::Add(const HintParser::Result& result) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   valid_ += result.valid;
   rejected_ += result.rejected;
   for (NodeId id : result.files) AddFile(id, result.uid);
@@ -61,7 +61,7 @@ void StagePlanner::Add(const HintParser::Result& result) {
 }
 
 bool StagePlanner::Next(NodeId* id) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (queue_.empty()) return false;
   *id = queue_.front();
   queue_.pop_front();
@@ -69,7 +69,7 @@ bool StagePlanner::Next(NodeId* id) {
 }
 
 size_t StagePlanner::queued() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return queue_.size();
 }
 
@@ -79,7 +79,7 @@ void StagePlanner::VisitCounters(CounterVisitor& v, bool background_idle) const 
   uint64_t valid, rejected;
   std::chrono::steady_clock::time_point started;
   {
-    std::lock_guard lock(mu_);  // a copy of the list, not the walk, under the lock
+    MutexLock lock(mu_);  // a copy of the list, not the walk, under the lock
     staged = staged_;
     queued = queue_.size();
     fed = staged_.size() - queued;
@@ -109,7 +109,7 @@ void StagePlanner::VisitCounters(CounterVisitor& v, bool background_idle) const 
   }
   uint64_t named, resident_when_named, made_resident_bytes, over_share;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (NodeId id : newly_resident) {
       if (marks_[id].fetch_or(kCounted, std::memory_order_relaxed) & kCounted) continue;
       made_resident_bytes_ += ns_->node(id).size;

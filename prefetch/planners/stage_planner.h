@@ -12,11 +12,11 @@
 #include <deque>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <vector>
 
 #include "prefetch/planners/hint_parser.h"
 #include "tiering/base/counter_visitor.h"
+#include "tiering/base/mutex.h"
 #include "tiering/store/catalog.h"
 
 namespace tierfs {
@@ -48,25 +48,26 @@ class StagePlanner {
   static constexpr uint8_t kStaged = 1;    // in staged_
   static constexpr uint8_t kNamedNow = 2;  // named in the Add() under way
   static constexpr uint8_t kCounted = 4;   // resident when named, or counted since
-  // `uid` asks for it (root: StageAll). REQUIRES: mu_ held.
-  void AddFile(NodeId id, uid_t uid = 0);
+  // `uid` asks for it (root: StageAll).
+  void AddFile(NodeId id, uid_t uid = 0) REQUIRES(mu_);
   bool Resident(NodeId id) const;  // every chunk resident in a tier
 
   const Namespace* const ns_;
   const Catalog* const catalog_;
   const uint64_t user_share_;
-  mutable std::mutex mu_;       // guards the rest but marks_' loads. Lock order: a leaf.
-  std::deque<NodeId> queue_;    // files still to feed to the executor
-  std::vector<NodeId> staged_;  // every file ever asked for
+  mutable Mutex mu_;  // guards the rest but marks_' loads. Lock order: a leaf.
+  std::deque<NodeId> queue_ GUARDED_BY(mu_);    // files still to feed to the executor
+  std::vector<NodeId> staged_ GUARDED_BY(mu_);  // every file ever asked for
   // Per node (none without a catalog): stored under mu_, loaded anywhere.
   std::unique_ptr<std::atomic<uint8_t>[]> marks_;
-  uint64_t valid_ = 0, rejected_ = 0;
-  std::map<uid_t, uint64_t> share_used_;  // bytes each user asked for first
-  uint64_t over_share_ = 0;               // files refused: over their asker's share
-  uint64_t named_ = 0;                    // files named, each time (once per write)
-  uint64_t resident_when_named_ = 0;      // ...of which resident then
-  mutable uint64_t made_resident_bytes_ = 0;
-  std::chrono::steady_clock::time_point started_{};  // the first file asked for
+  uint64_t valid_ GUARDED_BY(mu_) = 0;
+  uint64_t rejected_ GUARDED_BY(mu_) = 0;
+  std::map<uid_t, uint64_t> share_used_ GUARDED_BY(mu_);  // bytes each user asked for first
+  uint64_t over_share_ GUARDED_BY(mu_) = 0;               // files refused: over their asker's share
+  uint64_t named_ GUARDED_BY(mu_) = 0;                    // files named, each time (once per write)
+  uint64_t resident_when_named_ GUARDED_BY(mu_) = 0;      // ...of which resident then
+  mutable uint64_t made_resident_bytes_ GUARDED_BY(mu_) = 0;
+  std::chrono::steady_clock::time_point started_ GUARDED_BY(mu_){};  // the first file asked for
 };
 
 }  // namespace tierfs
