@@ -28,11 +28,11 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "tiering/base/mutex.h"
 #include "tiering/base/status.h"
 #include "tiering/peer/wire.h"
 
@@ -148,9 +148,9 @@ class UcxWorker {
   size_t pending_ops_ = 0;  // sends, receives and closes not completed; progress thread only
   std::vector<ucp_ep_h> to_close_;  // progress thread only
 
-  std::mutex mu_;  // guards posted_ and stopping_. A leaf lock.
-  std::vector<std::function<void()>> posted_;
-  bool stopping_ = false;
+  Mutex mu_;  // guards posted_ and stopping_. A leaf lock.
+  std::vector<std::function<void()>> posted_ GUARDED_BY(mu_);
+  bool stopping_ GUARDED_BY(mu_) = false;
   std::atomic<bool> quit_{false};
   std::atomic<bool> exited_{false};  // the progress thread has left its loop
   std::atomic<bool> wedged_{false};  // set by the abort handler (ucx_abort.h)
