@@ -52,7 +52,7 @@ PeerDoor::PeerDoor(const PeerAuth* auth, PeerDoorOptions options, std::string wo
 PeerDoor::~PeerDoor() { Stop(); }
 
 std::string PeerDoor::listen_error() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return listen_error_;
 }
 
@@ -95,7 +95,7 @@ Status PeerDoor::Bind() {
   listen_fd_ = fd;
   port_ = ntohs(bound.sin_port);
   listening_ = true;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   listen_error_.clear();
   return Status::Ok();
 }
@@ -114,7 +114,7 @@ Status PeerDoor::Start() {
     counters_.listen_failures++;
     backoff_ = options_.retry_min;
     retry_at_ = Clock::now() + backoff_;
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     listen_error_ = bound.message();
   }
   thread_ = std::thread([this] { Loop(); });
@@ -157,7 +157,7 @@ void PeerDoor::Loop() {
     }
     std::vector<std::unique_ptr<Checked>> done;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       done.swap(checked_);
     }
     for (auto& r : done) {
@@ -179,7 +179,7 @@ void PeerDoor::Loop() {
         }
         retry_at_ = Clock::now() + backoff_;
         backoff_ = std::min(backoff_ * 2, options_.retry_max);
-        std::lock_guard lock(mu_);
+        MutexLock lock(mu_);
         listen_error_ = bound.message();
       }
     }
@@ -314,7 +314,7 @@ void PeerDoor::Expire() {
     counters_.timeouts++;
     Close(fd);
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (auto it = sessions_.begin(); it != sessions_.end();) {
     if (now > it->second.expires) {
       counters_.expired_sessions++;
@@ -327,7 +327,7 @@ void PeerDoor::Expire() {
 
 bool PeerDoor::Take(uint64_t id, const std::function<bool(const SessionKeys&)>& verify,
                     AcceptedSession* out) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = sessions_.find(id);
   if (it == sessions_.end() || !verify(it->second.session.keys)) return false;
   *out = std::move(it->second.session);
@@ -336,7 +336,7 @@ bool PeerDoor::Take(uint64_t id, const std::function<bool(const SessionKeys&)>& 
 }
 
 size_t PeerDoor::SessionsWaiting(Clock::time_point since) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   size_t n = 0;
   for (const auto& [id, w] : sessions_) n += w.expires - options_.session_ttl >= since;
   return n;

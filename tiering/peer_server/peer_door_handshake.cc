@@ -71,7 +71,7 @@ void PeerDoor::OnReadable(Conn& c) {
     bool queued = checks_.Submit([this, job, hello = std::move(hello), nonce] {
       job->hello = AnswerHello(*auth_, nonce, hello);
       {
-        std::lock_guard lock(mu_);
+        MutexLock lock(mu_);
         checked_.push_back(std::make_unique<Checked>(std::move(*job)));
       }
       uint64_t one = 1;
@@ -102,7 +102,7 @@ void PeerDoor::OnReadable(Conn& c) {
   s.keys = c.keys;
   std::string answer = EncodeBindAnswerFrame(c.keys.send, s.id, worker_address_);
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (sessions_.size() >= options_.max_sessions || answer.empty()) {
       counters_.busy++;
       Close(c.fd);
