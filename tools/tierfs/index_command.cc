@@ -11,13 +11,12 @@
 #include <charconv>
 #include <chrono>
 #include <climits>
-#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
-#include <mutex>
 #include <thread>
 
 #include "tiering/base/log.h"
+#include "tiering/base/mutex.h"
 #include "tiering/namespace/namespace_open.h"
 
 namespace tierfs::cli {
@@ -47,10 +46,10 @@ class ProgressLine {
   }
   ~ProgressLine() {
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       stop_ = true;
     }
-    cv_.notify_all();
+    cv_.NotifyAll();
     thread_.join();
     std::fputs("\r\033[K", stderr);
   }
@@ -58,8 +57,9 @@ class ProgressLine {
  private:
   void Run() {
     auto start = std::chrono::steady_clock::now();
-    std::unique_lock lock(mu_);
-    while (!cv_.wait_for(lock, std::chrono::milliseconds(250), [this] { return stop_; })) {
+    MutexLock lock(mu_);
+    while (!cv_.WaitFor(mu_, std::chrono::milliseconds(250),
+                        [this]() REQUIRES(mu_) { return stop_; })) {
       double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       uint64_t entries = scan_->entries;
       std::fprintf(stderr,
@@ -73,9 +73,9 @@ class ProgressLine {
   }
 
   const ScanReport* const scan_;
-  std::mutex mu_;  // guards stop_; a leaf lock
-  std::condition_variable cv_;
-  bool stop_ = false;
+  Mutex mu_;  // guards stop_; a leaf lock
+  CondVar cv_;
+  bool stop_ GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 
