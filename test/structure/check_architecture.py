@@ -11,6 +11,8 @@ Usage: check_architecture.py REPO_ROOT
     Class::member (Outer::Inner::member for a nested struct), and every row
     names one that exists. A renamed, added or removed mutex fails until the
     table says so.
+  - No mutex member is a std:: one: each is a Mutex or SharedMutex, whose
+    GUARDED_BY fields tools/check-thread-safety checks.
   - The lock order the code states agrees with the table's "may be held when
     it is taken" column: a mutex declared ACQUIRED_BEFORE(y) (or y declared
     ACQUIRED_AFTER(it)) is listed in y's row, and a row listing a mutex of
@@ -39,7 +41,7 @@ MUTEX_TYPE = (r"(?:std::(?:shared_|recursive_|timed_|recursive_timed_)?mutex"
               r"|(?:tierfs::)?(?:Shared)?Mutex)")
 ORDER = r"(?:ACQUIRED_(?:BEFORE|AFTER)\([^()]*\)\s*)*"
 MUTEX_MEMBER = re.compile(
-    rf"^(?:(?:mutable|static|inline)\s+)*(?:{MUTEX_TYPE}|std::array<\s*{MUTEX_TYPE}\s*,[^<>]*>)"
+    rf"^(?:(?:mutable|static|inline)\s+)*({MUTEX_TYPE}|std::array<\s*{MUTEX_TYPE}\s*,[^<>]*>)"
     rf"\s+(\w+)\s*(?:\[[^\]]*\])?\s*({ORDER})(?:\{{\s*\}})?$")
 ORDER_ANNOTATION = re.compile(r"ACQUIRED_(BEFORE|AFTER)\(([^()]*)\)")
 CLASS_HEAD = re.compile(r"\b(?:class|struct|union)\s+(?:\[\[[^\]]*\]\]\s*)?(\w+(?:::\w+)*)"
@@ -53,9 +55,9 @@ def strip_comments_and_strings(text: str) -> str:
     return pattern.sub(lambda m: " " if m.group(0)[0] in "/R" else '""', text)
 
 
-def mutex_members(path: pathlib.Path) -> list[tuple[str, list[tuple[str, str]]]]:
-    """Class::member for each mutex member declared in `path`, and its order
-    annotations as (held, taken) pairs of qualified names."""
+def mutex_members(path: pathlib.Path) -> list[tuple[str, str, list[tuple[str, str]]]]:
+    """Class::member for each mutex member declared in `path`, its type, and
+    its order annotations as (held, taken) pairs of qualified names."""
     code = strip_comments_and_strings(path.read_text())
     code = re.sub(r"^\s*#.*$", "", code, flags=re.M)  # preprocessor lines
     scopes: list[str | None] = []  # a class's name, or None for any other brace
@@ -78,24 +80,24 @@ def mutex_members(path: pathlib.Path) -> list[tuple[str, list[tuple[str, str]]]]
             member = MUTEX_MEMBER.match(statement)
             if member:
                 scope = "::".join(s for s in scopes if s is not None)
-                name = f"{scope}::{member.group(1)}"
+                name = f"{scope}::{member.group(2)}"
                 order = []
-                for direction, others in ORDER_ANNOTATION.findall(member.group(2)):
+                for direction, others in ORDER_ANNOTATION.findall(member.group(3)):
                     for other in (o.strip() for o in others.split(",")):
                         other = other if "::" in other else f"{scope}::{other}"
                         order.append((name, other) if direction == "BEFORE" else (other, name))
-                found.append((name, order))
+                found.append((name, member.group(1), order))
     return found
 
 
-def code_mutexes(root: pathlib.Path) -> dict[str, tuple[str, list[tuple[str, str]]]]:
-    """Qualified mutex member -> the file that declares it, its order annotations."""
+def code_mutexes(root: pathlib.Path) -> dict[str, tuple[str, str, list[tuple[str, str]]]]:
+    """Qualified mutex member -> the file that declares it, its type, its order annotations."""
     result = {}
     for folder in CODE_DIRS:
         for path in sorted((root / folder).rglob("*")):
             if path.suffix in (".h", ".cc"):
-                for name, order in mutex_members(path):
-                    result[name] = (str(path.relative_to(root)), order)
+                for name, kind, order in mutex_members(path):
+                    result[name] = (str(path.relative_to(root)), kind, order)
     return result
 
 
@@ -131,9 +133,12 @@ def check_locks(root: pathlib.Path, doc: str) -> list[str]:
             continue
         documented[name.group(1)] = set(re.findall(r"`([\w:]+)`", cells[2] if len(cells) > 2 else ""))
     code = code_mutexes(root)
-    for name, (path, _) in sorted(code.items()):
+    for name, (path, kind, _) in sorted(code.items()):
         if name not in documented:
             problems.append(f"lock table: {name} ({path}) has no row")
+        if re.search(r"std::\w*mutex", kind):
+            problems.append(f"{name} ({path}) is a {kind}: make it a Mutex or SharedMutex "
+                            "(tiering/base/mutex.h) so clang checks what it guards")
     for name in sorted(documented):
         if name not in code:
             problems.append(f"lock table: row {name}: no such mutex member in {', '.join(CODE_DIRS)}")
@@ -144,7 +149,7 @@ def check_order(code: dict, documented: dict[str, set[str]]) -> list[str]:
     """The code's ACQUIRED_BEFORE/AFTER against the table's "may be held" column."""
     problems = []
     annotated = set()
-    for name, (path, order) in sorted(code.items()):
+    for name, (path, _, order) in sorted(code.items()):
         for held, taken in order:
             annotated.add((held, taken))
             other = taken if held == name else held

@@ -6,7 +6,7 @@ library diagram and component table) that both checks pass, then breaks it
 one way at a time and expects exit status 1 and a line naming the fault:
 for check_doc_paths, a moved path in a C++, Python, shell or CMake comment
 and a dropped doc section; for check_architecture, a mutex member without a
-row, a row without a mutex, a lock order the code states and the table does
+row, a row without a mutex, a std::mutex member, a lock order the code states and the table does
 not, one the table states within a class and the code does not, an order
 against no mutex, a "may be held" naming no row, a page over 400 lines and a
 commit hash. A path
@@ -31,7 +31,7 @@ class Store {
   Mutex mu_ ACQUIRED_BEFORE(list_mu_);  // guards nothing much
   Mutex list_mu_;
   struct Stripe {
-    std::mutex mu;
+    Mutex mu;
   };
   const char* path_ = "tiering/nowhere/gone.h";  // a string, not a comment: never checked
 };
@@ -99,6 +99,9 @@ BREAKS = {
     "a row without a mutex": (ARCH, {"docs/ARCHITECTURE.md": ARCHITECTURE.replace(
         "| `Store::mu_` | nothing", "| `Store::gone_mu_` | x | none | no |\n| `Store::mu_` | nothing")},
         "lock table: row Store::gone_mu_: no such mutex member"),
+    "a std::mutex member": (ARCH, {"tiering/store/store.h": STORE_H.replace(
+        "    Mutex mu;", "    std::mutex mu;")},
+        "Store::Stripe::mu (tiering/store/store.h) is a std::mutex: make it a Mutex"),
     "an order the table does not state": (ARCH, {"docs/ARCHITECTURE.md": ARCHITECTURE.replace(
         "| a list | `Store::mu_` |", "| a list | none |")},
         "lock order: tiering/store/store.h takes Store::mu_ before Store::list_mu_, but the row"),
