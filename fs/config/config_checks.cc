@@ -14,6 +14,7 @@
 
 #include "prefetch/planners/prefetcher.h"
 #include "tiering/io/file_io.h"
+#include "tiering/store/tier.h"
 
 namespace tierfs {
 namespace {
@@ -70,6 +71,26 @@ std::string LiveHolder(const std::string& path) {
   return who + (state == "starting" ? ", starting" : "");
 }
 
+// What to do about tier directory `path` (lstat `st`) that UnsafeTierDirectory
+// refused: a directory of one's own that no one else may write, in it when it
+// is shared (sticky, as /dev/shm and /tmp, or another user's), else fixed in place.
+std::string TierDirectoryFix(const std::string& path, const struct stat& st) {
+  const bool mine = st.st_uid == ::geteuid();
+  if (!mine || (st.st_mode & S_ISVTX) != 0) {
+    std::string base = path;
+    while (base.size() > 1 && base.back() == '/') base.pop_back();
+    return fmt::format(
+        "give a directory of your own that no one else may write, e.g. "
+        "mkdir -m 700 {}/tierfs-$USER and tier={}/tierfs-$USER:SIZE",
+        base == "/" ? "" : base, base == "/" ? "" : base);
+  }
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    return fmt::format("make it yours alone: chmod go-w '{}'", path);
+  }
+  return "give a directory whose every parent only root or you may write (or that has the "
+         "sticky bit, as /tmp)";
+}
+
 // Why directory tier `path` (absolute) of `budget` bytes cannot be used
 // now (ok if it can); doubts go to *warnings.
 Status CheckTierDir(const std::string& path, uint64_t budget, std::vector<std::string>* warnings) {
@@ -85,6 +106,10 @@ Status CheckTierDir(const std::string& path, uint64_t budget, std::vector<std::s
   }
   if (!S_ISDIR(st.st_mode)) {
     return Status::Error(ENOTDIR, fmt::format("tier '{}' is not a directory", path));
+  }
+  if (Status why = UnsafeTierDirectory(path); !why.ok()) {
+    return Status::Error(why.code(), fmt::format("tier '{}' is refused: {}; {}", path,
+                                                 why.message(), TierDirectoryFix(path, st)));
   }
   if (::access(path.c_str(), W_OK | X_OK) != 0) {
     return Status::Error(EACCES,

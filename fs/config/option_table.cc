@@ -8,14 +8,27 @@
 #include <charconv>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <initializer_list>
 #include <utility>
 
 #include "tiering/base/units.h"
 #include "tiering/peer/peer_list.h"
+#include "tiering/peer/source_ports.h"
 #include "tiering/peer/wire.h"
 
 namespace tierfs::option_table {
+
+void NotAbsolute(const std::string& opt, const std::string& value) {
+  std::error_code error;
+  const std::filesystem::path here = std::filesystem::current_path(error);
+  throw OptionError(fmt::format(
+      "option '{}': '{}' is not an absolute path; options take paths from / (fstab has no "
+      "current directory){}",
+      opt, value,
+      error ? "" : fmt::format(": {}={}", opt, (here / value).lexically_normal().string())));
+}
+
 namespace {
 
 // ParseSize for the option table: throws OptionError.
@@ -87,9 +100,7 @@ const std::vector<OwnOption>& OwnOptions() {
        "auto = namespace.index in the first directory tier",
        [](MountConfig& c, const std::string& v, const std::string& o) {
          if (v.empty()) throw OptionError(fmt::format("option '{}' needs a file or auto", o));
-         if (v != "auto" && v[0] != '/') {
-           throw OptionError(fmt::format("option '{}': '{}' is not an absolute path", o, v));
-         }
+         if (v != "auto" && v[0] != '/') NotAbsolute(o, v);
          c.index = v;
        }},
       {"index_check", "MODE",
@@ -205,8 +216,8 @@ const std::vector<OwnOption>& OwnOptions() {
          c.tiering.ram = SizeOrThrow(v, o);
        }},
       {"tier", "PATH:SIZE",
-       "a directory tier (node-local NVMe, /dev/shm) and its budget; repeat for more, "
-       "fastest first",
+       "a directory tier of yours alone (node-local NVMe; memory: mkdir -m 700 "
+       "/dev/shm/tierfs-$USER) and its budget; repeat for more, fastest first",
        [](MountConfig& c, const std::string& v, const std::string& o) {
          size_t colon = v.rfind(':');
          if (colon == std::string::npos || colon == 0 || colon + 1 == v.size()) {
@@ -324,9 +335,7 @@ const std::vector<OwnOption>& OwnOptions() {
        }},
       {"munge_socket", "PATH", "munged's socket for the peers' credentials (default: libmunge's)",
        [](MountConfig& c, const std::string& v, const std::string& o) {
-         if (v.empty() || v[0] != '/') {
-           throw OptionError(fmt::format("option '{}': '{}' is not an absolute path", o, v));
-         }
+         if (v.empty() || v[0] != '/') NotAbsolute(o, v);
          c.tiering.peers.munge_socket = v;
        }},
       {"peer_timeout", "SECONDS",
@@ -357,11 +366,23 @@ const std::vector<OwnOption>& OwnOptions() {
          c.tiering.peers.max_connections = ParseUnsigned(v, o, 1, 65536);
          c.peer_set = true;
        }},
+      {"peer_source_ports", "LO-HI|off",
+       "the ports below 1024 a daemon run as root connects to other nodes from, for which their "
+       "doors keep places other users cannot take; ports in net.ipv4.ip_local_reserved_ports "
+       "are skipped; off: any port (default 600-1023)",
+       [](MountConfig& c, const std::string& v, const std::string& o) {
+         std::string why;
+         if (!ParseSourcePorts(v, &c.tiering.peers.source_ports, &why)) {
+           throw OptionError(fmt::format("option '{}': {}", o, why));
+         }
+         c.peer_set = true;
+       }},
       {"nonempty", "", "allow mounting over a non-empty directory",
        [](MountConfig& c, const std::string&, const std::string&) { c.nonempty = true; }},
       {"log", "syslog|stderr|FILE",
-       "where the daemon logs once detached (default: syslog, or a file beside its first tier "
-       "or in /var/log/tierfs where there is no syslog; the path is printed at mount)",
+       "where the daemon logs once detached (default: syslog; where there is none, a file in "
+       "/var/log/tierfs for root, in ~/.local/state/tierfs for a user; the path is printed at "
+       "mount)",
        [](MountConfig& c, const std::string& v, const std::string& o) {
          if (v != "syslog" && v != "stderr" && (v.empty() || v[0] != '/')) {
            throw OptionError(

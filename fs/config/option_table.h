@@ -25,6 +25,13 @@ class OptionError : public std::runtime_error {
   int code_;
 };
 
+// Throws OptionError for option `opt`'s path `value` that is not absolute:
+// option values are read where there is no current directory to be relative
+// to (an fstab line, a unit), so they are refused with the absolute path it
+// would be from here. Positional arguments (SOURCE, MOUNTPOINT, FILE of
+// `tierfs index`) may be relative.
+[[noreturn]] void NotAbsolute(const std::string& opt, const std::string& value);
+
 // One tierfs -o option: its name, the value it takes ("" for a flag), help.
 struct OwnOption {
   const char* name;

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -21,6 +22,7 @@
 namespace tierfs {
 namespace {
 
+using option_table::NotAbsolute;
 using option_table::OptionError;
 using option_table::OwnOptions;
 
@@ -78,16 +80,19 @@ size_t EditDistance(std::string_view a, std::string_view b) {
 }
 
 // The option `name` was most likely meant to be: a known one at most two
-// edits away (one for names of up to four letters); "" if none is.
+// edits away (one for names of up to four letters), in any case; "" if none is.
 std::string NearestOption(const std::string& name) {
   std::vector<std::string_view> known;
   for (const auto& o : OwnOptions()) known.emplace_back(o.name);
   for (std::string_view o : kFuseOptions)
     known.push_back(o.back() == '=' ? o.substr(0, o.size() - 1) : o);
+  // Case does not count: RAM=1G meant ram=1G.
+  std::string lower = name;
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   std::string best;
   size_t best_distance = name.size() <= 4 ? 2 : 3;
   for (std::string_view o : known) {
-    const size_t d = EditDistance(name, o);
+    const size_t d = EditDistance(lower, o);
     if (d < best_distance) {
       best_distance = d;
       best = o;
@@ -164,7 +169,7 @@ void CheckPeerOptions(const MountConfig& config) {
     if (!config.peer_name.empty() || !p.job.empty() || !p.munge_socket.empty() || config.peer_set) {
       throw OptionError(
           "peer_name=, peer_port=, peer_listen=, peer_job=, munge_socket=, peer_timeout=, "
-          "peer_dead=, peer_idle= and peer_connections= "
+          "peer_dead=, peer_idle=, peer_connections= and peer_source_ports= "
           "need peers=");
     }
     return;
@@ -173,7 +178,7 @@ void CheckPeerOptions(const MountConfig& config) {
     throw OptionError(fmt::format("peers= takes chunk_size up to {} MiB", kMaxWireChunk >> 20));
   }
   if (config.peers.find('/') != std::string::npos && config.peers[0] != '/') {
-    throw OptionError(fmt::format("option 'peers': '{}' is not an absolute path", config.peers));
+    NotAbsolute("peers", config.peers);
   }
 }
 
@@ -237,6 +242,9 @@ Result<MountConfig> ParseCommandLine(const std::vector<std::string>& args) {
   }
 }
 
+// --help's lines are at most this wide (a terminal of 100 columns).
+constexpr size_t kHelpWidth = 100;
+
 std::string UsageText(const std::string& program) {
   std::string s = fmt::format(
       "usage: {} SOURCE MOUNTPOINT [-o opt[,opt...]] [-f] [-d]\n\n"
@@ -249,9 +257,30 @@ std::string UsageText(const std::string& program) {
       "  -V, --version   the version\n\n"
       "tierfs options:\n",
       program);
+  // Each option's help wrapped at kHelpWidth columns, below its name when
+  // the name is too long to leave room.
+  constexpr size_t kIndent = 30;
   for (const auto& o : OwnOptions()) {
-    std::string name = fmt::format("{}{}{}", o.name, *o.value ? "=" : "", o.value);
-    s += fmt::format("  -o {:<24} {}\n", name, o.help);
+    std::string name = fmt::format("  -o {}{}{}", o.name, *o.value ? "=" : "", o.value);
+    std::string line = name.size() < kIndent ? fmt::format("{:<{}}", name, kIndent)
+                                             : name + "\n" + std::string(kIndent, ' ');
+    size_t col = kIndent;
+    std::string_view help = o.help;
+    while (!help.empty()) {
+      const size_t end = help.find(' ');
+      const std::string_view word = help.substr(0, end);
+      if (col > kIndent && col + 1 + word.size() > kHelpWidth) {
+        line += "\n" + std::string(kIndent, ' ');
+        col = kIndent;
+      } else if (col > kIndent) {
+        line += ' ';
+        col++;
+      }
+      line += word;
+      col += word.size();
+      help = end == std::string_view::npos ? std::string_view() : help.substr(end + 1);
+    }
+    s += line + "\n";
   }
   s += "\nFUSE mount options passed to the kernel:\n  ";
   size_t col = 2;
@@ -264,15 +293,15 @@ std::string UsageText(const std::string& program) {
     s += item;
     col += item.size();
   }
-  s += "\n\nExit status, whose failure it is:\n"
-       "  0  a clean unmount (or the detached daemon is mounted)\n"
-       "  1  this machine (FUSE, memory, a tier's device, limits; a forced shutdown)\n"
-       "  2  the command line on its own (syntax, unknown option, impossible combination, sizes)\n"
-       "  3  SOURCE: its path, permissions, contents\n"
-       "  4  MOUNTPOINT\n"
-       "  5  a tier or index path named on the command line (missing, wrong owner or mode,\n"
-       "     not writable, full, no inodes)\n"
-       "  6  SOURCE's file system failing (I/O errors, timeouts, a stale or disconnected mount)\n";
+  s +=
+      "\n\nExit status, whose failure it is:\n"
+      "  0  nobody's: a clean unmount, or the detached daemon is mounted\n"
+      "  1  this machine: FUSE, memory, a tier's device, limits; a forced shutdown\n"
+      "  2  the command line on its own: syntax, an unknown option, a combination, sizes\n"
+      "  3  SOURCE: its path, permissions, contents (missing, not a directory, unreadable)\n"
+      "  4  MOUNTPOINT: missing, not a directory, not empty, already mounted\n"
+      "  5  a tier or index path it names: missing, its owner or mode, not writable, full, in use\n"
+      "  6  SOURCE's file system failing: I/O errors, timeouts, a stale or disconnected mount\n";
   return s;
 }
 

@@ -77,6 +77,12 @@ std::string PassthroughNotPaying(const Namespace& ns, const ChunkStore* chunks,
   // Twice what the RAM tier holds, within half the node's memory.
   const bool fits_twice = node_memory > 0 && held <= node_memory / 4;
   if (2 * large >= data || !fits_twice) return "";
+  if (ram == 0) {  // no RAM tier: only the small files' cost applies
+    return fmt::format(
+        "passthrough=auto: files under {} hold most of the data ({} of {}): opens cost nothing "
+        "without it",
+        Mib(kLargeFile), Mib(data - large), Mib(data));
+  }
   return fmt::format(
       "passthrough=auto: files under {} hold most of the data ({} of {}) and the page cache can "
       "hold the RAM tier's {} a second time (the node has {}): opens cost nothing without it",

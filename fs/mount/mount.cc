@@ -12,11 +12,25 @@
 #include "fs/config/config_checks.h"
 #include "fs/fuse/passthrough_backing.h"
 #include "fs/mount/mount_checks.h"
+#include "fs/mount/scan_progress.h"
 #include "fs/mount/service_notify.h"
 #include "tiering/base/log.h"
+#include "tiering/base/units.h"
 
 namespace tierfs {
 namespace {
+
+// A message of the mount's in lines of at most 100 columns on a terminal
+// ("tierfs: warning: " first), the further lines indented by two spaces.
+void LogWrapped(LogLevel level, const std::string& text) {
+  if (!Log::Enabled(level)) return;
+  constexpr size_t kRoom = 100 - sizeof("tierfs: warning: ") + 1;
+  bool first = true;
+  for (const std::string& line : WrapWords(text, kRoom - 2)) {
+    Log::Write(level, first ? line : "  " + line);
+    first = false;
+  }
+}
 
 // Raises the soft open-file limit to the hard one; returns the new soft limit.
 uint64_t RaiseFileLimit() {
@@ -191,19 +205,25 @@ MountFailure TierfsMount::ScanSource() {
   open_options.wait_s = config_.index_wait;
   SourceIdentity identity{source_, source_st_.st_dev, source_st_.st_ino};
   OpenReport opened;
-  Result<std::unique_ptr<Namespace>> scanned =
-      OpenNamespace(backend_.get(), identity, open_options, &opened);
+  ScanReport scan;
+  Result<std::unique_ptr<Namespace>> scanned = [&] {
+    // On a terminal, what the scan has done so far (a PFS may take minutes).
+    ScanProgress progress(&scan, "scanning SOURCE", Log::Enabled(kInfo));
+    return OpenNamespace(backend_.get(), identity, open_options, &opened, &scan);
+  }();
   for (const auto& note : opened.notes) TIERFS_LOG(kWarning, "{}", note);
   if (!scanned.ok()) return SourceFailure(scanned.status());
   ns_ = std::move(scanned).value();
-  TIERFS_LOG(kInfo,
-             "{}: {} files ({} bytes), {} directories, {} symlinks in {:.2f} s, {} metadata "
-             "operations on SOURCE",
-             opened.how, ns_->file_count(), ns_->total_file_bytes(), ns_->dir_count(),
-             ns_->symlink_count(), opened.seconds, opened.meta_ops);
+  // The scan's own operations: `tierfs stat` counts these and every one since.
+  LogWrapped(kInfo,
+             fmt::format("{} in {:.2f} s: {} ({} bytes), {}, {}; {} metadata operations "
+                         "on SOURCE for it",
+                         opened.how, opened.seconds, Counted(ns_->file_count(), "file"),
+                         Grouped(ns_->total_file_bytes()), Counted(ns_->dir_count(), "directory"),
+                         Counted(ns_->symlink_count(), "symlink"), Grouped(opened.meta_ops)));
   if (ns_->skipped_count() > 0) {
-    TIERFS_LOG(kWarning, "{} entries skipped (special files or unreadable directories)",
-               ns_->skipped_count());
+    TIERFS_LOG(kWarning, "{} skipped (special files or unreadable directories)",
+               Counted(ns_->skipped_count(), "entry"));
   }
   return {};
 }
@@ -306,10 +326,10 @@ MountFailure TierfsMount::MountFuse() {
               fmt::format("passthrough=on is impossible here: {}", ctx_->passthrough().why_not())};
     }
   }
-  TIERFS_LOG(kInfo, "mounted {} on {}{}", source_, mountpoint_,
-             ctx_->passthrough().active()
-                 ? " (passthrough for files wholly in one tier file)"
-                 : fmt::format(" (passthrough off: {})", ctx_->passthrough().why_not()));
+  TIERFS_LOG(kInfo, "mounted {} on {}", source_, mountpoint_);
+  LogWrapped(kInfo, ctx_->passthrough().active()
+                        ? "passthrough on: the kernel reads files wholly in one tier file itself"
+                        : fmt::format("passthrough off: {}", ctx_->passthrough().why_not()));
   return {};
 }
 

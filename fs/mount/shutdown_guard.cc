@@ -1,8 +1,12 @@
 #include "fs/mount/shutdown_guard.h"
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
+#include <cstring>
+#include <string>
 
 #include "tiering/base/log.h"
 
@@ -34,7 +38,15 @@ ShutdownGuard::ShutdownGuard(fuse_session* se, unsigned timeout_s)
   sa.sa_handler = OnTerminate;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = 0;  // no SA_RESTART: libfuse's loop must see EINTR, as with its own handler
-  for (size_t i = 0; i < 3; ++i) ::sigaction(kSignals[i], &sa, &g_chained[i]);
+  for (size_t i = 0; i < 3; ++i) {
+    ::sigaction(kSignals[i], &sa, &g_chained[i]);
+    // Ignored when the daemon started (a script's `cmd &` ignores SIGINT,
+    // nohup SIGHUP): it stays ignored, as asked; libfuse left it so too.
+    if ((g_chained[i].sa_flags & SA_SIGINFO) == 0 && g_chained[i].sa_handler == SIG_IGN) {
+      ::sigaction(kSignals[i], &g_chained[i], nullptr);
+      ignored_.push_back(kSignals[i]);
+    }
+  }
 }
 
 void ShutdownGuard::Finish() {
@@ -44,6 +56,12 @@ void ShutdownGuard::Finish() {
 }
 
 void ShutdownGuard::Start() {
+  for (int sig : ignored_) {
+    TIERFS_LOG(kInfo,
+               "{} is ignored, as this daemon was started (a script's '&', nohup): stop it with "
+               "SIGTERM or fusermount3 -u",
+               sigabbrev_np(sig) ? fmt::format("SIG{}", sigabbrev_np(sig)) : std::to_string(sig));
+  }
   if (!thread_.joinable()) thread_ = std::thread([this] { Watch(); });
 }
 

@@ -3,8 +3,9 @@
 // `fusermount3 -u`), the whole shutdown (the FUSE loop joining its workers,
 // then promotions finishing) gets `timeout_s`; a second signal or the
 // timeout unmounts (lazily: readers blocked in the mount get an error) and
-// exits with status 1 at once. A FUSE worker stuck in a PFS read can no
-// longer keep the mount alive: libfuse's loop joins its workers before it
+// exits with status 1 at once. A signal the daemon was started with ignored
+// (SIGINT for a script's `tierfs ... &`, SIGHUP under nohup) stays ignored. A FUSE worker stuck in
+// a PFS read can no longer keep the mount alive: libfuse's loop joins its workers before it
 // returns, so the deadline must be watched from another thread.
 #pragma once
 
@@ -14,6 +15,7 @@
 #include <functional>
 #include <thread>
 #include <utility>
+#include <vector>
 
 namespace tierfs {
 
@@ -41,6 +43,7 @@ class ShutdownGuard {
   fuse_session* const se_;
   const unsigned timeout_s_;
   std::function<bool()> unmount_;
+  std::vector<int> ignored_;  // termination signals ignored at the start, left so
   std::atomic<bool> done_{false};
   std::thread thread_;
 };

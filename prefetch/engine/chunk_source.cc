@@ -1,6 +1,7 @@
 #include "prefetch/engine/chunk_source.h"
 
 #include <cerrno>
+#include <functional>
 #include <new>
 #include <utility>
 
@@ -8,16 +9,32 @@ namespace tierfs {
 
 ssize_t ChunkSource::Read(ChunkKey key, uint64_t off, size_t n, char* buf, HomeLink* home) {
   if (!home->is_source()) {
-    ssize_t r = peers_->Fetch(home->link(), key, off, n, buf);
-    if (r == static_cast<ssize_t>(n)) return r;
+    bool from_source = false;
+    ssize_t r =
+        peers_->Fetch(home->link(), key, off, n, buf, false, Hedge(key, off, n), &from_source);
+    // SOURCE won the race: the rest of the chunk comes from SOURCE too.
+    if (from_source) *home = HomeLink::Source();
+    if (from_source || r == static_cast<ssize_t>(n)) return r;
     *home = HomeLink::Source();  // it failed us (JobPeers counts the fallback)
   }
   return source_->Read(key.node, static_cast<uint64_t>(key.chunk) * chunk_size_ + off, n, buf);
 }
 
+std::function<ssize_t(char*)> ChunkSource::Hedge(ChunkKey key, uint64_t off, size_t n) {
+  return [this, key, off, n](char* dest) {
+    return source_->Read(key.node, static_cast<uint64_t>(key.chunk) * chunk_size_ + off, n, dest);
+  };
+}
+
 ssize_t ChunkSource::ReadForCopy(ChunkKey key, uint64_t off, size_t n, char* buf, Route* route) {
   if (!route->home.is_source() && off == 0 && route->length <= kMaxOffer) {
-    ssize_t r = peers_->Fetch(route->home.link(), key, off, n, buf, /*if_resident=*/true);
+    bool from_source = false;
+    ssize_t r = peers_->Fetch(route->home.link(), key, off, n, buf, /*if_resident=*/true,
+                              Hedge(key, off, n), &from_source);
+    if (from_source) {  // a stalled home: the chunk is read here, not offered
+      route->home = HomeLink::Source();
+      return r;
+    }
     if (r == static_cast<ssize_t>(n)) return r;
     if (r == -ENODATA) route->offer_to = route->home;  // it has none: read here, then offer
     route->home = HomeLink::Source();

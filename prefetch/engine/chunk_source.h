@@ -5,13 +5,17 @@
 // Without peers, or for a chunk this node homes, SOURCE.
 //
 // The one "home, then SOURCE" decision: the promoter copies through it and
-// the read path forwards through it, so both fall back alike.
+// the read path forwards through it, so both fall back alike. A fetch from
+// a home that has not begun to answer within its hedge time is raced
+// with SOURCE (JobPeers::Fetch): a stalled home costs a reader that time,
+// not a peer_timeout.
 #pragma once
 
 #include <sys/types.h>
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include "tiering/namespace/chunk_key.h"
@@ -129,6 +133,9 @@ class ChunkSource {
   uint64_t chunk_size() const { return chunk_size_; }
 
  private:
+  // A hedge for a fetch of [off, off+n) of `key`: the same bytes from SOURCE.
+  std::function<ssize_t(char*)> Hedge(ChunkKey key, uint64_t off, size_t n);
+
   SourceReader* const source_;
   const uint64_t chunk_size_;
   JobPeers* const peers_;

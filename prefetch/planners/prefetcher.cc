@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "tiering/base/log_limiter.h"
+#include "tiering/store/reclaimer.h"
 
 namespace tierfs {
 namespace {
@@ -44,6 +45,7 @@ Prefetcher::Prefetcher(const PrefetchConfig& config, const Namespace* ns, const 
       tuner_(executor, store, reads, source, config.tune_parallelism, config.lookahead),
       stage_(ns, catalog_, config.stage_share_bytes) {
   model_.set_show_stream_names(!config.shared_control);
+  stage_.set_store(store);
   if (policy_) policy_->SetTransientLimit(tuner_.window());
   SetMode(config.mode);
 }
@@ -197,11 +199,16 @@ void Prefetcher::FeedStage() {
     // No room: skipped; smaller files may still fit. With peers, stage-in
     // stages this node's home share (the job's nodes stage the rest); a
     // file named in .tierfs/stage is staged whole (copies from the homes).
-    Promote(id, Executor::Lane::kBackground, mode_.load() == PrefetchMode::kStageIn);
+    if (!Promote(id, Executor::Lane::kBackground, mode_.load() == PrefetchMode::kStageIn)) {
+      stage_.NoRoom(id);
+    }
   }
 }
 
 void Prefetcher::Loop() {
+  // Look-ahead's claims may evict here when the reclaimer is behind: this
+  // thread serves no reader.
+  const BackgroundClaims background;
   auto last_tune = std::chrono::steady_clock::now();
   // A throw (bad_alloc, a broken invariant in a planner) loses that round,
   // not the thread: a dead planner would leave the mount without prefetch
@@ -235,6 +242,7 @@ bool Prefetcher::Round(std::chrono::steady_clock::time_point* last_tune) {
   if (promoter_ == nullptr) return true;
   if (mode_.load() == PrefetchMode::kOrder) PumpLookahead();
   FeedStage();
+  stage_.Settle();
   auto now = std::chrono::steady_clock::now();
   double dt = std::chrono::duration<double>(now - *last_tune).count();
   if (dt >= PromotionTuner::kPeriod) {

@@ -1,7 +1,13 @@
 #include "prefetch/planners/stage_planner.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cmath>
+#include <string>
+
+#include "tiering/base/log.h"
 
 namespace tierfs {
 
@@ -11,6 +17,31 @@ StagePlanner::StagePlanner(const Namespace* ns, const Catalog* catalog, uint64_t
       user_share_(user_share),
       marks_(catalog ? std::make_unique<std::atomic<uint8_t>[]>(ns->size()) : nullptr) {}
 
+const char* StagePlanner::FailureName(Failure f) {
+  static constexpr const char* kNames[kFailures] = {
+      "no_room", "tier_full", "tier_error", "source", "permission", "over_share", "not_kept"};
+  return kNames[static_cast<size_t>(f)];
+}
+
+const char* StagePlanner::FailureText(Failure f) {
+  static constexpr const char* kTexts[kFailures] = {
+      "fit in no tier (the tiers are full of other files, or smaller than the file)",
+      "a tier's disk is full",
+      "a tier could not be written",
+      "SOURCE could not be read",
+      "permission denied (reading SOURCE or writing a tier)",
+      "over your share of the tiers (the stage share)",
+      "not kept here (evicted since, or another node keeps them)"};
+  return kTexts[static_cast<size_t>(f)];
+}
+
+const char* StagePlanner::FailureShort(Failure f) {
+  static constexpr const char* kShort[kFailures] = {
+      "fit in no tier",    "tier full",  "tier error",   "SOURCE error",
+      "permission denied", "over share", "not kept here"};
+  return kShort[static_cast<size_t>(f)];
+}
+
 bool StagePlanner::Resident(NodeId id) const {
   for (uint32_t c = 0; c < catalog_->chunks(id); ++c) {
     if (!Catalog::IsResident(catalog_->state(ChunkKey{id, c}))) return false;
@@ -18,7 +49,31 @@ bool StagePlanner::Resident(NodeId id) const {
   return true;
 }
 
-void StagePlanner::AddFile(NodeId id, uid_t uid) {
+bool StagePlanner::InFlight(NodeId id) const {
+  for (uint32_t c = 0; c < catalog_->chunks(id); ++c) {
+    if (catalog_->state(ChunkKey{id, c}) == Catalog::kInFlight) return true;
+  }
+  return false;
+}
+
+StagePlanner::Failure StagePlanner::Why(NodeId id) const {
+  if (no_room_.count(id) != 0) return Failure::kNoRoom;
+  switch (store_ ? store_->LastFailure(id) : ChunkStore::Failure::kNone) {
+    case ChunkStore::Failure::kSource:
+      return Failure::kSource;
+    case ChunkStore::Failure::kPermission:
+      return Failure::kPermission;
+    case ChunkStore::Failure::kTierFull:
+      return Failure::kTierFull;
+    case ChunkStore::Failure::kTier:
+      return Failure::kTierError;
+    case ChunkStore::Failure::kNone:
+      break;
+  }
+  return Failure::kNotKept;
+}
+
+void StagePlanner::AddFile(NodeId id, uid_t uid, bool ask) {
   if (!catalog_ || catalog_->chunks(id) == 0) return;
   const uint8_t m = marks_[id].load(std::memory_order_relaxed);
   if (m & kNamedNow) return;  // named twice in one write ("a" and "a/x")
@@ -26,6 +81,10 @@ void StagePlanner::AddFile(NodeId id, uid_t uid) {
     uint64_t& used = share_used_[uid];
     if (used + ns_->node(id).size > user_share_) {
       over_share_++;
+      if (ask) {
+        asked_++;
+        failed_[static_cast<size_t>(Failure::kOverShare)]++;
+      }
       return;
     }
     used += ns_->node(id).size;
@@ -33,11 +92,24 @@ void StagePlanner::AddFile(NodeId id, uid_t uid) {
   named_++;
   const bool resident = Resident(id);
   if (resident) resident_when_named_++;
-  marks_[id].store(m | kNamedNow | kStaged | (resident ? kCounted : 0), std::memory_order_relaxed);
-  if (m & kStaged) return;
-  if (staged_.empty()) started_ = std::chrono::steady_clock::now();
-  staged_.push_back(id);
-  queue_.push_back(id);
+  if (ask) {
+    asked_++;
+    if (resident) {
+      asked_resident_++;
+    } else {
+      pending_[id]++;
+    }
+  }
+  // A file asked for again that is not resident, nor queued or being
+  // copied, is tried again (its tier may have room now).
+  const bool queue = !(m & kStaged) || (ask && !resident && !(m & kQueued) && !InFlight(id));
+  marks_[id].store(m | kNamedNow | kStaged | (resident ? kCounted : 0) | (queue ? kQueued : 0),
+                   std::memory_order_relaxed);
+  if (!(m & kStaged)) {
+    if (staged_.empty()) started_ = std::chrono::steady_clock::now();
+    staged_.push_back(id);
+  }
+  if (queue) queue_.push_back(id);
 }
 
 void StagePlanner::StageAll() {
@@ -53,7 +125,7 @@ void StagePlanner::Add(const HintParser::Result& result) {
   MutexLock lock(mu_);
   valid_ += result.valid;
   rejected_ += result.rejected;
-  for (NodeId id : result.files) AddFile(id, result.uid);
+  for (NodeId id : result.files) AddFile(id, result.uid, /*ask=*/true);
   if (!marks_) return;
   for (NodeId id : result.files) {
     marks_[id].fetch_and(static_cast<uint8_t>(~kNamedNow), std::memory_order_relaxed);
@@ -65,7 +137,50 @@ bool StagePlanner::Next(NodeId* id) {
   if (queue_.empty()) return false;
   *id = queue_.front();
   queue_.pop_front();
+  marks_[*id].fetch_and(static_cast<uint8_t>(~kQueued), std::memory_order_relaxed);
   return true;
+}
+
+void StagePlanner::NoRoom(NodeId id) {
+  MutexLock lock(mu_);
+  if (pending_.count(id) != 0) no_room_.insert(id);
+}
+
+void StagePlanner::Settle() {
+  if (!catalog_) return;
+  std::array<uint64_t, kFailures> failed{};
+  std::array<std::vector<std::string>, kFailures> first;  // a few files of each reason
+  {
+    MutexLock lock(mu_);
+    for (auto it = pending_.begin(); it != pending_.end();) {
+      const NodeId id = it->first;
+      if ((marks_[id].load(std::memory_order_relaxed) & kQueued) || InFlight(id)) {
+        ++it;
+        continue;
+      }
+      if (Resident(id)) {
+        asked_resident_ += it->second;
+      } else {
+        const auto why = static_cast<size_t>(Why(id));
+        failed_[why] += it->second;
+        failed[why] += it->second;
+        if (first[why].size() < 3) first[why].push_back(ns_->Path(id));
+      }
+      no_room_.erase(id);
+      it = pending_.erase(it);
+    }
+  }
+  const auto now = std::chrono::steady_clock::now();
+  for (size_t f = 0; f < kFailures; ++f) {
+    if (failed[f] == 0 ||
+        (logged_[f] != std::chrono::steady_clock::time_point{} && now - logged_[f] < kLogEvery)) {
+      continue;
+    }
+    logged_[f] = now;
+    TIERFS_LOG(kWarning, "stage: {} {} not made resident: {} (first: '{}')", failed[f],
+               failed[f] == 1 ? "file" : "files", FailureText(static_cast<Failure>(f)),
+               fmt::join(first[f], "', '"));
+  }
 }
 
 size_t StagePlanner::queued() const {
@@ -87,7 +202,7 @@ void StagePlanner::VisitCounters(CounterVisitor& v, bool background_idle) const 
     rejected = rejected_;
     started = started_;
   }
-  uint64_t done_files = 0, done_bytes = 0, failed = 0, requested_bytes = 0;
+  uint64_t done_files = 0, done_bytes = 0, not_resident = 0, requested_bytes = 0;
   std::vector<NodeId> newly_resident;  // not counted in made_resident_bytes_ yet
   for (size_t i = 0; i < staged.size(); ++i) {
     NodeId id = staged[i];
@@ -104,12 +219,16 @@ void StagePlanner::VisitCounters(CounterVisitor& v, bool background_idle) const 
       done_bytes += size;
       if (!(marks_[id].load(std::memory_order_relaxed) & kCounted)) newly_resident.push_back(id);
     } else if (i < fed && !in_flight && background_idle) {
-      failed++;  // fed, settled, not resident: no room, or the copy failed
+      not_resident++;  // fed, settled, not resident: no room, or the copy failed
     }
   }
-  uint64_t named, resident_when_named, made_resident_bytes, over_share;
+  uint64_t named, resident_when_named, made_resident_bytes, over_share, asked, asked_resident;
+  std::array<uint64_t, kFailures> failed_by{};
   {
     MutexLock lock(mu_);
+    asked = asked_;
+    asked_resident = asked_resident_;
+    failed_by = failed_;
     for (NodeId id : newly_resident) {
       if (marks_[id].fetch_or(kCounted, std::memory_order_relaxed) & kCounted) continue;
       made_resident_bytes_ += ns_->node(id).size;
@@ -132,8 +251,22 @@ void StagePlanner::VisitCounters(CounterVisitor& v, bool background_idle) const 
           {"Staged files wholly resident in the tiers."});
   v.Gauge("done_bytes", static_cast<double>(done_bytes),
           {"Size of the staged files wholly resident in the tiers.", Unit::kBytes});
-  v.Gauge("failed_files", static_cast<double>(failed),
-          {"Staged files that could not be made resident (no room, or a failed copy)."});
+  v.Gauge("not_resident_files", static_cast<double>(not_resident),
+          {"Staged files (asked for, or staged in) tried and not resident now."});
+  v.Counter("asked_files", asked, {"Files asked for through .tierfs/stage, each time asked."});
+  v.Counter("asked_resident_files", asked_resident,
+            {"Files asked for that were resident when asked or made resident since, each time "
+             "asked."});
+  uint64_t failed = 0;
+  for (uint64_t n : failed_by) failed += n;
+  v.Counter("failed_files", failed,
+            {"Files asked for that could not be made resident, each time asked, for every "
+             "reason."});
+  for (size_t f = 0; f < kFailures; ++f) {
+    v.Counter(fmt::format("failed_{}_files", FailureName(static_cast<Failure>(f))), failed_by[f],
+              {fmt::format("Asks that ended with the file not resident: {}.",
+                           FailureText(static_cast<Failure>(f)))});
+  }
   v.Gauge("queued_files", static_cast<double>(queued), {"Staged files not yet promoted."});
   v.Counter("over_share_files", over_share,
             {"Files a user asked to stage beyond her share of the tiers, not staged."});

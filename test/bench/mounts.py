@@ -109,3 +109,16 @@ def elapsed(fn):
     start = time.monotonic()
     fn()
     return time.monotonic() - start
+
+
+def unittest_main(argv0):
+    """Runs this module's unittest cases; exits 0, 1 on a failure, or 77 when
+    every test was skipped (a skip in setUpClass is not printed by the
+    runner: printed here)."""
+    import unittest
+    result = unittest.main(argv=[argv0], exit=False, verbosity=2).result
+    for _, reason in result.skipped:
+        print(f"SKIPPED: {reason}")
+    if not result.wasSuccessful():
+        sys.exit(1)
+    sys.exit(SKIP if result.skipped and len(result.skipped) >= result.testsRun else 0)

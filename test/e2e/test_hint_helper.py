@@ -183,6 +183,15 @@ class HintedSamplerTest(unittest.TestCase):
         self.assertTrue(tierfs_hint.clear(self.m.root))
         self.assertEqual(self.m.order(), b"")
 
+    def test_clear_in_another_mode_does_not_warn_of_an_order_kept(self):
+        # Clearing leaves no order to keep: it said "kept but not followed".
+        with open(os.path.join(self.m.root, ".tierfs", "prefetch"), "w") as f:
+            f.write("on-access\n")
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            self.assertTrue(tierfs_hint.clear(self.m.root))
+        self.assertEqual([str(x.message) for x in w], [])
+
     def test_distributed_sampler_each_rank_hints_only_its_files(self):
         try:
             from torch.utils.data import DistributedSampler

@@ -152,3 +152,24 @@ put("peer_answer", "made_hello", b"\1\0\0" + b"n1")
 put("peer_answer", "made_input_key", b"\1\x40\0" + bytes(range(7, 39)) + b"n1")
 put("peer_answer", "made_altered", b"\1\x80\x30" + b"n1")
 put("peer_answer", "made_wrong_user", b"\1\x01\0" + b"n1")
+
+
+# peer_resume: a Resume and a Resumed answer as the door and the client
+# read them (first byte 0), a real Resume made from names and altered at a
+# byte (1: cuts of the names at bytes 1 and 2, the byte to alter, 0 for
+# none), a real answer altered (2).
+def resume_frame(job=b"job-1", frm=b"a", to=b"b"):
+    names = b"".join(bytes([len(s)]) + s for s in (job, frm, to))
+    return struct.pack("<IB", 0x4d534654, 3) + bytes(3) + struct.pack("<Q", 7) + \
+        bytes(range(16)) + bytes(range(16, 32)) + bytes(range(32, 64)) + names + bytes(32)
+
+
+put("peer_resume", "raw_resume", b"\0" + resume_frame())
+put("peer_resume", "raw_refusal", b"\0" + struct.pack("<IB", 0x4e534654, 3) + bytes(3) +
+    struct.pack("<I", 3))
+put("peer_resume", "raw_resumed", b"\0" + struct.pack("<IB", 0x4e534654, 3) + bytes(3) +
+    struct.pack("<I", 0) + bytes(range(32)) + struct.pack("<Q", 9) + bytes(16) + b"worker")
+put("peer_resume", "made", b"\1\5\1\0" + b"job-1" + b"a" + b"b")
+put("peer_resume", "made_altered_binder", b"\1\5\1\xff" + b"job-1" + b"a" + b"b")
+put("peer_resume", "made_altered_ticket", b"\1\5\1\x14" + b"job-1" + b"a" + b"b")
+put("peer_resume", "answer", b"\2\x30" + b"a UCX worker address" * 4)

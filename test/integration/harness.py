@@ -110,10 +110,11 @@ def tear_down(mounts, base):
 class Mount:
     """A foreground tierfs process serving SOURCE at MNT; unmounts on exit."""
 
-    def __init__(self, source, mnt, options=(), extra_args=(), umask=-1):
-        """umask: the daemon's (-1: this process's)."""
+    def __init__(self, source, mnt, options=(), extra_args=(), umask=-1, prefix=()):
+        """umask: the daemon's (-1: this process's); prefix: a command that
+        runs it (nsenter into a network namespace, say)."""
         self.source, self.mnt = source, mnt
-        cmd = [tierfs_bin(), source, mnt, "-f"]
+        cmd = list(prefix) + [tierfs_bin(), source, mnt, "-f"]
         if options:
             cmd += ["-o", ",".join(options)]
         cmd += list(extra_args)

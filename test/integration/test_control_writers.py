@@ -198,6 +198,33 @@ class ControlWriters(unittest.TestCase):
             self.assertEqual(self.write_as_bob(name, "shared/open.bin"), "EACCES", name)
         self.assertEqual(self.read_as_bob("changes"), "EACCES")
         self.assertEqual(self.read_as_bob("stats")[:2], "ok")
+        # `tierfs stage` says who may write the control files and what to do
+        # (it said "writing ...: Permission denied").
+        r = harness.as_user(BOB, harness.tierfs_bin(), "stage", self.mnt, "shared/open.bin")
+        self.assertEqual(r.returncode, 1, r.stderr)
+        said = " ".join(r.stderr.decode().split())
+        self.assertIn("Permission denied: only root and uid 0 may write it", said)
+        self.assertIn(f"mount with control_owner={BOB[0]}", said)
+
+    def test_root_is_told_why_a_users_mount_shuts_it_out(self):
+        """A FUSE mount lets no other user in, root neither, without
+        allow_root: root's `tierfs stat` says so and what to do (it said
+        "Permission denied")."""
+        if os.stat("/dev/fuse").st_mode & 0o006 != 0o006:
+            # A user's daemon needs /dev/fuse (0666 on Debian; some
+            # containers make it root's only): opened up for this test.
+            mode = os.stat("/dev/fuse").st_mode & 0o777
+            os.chmod("/dev/fuse", 0o666)
+            self.addCleanup(os.chmod, "/dev/fuse", mode)
+        os.chown(self.mnt, *BOB)
+        m = harness.Mount(self.src, self.mnt, ["ram=16M"], prefix=harness.user_command(BOB))
+        self.mounts.append(m)
+        r = subprocess.run([harness.tierfs_bin(), "stat", self.mnt], capture_output=True,
+                           text=True, timeout=30)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        said = " ".join(r.stderr.split())
+        self.assertIn(f"is a FUSE mount of uid {BOB[0]}, and FUSE lets no other user in, root "
+                      "neither, unless it was mounted with -o allow_root", said)
 
 
 if __name__ == "__main__":

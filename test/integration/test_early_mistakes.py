@@ -103,6 +103,41 @@ class EarlyMistakes(unittest.TestCase):
                 with self.subTest(options=options):
                     self.refused(options, says, code=code[0] if code else 2)
 
+    def test_a_tier_others_may_write_is_refused_before_the_scan_with_the_fix(self):
+        """/dev/shm itself (1777), a 0777 directory, another user's, one below
+        a directory others may write: each is refused at once (status 5, a
+        tier path that cannot be used), saying what to make instead."""
+        made = []
+
+        def directory(name, mode, owner=None, parent=None):
+            path = os.path.join(parent or self.base, name)
+            os.mkdir(path)
+            os.chmod(path, mode)
+            if owner is not None:
+                os.chown(path, owner, -1)
+            made.append(path)
+            return path
+
+        shared = directory("shared", 0o1777)
+        world = directory("world", 0o777)
+        theirs = directory("theirs", 0o700, owner=USER[0] if USER else 65534)
+        open_parent = directory("open", 0o777)
+        below = directory("below", 0o700, parent=open_parent)
+        cases = [(shared, f"mkdir -m 700 {shared}/tierfs-$USER and tier={shared}/tierfs-$USER:SIZE"),
+                 (world, f"chmod go-w '{world}'"),
+                 (theirs, f"mkdir -m 700 {theirs}/tierfs-$USER"),
+                 (below, "whose every parent only root or you may write")]
+        if os.path.isdir("/dev/shm") and os.stat("/dev/shm").st_mode & 0o1777 == 0o1777:
+            cases.append(("/dev/shm", "mkdir -m 700 /dev/shm/tierfs-$USER"))
+        try:
+            for tier, fix in cases:
+                with self.subTest(tier=tier):
+                    said = self.refused(f"tier={tier}:1G", fix, code=5)
+                    self.assertIn(f"tier '{tier}' is refused", said)
+        finally:
+            for path in reversed(made):
+                os.rmdir(path)
+
     def test_a_misspelt_option_is_said_in_one_line(self):
         said = self.refused("prefech=order", "did you mean 'prefetch'?")
         self.assertEqual(said, "tierfs: unknown option 'prefech' (did you mean 'prefetch'?)\n")

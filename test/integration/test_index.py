@@ -2,8 +2,11 @@
 -o index=FILE mounts from it with one stat per directory, a bad index is
 refused and replaced by a scan, a changed directory shows its change,
 index=auto keeps the index in the first directory tier, and two mounts
-racing on one index file scan once."""
+racing on one index file scan once. A mount's scan shows a progress line
+on a terminal (a pty), nothing more on a pipe."""
 import os
+import pty
+import select
 import subprocess
 import time
 import unittest
@@ -161,6 +164,46 @@ class IndexTest(unittest.TestCase):
                 self.assertEqual(len(built), 1, outs)
                 self.assertEqual(len(loaded), 1, outs)
                 self.assertFalse(os.path.exists(index + ".lock"))
+            finally:
+                pfs.close()
+
+
+class ScanProgressTest(unittest.TestCase):
+    """The scan of a slow SOURCE (pfs-sim, 150 ms per metadata operation)
+    showed nothing on a terminal until its "scanned" line."""
+
+    def test_the_scan_shows_progress_on_a_terminal_only(self):
+        with harness.workdir() as (src, mnt):
+            harness.make_files(src, 20, 100)
+            pfs = harness.PfsSim(src, os.path.join(os.path.dirname(src), "pfs"), "meta_ms=150")
+            try:
+                master, slave = pty.openpty()
+                proc = subprocess.Popen([harness.tierfs_bin(), pfs.mnt, mnt, "-f"],
+                                        stdin=subprocess.DEVNULL, stdout=slave, stderr=slave)
+                os.close(slave)
+                said = b""
+                deadline = time.monotonic() + 60
+                while b"mounted " not in said and time.monotonic() < deadline:
+                    if select.select([master], [], [], 1)[0]:
+                        try:
+                            said += os.read(master, 4096)
+                        except OSError:
+                            break
+                harness.force_unmount(mnt)
+                proc.wait(timeout=30)
+                os.close(master)
+                text = said.decode(errors="replace")
+                self.assertIn("mounted ", text)
+                self.assertRegex(text, r"\r\x1b\[Kscanning SOURCE: [0-9.]+ s, \d+ director(y|ies) "
+                                       r"listed, \d+ entr(y|ies) \([0-9,]+/s\), [0-9,]+ metadata "
+                                       r"operations")
+                # Erased before the figures of the scan are said.
+                self.assertRegex(text, r"\r\x1b\[Ktierfs: info: scanned")
+                # On a pipe: no progress line, no escape sequences.
+                with harness.Mount(pfs.mnt, mnt) as m:
+                    out = m.output()
+                self.assertNotIn("scanning SOURCE", out)
+                self.assertNotIn("\x1b", out)
             finally:
                 pfs.close()
 

@@ -3,6 +3,7 @@ SIGTERM, SIGINT and fusermount3 -u."""
 import os
 import signal
 import subprocess
+import tempfile
 import time
 import unittest
 
@@ -47,6 +48,36 @@ class LifecycleTest(unittest.TestCase):
             self.assertEqual(m.proc.wait(timeout=20), 0)
             self.assertFalse(harness.is_mounted(mnt))
             self.assertIn("unmounted", m.output())
+
+    def test_sigint_a_script_ignored_stays_ignored(self):
+        """A script's `tierfs ... &` runs it with SIGINT ignored (so that
+        Ctrl-C stops the script, not its background jobs): SIGINT then
+        leaves the mount alone, past shutdown_timeout (no forced shutdown,
+        no status 1), and SIGTERM still unmounts it cleanly."""
+        with harness.workdir() as (src, mnt):
+            log = tempfile.TemporaryFile(mode="w+")
+            script = subprocess.Popen(
+                ["sh", "-c", '"$0" "$1" "$2" -f -o shutdown_timeout=1 & echo $!; wait $!',
+                 harness.tierfs_bin(), src, mnt],
+                stdout=subprocess.PIPE, stderr=log, text=True)
+            try:
+                pid = int(script.stdout.readline())
+                harness.wait_for(lambda: harness.is_mounted(mnt), what="the mount")
+                os.kill(pid, signal.SIGINT)
+                time.sleep(2.5)  # outlives shutdown_timeout=1
+                self.assertFalse(gone(pid), "SIGINT ended a daemon that was started ignoring it")
+                self.assertTrue(harness.is_mounted(mnt))
+                os.kill(pid, signal.SIGTERM)
+                self.assertEqual(script.wait(timeout=20), 0)
+                self.assertFalse(harness.is_mounted(mnt))
+                log.seek(0)
+                said = log.read()
+                self.assertNotIn("shutdown forced", said)
+                self.assertIn("SIGINT is ignored, as this daemon was started", said)
+            finally:
+                if script.poll() is None:
+                    script.kill()
+                harness.force_unmount(mnt)
 
     def test_fusermount_unmount_ends_the_daemon(self):
         with harness.workdir() as (src, mnt):

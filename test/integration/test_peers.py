@@ -99,12 +99,12 @@ class Job:
     def mnt(self, i):
         return os.path.join(self.dir, f"mnt{i}")
 
-    def start(self, i, ram="64M", extra=()):
+    def start(self, i, ram="64M", extra=(), prefix=()):
         os.makedirs(self.mnt(i), exist_ok=True)
         opts = list(extra) + [f"ram={ram}", f"peers={self.peers_file}", f"peer_name={self.names[i]}",
                 f"peer_job={self.node_job.get(i, self.job)}", f"munge_socket={MUNGED.socket}",
                 f"peer_timeout={self.timeout}"]
-        self.mounts[i] = harness.Mount(self.pfs.mnt, self.mnt(i), opts)
+        self.mounts[i] = harness.Mount(self.pfs.mnt, self.mnt(i), opts, prefix=prefix)
         return self.mounts[i]
 
     def peers(self, i):

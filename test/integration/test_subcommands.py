@@ -137,13 +137,13 @@ class SubcommandTest(unittest.TestCase):
             self.assertNotRegex(text, r"\d\+\d")
             self.assertNotRegex(text, r"[a-z]+_[a-z_]+ \d")  # a JSON key and its value
             self.assertNotRegex(text, r"\d\.\d{3,}")  # rounded for people
-            self.assertIn("readers past 0 of 1 declared files (0.0%)\n", text)
+            self.assertIn("readers past 0 of 1 declared file (0.0%)\n", text)
             self.assertRegex(text, r"read ahead: up to \d+ files, \d+ resident ahead of the "
                                    r"readers")
-            self.assertIn("hints: 1 paths accepted, 1 lines rejected (last: 'no/such': not in the "
+            self.assertIn("hints: 1 path accepted, 1 line rejected (last: 'no/such': not in the "
                           "mount", text)
             self.assertRegex(text, r"stage     10 of 10 files asked for are resident \(\S+ \S+ of "
-                                   r"\S+ \S+\)\n +0 failed, 0 queued; 0 paths rejected")
+                                   r"\S+ \S+\)\n +0 tried and not resident, 0 queued; 0 paths rejected")
             self.assertRegex(text, r"autotune  \d+ SOURCE reads at once \(tuned\), read-ahead "
                                    r"window tuned\n +SOURCE latency [0-9.]+ ms \(best [0-9.]+ ms\)")
 
@@ -204,7 +204,7 @@ class SubcommandTest(unittest.TestCase):
             self.assertNotIn("read-ahead window", text)
             self.tierfs("hint", self.mnt, "-", input="d1/f00001\n")
             text = self.tierfs("stat", self.mnt).stdout
-        self.assertIn("  order     1 declared files, not followed in mode on-access; to follow "
+        self.assertIn("  order     1 declared file, not followed in mode on-access; to follow "
                       "them: echo order >", text)
         self.assertNotIn("readers past", text)
 
@@ -223,13 +223,16 @@ class SubcommandTest(unittest.TestCase):
                 time.sleep(0.01)
             out, _ = proc.communicate(timeout=20)
             self.assertEqual(proc.returncode, 0)
-            lines = out.splitlines()  # not a terminal: one plain line per interval
+            # Not a terminal: each interval's lines, the first unindented.
+            lines = [l for l in out.splitlines() if not l.startswith("  ")]
             self.assertEqual(len(lines), 3, out)
             for line in lines:
                 self.assertRegex(line, r"^reads [0-9]+/s \(.*/s\), hit ratio .*, SOURCE .*/s")
-                self.assertIn("tiers RAM ", line)
-                self.assertIn("promotions ", line)
-                self.assertIn("look-ahead lead pid:", line)
+            for said in ("  tiers RAM ", "  promotions ",
+                         # this process wrote the order and runs: its pid names the stream
+                         f"  look-ahead lead (files resident ahead of the readers): pid "
+                         f"{os.getpid()} "):
+                self.assertEqual(out.count(said), 3, out)
             self.assertTrue(any(not l.startswith("reads 0/s") for l in lines), out)
             # Without --count it runs until Ctrl-C, and then exits 0 at once.
             proc = subprocess.Popen([harness.tierfs_bin(), "stat", self.mnt, "--watch"],
@@ -379,7 +382,7 @@ class SubcommandTest(unittest.TestCase):
         with harness.Mount(self.src, self.mnt, ["ram=16M"]) as m:
             out = self.tierfs("hint", self.mnt, "-", input="//epoch\nd1/f00001\nd2/f00002\n")
             self.assertEqual(out.returncode, 0, out.stderr)
-            self.assertIn("accepted 2 of 2 paths and 1 of 1 directives, rejected 0; declared order "
+            self.assertIn("accepted 2 of 2 paths and 1 of 1 directive, rejected 0; declared order "
                           "now 2 files (mode on-access)", out.stdout)
             switch = f"echo order > {self.mnt}/.tierfs/prefetch"
             self.assertEqual(out.stderr, f"tierfs hint: warning: {self.mnt} is in prefetch mode "
@@ -438,6 +441,41 @@ class SubcommandTest(unittest.TestCase):
             self.assertEqual(out.stdout, "nothing to stage: the 20 files asked for were resident "
                                          "already\n")
 
+    def test_stage_into_a_tier_too_small_fails_every_time_with_the_reason(self):
+        """A RAM tier that holds a third of the dataset: each run of stage
+        exits 1 and says how many files are not resident and why; the
+        counters agree (stat, the JSON, Prometheus, stage); the daemon's log
+        names the reason with its first files."""
+        port = harness.free_port()
+        with harness.Mount(self.src, self.mnt, ["ram=128K", f"metrics=127.0.0.1:{port}"]) as m:
+            for run in (1, 2):
+                with self.subTest(run=run):
+                    out = self.tierfs("stage", self.mnt)
+                    self.assertEqual(out.returncode, 1, out.stdout + out.stderr)
+                    said = re.search(r"tierfs stage: (\d+) of the 40 files asked for are not "
+                                     r"resident:\n +(\d+) fit in no tier", out.stderr)
+                    self.assertIsNotNone(said, out.stderr)
+                    self.assertEqual(said.group(1), said.group(2))
+                    stage = m.stats()["prefetch"]["stage"]
+                    resident = m.stats()["promotions"]["files_resident"]
+                    self.assertEqual(int(said.group(1)), 40 - resident)
+                    if run == 2:  # what failed leads, not "staged 0 files, 0 B"
+                        self.assertRegex(out.stdout, r"^staged nothing: \d+ files failed in ")
+            stage = m.stats()["prefetch"]["stage"]
+            self.assertEqual(stage["failed_files"], stage["failed_no_room_files"])
+            self.assertEqual(stage["asked_files"],
+                             stage["asked_resident_files"] + stage["failed_files"])
+            self.assertEqual(stage["asked_files"], 80)
+            metrics = harness.scrape_metrics(port)
+            self.assertIn(f"tierfs_prefetch_stage_failed_files_total {stage['failed_files']}",
+                          metrics)
+            stat = self.tierfs("stat", self.mnt).stdout
+            self.assertIn(f"asks failed since the mount: {stage['failed_files']} fit in no tier",
+                          stat)
+            self.assertIn("stage: ", m.output())
+            self.assertRegex(m.output(), r"stage: \d+ files not made resident: fit in no tier .*"
+                                         r"\(first: 'd\d/f\d+'")
+
     def test_stage_some_paths_quietly(self):
         with harness.Mount(self.src, self.mnt, ["ram=16M"]) as m:
             out = self.tierfs("stage", self.mnt, "d1", "d2/f00002", "--quiet")
@@ -464,7 +502,7 @@ class SubcommandTest(unittest.TestCase):
         with harness.Mount(self.src, self.mnt, ["ram=16M"]) as m:
             out = self.tierfs("stage", self.mnt, "link")
             self.assertEqual(out.returncode, 1)
-            self.assertIn("tierfs stage: rejected 1 of 1 lines; first: 'link': not a regular "
+            self.assertIn("tierfs stage: rejected 1 of 1 line; first: 'link': not a regular "
                           "file", out.stderr)
             self.assertIn("nothing staged", out.stderr)
             # The rest is staged; the request still fails, saying which one.
@@ -554,6 +592,31 @@ class SubcommandTest(unittest.TestCase):
         out = self.tierfs("stage", "--help")
         self.assertEqual(out.returncode, 0)
         self.assertIn("usage: tierfs stage", out.stdout)
+        # `tierfs help` is --help (it said "expected SOURCE and MOUNTPOINT").
+        self.assertEqual(self.tierfs("help").stdout, out_all := self.tierfs("--help").stdout)
+        self.assertIn("tierfs help [SUBCOMMAND]", out_all)
+        out = self.tierfs("help", "stage")
+        self.assertEqual((out.returncode, out.stdout), (0, self.tierfs("stage", "--help").stdout))
+        out = self.tierfs("help", "mount")
+        self.assertEqual(out.returncode, 2)
+        self.assertIn("expected one subcommand", out.stderr)
+        # The index synopsis once, not twice.
+        out = self.tierfs("index", "--help")
+        self.assertEqual(out.returncode, 0)
+        self.assertEqual(out.stdout.count("SOURCE FILE [--check"), 1, out.stdout)
+
+    def test_index_takes_a_relative_file_and_the_option_says_its_absolute_path(self):
+        """Positional FILE may be relative; -o index= takes a path from / and
+        names the one the relative path would be."""
+        with harness.workdir() as (src, mnt):
+            harness.make_files(src, 3, 100)
+            here = os.path.dirname(src)
+            out = self.tierfs("index", src, "ns.idx", "--quiet", cwd=here)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            self.assertTrue(os.path.exists(os.path.join(here, "ns.idx")))
+            out = self.tierfs(src, mnt, "-o", "index=ns.idx", cwd=here)
+            self.assertEqual(out.returncode, 2)
+            self.assertIn(f"index={os.path.join(here, 'ns.idx')}", out.stderr)
 
 
 if __name__ == "__main__":

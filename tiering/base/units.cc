@@ -1,5 +1,6 @@
 #include "tiering/base/units.h"
 
+#include <cctype>
 #include <charconv>
 #include <cmath>
 
@@ -30,6 +31,14 @@ uint64_t UnitOf(char c) {
   }
 }
 
+// Whether `word` is a number ("1,234", "(1.5", "0"): the word after it (its
+// unit or noun) stays on its line.
+bool IsNumber(std::string_view word) {
+  if (!word.empty() && word.front() == '(') word.remove_prefix(1);
+  if (word.empty() || !std::isdigit(static_cast<unsigned char>(word.back()))) return false;
+  return word.find_first_not_of("0123456789,.") == std::string_view::npos;
+}
+
 }  // namespace
 
 std::optional<uint64_t> ParseByteSize(std::string_view text) {
@@ -48,6 +57,49 @@ std::optional<uint64_t> ParseByteSize(std::string_view text) {
   const double bytes = number * static_cast<double>(unit);
   if (bytes >= kByteSizeLimit) return std::nullopt;
   return static_cast<uint64_t>(bytes);
+}
+
+std::string Grouped(uint64_t n) {
+  const std::string digits = std::to_string(n);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i && (digits.size() - i) % 3 == 0) out.push_back(',');
+    out.push_back(digits[i]);
+  }
+  return out;
+}
+
+std::string Counted(uint64_t n, std::string_view one) {
+  std::string s = Grouped(n) + " ";
+  if (n == 1 || one.empty()) return s.append(one);
+  const bool ies = one.size() >= 2 && one.back() == 'y' &&
+                   std::string_view("aeiou").find(one[one.size() - 2]) == std::string_view::npos;
+  return ies ? s.append(one.substr(0, one.size() - 1)).append("ies") : s.append(one).append("s");
+}
+
+std::vector<std::string> WrapWords(std::string_view text, size_t width) {
+  // Words, a number and its unit as one.
+  std::vector<std::string> words;
+  for (size_t start = 0; start <= text.size();) {
+    size_t end = text.find(' ', start);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view word = text.substr(start, end - start);
+    const bool glued = !words.empty() && IsNumber(words.back()) && !word.empty();
+    if (glued) {
+      words.back().append(" ").append(word);
+    } else {
+      words.emplace_back(word);
+    }
+    start = end + 1;
+  }
+  std::vector<std::string> lines(1);
+  for (const std::string& word : words) {
+    if (!lines.back().empty() && lines.back().size() + 1 + word.size() > width)
+      lines.emplace_back();
+    if (!lines.back().empty()) lines.back() += ' ';
+    lines.back() += word;
+  }
+  return lines;
 }
 
 }  // namespace tierfs

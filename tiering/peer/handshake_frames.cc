@@ -1,5 +1,6 @@
-// The handshake's frames (peer_handshake.h): their encodings, the
-// transcript the keys come from, and FrameReader.
+// The handshake's frames (peer_handshake.h) and a resumption's
+// (session_resumption.h): their encodings, the transcript the keys come
+// from, and FrameReader.
 #include <sys/socket.h>
 
 #include <cerrno>
@@ -7,6 +8,7 @@
 
 #include "tiering/peer/door_puzzle.h"
 #include "tiering/peer/peer_handshake.h"
+#include "tiering/peer/session_resumption.h"
 #include "tiering/peer/wire.h"
 
 namespace tierfs {
@@ -17,6 +19,8 @@ constexpr uint32_t kHelloMagic = 0x48534654;       // "TFSH"
 constexpr uint32_t kAnswerMagic = 0x52534654;      // "TFSR"
 constexpr uint32_t kBindMagic = 0x42534654;        // "TFSB"
 constexpr uint32_t kBindAnswerMagic = 0x43534654;  // "TFSC"
+constexpr uint32_t kResumeMagic = 0x4d534654;      // "TFSM"
+constexpr uint32_t kResumedMagic = 0x4e534654;     // "TFSN"
 constexpr uint8_t kHandshakeVersion = 3;
 
 void Put(std::string* out, uint64_t v, int bytes) {
@@ -161,6 +165,85 @@ bool DecodeBindAnswerFrame(std::string_view f, const PeerKey& key, uint64_t* ses
                            std::string* worker_address) {
   if (!Started(f, kBindAnswerMagic, 16) || !OpenFrom(f, 16, key, worker_address)) return false;
   *session = Get(f, 8, 8);
+  return *session != 0;
+}
+
+bool IsResumeFrame(std::string_view f) { return f.size() >= 4 && Get(f, 0, 4) == kResumeMagic; }
+
+// magic | version | reserved | solution u64 | ticket | nonce | key |
+// job, from, to (u8 length, bytes) | binder
+std::string EncodeResumeFrame(const ResumeRequest& r) {
+  std::string f = Start(kResumeMagic);
+  Put(&f, r.solution, 8);
+  Append(&f, r.ticket);
+  Append(&f, r.nonce);
+  Append(&f, r.key);
+  for (const std::string* s : {&r.job, &r.from, &r.to}) {
+    if (s->size() > kMaxClaimField) return {};
+    Put(&f, s->size(), 1);
+    f += *s;
+  }
+  Append(&f, r.binder);
+  return f;
+}
+bool DecodeResumeFrame(std::string_view f, ResumeRequest* out) {
+  ResumeRequest r;
+  size_t at = 16 + r.ticket.size() + r.nonce.size() + r.key.size();
+  if (!Started(f, kResumeMagic, at + 3 + r.binder.size())) return false;
+  r.solution = Get(f, 8, 8);
+  std::memcpy(r.ticket.data(), f.data() + 16, r.ticket.size());
+  std::memcpy(r.nonce.data(), f.data() + 16 + r.ticket.size(), r.nonce.size());
+  std::memcpy(r.key.data(), f.data() + 16 + r.ticket.size() + r.nonce.size(), r.key.size());
+  for (std::string* s : {&r.job, &r.from, &r.to}) {
+    if (at >= f.size()) return false;
+    const size_t n = Get(f, at, 1);
+    if (f.size() - at - 1 < n) return false;
+    s->assign(f.substr(at + 1, n));
+    at += 1 + n;
+  }
+  if (f.size() - at != r.binder.size()) return false;
+  std::memcpy(r.binder.data(), f.data() + at, r.binder.size());
+  *out = std::move(r);
+  return true;
+}
+
+// magic | version | reserved | refusal u32 | accepted: server key | session u64 | tag | sealed
+// address
+std::string EncodeResumedFrame(std::optional<ResumeRefusal> refusal, const PeerKey& server_key,
+                               uint64_t session, const PeerKey& key,
+                               std::string_view worker_address) {
+  std::string f = Start(kResumedMagic);
+  Put(&f, refusal ? static_cast<uint32_t>(*refusal) : 0, 4);
+  if (refusal) return f;
+  Append(&f, server_key);
+  Put(&f, session, 8);
+  return SealInto(&f, key, worker_address) ? f : std::string();
+}
+constexpr size_t kResumedHeader = 12 + 32 + 8;
+bool DecodeResumedFrame(std::string_view f, std::optional<ResumeRefusal>* refusal,
+                        PeerKey* server_key) {
+  if (!Started(f, kResumedMagic, 12)) return false;
+  const auto r = static_cast<uint32_t>(Get(f, 8, 4));
+  if (r != 0) {
+    if (f.size() != 12 || r < static_cast<uint32_t>(ResumeRefusal::kUnknown) ||
+        r >= static_cast<uint32_t>(kResumeRefusals)) {
+      return false;
+    }
+    *refusal = static_cast<ResumeRefusal>(r);
+    return true;
+  }
+  if (f.size() < kResumedHeader + 17) return false;
+  refusal->reset();
+  std::memcpy(server_key->data(), f.data() + 12, server_key->size());
+  return true;
+}
+bool OpenResumedFrame(std::string_view f, const PeerKey& key, uint64_t* session,
+                      std::string* worker_address) {
+  if (!Started(f, kResumedMagic, kResumedHeader) || Get(f, 8, 4) != 0 ||
+      !OpenFrom(f, kResumedHeader, key, worker_address)) {
+    return false;
+  }
+  *session = Get(f, kResumedHeader - 8, 8);
   return *session != 0;
 }
 

@@ -193,6 +193,12 @@ Status JobPeers::StartAsking() {
   // A slow peer is skipped from a quarter of a fetch's deadline up to it.
   co.retry_min = std::max(std::chrono::milliseconds(50), config_.timeout / 4);
   co.retry_max = std::max(co.retry_min, std::min(config_.timeout, std::chrono::milliseconds(5000)));
+  // A hedged fetch waits at most half its deadline before SOURCE is read too.
+  co.hedge_max = std::clamp(config_.timeout / 2, co.hedge_min, std::chrono::milliseconds(500));
+  co.source_port = config_.source_ports;
+  if (std::string problem = SourcePortsProblemHere(config_.source_ports); !problem.empty()) {
+    TIERFS_LOG(kWarning, "peers: {}", problem);
+  }
   co.ucx.tls = config_.ucx_tls;
   co.ucx.net_devices = net_device_;
   co.ucx.contain_aborts = true;  // a UCX abort here ends the asking, not the daemon
@@ -217,10 +223,20 @@ void JobPeers::Stop() {
 int JobPeers::Home(ChunkKey key) const {
   if (!started_.load(std::memory_order_acquire) || link_of_.size() < 2) return -1;
   const uint64_t hash = ChunkHash(ns_->Path(key.node), key.chunk);
-  int home = rendezvous_.Home(hash, [this](size_t i) {
+  bool passed_over = false;
+  int home = rendezvous_.Home(hash, [this, &passed_over](size_t i) {
     int link = link_of_[i];
-    return link < 0 || !client_->dead(static_cast<size_t>(link));
+    const bool live = link < 0 || !client_->dead(static_cast<size_t>(link));
+    passed_over |= !live;
+    return live;
   });
+  if (passed_over) {
+    // Its first choice is taken for gone: it is wanted, so probed on a
+    // short timer, and its chunks come back as soon as it answers.
+    const int first = rendezvous_.Home(hash);
+    if (first >= 0 && link_of_[static_cast<size_t>(first)] >= 0)
+      client_->Want(static_cast<size_t>(link_of_[static_cast<size_t>(first)]));
+  }
   return home < 0 ? -1 : link_of_[static_cast<size_t>(home)];
 }
 
@@ -249,14 +265,22 @@ bool JobPeers::AskAhead(int link, ChunkKey key) {
 }
 
 ssize_t JobPeers::Fetch(int link, ChunkKey key, uint64_t off, size_t n, char* dest,
-                        bool if_resident) {
+                        bool if_resident, const std::function<ssize_t(char*)>& source,
+                        bool* from_source) {
   const std::string path = ns_->Path(key.node);
   const ChunkRef ref = Ref(key, path, off, n);
   ssize_t r = -EHOSTDOWN;
+  PeerClient::Hedge hedge{source};
   if (started_.load(std::memory_order_acquire) && link >= 0) {
     r = client_->Fetch(static_cast<size_t>(link), ref, dest,
                        std::chrono::steady_clock::now() + config_.timeout,
-                       if_resident ? kIfResident : 0);
+                       if_resident ? kIfResident : 0, source ? &hedge : nullptr);
+  }
+  if (hedge.used) {  // SOURCE's bytes won the race
+    hedged_.fetch_add(1, std::memory_order_relaxed);
+    if (r > 0) hedge_bytes_.fetch_add(static_cast<uint64_t>(r), std::memory_order_relaxed);
+    if (from_source != nullptr) *from_source = true;
+    return r;
   }
   if (r == static_cast<ssize_t>(n)) {
     fetched_chunks_.fetch_add(1, std::memory_order_relaxed);
@@ -304,6 +328,11 @@ void JobPeers::VisitCounters(CounterVisitor& v) const {
              "offered to it."});
   v.Counter("offered", offered_.load(std::memory_order_relaxed),
             {"Chunks read from SOURCE here and offered to the node that keeps them."});
+  v.Counter("hedged", hedged_.load(std::memory_order_relaxed),
+            {"Fetches from a slow peer served by SOURCE, read too after the peer's hedge time."});
+  v.Counter("hedge_source_bytes", hedge_bytes_.load(std::memory_order_relaxed),
+            {"Bytes read from SOURCE by hedged fetches whose SOURCE read was used.", Unit::kBytes,
+             "hedge_source"});
   v.Counter("asked_ahead", asked_ahead_.load(std::memory_order_relaxed),
             {"Chunks the node that keeps them was asked to promote ahead of the read."});
   v.Counter("asked_ahead_failed", asked_ahead_failed_.load(std::memory_order_relaxed),

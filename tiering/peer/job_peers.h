@@ -24,6 +24,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -35,6 +36,7 @@
 #include "tiering/namespace/namespace.h"
 #include "tiering/peer/peer_list.h"
 #include "tiering/peer/rendezvous.h"
+#include "tiering/peer/source_ports.h"
 #include "tiering/peer/wire.h"
 
 namespace tierfs {
@@ -55,6 +57,8 @@ struct JobPeersConfig {
   uint64_t chunk_size = 8 << 20;
   unsigned server_threads = 16;  // provider calls at once
   std::string ucx_tls;           // "" = UCX's choice (or UCX_TLS)
+  // The ports below 1024 this node connects from when root (source_ports.h).
+  SourcePort source_ports = SourcePort::kReservedIfAllowed;
 };
 
 class JobPeers {
@@ -95,8 +99,14 @@ class JobPeers {
   // `if_resident`, -ENODATA if the peer neither holds the chunk nor is
   // promoting it: not a fallback, counted as read_here (the caller reads
   // SOURCE and offers the peer the copy).
+  // With `source` (a hedge: it reads the same n bytes from SOURCE into
+  // its argument), a home that has not begun to answer within its hedge
+  // time (the p99 of its answers, within bounds) is raced with SOURCE:
+  // n (or SOURCE's count) with *from_source set when SOURCE's bytes won;
+  // they are not a fallback. PeerClient::Fetch tells the rest.
   ssize_t Fetch(int link, ChunkKey key, uint64_t off, size_t n, char* dest,
-                bool if_resident = false);
+                bool if_resident = false, const std::function<ssize_t(char*)>& source = nullptr,
+                bool* from_source = nullptr);
   // Offers peer `link` chunk `key`, whose n bytes (the whole chunk) are at
   // `data`, without waiting (PeerClient::Offer). False if not sent.
   bool Offer(int link, ChunkKey key, const char* data, size_t n);
@@ -129,6 +139,7 @@ class JobPeers {
   std::atomic<uint64_t> fetched_chunks_{0}, fetched_bytes_{0}, fallbacks_{0};
   std::atomic<uint64_t> asked_ahead_{0}, asked_ahead_failed_{0};
   std::atomic<uint64_t> read_here_{0}, offered_{0};
+  std::atomic<uint64_t> hedged_{0}, hedge_bytes_{0};
 };
 
 }  // namespace tierfs

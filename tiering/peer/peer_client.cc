@@ -79,6 +79,10 @@ void PeerClient::Stop() {
   if (stopped_.exchange(true)) return;
   ucx_->Stop(
       [this] {
+        LogEnd();
+        // Its servers drop the sessions (kBye) rather than keep them for a
+        // client that is gone; then everything else goes down.
+        for (auto& l : links_) Close(*l);
         for (auto& l : links_) Down(*l, "shutting down", false);
       },
       std::chrono::milliseconds(1000),
@@ -100,13 +104,14 @@ bool PeerClient::dead(size_t peer) const { return links_[peer]->dead.load(); }
 const PeerLinkCounters& PeerClient::counters(size_t peer) const { return links_[peer]->counters; }
 
 ssize_t PeerClient::Fetch(size_t peer, const ChunkRef& ref, char* dest, Deadline deadline,
-                          uint16_t flags) {
+                          uint16_t flags, Hedge* hedge) {
   if (peer >= links_.size() || !ValidChunkRef(ref)) return -EINVAL;
   Link& l = *links_[peer];
   const int64_t now_ns = Clock::now().time_since_epoch().count();
   l.last_used.store(now_ns, std::memory_order_relaxed);
   if (now_ns < l.slow_until.load(std::memory_order_relaxed)) {  // it let one time out
     l.counters.skipped++;
+    l.wanted_at.store(now_ns, std::memory_order_relaxed);
     return -EBUSY;
   }
   if (ucx_->wedged()) {  // UCX failed here: nothing is asked again
@@ -115,6 +120,7 @@ ssize_t PeerClient::Fetch(size_t peer, const ChunkRef& ref, char* dest, Deadline
   }
   if (l.state.load() != kUp && !AwaitUp(l, deadline)) {
     l.counters.skipped++;
+    l.wanted_at.store(now_ns, std::memory_order_relaxed);
     return -EHOSTDOWN;
   }
   {
@@ -132,17 +138,17 @@ ssize_t PeerClient::Fetch(size_t peer, const ChunkRef& ref, char* dest, Deadline
   if (start.time_since_epoch().count() < l.slow_until.load(std::memory_order_relaxed)) {
     l.counters.skipped++;  // it stalled while this caller waited for a slot
   } else {
-    r = Ask(l, ref, dest, deadline, flags);
+    r = Ask(l, ref, dest, deadline, flags, hedge);
   }
   if (r == -ECONNRESET && AwaitUp(l, deadline)) {
-    r = Ask(l, ref, dest, deadline, flags);  // once more, on the connection made again
+    r = Ask(l, ref, dest, deadline, flags, hedge);  // once more, on the connection made again
   }
   {
     MutexLock lock(l.slot_mu);
     --l.in_flight;
   }
   l.slot_cv.NotifyOne();
-  if (r >= 0) {
+  if (r >= 0 && !(hedge != nullptr && hedge->used)) {
     l.counters.fetched_chunks++;
     l.counters.fetched_bytes += static_cast<uint64_t>(r);
     auto us = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start);
@@ -152,8 +158,8 @@ ssize_t PeerClient::Fetch(size_t peer, const ChunkRef& ref, char* dest, Deadline
   return r;
 }
 
-ssize_t PeerClient::Ask(Link& l, const ChunkRef& ref, char* dest, Deadline deadline,
-                        uint16_t flags) {
+ssize_t PeerClient::Ask(Link& l, const ChunkRef& ref, char* dest, Deadline deadline, uint16_t flags,
+                        Hedge* hedge) {
   auto start = Clock::now();
   auto p = std::make_shared<Pending>();
   p->id = next_request_++;
@@ -165,6 +171,9 @@ ssize_t PeerClient::Ask(Link& l, const ChunkRef& ref, char* dest, Deadline deadl
   p->flags = flags;
   auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - start).count();
   p->timeout_ms = static_cast<uint32_t>(std::clamp<int64_t>(left, 1, UINT32_MAX));
+  p->deadline = deadline;
+  if (!ucx_->Post([this, p] { Send(p); })) return -ESHUTDOWN;
+  if (ssize_t got = 0; hedge != nullptr && Race(l, p, dest, hedge, &got)) return got;
   ssize_t r = Wait(l, p, deadline);
   return r >= 0 ? Open(l, p, dest) : r;
 }
@@ -201,7 +210,6 @@ void PeerClient::Signal(Link& l) {
 }
 
 ssize_t PeerClient::Wait(Link& l, const std::shared_ptr<Pending>& p, Deadline deadline) {
-  if (!ucx_->Post([this, p] { Send(p); })) return -ESHUTDOWN;
   MutexLock lock(p->mu);
   if (p->cv.WaitUntil(p->mu, deadline, [&] { return p->phase == Pending::kDone; })) {
     return p->result;
@@ -355,6 +363,11 @@ void PeerClient::VisitCounters(CounterVisitor& v) const {
                Unit::kMicroseconds});
     v.Counter("timeouts", c.timeouts, {"Fetches the peer did not answer in time."});
     v.Counter("ups", c.ups, {"Times the connection to the peer came up."});
+    v.Counter("resumed", c.resumed,
+              {"Times it came up by resuming an earlier session (no MUNGE credential)."});
+    v.Counter("resume_refused", c.resume_refused,
+              {"Resumptions the peer refused (it restarted, or the ticket expired): a full "
+               "handshake followed."});
     v.Counter("downs", c.downs, {"Times the connection to the peer went down."});
     v.Counter("connect_failures", c.connect_failures,
               {"Attempts to connect to the peer that failed."});
@@ -385,6 +398,23 @@ void PeerClient::VisitCounters(CounterVisitor& v) const {
     v.Counter(
         "offers_dropped", c.offers_dropped,
         {"Chunks not offered to the peer: it was not up, or too many offers were in flight."});
+    v.Flag("slow", Clock::now().time_since_epoch().count() < l->slow_until.load(),
+           {"1 if reads skip the peer now (it was slow or silent): they read SOURCE."});
+    v.Counter("left", c.left, {"Times the peer said it was leaving the job."});
+    v.Counter("hedges", c.hedges,
+              {"Fetches the peer had not begun to answer in its hedge time: SOURCE was read too."});
+    v.Counter("hedges_won", c.hedges_won,
+              {"Hedged fetches that had SOURCE's bytes before the peer's answer."});
+    v.Counter("hedges_lost", c.hedges_lost,
+              {"Hedged fetches the peer had answered first: SOURCE's bytes were not needed."});
+    v.Counter("hedge_bytes", c.hedge_bytes,
+              {"Bytes hedged fetches read from SOURCE.", Unit::kBytes});
+    v.Gauge("hedge_after_us", static_cast<double>(hedge_after(l->index).count()),
+            {"How long a fetch waits for the peer before SOURCE is read too (the p99 of its "
+             "answers, within bounds).",
+             Unit::kMicroseconds});
+    v.Counter("probes", c.probes,
+              {"Pings and connects made on a short timer while reads wanted the peer."});
     v.EndItem();
   }
   v.EndList();

@@ -49,6 +49,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -83,11 +84,20 @@ struct PeerClientOptions {
   size_t max_connections = 1024;
   bool connect_at_start = false;  // connect to every peer at Start, not on first need
   size_t max_in_flight = 8;       // requests outstanding per peer
-  // Where handshakes come from: a port below 1024 when root may bind one.
+  // Where handshakes come from: a port of this range (below 1024) when
+  // this process may bind one (root); SourcePort::kAny: any port.
   SourcePort source_port = SourcePort::kReservedIfAllowed;
   // Offers being sent at once, in all, and their bytes: beyond, an offer is dropped.
   size_t max_offers = 16;
   uint64_t max_offer_bytes = uint64_t{64} << 20;
+  // A hedged Fetch reads SOURCE too once its peer has not begun to answer
+  // for the p99 of that peer's answers, within [hedge_min, hedge_max]
+  // (hedge_max while fewer than 16 answers are measured).
+  std::chrono::milliseconds hedge_min{20}, hedge_max{500};
+  // While reads want a peer that is stalled or down, it is pinged (stalled)
+  // or connected to (down) this often, so that it is asked again as soon
+  // as it answers; a connect's TCP part then has probe_connect at most.
+  std::chrono::milliseconds probe{100}, probe_connect{1000};
   UcxWorker::Options ucx;
 };
 
@@ -100,6 +110,8 @@ struct PeerLinkCounters {
   std::atomic<uint64_t> timeouts{0};          // no answer by the caller's deadline
   std::atomic<uint64_t> ups{0}, downs{0};     // state changes
   std::atomic<uint64_t> connect_failures{0};  // attempts that did not end up
+  std::atomic<uint64_t> resumed{0};           // ups by a ticket: no MUNGE credential
+  std::atomic<uint64_t> resume_refused{0};    // tickets the peer refused: a full handshake followed
   std::atomic<uint64_t> refused{0};           // authentication failed either way
   std::atomic<uint64_t> garbage{0};           // undecodable or unexpected answers: cut off
   std::atomic<uint64_t> forged{0};            // answers that do not authenticate: cut off
@@ -116,11 +128,25 @@ struct PeerLinkCounters {
   std::atomic<uint64_t> not_resident{0};      // kIfResident fetches it answered kNotResident
   std::atomic<uint64_t> offered{0};           // chunks offered to it
   std::atomic<uint64_t> offers_dropped{0};    // ... not sent: not up, or too many in flight
+  std::atomic<uint64_t> left{0};              // times it said it was leaving the job (kLeaving)
+  std::atomic<uint64_t> hedges{0};            // hedged Fetches that read SOURCE too
+  std::atomic<uint64_t> hedges_won{0};        // ... and had SOURCE's bytes before the peer's
+  std::atomic<uint64_t> hedges_lost{0};       // ... the peer had answered first: SOURCE's wasted
+  std::atomic<uint64_t> hedge_bytes{0};       // bytes those hedges read from SOURCE
+  std::atomic<uint64_t> probes{0};            // pings and connects made while reads wanted it
 };
 
 class PeerClient {
  public:
   using Deadline = std::chrono::steady_clock::time_point;
+
+  // What a hedged Fetch races its peer with: `read` fills the Fetch's
+  // destination with the same bytes from SOURCE (their count, or -errno).
+  // `used`: the bytes the Fetch returned are SOURCE's.
+  struct Hedge {
+    std::function<ssize_t(char* dest)> read;
+    bool used = false;
+  };
 
   // `auth` must outlive the client. An error if UCX cannot start. No
   // connection is made before Start.
@@ -153,9 +179,18 @@ class PeerClient {
   // a timeout, once the peer is marked slow. On error `dest` holds no promise.
   // With `flags` kIfResident, -ENODATA: the peer neither holds the chunk
   // nor is promoting it (the caller reads SOURCE, and may Offer the copy).
-  // Thread-safe.
-  ssize_t Fetch(size_t peer, const ChunkRef& ref, char* dest, Deadline deadline,
-                uint16_t flags = 0);
+  // With `hedge`: once the peer has not begun to answer for its hedge
+  // time (hedge_after), hedge->read fills `dest` from SOURCE on this
+  // thread, and if it succeeds its count is returned with hedge->used set;
+  // the request is left to the progress thread, and a late answer lands in
+  // the request's own buffer and is dropped. Thread-safe.
+  ssize_t Fetch(size_t peer, const ChunkRef& ref, char* dest, Deadline deadline, uint16_t flags = 0,
+                Hedge* hedge = nullptr);
+  // A read wanted `peer` and could not have it (its chunks went elsewhere
+  // while it was taken for gone): it is probed on a short timer for a while.
+  void Want(size_t peer);
+  // How long a hedged Fetch waits for `peer` before it reads SOURCE too.
+  std::chrono::microseconds hedge_after(size_t peer) const;
   // Offers the whole chunk `ref` (its range ignored), whose ref.chunk_length()
   // bytes are at `data`, to peer `peer`: copied, sealed and sent without
   // waiting; the peer keeps it if it has room and its snapshot agrees, and
@@ -188,6 +223,8 @@ class PeerClient {
   void Complete(Link& l, const std::shared_ptr<Pending>& p, ssize_t result);
   // The connection's lifecycle (peer_client_link.cc).
   void Tick();
+  // The job's end in one line: peers that left, were lost, are still there.
+  void LogEnd();
   void Connect(Link& l);
   // The connection ends; `dead`: the peer is no home until it is up again.
   void Down(Link& l, const std::string& why, bool dead);
@@ -206,8 +243,8 @@ class PeerClient {
   size_t EndWaiting(Link& l, ssize_t error);
   // Ends the waiting fetches of a peer that answers nothing (see above).
   void CheckStall(Link& l, std::chrono::steady_clock::time_point now);
-  // A message from `l` authenticated: it is alive.
-  static void Heard(Link& l);
+  // A message from `l` authenticated: it is alive (and no longer stalled).
+  void Heard(Link& l);
   // The state changed: wake the Fetches waiting for a connection.
   void Signal(Link& l);
   // Up to the caller's deadline for a connection to an idle or connecting
@@ -217,8 +254,20 @@ class PeerClient {
   void OnError(Link& l, const PeerMessage& m);
 
   // One request to `l` (a slot held) and its answer, opened into `dest`.
-  ssize_t Ask(Link& l, const ChunkRef& ref, char* dest, Deadline deadline, uint16_t flags);
+  ssize_t Ask(Link& l, const ChunkRef& ref, char* dest, Deadline deadline, uint16_t flags,
+              Hedge* hedge);
   ssize_t Wait(Link& l, const std::shared_ptr<Pending>& p, Deadline deadline);
+  // Races SOURCE (hedge) with `p` once `l` has not begun to answer for its
+  // hedge time: true if SOURCE's bytes are in `dest` (*result their count).
+  bool Race(Link& l, const std::shared_ptr<Pending>& p, char* dest, Hedge* hedge, ssize_t* result);
+  // An answer to `p` began to arrive: its latency, for l's hedge time.
+  void Answered(Link& l, const Pending& p);
+  // The server said it is leaving the job (kLeaving): the link goes down quietly.
+  void Leaving(Link& l);
+  // Ends the requests hedges left behind once their deadline has passed.
+  void EndAbandoned(Link& l, std::chrono::steady_clock::time_point now);
+  // Wanted by a read within the last second.
+  static bool Wanted(const Link& l, std::chrono::steady_clock::time_point now);
   ssize_t Open(Link& l, const std::shared_ptr<Pending>& p, char* dest);
 
   PeerAuth* const auth_;

@@ -80,6 +80,10 @@ ucs_status_t PeerClient::OnMessage(const void* header, size_t header_size, void*
     return UcxWorker::Discard(param);
   }
   Heard(l);
+  if (m.type == MsgType::kLeaving) {
+    Leaving(l);
+    return UCS_OK;
+  }
   if (m.type == MsgType::kPong) {
     if (m.request_id == l.ping_id) OnPong(l);
     return UCS_OK;
@@ -116,6 +120,7 @@ void PeerClient::OnError(Link& l, const PeerMessage& m) {
     l.counters.late++;
     return;
   }
+  Answered(l, *p);
   if (m.error == WireError::kBusy)
     l.counters.busy++;
   else if (m.error == WireError::kNotResident && (p->flags & kIfResident) != 0)
@@ -134,6 +139,7 @@ ucs_status_t PeerClient::OnData(Link& l, const std::shared_ptr<Pending>& p, cons
                                 const ucp_am_recv_param_t* param) {
   uint64_t length = p->ref.length();
   l.answered = true;
+  Answered(l, *p);
   MutexLock lock(p->mu);
   if (p->abandoned) {
     lock.Unlock();

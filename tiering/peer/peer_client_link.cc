@@ -48,7 +48,15 @@ void PeerClient::Tick() {
           TIERFS_LOG(kWarning, "peer {} has not come up in {} s: its chunks are kept by others",
                      l.address.name, Ms(options_.grace) / 1000);
         }
-        if (now >= l.retry_at) Connect(l);
+        if (now >= l.retry_at) {
+          Connect(l);
+        } else if (l.ever_up && !l.left && Wanted(l, now) &&
+                   now - l.last_attempt >= options_.probe) {
+          // Cut off, and reads want it: asked again as soon as it answers,
+          // not at the end of a backoff of up to retry_max.
+          l.counters.probes++;
+          Connect(l);
+        }
         break;
       case kUp: {
         const auto unused = now - Clock::time_point(Clock::duration(l.last_used.load()));
@@ -58,9 +66,16 @@ void PeerClient::Tick() {
           Down(l, "silent for " + std::to_string(Ms(now - l.last_heard)) + " ms", /*dead=*/true);
         } else if (now - l.last_heard >= heartbeat && now - l.last_ping >= heartbeat) {
           Ping(l);
+        } else if (l.stalled && now.time_since_epoch().count() < l.slow_until.load() &&
+                   Wanted(l, now) && now - l.last_ping >= options_.probe) {
+          // Stalled, skipped, and reads want it: its first answer ends the
+          // stall. (Not once fetches wait for it again: CheckStall's probe.)
+          l.counters.probes++;
+          Ping(l);
         } else {
           CheckStall(l, now);
         }
+        EndAbandoned(l, now);
         // Slow, and has not answered a ping since: stays slow.
         const auto slow = Clock::time_point(Clock::duration(l.slow_until.load()));
         if (now >= slow && now - slow < heartbeat && now - l.last_heard > 2 * heartbeat) {
@@ -77,6 +92,17 @@ void PeerClient::Tick() {
 void PeerClient::Heard(Link& l) {
   l.last_heard = Clock::now();
   l.answered = true;
+  if (l.stalled) {  // it answers again: asked again at once
+    l.stalled = false;
+    l.slow_until.store(0);
+    l.slow_backoff = options_.retry_min;
+    TIERFS_LOG(kDebug, "peer {} answers again", l.address.name);
+  }
+}
+
+bool PeerClient::Wanted(const Link& l, Clock::time_point now) {
+  const auto at = Clock::time_point(Clock::duration(l.wanted_at.load(std::memory_order_relaxed)));
+  return now - at < std::chrono::seconds(1);
 }
 
 // A peer with fetches waiting that has been heard from since the oldest
@@ -107,6 +133,7 @@ void PeerClient::CheckStall(Link& l, Clock::time_point now) {
   if (now - l.last_ping < stall) return;
   l.counters.stalls++;
   MarkSlow(l, now);
+  l.stalled = true;
   const size_t ended = EndWaiting(l, -ETIMEDOUT);
   const uint64_t n = l.counters.stalls.load();
   if (LogSampled(n)) {
@@ -178,13 +205,21 @@ void PeerClient::Connect(Link& l) {
   l.state = kConnecting;
   ++open_;
   uint64_t generation = ++l.generation;
+  l.last_attempt = Clock::now();
+  // A retry's TCP connect is short: one started while the peer was cut
+  // off must not hold the next until a SYN retransmission seconds later.
+  const auto tcp_limit = l.retrying.load() ? options_.probe_connect : options_.connect_timeout;
   // The handshake has connect_timeout from when a thread takes it; waiting
   // for one (hundreds of peers asked at an epoch's start) may take as long
   // again. One that waited too long failed here, not there: not a death.
   const auto queued_at = Clock::now();
   l.deadline = queued_at + 2 * options_.connect_timeout;
   size_t index = l.index;
-  bool queued = pool_.Submit([this, index, generation, queued_at, address = l.address] {
+  // A ticket is offered once: whatever this attempt comes to, it is spent.
+  std::optional<ResumeTicket> ticket = std::move(l.ticket);
+  l.ticket.reset();
+  bool queued =
+      pool_.Submit([this, index, generation, queued_at, tcp_limit, address = l.address, ticket] {
     auto session = std::make_shared<ClientSession>();
     HandshakeResult r = HandshakeResult::kLocal;
     std::string error;
@@ -194,12 +229,14 @@ void PeerClient::Connect(Link& l) {
     if (start - queued_at >= options_.connect_timeout) {
       error = "too many connections being made at once here";
     } else if (Result<int> fd =
-                   ConnectTcp(address.host, address.port, deadline, options_.source_port);
+                   ConnectTcp(address.host, address.port, std::min(deadline, start + tcp_limit),
+                              options_.source_port);
                !fd.ok()) {
       r = HandshakeResult::kUnreachable;
       error = fd.status().message();
     } else {
-      Result<ClientSession> made = RunClientHandshake(*fd, *auth_, address.name, deadline);
+      Result<ClientSession> made =
+          RunClientHandshake(*fd, *auth_, address.name, deadline, ticket ? &*ticket : nullptr);
       ::close(*fd);
       r = HandshakeFailure(made.status());
       if (made.ok())
@@ -239,10 +276,15 @@ void PeerClient::Connect(Link& l) {
       l.crypto->keys = session->keys;
       l.crypto->session = session->session;
       by_session_[session->session] = &l;
+      l.ticket = session->ticket;
+      if (session->resumed) l.counters.resumed++;
+      if (session->refused) l.counters.resume_refused++;
       l.state = kUp;
       l.retrying = false;
       l.dead = false;
       l.ever_up = true;
+      l.left = false;
+      l.stalled = false;
       l.last_heard = Clock::now();
       l.answered = false;
       l.counters.connect_us +=
@@ -298,6 +340,43 @@ void PeerClient::Close(Link& l) {
   l.counters.closed_idle++;
   Forget(l, kIdle);
   TIERFS_LOG(kDebug, "peer {}: connection closed, unused", l.address.name);
+}
+
+// One line for the whole job at its end, rather than one per peer: at
+// 1,024 nodes a job's end would otherwise log a thousand transport errors
+// on every node. Progress thread.
+void PeerClient::LogEnd() {
+  size_t up = 0, left = 0, lost = 0, never = 0;
+  for (const auto& l : links_) {
+    if (l->state.load() == kUp || l->state.load() == kIdle) {
+      up += l->ever_up;
+      never += !l->ever_up;
+    } else if (l->left) {
+      ++left;
+    } else if (l->ever_up) {
+      ++lost;
+    } else {
+      ++never;
+    }
+  }
+  TIERFS_LOG(kInfo,
+             "peers at the end: {} left the job, {} lost without a word, {} still there, {} never "
+             "reached (of {})",
+             left, lost, up, never, links_.size());
+}
+
+// Its server is stopping: no warning, no transport error to wait for.
+// Gone (its chunks go elsewhere), retried only at the longest backoff, in
+// case its node mounts again within the job.
+void PeerClient::Leaving(Link& l) {
+  l.counters.left++;
+  Forget(l, kDown, -ECONNRESET);
+  l.left = true;
+  l.dead = true;
+  l.retrying = true;
+  l.backoff = options_.retry_max;
+  l.retry_at = Clock::now() + options_.retry_max;
+  TIERFS_LOG(kDebug, "peer {} is leaving the job", l.address.name);
 }
 
 void PeerClient::Down(Link& l, const std::string& why, bool dead) {

@@ -93,27 +93,34 @@ bool NewPeerKeyPair(PeerKeyPair* out) {
 }
 
 bool DeriveSessionKeys(const PeerKey& my_priv, const PeerKey& their_pub,
-                       std::string_view transcript, bool client, SessionKeys* out) {
+                       std::string_view transcript, bool client, SessionKeys* out,
+                       const PeerKey* resumed) {
   Pkey mine(EVP_PKEY_new_raw_private_key(EVP_PKEY_X25519, nullptr, my_priv.data(), 32));
   Pkey theirs(EVP_PKEY_new_raw_public_key(EVP_PKEY_X25519, nullptr, their_pub.data(), 32));
   if (!mine || !theirs) return false;
   PkeyCtx dh(EVP_PKEY_CTX_new(mine.get(), nullptr));
-  uint8_t secret[32];
-  size_t secret_len = sizeof secret;
+  uint8_t secret[64];  // the X25519 secret, then the resumption secret if resuming
+  size_t secret_len = 32;
   if (!dh || EVP_PKEY_derive_init(dh.get()) != 1 ||
       EVP_PKEY_derive_set_peer(dh.get(), theirs.get()) != 1 ||
-      EVP_PKEY_derive(dh.get(), secret, &secret_len) != 1 || secret_len != sizeof secret) {
+      EVP_PKEY_derive(dh.get(), secret, &secret_len) != 1 || secret_len != 32) {
     return false;  // OpenSSL refuses an all-zero result (a low-order point)
   }
+  if (resumed != nullptr) {
+    std::memcpy(secret + 32, resumed->data(), 32);
+    secret_len = 64;
+  }
   PkeyCtx kdf(EVP_PKEY_CTX_new_id(EVP_PKEY_HKDF, nullptr));
-  uint8_t keys[64];
+  // HKDF's output is a prefix-stable stream: the first 64 bytes are the
+  // same whether 64 or 96 are asked for.
+  uint8_t keys[96];
   size_t keys_len = sizeof keys;
   bool ok = kdf && EVP_PKEY_derive_init(kdf.get()) == 1 &&
             EVP_PKEY_CTX_set_hkdf_md(kdf.get(), EVP_sha256()) == 1 &&
             EVP_PKEY_CTX_set1_hkdf_salt(kdf.get(),
                                         reinterpret_cast<const unsigned char*>(transcript.data()),
                                         static_cast<int>(transcript.size())) == 1 &&
-            EVP_PKEY_CTX_set1_hkdf_key(kdf.get(), secret, sizeof secret) == 1 &&
+            EVP_PKEY_CTX_set1_hkdf_key(kdf.get(), secret, static_cast<int>(secret_len)) == 1 &&
             EVP_PKEY_CTX_add1_hkdf_info(kdf.get(), reinterpret_cast<const unsigned char*>(kInfo),
                                         sizeof kInfo - 1) == 1 &&
             EVP_PKEY_derive(kdf.get(), keys, &keys_len) == 1 && keys_len == sizeof keys;
@@ -122,6 +129,7 @@ bool DeriveSessionKeys(const PeerKey& my_priv, const PeerKey& their_pub,
   // The first half seals what the client sends, the second what the server sends.
   std::memcpy(client ? out->send.data() : out->recv.data(), keys, 32);
   std::memcpy(client ? out->recv.data() : out->send.data(), keys + 32, 32);
+  std::memcpy(out->resume.data(), keys + 64, 32);
   std::memset(keys, 0, sizeof keys);
   return true;
 }

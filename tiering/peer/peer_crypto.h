@@ -7,8 +7,11 @@
 //   nonce).
 // - SessionKeys: HKDF-SHA256 of the X25519 secret, salted with the
 //   handshake's transcript (both nonces, both public keys, the job and
-//   both names): one key per direction. Nobody who only saw the handshake,
-//   or replayed a part of it, can compute them.
+//   both names): one key per direction, and a resumption secret that
+//   never travels (session_resumption.h). Nobody who only saw the
+//   handshake, or replayed a part of it, can compute them. A resumed
+//   session's come from a fresh X25519 secret and the previous session's
+//   resumption secret together.
 // - Every later message carries a GMAC tag (AES-256-GCM with the whole
 //   message as additional data: header and body authenticated, the body in
 //   clear) under its direction's key: a MAC at memory speed, so a chunk
@@ -45,13 +48,16 @@ bool NewPeerKeyPair(PeerKeyPair* out);
 struct SessionKeys {
   PeerKey send{};
   PeerKey recv{};
+  PeerKey resume{};  // the resumption secret: the same on both sides, never sent
 };
 
 // Derives the connection's keys from this side's private key, the other
-// side's public key and the transcript. `client` says which direction is
-// ours to send. False if the other key is invalid (a low-order point).
+// side's public key and the transcript (and `resumed`'s resumption
+// secret, when resuming). `client` says which direction is ours to send.
+// False if the other key is invalid (a low-order point).
 bool DeriveSessionKeys(const PeerKey& my_priv, const PeerKey& their_pub,
-                       std::string_view transcript, bool client, SessionKeys* out);
+                       std::string_view transcript, bool client, SessionKeys* out,
+                       const PeerKey* resumed = nullptr);
 
 // Seals `body` under `key` with sequence number `seq`, authenticating `aad`
 // too: the ciphertext goes to `out` (body.size() bytes; it may be

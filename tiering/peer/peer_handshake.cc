@@ -62,22 +62,19 @@ FrameReader::Result ReadFrame(int fd, FrameReader* reader, Clock::time_point dea
   }
 }
 
-// Binds `fd` to a free port below 1024, from a few tried at random above
-// the well-known services' (600-1023, as bindresvport). False if none is
-// free or this process may not bind them.
-bool BindReserved(int fd) {
-  constexpr unsigned kFirst = 600, kEnd = 1024;
+// Binds `fd` to a free port of `ports`, from a few tried at random outside
+// ip_local_reserved_ports. False if none is free or this process may not
+// bind them.
+bool BindSourcePort(int fd, SourcePort ports) {
   static std::atomic<bool> denied{false};  // EACCES once: not root
   if (denied.load(std::memory_order_relaxed)) return false;
   int one = 1;
   ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  const PeerNonce random = RandomNonce();  // 8 tries, 16 bits each
-  for (size_t i = 0; i + 1 < random.size(); i += 2) {
-    const unsigned r = random[i] | unsigned{random[i + 1]} << 8;
+  for (uint16_t port : SourcePortCandidates(ports, LocalReservedPorts(), RandomNonce())) {
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_addr.s_addr = htonl(INADDR_ANY);
-    a.sin_port = htons(static_cast<uint16_t>(kFirst + r % (kEnd - kFirst)));
+    a.sin_port = htons(port);
     if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) return true;
     if (errno == EACCES || errno == EPERM) {
       denied = true;
@@ -85,6 +82,46 @@ bool BindReserved(int fd) {
     }
   }
   return false;
+}
+
+Status NoFrame(const char* what, FrameReader::Result r) {
+  return Status::Error(
+      kHandshakeUnreachable,
+      fmt::format("{}: {}", what,
+                  r == FrameReader::kBad ? "a bad frame" : "closed or no answer in time"));
+}
+
+// Client keeps a ticket a little less long than the server: it filed it a
+// round trip earlier.
+constexpr std::chrono::seconds kTicketMargin{10};
+
+// Offers `ticket` in place of a hello. Ok with out->resumed (the session),
+// or with out->refused (the full handshake follows); an error otherwise.
+Status Resume(int fd, FrameReader* reader, const ResumeTicket& ticket, const PeerNonce& greeting,
+              uint64_t solution, const PeerIdentity& self, const std::string& server,
+              Clock::time_point deadline, ClientSession* out) {
+  ResumeAttempt attempt;
+  if (!StartResume(ticket, greeting, solution, self, server, &attempt)) {
+    return Status::Error(kHandshakeLocal, "cannot make a key pair");
+  }
+  if (!WriteAll(fd, Framed(attempt.frame), deadline)) {
+    return Status::Error(kHandshakeUnreachable, "cannot send the resumption");
+  }
+  reader->Reset();
+  if (FrameReader::Result r = ReadFrame(fd, reader, deadline); r != FrameReader::kDone) {
+    return NoFrame("resumption", r);
+  }
+  PeerKey server_key;
+  if (!DecodeResumedFrame(reader->frame(), &out->refused, &server_key)) {
+    return Status::Error(kHandshakeGarbage, "the answer to our resumption does not decode");
+  }
+  if (out->refused) return Status::Ok();
+  if (!ResumedKeys(ticket, greeting, attempt, server_key, &out->keys) ||
+      !OpenResumedFrame(reader->frame(), out->keys.recv, &out->session, &out->worker_address)) {
+    return Status::Error(kHandshakeBadPeer, "the answer to our resumption does not authenticate");
+  }
+  out->resumed = true;
+  return Status::Ok();
 }
 
 }  // namespace
@@ -100,14 +137,14 @@ Result<int> ConnectTcp(const std::string& host, uint16_t port, Clock::time_point
     return Status::Error(EHOSTUNREACH, fmt::format("cannot resolve {}: {}", host, gai_strerror(e)));
   }
   int fd = -1, err = 0;
-  for (bool reserved : {from == SourcePort::kReservedIfAllowed, false}) {
+  for (bool reserved : {from.reserved(), false}) {
     fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
       err = errno;
       ::freeaddrinfo(res);
       return Status::FromErrno(err, "socket");
     }
-    if (reserved && !BindReserved(fd)) {
+    if (reserved && !BindSourcePort(fd, from)) {
       ::close(fd);
       continue;
     }
@@ -152,16 +189,12 @@ HandshakeResult HandshakeFailure(const Status& s) {
 }
 
 Result<ClientSession> RunClientHandshake(int fd, const PeerAuth& auth, const std::string& server,
-                                         Clock::time_point deadline) {
+                                         Clock::time_point deadline, const ResumeTicket* ticket) {
   ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
   FrameReader reader;
   auto read = [&](const char* what) {
     FrameReader::Result r = ReadFrame(fd, &reader, deadline);
-    if (r == FrameReader::kDone) return Status::Ok();
-    return Status::Error(
-        kHandshakeUnreachable,
-        fmt::format("{}: {}", what,
-                    r == FrameReader::kBad ? "a bad frame" : "closed or no answer in time"));
+    return r == FrameReader::kDone ? Status::Ok() : NoFrame(what, r);
   };
   if (Status s = read("greeting"); !s.ok()) return s;
   PeerNonce server_nonce;
@@ -174,9 +207,21 @@ Result<ClientSession> RunClientHandshake(int fd, const PeerAuth& auth, const std
     return Status::Error(kHandshakeUnreachable,
                          fmt::format("no solution to the door's puzzle ({} bits) in time", bits));
   }
+  const PeerIdentity& self = auth.self();
+  ClientSession out;
+  if (ticket != nullptr && Clock::now() < ticket->expires) {
+    if (Status s =
+            Resume(fd, &reader, *ticket, server_nonce, solution, self, server, deadline, &out);
+        !s.ok()) {
+      return s;
+    }
+    if (out.resumed) {
+      out.ticket = TicketOf(out.keys.resume, Clock::now() + kTicketLifetime - kTicketMargin);
+      return out;
+    }
+  }
   PeerKeyPair mine;
   if (!NewPeerKeyPair(&mine)) return Status::Error(kHandshakeLocal, "cannot make a key pair");
-  const PeerIdentity& self = auth.self();
   PeerClaim hello{PeerClaim::kHello, RandomNonce(), server_nonce, mine.pub,
                   self.job,          self.name,     server};
   Result<std::string> cred = auth.Make(hello);
@@ -213,7 +258,6 @@ Result<ClientSession> RunClientHandshake(int fd, const PeerAuth& auth, const std
   }
   std::string transcript = HandshakeTranscript(server_nonce, hello.nonce, mine.pub,
                                                answer.claim.key, self.job, self.name, server);
-  ClientSession out;
   if (!DeriveSessionKeys(mine.priv, answer.claim.key, transcript, /*client=*/true, &out.keys)) {
     return Status::Error(kHandshakeBadPeer, "the peer's key is invalid");
   }
@@ -226,6 +270,7 @@ Result<ClientSession> RunClientHandshake(int fd, const PeerAuth& auth, const std
   if (!DecodeBindAnswerFrame(reader.frame(), out.keys.recv, &out.session, &out.worker_address)) {
     return Status::Error(kHandshakeGarbage, "the peer's address does not authenticate");
   }
+  out.ticket = TicketOf(out.keys.resume, Clock::now() + kTicketLifetime - kTicketMargin);
   return out;
 }
 

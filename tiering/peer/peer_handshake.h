@@ -20,6 +20,9 @@
 // (UCX active messages, wire.h) carries the session id, a sequence number
 // and a GCM tag under those keys.
 //
+// A reconnect may resume an earlier session instead (a Resume in place of
+// the Hello, no MUNGE): session_resumption.h.
+//
 // Both halves are here: RunClientHandshake, the client's whole side, and
 // AnswerHello, the server's work on a hello (the door, PeerDoor, does the
 // socket work around it: greeting, puzzle, bind). Frames
@@ -37,6 +40,8 @@
 #include "tiering/base/status.h"
 #include "tiering/peer/peer_auth.h"
 #include "tiering/peer/peer_crypto.h"
+#include "tiering/peer/session_resumption.h"
+#include "tiering/peer/source_ports.h"
 
 namespace tierfs {
 
@@ -88,7 +93,10 @@ class FrameReader {
 struct ClientSession {
   SessionKeys keys;
   uint64_t session = 0;
-  std::string worker_address;  // the server's UCX worker
+  std::string worker_address;            // the server's UCX worker
+  bool resumed = false;                  // by a ticket: no MUNGE credential made or checked
+  std::optional<ResumeRefusal> refused;  // the ticket offered was refused: why
+  ResumeTicket ticket;                   // what resumes this session later, once
 };
 
 enum class HandshakeResult {
@@ -111,9 +119,13 @@ HandshakeResult HandshakeFailure(const Status& s);  // kOk for an ok Status
 
 // The client's half: runs the handshake on a connected socket `fd` (it is
 // made non-blocking; every step waits at most until `deadline`). `server` is
-// the name the peer list gives the server. The session, or why not.
+// the name the peer list gives the server. With `ticket` (one this server
+// left an earlier session), the session is resumed if the server still
+// holds it, else the full handshake follows on the same connection. The
+// session, or why not.
 Result<ClientSession> RunClientHandshake(int fd, const PeerAuth& auth, const std::string& server,
-                                         std::chrono::steady_clock::time_point deadline);
+                                         std::chrono::steady_clock::time_point deadline,
+                                         const ResumeTicket* ticket = nullptr);
 
 // What the server's half made of a hello.
 struct HelloAnswer {
@@ -131,13 +143,10 @@ struct HelloAnswer {
 // runs on the door's pool. The door sends the answer, then awaits the bind.
 HelloAnswer AnswerHello(const PeerAuth& auth, const PeerNonce& greeting, std::string_view hello);
 
-// Where a connection to a door comes from. kReservedIfAllowed: a port
-// below 1024 when this process may bind one (root), which the door keeps
-// places for that other users of this node cannot take (peer_door.h);
-// any port otherwise, or when none of the few tried is free.
-enum class SourcePort { kAny, kReservedIfAllowed };
-
-// Connects to host:port (IPv4) by `deadline`: a socket, or why not.
+// Connects to host:port (IPv4) by `deadline`: a socket, or why not. From
+// a port of `from` (source_ports.h) when this process may bind one and one
+// of the few tried is free (and its pair with the door is not in
+// TIME_WAIT); from any port otherwise.
 Result<int> ConnectTcp(const std::string& host, uint16_t port,
                        std::chrono::steady_clock::time_point deadline,
                        SourcePort from = SourcePort::kAny);

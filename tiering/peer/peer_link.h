@@ -2,8 +2,10 @@
 // private to peer_client*.cc.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -11,6 +13,7 @@
 #include "tiering/peer/buffer_pool.h"
 #include "tiering/peer/peer_client.h"
 #include "tiering/peer/peer_crypto.h"
+#include "tiering/peer/session_resumption.h"
 
 namespace tierfs {
 
@@ -44,7 +47,10 @@ struct PeerClient::Pending {
     if (pool) pool->Give(std::move(sealed));
   }
   std::chrono::steady_clock::time_point sent_at;  // progress thread
-  WireHeader header{};                            // the kData answer's header
+  // The caller's deadline: a request a hedge left behind (abandoned, its
+  // caller gone with SOURCE's bytes) is ended here at the latest.
+  std::chrono::steady_clock::time_point deadline;
+  WireHeader header{};  // the kData answer's header
   size_t header_size = 0;
   uint64_t seq = 0;
 
@@ -53,7 +59,7 @@ struct PeerClient::Pending {
   // Changed only on the progress thread (or by Stop after it ended), which
   // may therefore read it without the lock.
   enum Phase { kWaiting, kReceiving, kDone } phase = kWaiting;
-  bool abandoned GUARDED_BY(mu) = false;  // the caller gave up
+  bool abandoned GUARDED_BY(mu) = false;  // the caller gave up (its deadline, or its hedge won)
   bool settled GUARDED_BY(mu) = false;    // ... and the progress thread has dealt with it
   ssize_t result = 0;                     // kDone: the length (sealed holds it), or -errno
 };
@@ -73,6 +79,13 @@ struct PeerClient::Link {
   // Its connection failed and has not come up since: a connect under way
   // is a retry, which no Fetch waits for (it reads SOURCE meanwhile).
   std::atomic<bool> retrying{false};
+  // steady_clock ns when a read last wanted it and could not have it (a
+  // Fetch skipped it, or a chunk it homes went elsewhere while it was
+  // taken for gone): while wanted, it is probed on a short timer.
+  std::atomic<int64_t> wanted_at{0};
+  // How long a Fetch waits for it before SOURCE is read too (us; 0: no
+  // answers measured yet). Written on the progress thread.
+  std::atomic<int64_t> hedge_after_us{0};
   PeerLinkCounters counters;
 
   Mutex slot_mu;  // guards in_flight. A leaf lock.
@@ -84,6 +97,9 @@ struct PeerClient::Link {
   ucp_ep_h ep = nullptr;
   std::shared_ptr<LinkCrypto> crypto;  // up: the connection's keys
   uint64_t generation = 0;             // one per connection attempt; stale callbacks compare it
+  // What the last session left to resume it: offered once, at the next
+  // connection (session_resumption.h).
+  std::optional<ResumeTicket> ticket;
   bool ever_up = false;
   // Up: a message came back on this connection, so the peer's reply
   // endpoint to this worker is wired up (PeerClient::Stop waits for it).
@@ -97,6 +113,16 @@ struct PeerClient::Link {
   std::chrono::microseconds srtt{0}, rttvar{0};
   std::chrono::milliseconds backoff{0};
   std::chrono::milliseconds slow_backoff{0};
+  // Slow because it answered nothing, not even a ping (CheckStall): the
+  // first message from it that authenticates ends that at once.
+  bool stalled = false;
+  // It said it is leaving the job (kLeaving): down quietly, taken for gone.
+  bool left = false;
+  std::chrono::steady_clock::time_point last_attempt;  // the last connect started
+  // Its answers' latencies (us), the last kAnswers, for hedge_after_us.
+  static constexpr size_t kAnswers = 128;
+  std::array<uint32_t, kAnswers> answer_us{};
+  uint64_t answers = 0;
   std::unordered_map<uint64_t, std::shared_ptr<Pending>> pending;  // sent, by request id
 };
 

@@ -7,6 +7,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -22,14 +23,10 @@ struct UcxWorker::Handler {
   UcxWorker::AmHandler fn;
 };
 
-// A send, receive or close in flight: what to run when it completes.
-struct UcxWorker::Op {
-  UcxWorker* self;
-  WireHeader header;  // a send's header, alive until the send completes
-  Completion done;
-};
-
 namespace {
+
+// What closing the endpoints watches are open on may take past Stop's limit.
+constexpr std::chrono::milliseconds kWatchCloses(200);
 
 Status UcxError(ucs_status_t s, const char* what) {
   return Status::Error(EIO, fmt::format("{}: {}", what, ucs_status_string(s)));
@@ -40,6 +37,11 @@ Status UcxError(ucs_status_t s, const char* what) {
 Result<std::unique_ptr<UcxWorker>> UcxWorker::Make(const Options& options) {
   std::unique_ptr<UcxWorker> w(new UcxWorker(options));
   if (Status s = w->Init(); !s.ok()) return s;
+  UcxWorker* self = w.get();
+  Status watch = w->SetAmHandler(
+      kWatchAmId, [self](const void*, size_t, void* data, size_t,
+                         const ucp_am_recv_param_t* param) { return self->OnWatch(data, param); });
+  if (!watch.ok()) return watch;
   return w;
 }
 
@@ -195,6 +197,15 @@ void UcxWorker::Stop(std::function<void()> close_all, std::chrono::milliseconds 
       CloseDeferred();
       if (Progress() == 0) std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
+    // The watches on reply endpoints stay open until those close: closed
+    // now, whatever the time (a worker is not destroyed with them open).
+    CloseWatched();
+    const auto closes = std::max(deadline, std::chrono::steady_clock::now()) + kWatchCloses;
+    while ((pending_ops_ > 0 || !watched_.empty()) && std::chrono::steady_clock::now() < closes) {
+      RunPosted();
+      CloseDeferred();
+      if (Progress() == 0) std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
     if (pending_ops_ > 0) {
       TIERFS_LOG(kWarning, "peer transport: {} operations still pending at shutdown", pending_ops_);
     }
@@ -280,6 +291,7 @@ Result<ucp_ep_h> UcxWorker::CreateEndpoint(ucp_ep_params_t* p) {
     s = ucp_ep_create(worker_, p, &ep);
   }
   if (s != UCS_OK) return Status::Error(EIO, ucs_status_string(s));
+  own_[ep] = nullptr;
   return ep;
 }
 
@@ -292,6 +304,7 @@ void UcxWorker::CloseDeferred() {
 }
 
 void UcxWorker::CloseNow(ucp_ep_h ep) {
+  ReleaseWatch(ep);
   auto* op = new Op{this, {}, nullptr};
   ucp_request_param_t p = SendParams(UCP_EP_CLOSE_FLAG_FORCE, op);
   ucs_status_ptr_t request;
@@ -366,11 +379,17 @@ void UcxWorker::OnSendDone(void* request, ucs_status_t status, void* user) {
   InUcx ours(nullptr);
   auto* op = static_cast<Op*>(user);
   UcxWorker* self = op->self;
-  --self->pending_ops_;
+  const bool watch = op->watch;
+  if (watch)
+    self->WatchEnded(op->ep);
+  else
+    --self->pending_ops_;
   Completion done = std::move(op->done);
   delete op;
   ucp_request_free(request);
-  if (done) done(status);
+  // A watch's owner is going once the worker stops (its endpoints are
+  // destroyed with the worker, ending the watches).
+  if (done && !(watch && self->quit_.load())) done(status);
 }
 
 void UcxWorker::OnReceiveDone(void* request, ucs_status_t status, size_t, void* user) {

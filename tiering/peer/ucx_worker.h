@@ -30,6 +30,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "tiering/base/mutex.h"
@@ -108,6 +109,18 @@ class UcxWorker {
   static ucs_status_t Discard(const ucp_am_recv_param_t* param) {
     return (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) ? UCS_ERR_REJECTED : UCS_OK;
   }
+  // --- Reply endpoints (ucx_watch.cc) ---
+  // UCX gives a server its client's endpoint with each message (the reply
+  // endpoint) and destroys it without a word when the client fails (its
+  // process gone, its connection reset or timed out): a pointer kept to it
+  // then dangles, and a send on it crashes. Watch sends on `ep` a watch (a
+  // one-byte rendezvous message, kWatchAmId) that the client's worker
+  // holds unread for as long as its endpoint is open; `ended` runs on this
+  // thread once the watch completes: the client let it go (it closes the
+  // endpoint), refused it (a worker without watches, or `ep` is not its
+  // own endpoint), or `ep` failed. UCX runs it before it frees `ep`; `ep`
+  // must never be used after it. Not run once the worker is stopping.
+  void Watch(ucp_ep_h ep, Completion ended);
   // Receives a rendezvous body (an AM handler's `data`) into `buf`. What
   // the handler must return: UCS_INPROGRESS while the receive runs, UCS_OK
   // if it completed (or failed) at once, `done` having run.
@@ -128,9 +141,26 @@ class UcxWorker {
   static void OnEndpointError(void* arg, ucp_ep_h ep, ucs_status_t status);
   static void OnSendDone(void* request, ucs_status_t status, void* user);
   static void OnReceiveDone(void* request, ucs_status_t status, size_t length, void* user);
+  // A watch arrived (ucx_watch.cc): held if it came on an endpoint of ours
+  // that holds none yet, refused otherwise.
+  ucs_status_t OnWatch(void* data, const ucp_am_recv_param_t* param);
+  // Lets go of the watch `ep` holds, if any, before `ep` closes.
+  void ReleaseWatch(ucp_ep_h ep);
+  // A watch of ours completed (OnSendDone).
+  void WatchEnded(ucp_ep_h ep);
+  // Closes every endpoint a watch of ours is open on (Stop): UCX asserts
+  // when a worker is destroyed with a request open on an endpoint.
+  void CloseWatched();
+  // A send, receive or close in flight: what to run when it completes.
+  struct Op {
+    UcxWorker* self;
+    WireHeader header;  // a send's header, alive until the send completes
+    Completion done;
+    bool watch = false;     // a watch (Watch): not waited for at Stop, `done` not run once stopping
+    ucp_ep_h ep = nullptr;  // a watch's endpoint
+  };
   // Completes an operation UCX returned: now (null or an error), or later
   // through its callback. True if it is still running.
-  struct Op;
   bool Track(ucs_status_ptr_t request, Op* op);
   ucp_request_param_t SendParams(uint32_t flags, Op* op);
 
@@ -147,6 +177,13 @@ class UcxWorker {
   std::function<void()> tick_;
   size_t pending_ops_ = 0;  // sends, receives and closes not completed; progress thread only
   std::vector<ucp_ep_h> to_close_;  // progress thread only
+  // Endpoints this worker made (Connect) and has not closed, each with the
+  // watch it holds for its peer (null: none). Progress thread only.
+  std::unordered_map<ucp_ep_h, void*> own_;
+  // Endpoints with watches of ours open on them (Watch), and how many;
+  // alive while they are (UCX ends the watches before it frees one).
+  // Progress thread only.
+  std::unordered_map<ucp_ep_h, int> watched_;
 
   Mutex mu_;  // guards posted_ and stopping_. A leaf lock.
   std::vector<std::function<void()>> posted_ GUARDED_BY(mu_);

@@ -70,6 +70,7 @@ size_t HeaderSize(MsgType type) {
     case MsgType::kPing:
     case MsgType::kPong:
     case MsgType::kBye:
+    case MsgType::kLeaving:
       return kBare;
   }
   return 0;
@@ -99,6 +100,7 @@ bool BodyFits(const PeerMessage& m, uint64_t body) {
     case MsgType::kPing:
     case MsgType::kPong:
     case MsgType::kBye:
+    case MsgType::kLeaving:
       return body == 0;
     case MsgType::kOffer:
       // The path, then the whole chunk as the header describes it.
@@ -247,7 +249,7 @@ WireStatus DecodeHeader(const void* header, size_t size, uint64_t body_size, Pee
   if (r.Le(4) != kWireMagic) return WireStatus::kBadMagic;
   if (r.Le(1) != kWireVersion) return WireStatus::kBadVersion;
   uint64_t type = r.Le(1);
-  if (type < 3 || type > 9) return WireStatus::kBadType;
+  if (type < 3 || type > 10) return WireStatus::kBadType;
   PeerMessage m;
   m.type = static_cast<MsgType>(type);
   m.flags = static_cast<uint16_t>(r.Le(2));
@@ -292,6 +294,7 @@ WireStatus DecodeHeader(const void* header, size_t size, uint64_t body_size, Pee
     case MsgType::kPing:
     case MsgType::kPong:
     case MsgType::kBye:
+    case MsgType::kLeaving:
       break;
   }
   if (!BodyFits(m, body_size)) return WireStatus::kBadBody;

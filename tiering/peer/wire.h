@@ -21,7 +21,7 @@
 //   kOffer         as kRequest, with path_len u32 for timeout_ms and the    body: path, then the
 //                  range zero (whole chunks only)                           chunk's bytes
 //   kPing, kPong,  common | tag                                             body: empty
-//   kBye
+//   kBye, kLeaving
 //
 // Sessions live as long as both ends think they do. The client's first
 // message on a new session is a kPing (the server takes the session from
@@ -29,10 +29,13 @@
 // has heard nothing for a heartbeat, and the server answers kPong (same
 // request_id), so neither end forgets a session the other still holds
 // during a long pause. A client that closes an idle session says kBye (no
-// answer). A message naming a session the server has forgotten but still
-// has the keys of (it dropped it: idle, or cut off) is answered kError
-// kUnknownSession under those keys: the client reconnects at once, for
-// the cost of one round trip.
+// answer). A server that stops says kLeaving on every session it holds
+// (sealed and numbered like any other message, so a forged or replayed one
+// is ignored): its clients drop the link quietly and take the node for
+// gone, rather than each logging a transport error. A node of an earlier
+// version counts the message as stray. A message naming a session the server has forgotten but
+// still has the keys of (it dropped it: idle, or cut off) is answered kError kUnknownSession under
+// those keys: the client reconnects at once, for the cost of one round trip.
 //
 // `flags` is zero but in a kRequest, where kIfResident asks for the bytes
 // only if the server holds the chunk or is promoting it; else it answers
@@ -63,7 +66,10 @@
 
 namespace tierfs {
 
-inline constexpr unsigned kPeerAmId = 7;            // the UCX active message id of every message
+inline constexpr unsigned kPeerAmId = 7;  // the UCX active message id of every message
+// The id of a server's watch on a client's endpoint (UcxWorker::Watch): no
+// header, one byte that is never read.
+inline constexpr unsigned kWatchAmId = 8;
 inline constexpr uint32_t kWireMagic = 0x50534654;  // "TFSP" in little-endian order
 inline constexpr uint8_t kWireVersion = 4;
 inline constexpr size_t kMaxHeader = 112;  // the largest header (kRequest)
@@ -81,6 +87,9 @@ enum class MsgType : uint8_t {
   kPing = 7,  // client -> server: are you there (and: take this session)
   kPong = 8,  // server -> client: the answer to kPing
   kBye = 9,   // client -> server: this session is closed by its client
+  // server -> client: this node is leaving the job (its daemon stops): the
+  // client drops the link without a warning, and takes it for gone.
+  kLeaving = 10,
 };
 
 // kRequest flags.
@@ -177,7 +186,7 @@ size_t EncodeRequest(const WireIds& ids, const ChunkRef& ref, uint32_t timeout_m
 size_t EncodeOffer(const WireIds& ids, const ChunkRef& ref, WireHeader* h);
 size_t EncodeData(const WireIds& ids, uint64_t length, WireHeader* h);
 size_t EncodeError(const WireIds& ids, WireError error, WireHeader* h);
-// kPing, kPong or kBye: the common part and the tag.
+// kPing, kPong, kBye or kLeaving: the common part and the tag.
 size_t EncodeBare(MsgType type, const WireIds& ids, WireHeader* h);
 
 // Decodes a header and checks `body_size` against its type's bounds (a

@@ -14,6 +14,7 @@
 #include <cerrno>
 
 #include "tiering/base/log.h"
+#include "tiering/peer/door_puzzle.h"
 #include "tiering/peer/peer_handshake.h"
 #include "tiering/peer_server/peer_door_internal.h"
 
@@ -21,9 +22,6 @@ namespace tierfs {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// Hellos waiting for munged or being checked: the checks' queue.
-constexpr size_t kCheckQueue = 16;
 
 // A connection this young is not evicted to make room (it may be doing the
 // greeting's work).
@@ -47,7 +45,10 @@ PeerDoor::PeerDoor(const PeerAuth* auth, PeerDoorOptions options, std::string wo
     : auth_(auth),
       options_(std::move(options)),
       worker_address_(std::move(worker_address)),
-      checks_(2, kCheckQueue) {}
+      checks_(2, kDoorChecksAtOnce),
+      sources_(DoorSources::Options{options_.max_per_address, options_.max_pending,
+                                    std::min(options_.max_puzzle_bits, kMaxPuzzleBits)}),
+      tickets_(options_.max_tickets, options_.ticket_lifetime) {}
 
 PeerDoor::~PeerDoor() { Stop(); }
 
@@ -155,15 +156,7 @@ void PeerDoor::Loop() {
         OnReadable(*it->second);
       }
     }
-    std::vector<std::unique_ptr<Checked>> done;
-    {
-      MutexLock lock(mu_);
-      done.swap(checked_);
-    }
-    for (auto& r : done) {
-      --checks_pending_;
-      OnChecked(*r);
-    }
+    TakeChecked();
     Expire();
     // Last: the connections that spoke meanwhile have left their places.
     if (incoming) AcceptSome();
@@ -204,45 +197,35 @@ void PeerDoor::AcceptSome() {
   }
 }
 
-void PeerDoor::AdjustPuzzle(Clock::time_point now) {
-  if (now < puzzle_step_) return;
-  puzzle_step_ = now + std::chrono::milliseconds(100);
-  const uint64_t busy = counters_.busy.load();
-  const bool pressed = checks_pending_ >= kCheckQueue / 2 || busy > busy_seen_;
-  busy_seen_ = busy;
-  unsigned bits = counters_.work_bits.load();
-  if (pressed) {
-    bits = bits == 0 ? 8 : std::min(bits + 2, options_.max_puzzle_bits);
-    calm_since_ = now;
-  } else if (bits > 0 && now - calm_since_ >= std::chrono::seconds(1)) {
-    // 2 fewer per calm second, however long since the last connection.
-    const auto calm = std::chrono::duration_cast<std::chrono::seconds>(now - calm_since_).count();
-    const auto fewer = static_cast<unsigned>(std::min<int64_t>(calm * 2, bits));
-    bits -= fewer;
-    calm_since_ = now;
+void PeerDoor::TakeChecked() {
+  std::vector<std::unique_ptr<Checked>> done;
+  {
+    MutexLock lock(mu_);
+    done.swap(checked_);
   }
-  if (bits != counters_.work_bits.load() && LogSampled(++puzzle_changes_)) {
-    TIERFS_LOG(kInfo, "peer service: hellos now cost {} bits of work ({} checks waiting)", bits,
-               checks_pending_);
+  for (auto& r : done) {
+    --checks_pending_;
+    OnChecked(*r);
   }
-  counters_.work_bits = bits;
+  Dispatch();
 }
 
 void PeerDoor::Admit(int fd, Source source) {
   const auto now = Clock::now();
-  // Make room: the oldest connection of this source (or of all from its
-  // side of port 1024) that has had kYoung to say something, first one
-  // that has not sent a hello (an idle squatter's), then any. A young one
-  // (a real peer doing the work a greeting asked for, amid a flood of
-  // short connections) is never evicted: if all are young, the newcomer is
-  // turned away instead.
-  auto evict_oldest = [this, now, source](bool same_address) {
+  // Make room: the oldest connection of this source (or, when its class
+  // is full, of the source of its class that holds the most places) that
+  // has had kYoung to say something, first one that has not sent a hello
+  // (an idle squatter's), then any. A young one (a real peer doing the
+  // work a greeting asked for, amid a flood of short connections) is never
+  // evicted: if all are young, the newcomer is turned away instead.
+  bool started = false;
+  const unsigned bits = sources_.Arrived(source, now, &started);
+  auto evict_oldest = [this, now](Source from) {
     for (bool any : {false, true}) {
       for (auto& [fd, id] : order_) {
         auto c = conns_.find(fd);
         if (c == conns_.end() || c->second->id != id) continue;
-        if (c->second->source.reserved != source.reserved) continue;
-        if (same_address && c->second->source.address != source.address) continue;
+        if (c->second->source.key() != from.key()) continue;
         if (now - (c->second->deadline - options_.handshake_timeout) < kYoung) break;  // by age
         if (!any && c->second->state != Conn::kAwaitHello) continue;
         counters_.evicted++;
@@ -252,8 +235,8 @@ void PeerDoor::Admit(int fd, Source source) {
     }
     return false;
   };
-  if ((per_source_[source.key()] >= options_.max_per_address && !evict_oldest(true)) ||
-      (pending_[source.reserved] >= options_.max_pending && !evict_oldest(false))) {
+  if ((sources_.SourceFull(source) && !evict_oldest(source)) ||
+      (sources_.ClassFull(source.reserved) && !evict_oldest(sources_.Heaviest(source.reserved)))) {
     counters_.turned_away++;
     ::close(fd);
     return;
@@ -272,8 +255,20 @@ void PeerDoor::Admit(int fd, Source source) {
   c->source = source;
   c->deadline = now + options_.handshake_timeout;
   c->nonce = RandomNonce();
-  AdjustPuzzle(now);
-  c->bits = counters_.work_bits.load();
+  c->bits = bits;
+  if (bits > 0) {
+    counters_.work_asked++;
+    if (bits > counters_.work_bits.load()) counters_.work_bits = bits;
+    if (started && LogSampled(++puzzle_logs_)) {
+      in_addr a{htonl(source.address)};
+      char text[INET_ADDRSTRLEN] = "?";
+      ::inet_ntop(AF_INET, &a, text, sizeof text);
+      TIERFS_LOG(kInfo,
+                 "peer service: {} opens connections fast (from {} ports): its greetings now ask "
+                 "for work ({} bits, more while it goes on)",
+                 text, source.reserved ? "reserved" : "unreserved", bits);
+    }
+  }
   int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   std::string greeting = Framed(EncodeGreeting(c->nonce, c->bits));
@@ -287,8 +282,7 @@ void PeerDoor::Admit(int fd, Source source) {
   ev.events = EPOLLIN | EPOLLRDHUP;
   ev.data.fd = fd;
   ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev);
-  per_source_[source.key()]++;
-  pending_[source.reserved]++;
+  sources_.Hold(source);
   order_.emplace_back(fd, c->id);
   conns_[fd] = std::move(c);
 }
@@ -296,9 +290,9 @@ void PeerDoor::Admit(int fd, Source source) {
 void PeerDoor::Close(int fd) {
   auto it = conns_.find(fd);
   if (it == conns_.end()) return;
-  const Source source = it->second->source;
-  if (--per_source_[source.key()] == 0) per_source_.erase(source.key());
-  pending_[source.reserved]--;
+  const Conn& c = *it->second;
+  if (c.state == Conn::kWaiting) sources_.Forget(c.source, c.id);
+  sources_.Release(c.source);
   ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
   ::close(fd);
   conns_.erase(it);
@@ -313,6 +307,10 @@ void PeerDoor::Expire() {
   for (int fd : late) {
     counters_.timeouts++;
     Close(fd);
+  }
+  if (now >= pruned_at_) {
+    pruned_at_ = now + std::chrono::seconds(1);
+    counters_.work_bits = sources_.Prune(now);
   }
   MutexLock lock(mu_);
   for (auto it = sessions_.begin(); it != sessions_.end();) {
@@ -361,9 +359,17 @@ void PeerDoor::VisitCounters(CounterVisitor& v) const {
   v.Counter("handshake_unsolved", c.unsolved,
             {"Handshakes refused unchecked: the work asked of them under a flood was not done."});
   v.Gauge("handshake_work_bits", counters_.work_bits.load(),
-          {"Work a new connection must do before its handshake is checked (0: none; raised "
-           "while handshakes come faster than they can be checked)."});
-  v.Counter("authenticated", c.authenticated, {"Handshakes that authenticated a peer."});
+          {"The most work any one address is asked to do before its handshake is checked (0: "
+           "none; raised for an address while it opens connections fast)."});
+  v.Counter("handshake_work_asked", c.work_asked,
+            {"Connections asked to do work first: their address opened connections fast."});
+  v.Counter("handshake_checks", c.checks,
+            {"Handshakes given to munged to check, each address in turn."});
+  v.Counter("handshake_checks_reserved_port", c.reserved_checks,
+            {"Of those, from a port below 1024: checked in turns of their own."});
+  v.Counter("authenticated", c.authenticated,
+            {"Handshakes that authenticated a peer with MUNGE credentials (full handshakes)."});
+  VisitResumeCounters(v);
   v.Counter("expired_sessions", c.expired_sessions,
             {"Authenticated sessions that expired unused."});
   v.BeginGroup("refused");

@@ -15,23 +15,8 @@
 #include "tiering/peer_server/peer_door_internal.h"
 
 namespace tierfs {
-namespace {
-
-using Clock = std::chrono::steady_clock;
-
-uint64_t RandomSessionId() {
-  for (;;) {
-    PeerNonce n = RandomNonce();
-    uint64_t id = 0;
-    std::memcpy(&id, n.data(), sizeof id);
-    if (id != 0) return id;
-  }
-}
-
-}  // namespace
-
 void PeerDoor::OnReadable(Conn& c) {
-  if (c.state == Conn::kChecking) {  // nothing may come now: only EOF is read
+  if (c.state == Conn::kWaiting || c.state == Conn::kChecking) {  // only EOF may come now
     char b;
     ssize_t r = ::recv(c.fd, &b, 1, MSG_DONTWAIT | MSG_PEEK);
     if (r == 0 || (r < 0 && errno != EAGAIN))
@@ -49,6 +34,10 @@ void PeerDoor::OnReadable(Conn& c) {
     Close(c.fd);
     return;
   }
+  if (c.state == Conn::kAwaitHello && IsResumeFrame(c.reader.frame())) {
+    OnResume(c);
+    return;
+  }
   if (c.state == Conn::kAwaitHello) {
     std::string_view cred;
     uint64_t solution = 0;
@@ -62,13 +51,38 @@ void PeerDoor::OnReadable(Conn& c) {
       Close(c.fd);
       return;
     }
+    c.hello.assign(cred);
+    c.state = Conn::kWaiting;
+    sources_.Wait(c.source, DoorSources::HelloTicket{c.fd, c.id});
+    Dispatch();
+    return;
+  }
+  // kAwaitBind: the client's key confirmation.
+  if (!DecodeBindFrame(c.reader.frame(), c.keys.recv)) {
+    counters_.garbage++;
+    Close(c.fd);
+    return;
+  }
+  AcceptedSession s;
+  s.id = RandomSessionId();
+  s.peer = c.peer;
+  s.keys = c.keys;
+  Conclude(c, s, EncodeBindAnswerFrame(c.keys.send, s.id, worker_address_),
+           counters_.authenticated);
+}
+
+void PeerDoor::Dispatch() {
+  DoorSources::HelloTicket t;
+  bool reserved = false;
+  while (checks_pending_ < kDoorChecksAtOnce && sources_.Next(&t, &reserved)) {
+    auto it = conns_.find(t.fd);
+    if (it == conns_.end() || it->second->id != t.conn) continue;  // closed meanwhile
+    Conn& c = *it->second;
     auto job = std::make_shared<Checked>();
     job->fd = c.fd;
     job->conn = c.id;
-    std::string hello(cred);
     PeerNonce nonce = c.nonce;
-    c.state = Conn::kChecking;
-    bool queued = checks_.Submit([this, job, hello = std::move(hello), nonce] {
+    bool queued = checks_.Submit([this, job, hello = std::move(c.hello), nonce] {
       job->hello = AnswerHello(*auth_, nonce, hello);
       {
         MutexLock lock(mu_);
@@ -77,46 +91,16 @@ void PeerDoor::OnReadable(Conn& c) {
       uint64_t one = 1;
       [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof one);
     });
-    if (!queued) {
+    c.state = Conn::kChecking;
+    if (!queued) {  // the pool shut down
       counters_.busy++;
       Close(c.fd);
-    } else {
-      ++checks_pending_;
+      continue;
     }
-    return;
+    ++checks_pending_;
+    counters_.checks++;
+    if (reserved) counters_.reserved_checks++;
   }
-  // kAwaitBind: the client's key confirmation.
-  AcceptedSession s;
-  if (!DecodeBindFrame(c.reader.frame(), c.keys.recv)) {
-    counters_.garbage++;
-    Close(c.fd);
-    return;
-  }
-  if (options_.serving && !options_.serving()) {
-    counters_.busy++;
-    Close(c.fd);
-    return;
-  }
-  s.id = RandomSessionId();
-  s.peer = c.peer;
-  s.keys = c.keys;
-  std::string answer = EncodeBindAnswerFrame(c.keys.send, s.id, worker_address_);
-  {
-    MutexLock lock(mu_);
-    if (sessions_.size() >= options_.max_sessions || answer.empty()) {
-      counters_.busy++;
-      Close(c.fd);
-      return;
-    }
-    sessions_[s.id] = Waiting{std::move(s), Clock::now() + options_.session_ttl};
-  }
-  // Counted before the answer leaves: a peer that holds its session sees
-  // the counter that counts it.
-  counters_.authenticated++;
-  std::string framed = Framed(answer);
-  [[maybe_unused]] ssize_t n =
-      ::send(c.fd, framed.data(), framed.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-  Close(c.fd);
 }
 
 void PeerDoor::OnChecked(Checked& r) {

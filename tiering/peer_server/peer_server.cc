@@ -91,6 +91,14 @@ void PeerServer::Stop() {
   const auto since = Clock::now() - kConnectingWindow;
   ucx_->Stop(
       [this] {
+        // Its clients drop their links quietly, rather than each finding
+        // a transport error; the sends complete before the worker goes.
+        // Not on a reply endpoint whose watch ended (its client went).
+        for (auto& [session, c] : by_session_) {
+          if (c->ep == nullptr) continue;
+          SendBare(*c, MsgType::kLeaving, 0);
+          counters_.leaving_told++;
+        }
         by_session_.clear();
         counters_.open = 0;
       },
@@ -182,7 +190,30 @@ PeerServer::Connection* PeerServer::TakeSession(
   auto it = by_session_.emplace(s.id, std::move(c)).first;
   counters_.connections++;
   counters_.open = by_session_.size();
+  // Valid now (its message is being handled); watched from now on, since
+  // UCX frees it without a word once its client fails.
+  ucx_->Watch(reply, [this, reply](ucs_status_t status) { ReplyGone(reply, status); });
   return it->second.get();
+}
+
+// Progress thread, perhaps inside UCX (before it frees `ep`): the sessions
+// are only marked here, and dropped by Tick.
+void PeerServer::ReplyGone(ucp_ep_h ep, ucs_status_t status) {
+  for (auto& [session, c] : by_session_) {
+    if (c->ep != ep) continue;
+    c->ep = nullptr;
+    counters_.replies_gone++;
+    // A client that does not hold the watch (another version of tierfs,
+    // or one that refuses it) could not be told apart from one that is
+    // gone: it is not served.
+    if (status == UCS_ERR_REJECTED || status == UCS_ERR_INVALID_PARAM) {
+      uint64_t n = ++counters_.unwatched;
+      if (LogSampled(n)) {
+        TIERFS_LOG(kWarning, "peer server: {} refused its connection's watch ({}): not served",
+                   c->peer, ucs_status_string(status));
+      }
+    }
+  }
 }
 
 PeerServer::Connection* PeerServer::Open(const PeerMessage& m, ucp_ep_h reply,
@@ -254,8 +285,12 @@ void PeerServer::Tick() {
   auto now = Clock::now();
   if (now < next_tick_) return;
   next_tick_ = now + std::chrono::milliseconds(10);
-  std::vector<uint64_t> stuck, idle;
+  std::vector<uint64_t> stuck, idle, gone;
   for (auto& [session, c] : by_session_) {
+    if (c->ep == nullptr) {
+      gone.push_back(session);
+      continue;
+    }
     if (c->in_flight == 0 && now - c->last_seen > options_.idle_timeout) idle.push_back(session);
     for (auto& [request, since] : c->sending) {
       if (now - since > options_.send_timeout) {
@@ -264,6 +299,7 @@ void PeerServer::Tick() {
       }
     }
   }
+  for (uint64_t session : gone) Drop(session);  // its client closed its side, or went
   for (uint64_t session : stuck) {
     counters_.send_timeouts++;
     Drop(session);
@@ -313,6 +349,14 @@ void PeerServer::VisitCounters(CounterVisitor& v) const {
   v.Counter("forgotten_told", c.forgotten_told,
             {"Messages on a dropped session, answered so that their peer connects again."});
   v.Counter("bad_version", c.bad_version, {"Messages of another wire version."});
+  v.Counter("leaving_told", c.leaving_told,
+            {"Peers told this node is leaving the job, when it stopped."});
+  v.Counter("replies_gone", c.replies_gone,
+            {"Sessions whose reply endpoint went: its peer closed it or failed; never sent to "
+             "again."});
+  v.Counter("unwatched", c.unwatched,
+            {"Sessions dropped because their peer refused the watch on its endpoint (another "
+             "version of tierfs)."});
   v.Counter("requests", c.requests, {"Chunk requests received from peers."});
   v.Counter("served_chunks", c.served_chunks, {"Chunks sent to peers."});
   v.Counter("served_bytes", c.served_bytes, {"Bytes sent to peers.", Unit::kBytes});

@@ -16,7 +16,8 @@
 // this server dropped (silent for idle_timeout, or cut off), and opening
 // under its kept keys, is answered kUnknownSession, so its client
 // connects again at once. A kPing is answered kPong; a kBye ends its
-// session.
+// session. Stop tells every session kLeaving, so that its clients drop
+// their links without a transport error each.
 //
 // Requests go to a TaskPool of `threads` threads that call the
 // ChunkProvider; the answer (kData or kError), sealed on that thread, goes
@@ -35,7 +36,7 @@
 // received within the same budgets (a rendezvous one into a buffer of the
 // server's), opened (its
 // tag over header, path and bytes), and handed to ChunkProvider::Adopt on
-// the progress thread; it is never answered. One over budget is dropped
+// a pool thread (an eager body copied first); it is never answered. One over budget is dropped
 // unread.
 #pragma once
 
@@ -74,7 +75,7 @@ struct PeerServerOptions {
   uint64_t max_bytes_per_connection = 64 << 20;
   size_t max_connections = 1024;  // sessions; beyond, the least recently heard one is dropped
   std::chrono::milliseconds hello_timeout{2000};  // the whole handshake
-  size_t max_handshakes = 64;                     // connections in their handshake
+  size_t max_handshakes = 1024;  // connections in their handshake, per class (peer_door.h)
   size_t max_handshakes_per_address = 8;
   // An authenticated session its client has not used yet is dropped after
   // this (the client's first message, a kPing, follows the handshake).
@@ -103,6 +104,9 @@ struct PeerServerCounters {
   std::atomic<uint64_t> byes{0};            // sessions closed by their client
   std::atomic<uint64_t> idle_dropped{0};    // sessions dropped: silent for idle_timeout
   std::atomic<uint64_t> forgotten_told{0};  // messages answered kUnknownSession
+  std::atomic<uint64_t> leaving_told{0};    // sessions told kLeaving at Stop
+  std::atomic<uint64_t> replies_gone{0};    // sessions whose reply endpoint went (watch ended)
+  std::atomic<uint64_t> unwatched{0};       // ... of which the peer refused the watch
   std::atomic<uint64_t> requests{0};
   std::atomic<uint64_t> served_chunks{0}, served_bytes{0};
   std::atomic<uint64_t> busy{0};            // answered kBusy
@@ -178,6 +182,9 @@ class PeerServer {
   // session's kept keys: answers kUnknownSession on `reply`, true.
   bool TellForgotten(const PeerMessage& m, ucp_ep_h reply,
                      const std::function<bool(const SessionKeys&)>& open);
+  // The watch on reply endpoint `ep` ended (`status`): every session
+  // answering on it forgets it, and is dropped at the next tick.
+  void ReplyGone(ucp_ep_h ep, ucs_status_t status);
   // Garbage or forgery: counted, logged, closed.
   void CutOff(Connection& c, const char* why);
   // `remember`: keep its keys to tell its client (kUnknownSession).

@@ -195,11 +195,27 @@ void PeerServer::AdoptOffer(Connection& c, const std::shared_ptr<OfferJob>& job,
     release();
     return;
   }
-  // On this thread: a claim and a copy into memory (a slow commit goes to
-  // the promoter's pool), cheaper than two thread hand-offs.
-  int r = provider_->Adopt(ref, body + job->m.path_len);
-  (r == 0 ? counters_.adopted : counters_.offers_refused)++;
-  release();
+  // On a pool thread: the claim and the copy into a tier may wait for a
+  // device, which the progress thread must not. An eager body is UCX's only
+  // until this returns: copied first.
+  if (job->body.get() == nullptr) {
+    job->body = buffers_.Take(job->size);
+    std::memcpy(job->body.get(), body, job->size);
+  }
+  const bool queued = pool_.Submit([this, job] {
+    ChunkRef adopt = job->m.chunk;
+    adopt.path = std::string_view(job->body.get(), job->m.path_len);
+    const int r = provider_->Adopt(adopt, job->body.get() + job->m.path_len);
+    ucx_->Post([this, job, r] {
+      (r == 0 ? counters_.adopted : counters_.offers_refused)++;
+      Unreserve(job->session, job->size);
+      buffers_.Give(std::move(job->body));
+    });
+  });
+  if (!queued) {  // the pool is full or stopping: the offer is a favour
+    counters_.offers_refused++;
+    release();
+  }
 }
 
 // On a pool thread: reads and seals the bytes, then hands the answer back.
@@ -252,6 +268,10 @@ void PeerServer::Answer(uint64_t session, std::shared_ptr<Job> job) {
     return;
   }
   Connection& c = *it->second;
+  if (c.ep == nullptr) {  // its client went: nowhere to answer
+    finish(false);
+    return;
+  }
   if (job->result != 0) {
     if (job->result == -ETIMEDOUT) {
       counters_.expired++;
@@ -269,6 +289,7 @@ void PeerServer::Answer(uint64_t session, std::shared_ptr<Job> job) {
 }
 
 void PeerServer::SendBare(Connection& c, MsgType type, uint64_t request_id) {
+  if (c.ep == nullptr) return;  // its reply endpoint went (ReplyGone)
   WireHeader h;
   size_t n = EncodeBare(type, WireIds{request_id, c.session, c.crypto->next_seq++}, &h);
   if (!SealWire(c.crypto->keys.send, &h, n, nullptr, 0, nullptr)) return;
@@ -276,6 +297,7 @@ void PeerServer::SendBare(Connection& c, MsgType type, uint64_t request_id) {
 }
 
 void PeerServer::SendError(Connection& c, uint64_t request_id, WireError error) {
+  if (c.ep == nullptr) return;  // its reply endpoint went (ReplyGone)
   WireHeader h;
   size_t n = EncodeError(WireIds{request_id, c.session, c.crypto->next_seq++}, error, &h);
   if (!SealWire(c.crypto->keys.send, &h, n, nullptr, 0, nullptr)) return;

@@ -29,14 +29,6 @@ std::vector<ChunkKey> DirectoryTier::Recover(const Acceptor& accept) {
   return kept;
 }
 
-namespace {
-
-// Why `path` cannot be this daemon's tier (ok if it can). A root daemon must
-// not serve bytes another user planted, nor write where another user points
-// it: the tier is a real directory (not a symlink) owned by the daemon's euid
-// and writable by no one else, and every directory above it is owned by root
-// or the euid and writable by others only with the sticky bit (as /tmp), so
-// no one else can rename the tier away and put theirs in its place.
 Status UnsafeTierDirectory(std::string path) {
   while (path.size() > 1 && path.back() == '/') path.pop_back();  // "link/" would follow link
   const uid_t me = ::geteuid();
@@ -64,6 +56,8 @@ Status UnsafeTierDirectory(std::string path) {
     if (dir == dir.root_path()) return Status::Ok();
   }
 }
+
+namespace {
 
 // Removing a chunk frees its blocks by punching a hole in its tier file
 // (fallocate PUNCH_HOLE): on a file system that cannot, the removed chunks'

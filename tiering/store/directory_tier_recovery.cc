@@ -76,8 +76,8 @@ int JournaledDirectoryTier::Recover(const std::string& source, const Acceptor& a
     keys->clear();
     return GiveUp("cannot rewrite its journal", err);
   }
-  TIERFS_LOG(kInfo, "tier {} ({}): reused {} chunks ({} bytes) in {} files, removed {} files",
-             name(), path_, keys->size(), used(), reused_files, removed);
+  TIERFS_LOG(kInfo, "tier '{}': reused {} chunks ({} bytes) in {} files, removed {} files", path_,
+             keys->size(), used(), reused_files, removed);
   return 0;
 }
 
@@ -133,8 +133,7 @@ bool JournaledDirectoryTier::RecoverFile(uint64_t seq, const std::vector<uint64_
 }
 
 void JournaledDirectoryTier::CompactJournalIfLong() {
-  const uint64_t live = chunks();
-  if (journal_.records() <= std::max(kCompactAfter, 2 * live)) return;
+  if (!JournalLong()) return;
   if (compacting_.exchange(true)) return;  // another thread is at it
   std::unordered_set<uint64_t> records;
   uint64_t newer;  // chunks published from here on are kept whatever the snapshot says

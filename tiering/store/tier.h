@@ -79,8 +79,9 @@ class Tier {
   uint64_t limit() const { return limit_.load(std::memory_order_relaxed); }
   void MarkFull() { limit_.store(used(), std::memory_order_relaxed); }
 
-  // Reserves `n` bytes of the budget; false (nothing reserved) if they do not fit.
-  bool Reserve(uint64_t n);
+  // Reserves `n` bytes of the budget, leaving at least `keep_free` bytes of
+  // it free; false (nothing reserved) if they do not fit.
+  bool Reserve(uint64_t n, uint64_t keep_free = 0);
   void Release(uint64_t n);
 
   // Starts storing chunk `key` of `origin.length` bytes, already reserved.
@@ -124,6 +125,11 @@ class Tier {
   // True if a commit waits for a device (a directory tier's fdatasync and
   // rename): a reader that copies a chunk it missed should not wait for it.
   virtual bool slow_commit() const { return false; }
+  // True when the tier has upkeep to do (a directory tier's journal grown
+  // long): the store runs Maintain on its reclaimer's thread. Cheap.
+  virtual bool maintenance_due() const { return false; }
+  // Does the upkeep, if due. Thread-safe; device I/O: not for a reader's thread.
+  virtual void Maintain() {}
   // Descriptors it may keep open at most besides its memory files (a
   // directory tier's files kept open for reading).
   virtual size_t kept_descriptors() const { return 0; }
@@ -198,6 +204,16 @@ class DirectoryTier : public Tier {
   // daemon names this one instead of waiting for it. 0 or -errno.
   virtual int NoteHolder(std::string_view text) = 0;
 };
+
+// Why `path` cannot be this daemon's tier (ok if it can). A root daemon must
+// not serve bytes another user planted, nor write where another user points
+// it: the tier is a real directory (not a symlink: ELOOP) owned by the
+// daemon's euid and writable by no one else, and every directory above it is
+// owned by root or the euid and writable by others only with the sticky bit
+// (as /tmp), so no one else can rename the tier away and put theirs in its
+// place (EACCES, the message says which rule). The mount checks it before
+// the scan; OpenDirectoryTier again when it opens the tier.
+Status UnsafeTierDirectory(std::string path);
 
 // Opens (creating) a directory tier under `path`, doing all its file I/O
 // through `io`. `reset` empties it first. Fails with a message when the path

@@ -125,7 +125,7 @@ class _Writer:
         except OSError as e:
             self._fail(e)
             return False
-        if not self._mode_checked:
+        if rel_paths and not self._mode_checked:  # clearing leaves no order to follow
             self._mode_checked = True
             self._check_mode()
         return True

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "tiering/base/units.h"  // Grouped, Counted
 #include "tools/tierfs/mount_control.h"
 
 namespace tierfs::cli {
@@ -39,8 +40,6 @@ std::string UnusedOrder(const MountControl& mount, const std::string& mode);
 
 // 1536 -> "1.5 KiB"; below 1 KiB "N B".
 std::string HumanBytes(uint64_t bytes);
-// 1234567 -> "1,234,567".
-std::string Grouped(uint64_t n);
 // part / whole as "37.5%", or "-" when whole is 0.
 std::string Percent(uint64_t part, uint64_t whole);
 

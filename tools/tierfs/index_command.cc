@@ -7,16 +7,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <charconv>
 #include <chrono>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
-#include <thread>
 
+#include "fs/mount/scan_progress.h"
 #include "tiering/base/log.h"
-#include "tiering/base/mutex.h"
+#include "tiering/base/units.h"
 #include "tiering/namespace/namespace_open.h"
 
 namespace tierfs::cli {
@@ -38,55 +37,17 @@ bool ParseNumber(const std::string& text, unsigned lo, unsigned hi, unsigned* ou
   return true;
 }
 
-// Prints "directories listed, entries" on one line of stderr until stopped.
-class ProgressLine {
- public:
-  explicit ProgressLine(const ScanReport* scan) : scan_(scan) {
-    thread_ = std::thread([this] { Run(); });
-  }
-  ~ProgressLine() {
-    {
-      MutexLock lock(mu_);
-      stop_ = true;
-    }
-    cv_.NotifyAll();
-    thread_.join();
-    std::fputs("\r\033[K", stderr);
-  }
-
- private:
-  void Run() {
-    auto start = std::chrono::steady_clock::now();
-    MutexLock lock(mu_);
-    while (!cv_.WaitFor(mu_, std::chrono::milliseconds(250),
-                        [this]() REQUIRES(mu_) { return stop_; })) {
-      double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      uint64_t entries = scan_->entries;
-      std::fprintf(stderr,
-                   "\r\033[K  %.1f s: %llu directories listed, %llu reused, %llu entries "
-                   "(%.0f/s), %llu metadata operations",
-                   s, static_cast<unsigned long long>(scan_->dirs_listed.load()),
-                   static_cast<unsigned long long>(scan_->dirs_reused.load()),
-                   static_cast<unsigned long long>(entries), s > 0 ? entries / s : 0.0,
-                   static_cast<unsigned long long>(scan_->meta_ops()));
-    }
-  }
-
-  const ScanReport* const scan_;
-  Mutex mu_;  // guards stop_; a leaf lock
-  CondVar cv_;
-  bool stop_ GUARDED_BY(mu_) = false;
-  std::thread thread_;
-};
-
 }  // namespace
 
+// What `tierfs index` does, under its synopsis line.
+constexpr const char* kDescription =
+    "    scan SOURCE and save its namespace index in FILE (with --check dirs:\n"
+    "    update FILE, listing only the directories that changed); mount with\n"
+    "    -o index=FILE (an absolute path there; here FILE may be relative to the\n"
+    "    current directory). Prints the scan's figures.\n";
+
 std::string IndexUsage(const std::string& program) {
-  return fmt::format(
-      "  {} index {}\n    scan SOURCE and save its namespace index in FILE (with --check dirs:\n"
-      "    update FILE, listing only the directories that changed); mount with\n"
-      "    -o index=FILE. Prints the scan's figures.\n",
-      program, kSynopsis);
+  return fmt::format("  {} index {}\n{}", program, kSynopsis, kDescription);
 }
 
 int RunIndexCommand(const std::vector<std::string>& args) {
@@ -98,7 +59,7 @@ int RunIndexCommand(const std::vector<std::string>& args) {
     const std::string& a = args[i];
     auto value = [&]() -> const std::string* { return i + 1 < args.size() ? &args[++i] : nullptr; };
     if (a == "-h" || a == "--help") {
-      std::printf("usage: tierfs index %s\n%s", kSynopsis, IndexUsage("tierfs").c_str());
+      std::printf("usage: tierfs index %s\n%s", kSynopsis, kDescription);
       return 0;
     } else if (a == "--quiet" || a == "-q") {
       quiet = true;
@@ -156,8 +117,7 @@ int RunIndexCommand(const std::vector<std::string>& args) {
   ScanReport scan;
   OpenReport report;
   auto open = [&] {
-    std::unique_ptr<ProgressLine> progress;  // gone before the report is printed
-    if (!quiet && ::isatty(STDERR_FILENO)) progress = std::make_unique<ProgressLine>(&scan);
+    ScanProgress progress(&scan, "scanning", !quiet);  // gone before the report is printed
     return OpenNamespace(backend.get(), {source, st.st_dev, st.st_ino}, options, &report, &scan);
   };
   Result<std::unique_ptr<Namespace>> opened = open();
@@ -170,27 +130,22 @@ int RunIndexCommand(const std::vector<std::string>& args) {
   if (!quiet) {
     double s = report.seconds > 0 ? report.seconds : 1e-9;
     std::printf(
-        "%s: %s\n  %llu files (%llu bytes), %llu directories, %llu symlinks, %llu skipped\n"
-        "  %.2f s, %llu metadata operations on SOURCE (%llu stat, %llu list, %llu readlink): "
-        "%.0f operations/s, %.0f entries/s\n"
-        "  directories listed %llu, taken from the index %llu; scan_threads %s\n",
-        source.c_str(), report.how.c_str(), static_cast<unsigned long long>(ns->file_count()),
-        static_cast<unsigned long long>(ns->total_file_bytes()),
-        static_cast<unsigned long long>(ns->dir_count()),
-        static_cast<unsigned long long>(ns->symlink_count()),
-        static_cast<unsigned long long>(ns->skipped_count()), report.seconds,
-        static_cast<unsigned long long>(report.meta_ops),
-        static_cast<unsigned long long>(scan.stats.load()),
-        static_cast<unsigned long long>(scan.lists.load()),
-        static_cast<unsigned long long>(scan.readlinks.load()),
+        "%s: %s\n  %s (%s bytes), %s, %s, %s skipped\n"
+        "  %.2f s, %s metadata operations on SOURCE (%s stat, %s list, %s readlink):\n"
+        "  %.0f operations/s, %.0f entries/s; directories listed %s, taken from the index %s;\n"
+        "  scan_threads %s\n",
+        source.c_str(), report.how.c_str(), Counted(ns->file_count(), "file").c_str(),
+        Grouped(ns->total_file_bytes()).c_str(), Counted(ns->dir_count(), "directory").c_str(),
+        Counted(ns->symlink_count(), "symlink").c_str(), Grouped(ns->skipped_count()).c_str(),
+        report.seconds, Grouped(report.meta_ops).c_str(), Grouped(scan.stats.load()).c_str(),
+        Grouped(scan.lists.load()).c_str(), Grouped(scan.readlinks.load()).c_str(),
         static_cast<double>(report.meta_ops) / s, static_cast<double>(ns->size()) / s,
-        static_cast<unsigned long long>(scan.dirs_listed.load()),
-        static_cast<unsigned long long>(scan.dirs_reused.load()),
+        Grouped(scan.dirs_listed.load()).c_str(), Grouped(scan.dirs_reused.load()).c_str(),
         options.scan_threads == 0 ? "auto" : std::to_string(options.scan_threads).c_str());
     struct stat ist;
     if (::stat(options.index.c_str(), &ist) == 0) {
-      std::printf("  index %s: %llu bytes (%.1f per node)%s\n", options.index.c_str(),
-                  static_cast<unsigned long long>(ist.st_size),
+      std::printf("  index %s: %s bytes (%.1f per entry)%s\n", options.index.c_str(),
+                  Grouped(static_cast<uint64_t>(ist.st_size)).c_str(),
                   static_cast<double>(ist.st_size) / static_cast<double>(ns->size()),
                   report.written ? "" : ", not rewritten");
     }

@@ -9,6 +9,9 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 
 namespace tierfs::cli {
 namespace {
@@ -41,7 +44,49 @@ bool InsideTierfsMount(const std::string& dir) {
   return false;
 }
 
+// For `mount` that this process may not enter (EACCES): when it is a FUSE
+// mount of another user, why (FUSE lets no other user in, root neither,
+// unless mounted with allow_root or allow_other) and what to do; "" if not.
+std::string PrivateFuseMount(const std::string& mount) {
+  std::error_code error;
+  const std::string path = std::filesystem::absolute(mount, error).lexically_normal().string();
+  std::ifstream mountinfo("/proc/self/mountinfo");
+  for (std::string line; std::getline(mountinfo, line);) {
+    // ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [TAGS] - FSTYPE SOURCE SUPER_OPTIONS
+    std::istringstream fields(line);
+    std::string id, parent, dev, root, point, word, fstype, source, super;
+    fields >> id >> parent >> dev >> root >> point;
+    while (fields >> word && word != "-") {
+    }
+    fields >> fstype >> source >> super;
+    for (size_t at; (at = point.find("\\040")) != std::string::npos;) point.replace(at, 4, " ");
+    if (point != path || fstype.rfind("fuse", 0) != 0) continue;
+    const size_t uid_at = super.find("user_id=");
+    const std::string uid = uid_at == std::string::npos
+                                ? "?"
+                                : super.substr(uid_at + 8, super.find(',', uid_at) - uid_at - 8);
+    return fmt::format(
+        "'{}' is a FUSE mount of uid {}, and FUSE lets no other user in, root neither, unless it "
+        "was mounted with -o allow_root (or allow_other; as a user, both need user_allow_other "
+        "in /etc/fuse.conf): run this as uid {} (sudo -u '#{}' ...) or remount with allow_root",
+        mount, uid, uid, uid);
+  }
+  return "";
+}
+
 }  // namespace
+
+std::string MountControl::WriteFailure(std::string_view name, int err) const {
+  const std::string path = ControlPath(name);
+  std::string s = fmt::format("writing {}: {}", path, ErrnoText(err));
+  struct stat st;
+  if ((err != EACCES && err != EPERM) || ::stat(path.c_str(), &st) != 0) return s;
+  return s + fmt::format(
+                 ": only root and uid {} may write it (the mount's owner, or whom its "
+                 "control_owner= names); ask them, or mount with control_owner={} (or "
+                 "control_owner=any for every user)",
+                 st.st_uid, ::getuid());
+}
 
 MountControl::MountControl(std::string mount) : mount_(std::move(mount)) {
   while (mount_.size() > 1 && mount_.back() == '/') mount_.pop_back();
@@ -52,6 +97,9 @@ MountControl::MountControl(std::string mount) : mount_(std::move(mount)) {
       throw ControlError(fmt::format(
           "'{}' is a stale FUSE mount (its daemon died); clear it with: fusermount3 -u '{}'",
           mount_, mount_));
+    }
+    if (err == EACCES) {
+      if (std::string why = PrivateFuseMount(mount_); !why.empty()) throw ControlError(why);
     }
     throw ControlError(fmt::format("'{}': {}", mount_, ErrnoText(err)));
   }

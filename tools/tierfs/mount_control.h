@@ -43,6 +43,9 @@ class MountControl {
   // kernel allows, and one close, opened O_APPEND (or O_TRUNC with
   // `truncate`). Returns 0, or the errno of the first failure.
   int WriteControl(std::string_view name, std::string_view data, bool truncate = false) const;
+  // "writing MOUNT/.tierfs/NAME: ERROR", and for a permission error who may
+  // write it and what to do.
+  std::string WriteFailure(std::string_view name, int err) const;
 
  private:
   std::string mount_;

@@ -1,18 +1,22 @@
 // tierfs stage: asks the daemon to promote paths now (`.tierfs/stage`) and
-// follows the stats' "prefetch.stage" counters until every requested file is
-// done or failed. Ctrl-C stops the watching (exit 130), not the staging.
+// follows the stats' "prefetch.stage" counters until every file asked for is
+// resident or failed (each ask settled). Status 0 only when every file asked
+// for is resident; else 1, saying how many are not and why, by reason.
+// Ctrl-C stops the watching (exit 130), not the staging.
 #include <fmt/format.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <thread>
 
+#include "prefetch/planners/stage_planner.h"
 #include "tools/tierfs/commands.h"
 
 namespace tierfs::cli {
@@ -29,22 +33,60 @@ struct StageCounters {
   // the bytes staging made resident since (0 from a daemon that does not say).
   uint64_t named_files = 0, resident_when_named_files = 0, made_resident_bytes = 0;
   bool counts_named = false;
+  // Asks (each naming of a file), those ended resident, and failed by reason
+  // (a daemon that settles asks says asked_files).
+  uint64_t asked_files = 0, asked_resident_files = 0, asked_failed_files = 0;
+  std::array<uint64_t, StagePlanner::kFailures> failed_by{};
+  bool counts_asks = false;
 
   static StageCounters From(const JsonValue& stats) {
     const JsonValue* s = stats.Find("prefetch.stage");
     if (!s) return {};
-    return {s->Uint("requested_files"),
-            s->Uint("requested_bytes"),
-            s->Uint("done_files"),
-            s->Uint("done_bytes"),
-            s->Uint("failed_files"),
-            s->Uint("named_files"),
-            s->Uint("resident_when_named_files"),
-            s->Uint("made_resident_bytes"),
-            s->Member("named_files") != nullptr};
+    StageCounters c{
+        s->Uint("requested_files"),
+        s->Uint("requested_bytes"),
+        s->Uint("done_files"),
+        s->Uint("done_bytes"),
+        s->Member("not_resident_files") ? s->Uint("not_resident_files") : s->Uint("failed_files"),
+        s->Uint("named_files"),
+        s->Uint("resident_when_named_files"),
+        s->Uint("made_resident_bytes"),
+        s->Member("named_files") != nullptr};
+    c.counts_asks = s->Member("asked_files") != nullptr;
+    c.asked_files = s->Uint("asked_files");
+    c.asked_resident_files = s->Uint("asked_resident_files");
+    c.asked_failed_files = c.counts_asks ? s->Uint("failed_files") : 0;
+    for (size_t f = 0; f < StagePlanner::kFailures; ++f) {
+      c.failed_by[f] = s->Uint(fmt::format(
+          "failed_{}_files", StagePlanner::FailureName(static_cast<StagePlanner::Failure>(f))));
+    }
+    return c;
   }
-  bool Finished() const { return done_files + failed_files >= requested_files; }
+  // Every file asked for since `before` is resident or failed.
+  bool Finished(const StageCounters& before) const {
+    if (!counts_asks) return done_files + failed_files >= requested_files;
+    const uint64_t asked = asked_files - std::min(asked_files, before.asked_files);
+    const uint64_t settled = asked_resident_files + asked_failed_files -
+                             std::min(asked_resident_files + asked_failed_files,
+                                      before.asked_resident_files + before.asked_failed_files);
+    return settled >= asked;
+  }
 };
+
+uint64_t Since(uint64_t now, uint64_t then) { return now - std::min(now, then); }
+
+// Why the files asked for since `before` are not resident, one line per
+// reason: "  138 fit in no tier (...)".
+std::string FailedLines(const StageCounters& before, const StageCounters& now) {
+  std::string lines;
+  for (size_t f = 0; f < StagePlanner::kFailures; ++f) {
+    if (uint64_t n = Since(now.failed_by[f], before.failed_by[f]); n > 0) {
+      lines += fmt::format("  {} {}\n", Grouped(n),
+                           StagePlanner::FailureText(static_cast<StagePlanner::Failure>(f)));
+    }
+  }
+  return lines;
+}
 
 // One progress line: our request's share of the counters (now - before).
 std::string ProgressLine(const StageCounters& before, const StageCounters& now, double seconds) {
@@ -64,10 +106,10 @@ std::string ProgressLine(const StageCounters& before, const StageCounters& now, 
   if (rate > 0 && done_bytes < bytes) {
     eta = fmt::format("{:.0f}s", static_cast<double>(bytes - done_bytes) / rate);
   }
-  return fmt::format("[{}{}] {:5.1f}%  {}/{} files  {}/{}  {}/s  ETA {}{}",
+  return fmt::format("[{}{}] {:5.1f}%  {}/{}  {}/{}  {}/s  ETA {}{}",
                      std::string(static_cast<size_t>(filled), '#'),
                      std::string(static_cast<size_t>(kWidth - filled), '-'), fraction * 100,
-                     Grouped(done + failed), Grouped(files), HumanBytes(done_bytes),
+                     Grouped(done + failed), Counted(files, "file"), HumanBytes(done_bytes),
                      HumanBytes(bytes), HumanBytes(static_cast<uint64_t>(rate)), eta,
                      failed ? fmt::format("  ({} failed)", Grouped(failed)) : "");
 }
@@ -83,16 +125,21 @@ std::string StagedLine(const StageCounters& before, const StageCounters& now, ui
       std::min(named, since(now.resident_when_named_files, before.resident_when_named_files));
   const uint64_t to_stage = named - resident;
   if (to_stage == 0) {
-    return fmt::format("nothing to stage: the {} files asked for were resident already",
-                       Grouped(named));
+    return fmt::format("nothing to stage: the {} asked for {} resident already",
+                       Counted(named, "file"), named == 1 ? "was" : "were");
   }
+  const uint64_t staged = to_stage - std::min(to_stage, failed);
+  // What failed leads when nothing was staged (not "staged 0 files, 0 B").
   std::string line =
-      fmt::format("staged {} files, {} in {:.1f} s", Grouped(to_stage - std::min(to_stage, failed)),
-                  HumanBytes(since(now.made_resident_bytes, before.made_resident_bytes)), seconds);
-  if (failed > 0) line += fmt::format("; {} failed", Grouped(failed));
+      staged == 0 && failed > 0
+          ? fmt::format("staged nothing: {} failed in {:.1f} s", Counted(failed, "file"), seconds)
+          : fmt::format("staged {}, {} in {:.1f} s", Counted(staged, "file"),
+                        HumanBytes(since(now.made_resident_bytes, before.made_resident_bytes)),
+                        seconds);
+  if (failed > 0 && staged > 0) line += fmt::format("; {} failed", Grouped(failed));
   if (resident > 0) {
-    line += fmt::format("; {} of the {} files asked for were resident already", Grouped(resident),
-                        Grouped(named));
+    line += fmt::format("; {} of the {} asked for {} resident already", Grouped(resident),
+                        Counted(named, "file"), resident == 1 ? "was" : "were");
   }
   return line;
 }
@@ -132,8 +179,7 @@ int RunStage(const MountControl& mount, const std::vector<std::string>& paths, b
   auto start = std::chrono::steady_clock::now();
   const int err = mount.WriteControl("stage", text);
   if (err != 0 && err != EINVAL) {
-    throw ControlError(
-        fmt::format("writing {}: {}", mount.ControlPath("stage"), std::strerror(err)));
+    throw ControlError(mount.WriteFailure("stage", err));
   }
   const JsonValue written = mount.ReadStats();
   const JsonValue* group = written.Find("prefetch.stage");
@@ -177,7 +223,7 @@ int RunStage(const MountControl& mount, const std::vector<std::string>& paths, b
       std::fprintf(stderr, "%s\n", ProgressLine(before, now, seconds).c_str());
       last_line = t;
     }
-    if (now.Finished()) break;
+    if (now.Finished(before)) break;
     if (g_interrupted.load()) {
       status = 130;
       break;
@@ -194,22 +240,32 @@ int RunStage(const MountControl& mount, const std::vector<std::string>& paths, b
     return status;
   }
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  uint64_t failed = now.failed_files - std::min(now.failed_files, before.failed_files);
+  uint64_t failed = now.counts_asks ? Since(now.asked_failed_files, before.asked_failed_files)
+                                    : Since(now.failed_files, before.failed_files);
   if (!quiet && now.counts_named) {
     std::printf("%s\n", StagedLine(before, now, failed, seconds).c_str());
   } else if (!quiet && now.requested_files == before.requested_files) {
-    std::printf(
-        "nothing new to stage: these paths were requested before (%s files staged so far)\n",
-        Grouped(now.done_files).c_str());
+    std::printf("nothing new to stage: these paths were requested before (%s staged so far)\n",
+                Counted(now.done_files, "file").c_str());
   } else if (!quiet) {
-    std::printf("staged %s files, %s in %.1f s%s\n",
-                Grouped(now.done_files - std::min(now.done_files, before.done_files)).c_str(),
-                HumanBytes(now.done_bytes - std::min(now.done_bytes, before.done_bytes)).c_str(),
-                seconds, failed ? fmt::format("; {} failed", Grouped(failed)).c_str() : "");
+    std::printf(
+        "staged %s, %s in %.1f s%s\n",
+        Counted(now.done_files - std::min(now.done_files, before.done_files), "file").c_str(),
+        HumanBytes(now.done_bytes - std::min(now.done_bytes, before.done_bytes)).c_str(), seconds,
+        failed ? fmt::format("; {} failed", Grouped(failed)).c_str() : "");
+  }
+  if (failed && now.counts_asks) {
+    const uint64_t asked = Since(now.asked_files, before.asked_files);
+    std::fprintf(stderr,
+                 "tierfs stage: %s of the %s asked for %s not resident:\n%s"
+                 "(the daemon's log names the first files of each reason)\n",
+                 Grouped(failed).c_str(), Counted(asked, "file").c_str(),
+                 failed == 1 ? "is" : "are", FailedLines(before, now).c_str());
+    return 1;
   }
   if (failed) {
-    std::fprintf(stderr, "tierfs stage: %s files could not be staged (see the daemon's log)\n",
-                 Grouped(failed).c_str());
+    std::fprintf(stderr, "tierfs stage: %s could not be staged (see the daemon's log)\n",
+                 Counted(failed, "file").c_str());
     return 1;
   }
   return rejected > 0 ? 1 : 0;  // a path asked for was not staged

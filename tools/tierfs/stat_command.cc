@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <string>
 
+#include "prefetch/planners/stage_planner.h"
 #include "tools/tierfs/commands.h"
 
 namespace tierfs::cli {
@@ -23,23 +24,14 @@ std::string Uptime(double seconds) {
 constexpr size_t kWidth = 100;  // no line longer, but for a single word that is
 constexpr int kLabel = 11;      // the label column, then a space
 
-// `text` after `label`, wrapped at spaces to kWidth columns, the further
-// lines indented under the text.
+// `text` after `label`, wrapped at spaces to kWidth columns (a number kept
+// with its unit), the further lines indented under the text.
 void Line(const char* label, const std::string& text) {
-  const size_t room = kWidth - kLabel - 1;
-  std::string rest = text;
   const char* shown = label;
-  do {
-    size_t cut = rest.size();
-    if (cut > room) {
-      cut = rest.rfind(' ', room);
-      if (cut == std::string::npos || cut == 0) cut = rest.find(' ', room);
-      if (cut == std::string::npos) cut = rest.size();
-    }
-    std::printf("%-*s %s\n", kLabel, shown, rest.substr(0, cut).c_str());
-    rest = cut < rest.size() ? rest.substr(cut + 1) : "";
+  for (const std::string& line : WrapWords(text, kWidth - kLabel - 1)) {
+    std::printf("%-*s %s\n", kLabel, shown, line.c_str());
     shown = "";
-  } while (!rest.empty());
+  }
 }
 
 // The "peers" group (a mount with -o peers=): how many are connected (on
@@ -149,37 +141,51 @@ void PrintPrefetch(const JsonValue& stats, const std::string& mount) {
     const uint64_t directives = o->Uint("directive_lines");
     const uint64_t paths = o->Uint("valid_lines") - std::min(o->Uint("valid_lines"), directives);
     std::string hints =
-        fmt::format("hints: {} paths{} accepted, {} lines rejected{}", Grouped(paths),
-                    directives == 0   ? ""
-                    : directives == 1 ? " and 1 directive"
-                                      : fmt::format(" and {} directives", Grouped(directives)),
-                    Grouped(o->Uint("rejected_lines")), LastRejected(*o));
+        fmt::format("hints: {}{} accepted, {} rejected{}", Counted(paths, "path"),
+                    directives == 0 ? "" : " and " + Counted(directives, "directive"),
+                    Counted(o->Uint("rejected_lines"), "line"), LastRejected(*o));
     if (o->Uint("dropped") > 0) {
-      hints += fmt::format("; {} declared files dropped (the order held too many)",
-                           Grouped(o->Uint("dropped")));
+      hints += fmt::format("; {} dropped (the order held too many)",
+                           Counted(o->Uint("dropped"), "declared file"));
     }
     if (mode == "order") {
-      Line("  order", fmt::format("readers past {} of {} declared files ({})", Grouped(position),
-                                  Grouped(declared), Percent(position, declared)));
-      Line("", fmt::format("read ahead: up to {} files, {} resident ahead of the readers",
-                           Grouped(o->Uint("lookahead")), Grouped(o->Uint("lead"))));
+      Line("  order", fmt::format("readers past {} of {} ({})", Grouped(position),
+                                  Counted(declared, "declared file"), Percent(position, declared)));
+      Line("", fmt::format("read ahead: up to {}, {} resident ahead of the readers",
+                           Counted(o->Uint("lookahead"), "file"), Grouped(o->Uint("lead"))));
       Line("", hints);
     } else if (paths > 0 || declared > 0) {
-      Line("  order", fmt::format("{} declared files, not followed in mode {}; to follow them: "
+      Line("  order", fmt::format("{}, not followed in mode {}; to follow them: "
                                   "echo order > {}/.tierfs/prefetch",
-                                  Grouped(declared), mode, mount));
+                                  Counted(declared, "declared file"), mode, mount));
       Line("", hints);
     }
   }
   if (const JsonValue* s = p->Member("stage");
       s && s->is_object() && (mode == "stage-in" || s->Uint("requested_files") > 0)) {
     uint64_t files = s->Uint("requested_files"), bytes = s->Uint("requested_bytes");
-    Line("  stage", fmt::format("{} of {} files asked for are resident ({} of {})",
-                                Grouped(s->Uint("done_files")), Grouped(files),
-                                HumanBytes(s->Uint("done_bytes")), HumanBytes(bytes)));
-    Line("", fmt::format("{} failed, {} queued; {} paths rejected{}",
-                         Grouped(s->Uint("failed_files")), Grouped(s->Uint("queued_files")),
-                         Grouped(s->Uint("rejected_lines")), LastRejected(*s)));
+    Line("  stage",
+         fmt::format("{} of {} asked for {} resident ({} of {})", Grouped(s->Uint("done_files")),
+                     Counted(files, "file"), s->Uint("done_files") == 1 ? "is" : "are",
+                     HumanBytes(s->Uint("done_bytes")), HumanBytes(bytes)));
+    const uint64_t not_resident =
+        s->Member("not_resident_files") ? s->Uint("not_resident_files") : s->Uint("failed_files");
+    Line("", fmt::format("{} tried and not resident, {} queued; {} rejected{}",
+                         Grouped(not_resident), Grouped(s->Uint("queued_files")),
+                         Counted(s->Uint("rejected_lines"), "path"), LastRejected(*s)));
+    if (s->Member("asked_files") && s->Uint("failed_files") > 0) {
+      // The counters `tierfs stage` reports from: asks ended not resident, by reason.
+      std::string why;
+      for (size_t f = 0; f < StagePlanner::kFailures; ++f) {
+        const auto failure = static_cast<StagePlanner::Failure>(f);
+        if (uint64_t n =
+                s->Uint(fmt::format("failed_{}_files", StagePlanner::FailureName(failure)))) {
+          why += fmt::format("{}{} {}", why.empty() ? "" : "; ", Grouped(n),
+                             StagePlanner::FailureShort(failure));
+        }
+      }
+      Line("", fmt::format("asks failed since the mount: {}", why));
+    }
   }
   if (const JsonValue* a = p->Member("autotune"); a && a->is_object() && !a->members().empty()) {
     Autotune(*a, mode == "order");
@@ -209,8 +215,8 @@ int RunStat(const MountControl& mount, bool json) {
   JsonValue s = mount.ReadStats();
   std::printf("tierfs %s at %s, up %s\n", s.String("version", "?").c_str(), mount.mount().c_str(),
               Uptime(s.Number("uptime_seconds")).c_str());
-  Line("namespace", fmt::format("{} files, {} directories, {}", Grouped(s.Uint("namespace.files")),
-                                Grouped(s.Uint("namespace.directories")),
+  Line("namespace", fmt::format("{}, {}, {}", Counted(s.Uint("namespace.files"), "file"),
+                                Counted(s.Uint("namespace.directories"), "directory"),
                                 HumanBytes(s.Uint("namespace.file_bytes"))));
   PrintTiers(s);
   if (s.Member("reads")) {
@@ -262,31 +268,39 @@ int RunStat(const MountControl& mount, bool json) {
                        Grouped(pt->Uint("cached_opens"))));
     }
   }
-  Line("SOURCE", fmt::format("{} read in {} reads, {} opens, {} metadata ops, {} errors",
-                             HumanBytes(s.Uint("source.read_bytes")),
-                             Grouped(s.Uint("source.reads")), Grouped(s.Uint("source.opens")),
-                             Grouped(s.Uint("source.meta_ops")), Grouped(s.Uint("source.errors"))));
+  // Every metadata operation since the daemon started: the mount's line
+  // counts the scan's alone; statfs (df) and access checks come later.
+  Line("SOURCE",
+       fmt::format(
+           "{} read in {}, {}, {}; {} since the start ({} stat, {} list, {} "
+           "readlink, {} statfs, {} access)",
+           HumanBytes(s.Uint("source.read_bytes")), Counted(s.Uint("source.reads"), "read"),
+           Counted(s.Uint("source.opens"), "open"), Counted(s.Uint("source.errors"), "error"),
+           Counted(s.Uint("source.meta_ops"), "metadata op"), Grouped(s.Uint("source.stats")),
+           Grouped(s.Uint("source.lists")), Grouped(s.Uint("source.readlinks")),
+           Grouped(s.Uint("source.statfs")), Grouped(s.Uint("source.access"))));
   Line("requests",
-       fmt::format("{} reads ({}) from the kernel, {} lookups, {} errors",
-                   Grouped(s.Uint("requests.read")), HumanBytes(s.Uint("requests.read_bytes")),
-                   Grouped(s.Uint("requests.lookup")), Grouped(s.Uint("requests.errors"))));
+       fmt::format("{} ({}) from the kernel, {}, {}", Counted(s.Uint("requests.read"), "read"),
+                   HumanBytes(s.Uint("requests.read_bytes")),
+                   Counted(s.Uint("requests.lookup"), "lookup"),
+                   Counted(s.Uint("requests.errors"), "error")));
   const JsonValue* tiers = s.Member("tiers");
   const bool tiered = tiers && tiers->is_array() && !tiers->items().empty();
   if (const JsonValue* p = s.Member("promotions"); tiered && p && p->is_object()) {
     // Counts of chunks (of up to chunk_size bytes), and of files where said.
-    Line("promotions", fmt::format("{} chunks copied into the tiers ({}), {} failed, {} running",
-                                   Grouped(p->Uint("done")), HumanBytes(p->Uint("bytes")),
+    Line("promotions", fmt::format("{} copied into the tiers ({}), {} failed, {} running",
+                                   Counted(p->Uint("done"), "chunk"), HumanBytes(p->Uint("bytes")),
                                    Grouped(p->Uint("failed")), Grouped(p->Uint("running"))));
     Line("",
          fmt::format("waiting for a thread: {} for reads, {} to read ahead, {} in the "
                      "background",
                      Grouped(p->Uint("queued_foreground")), Grouped(p->Uint("queued_lookahead")),
                      Grouped(p->Uint("queued_background"))));
-    Line("", fmt::format("{} refused (queue full), {} fit in no tier, {} evicted; {} of {} files "
+    Line("", fmt::format("{} refused (queue full), {} fit in no tier, {} evicted; {} of {} "
                          "fully resident",
                          Grouped(p->Uint("rejected")), Grouped(p->Uint("no_room")),
                          Grouped(p->Uint("evicted")), Grouped(p->Uint("files_resident")),
-                         Grouped(s.Uint("namespace.files"))));
+                         Counted(s.Uint("namespace.files"), "file")));
   }
   PrintPrefetch(s, mount.mount());
   PrintPeers(s);

@@ -61,7 +61,8 @@ std::string SubcommandUsage(const std::string& program) {
   for (const Spec& spec : kSubcommands) {
     s += fmt::format("  {} {} {}\n    {}\n", program, spec.name, spec.synopsis, spec.summary);
   }
-  s += "A SOURCE directory named like a subcommand is mounted with ./NAME.\n";
+  s += fmt::format("  {} help [SUBCOMMAND]\n    this help, or a subcommand's\n", program);
+  s += "A SOURCE directory named like a subcommand (or help) is mounted with ./NAME.\n";
   return s;
 }
 
@@ -169,13 +170,12 @@ int RunHint(const MountControl& mount, const std::string& list_path) {
   JsonValue after = mount.ReadStats();
   const JsonValue* order = after.Find("prefetch.order");
   if (err != 0 && err != EINVAL) {
-    throw ControlError(
-        fmt::format("writing {}: {}", mount.ControlPath("order"), std::strerror(err)));
+    throw ControlError(mount.WriteFailure("order", err));
   }
   if (!order || !order->Member("valid_lines")) {
     if (err == EINVAL) throw ControlError("the daemon rejected every line (EINVAL)");
-    std::printf("wrote %s paths (this daemon does not report how many it accepted)\n",
-                Grouped(lines).c_str());
+    std::printf("wrote %s (this daemon does not report how many it accepted)\n",
+                Counted(lines, "path").c_str());
     return 0;
   }
   // The daemon's counts are everyone's: other writers' lines meanwhile are
@@ -190,13 +190,14 @@ int RunHint(const MountControl& mount, const std::string& list_path) {
        order->Uint("directive_lines") - before.Uint("prefetch.order.directive_lines")});
   const uint64_t valid_paths = valid - valid_directives;
   const std::string mode = after.String("prefetch.mode", "?");
-  std::printf("accepted %s of %s paths%s, rejected %s; declared order now %s files (mode %s)\n",
-              Grouped(valid_paths).c_str(), Grouped(lines - directives).c_str(),
+  std::printf("accepted %s of %s%s, rejected %s; declared order now %s (mode %s)\n",
+              Grouped(valid_paths).c_str(), Counted(lines - directives, "path").c_str(),
               directives == 0 ? ""
-                              : fmt::format(" and {} of {} directives", Grouped(valid_directives),
-                                            Grouped(directives))
+                              : fmt::format(" and {} of {}", Grouped(valid_directives),
+                                            Counted(directives, "directive"))
                                     .c_str(),
-              Grouped(rejected).c_str(), Grouped(order->Uint("declared")).c_str(), mode.c_str());
+              Grouped(rejected).c_str(), Counted(order->Uint("declared"), "file").c_str(),
+              mode.c_str());
   if (rejected > 0 || err == EINVAL) {
     std::fprintf(stderr, "tierfs hint: %s\n",
                  RejectedLines(*order, std::max<uint64_t>(rejected, 1), lines).c_str());
@@ -222,7 +223,7 @@ std::string UnusedOrder(const MountControl& mount, const std::string& mode) {
 }
 
 std::string RejectedLines(const JsonValue& group, uint64_t rejected, uint64_t lines) {
-  std::string s = fmt::format("rejected {} of {} lines", Grouped(rejected), Grouped(lines));
+  std::string s = fmt::format("rejected {} of {}", Grouped(rejected), Counted(lines, "line"));
   const JsonValue* last = group.Member("last_rejected");
   if (last == nullptr || !last->is_object()) return s + " (see the daemon's log for why)";
   return s + fmt::format("; first: '{}': {}", last->String("line"), last->String("reason"));
@@ -238,16 +239,6 @@ std::string HumanBytes(uint64_t bytes) {
     ++unit;
   }
   return fmt::format("{:.{}f} {}", v, v < 10 ? 2 : 1, kUnits[unit]);
-}
-
-std::string Grouped(uint64_t n) {
-  std::string digits = std::to_string(n);
-  std::string out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i && (digits.size() - i) % 3 == 0) out.push_back(',');
-    out.push_back(digits[i]);
-  }
-  return out;
 }
 
 std::string Percent(uint64_t part, uint64_t whole) {

@@ -6,8 +6,10 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <thread>
 #include <utility>
@@ -17,6 +19,8 @@
 
 namespace tierfs::cli {
 namespace {
+
+constexpr size_t kWidth = 100;  // columns of a line written to a pipe
 
 std::atomic<bool> g_stop{false};
 void OnStop(int) { g_stop.store(true); }
@@ -62,6 +66,17 @@ struct Sample {
   }
 };
 
+// How --watch names an order stream: its //stream name, "pid N" for the
+// stream of a process that still runs, "" for one whose writer has ended.
+std::string StreamLabel(const std::string& name) {
+  if (name.rfind("pid:", 0) != 0) return name;
+  char* end = nullptr;
+  const long pid = std::strtol(name.c_str() + 4, &end, 10);
+  if (*end != '\0' || pid <= 0) return name;
+  if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM) return fmt::format("pid {}", pid);
+  return "";
+}
+
 std::string Rate(uint64_t now, uint64_t before, double seconds, bool bytes) {
   double r = now >= before ? static_cast<double>(now - before) / seconds : 0;
   return bytes ? HumanBytes(static_cast<uint64_t>(r)) + "/s" : fmt::format("{:.0f}/s", r);
@@ -95,11 +110,20 @@ std::vector<std::string> Render(const Sample& a, const Sample& b) {
                             Rate(b.promoted, a.promoted, dt, false),
                             Rate(b.promoted_bytes, a.promoted_bytes, dt, true), Grouped(b.queued)));
   if (!b.leads.empty()) {
-    std::string leads;
+    // A stream of no //stream name is keyed by its writer's pid: said only
+    // while that process runs (a `tierfs hint` has ended at once); the
+    // orders of ended writers are said together.
+    std::string leads, ended;
     for (const auto& [name, lead] : b.leads) {
-      leads += fmt::format("{}{} {}", leads.empty() ? "" : ", ", name, lead);
+      const std::string label = StreamLabel(name);
+      std::string& into = label.empty() ? ended : leads;
+      into += fmt::format("{}{}{}", into.empty() ? "" : ", ", label.empty() ? "" : label + " ",
+                          Grouped(lead));
     }
-    out.push_back("look-ahead lead " + leads);
+    if (!ended.empty()) {
+      leads += fmt::format("{}orders of ended writers {}", leads.empty() ? "" : ", ", ended);
+    }
+    out.push_back("look-ahead lead (files resident ahead of the readers): " + leads);
   }
   return out;
 }
@@ -135,9 +159,15 @@ int RunWatch(const MountControl& mount, double seconds, uint64_t count) {
                   mount.mount().c_str(), seconds);
       for (const auto& l : lines) std::printf("%s\n", l.c_str());
     } else {
-      std::string joined;
-      for (const auto& l : lines) joined += (joined.empty() ? "" : "; ") + l;
-      std::printf("%s\n", joined.c_str());
+      // Not a terminal: each interval's lines as they come, within 100
+      // columns, the lines after an interval's first ("reads ...") indented.
+      bool first = true;
+      for (const std::string& line : lines) {
+        for (const std::string& part : WrapWords(line, kWidth - 2)) {
+          std::printf("%s%s\n", first ? "" : "  ", part.c_str());
+          first = false;
+        }
+      }
     }
     std::fflush(stdout);
     last = now;

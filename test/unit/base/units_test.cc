@@ -32,5 +32,26 @@ TEST_CASE("ParseByteSize rejects what is not a size", "[units]") {
   }
 }
 
+TEST_CASE("Counted says a count with its noun in the right number", "[units]") {
+  CHECK(Counted(0, "file") == "0 files");
+  CHECK(Counted(1, "file") == "1 file");
+  CHECK(Counted(1234567, "file") == "1,234,567 files");
+  CHECK(Counted(1, "entry") == "1 entry");
+  CHECK(Counted(2, "entry") == "2 entries");
+  CHECK(Counted(3, "directory") == "3 directories");
+  CHECK(Counted(2, "day") == "2 days");  // a vowel's y stays
+  CHECK(Grouped(999) == "999");
+  CHECK(Grouped(1000) == "1,000");
+}
+
+TEST_CASE("WrapWords cuts at spaces, never between a number and its unit", "[units]") {
+  using Lines = std::vector<std::string>;
+  CHECK(WrapWords("files under 1 MiB hold most", 14) == Lines{"files under", "1 MiB hold", "most"});
+  CHECK(WrapWords("a (12.5 GiB) b", 4) == Lines{"a", "(12.5 GiB)", "b"});
+  CHECK(WrapWords("30 files, 1 directory", 12) == Lines{"30 files,", "1 directory"});
+  CHECK(WrapWords("short", 100) == Lines{"short"});
+  CHECK(WrapWords("averyveryverylongword x", 5) == Lines{"averyveryverylongword", "x"});
+}
+
 }  // namespace
 }  // namespace tierfs

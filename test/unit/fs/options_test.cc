@@ -2,6 +2,7 @@
 #include "fs/config/options.h"
 
 #include <catch2/catch.hpp>
+#include <filesystem>
 
 #include "require_ok.h"
 
@@ -133,6 +134,9 @@ TEST_CASE("ParseCommandLine names an unknown option and the one it was likely me
   CHECK(ErrorOf({"s", "m", "-o", "alow_other"}) ==
         "unknown option 'alow_other' (did you mean 'allow_other'?)");
   CHECK(ErrorOf({"s", "m", "-o", "rm=1G"}) == "unknown option 'rm' (did you mean 'ram'?)");
+  // Case does not count: all three letters of RAM differ from ram.
+  CHECK(ErrorOf({"s", "m", "-o", "RAM=1G"}) == "unknown option 'RAM' (did you mean 'ram'?)");
+  CHECK(ErrorOf({"s", "m", "-o", "Tier=/t:1G"}) == "unknown option 'Tier' (did you mean 'tier'?)");
   CHECK(ErrorOf({"s", "m", "-o", "xyz=1"}) ==
         "unknown option 'xyz' (tierfs --help lists the options)");
   // A FUSE flag given a value, or a FUSE option wanting a value given none.
@@ -251,8 +255,11 @@ TEST_CASE("ParseCommandLine takes the index options", "[options]") {
   CHECK(c.index_wait == 5);
   CHECK(Parse({"s", "m", "-o", "index=auto,index_check=full"}).index == "auto");
   CHECK(Parse({"s", "m", "-o", "index_check=full"}).index_check == IndexCheck::kFull);
+  // Refused (fstab has no current directory), with the path it would be from here.
   CHECK(ErrorOf({"s", "m", "-o", "index=rel/idx"}) ==
-        "option 'index': 'rel/idx' is not an absolute path");
+        "option 'index': 'rel/idx' is not an absolute path; options take paths from / (fstab "
+        "has no current directory): index=" +
+            (std::filesystem::current_path() / "rel/idx").string());
   CHECK(ErrorOf({"s", "m", "-o", "index="}) == "option 'index' needs a file or auto");
   CHECK(ErrorOf({"s", "m", "-o", "index_check=some"}) ==
         "option 'index_check': 'some' is not one of full, dirs, none");
@@ -304,10 +311,32 @@ TEST_CASE("ParseCommandLine refuses peer options it cannot use", "[options][peer
   CHECK_THAT(ErrorOf({"/d", "/m", "-o", "peer_timeout=0"}), Contains("between 0.05 and 600"));
   CHECK_THAT(ErrorOf({"/d", "/m", "-o", "peer_name=a;b"}), Contains("not a valid peer name"));
   CHECK_THAT(ErrorOf({"/d", "/m", "-o", "munge_socket=rel"}), Contains("not an absolute path"));
+  CHECK_THAT(ErrorOf({"/d", "/m", "-o", "peer_source_ports=700-800"}), Contains("need peers="));
   // Parsing reads no file: peers= is kept as given, resolved later.
   MountConfig c = Parse({"/d", "/m", "-o", "ram=1G,peers=/nonexistent/peers,peer_job=j"});
   CHECK(c.peers == "/nonexistent/peers");
   CHECK_FALSE(c.tiering.peers_enabled());
+}
+
+TEST_CASE("ParseCommandLine takes the ports a root daemon connects to peers from",
+          "[options][peer]") {
+  const std::string peers = "ram=1G,peers=a+b,peer_name=a,peer_job=j";
+  CHECK(Parse({"/d", "/m", "-o", peers}).tiering.peers.source_ports ==
+        SourcePort::kReservedIfAllowed);
+  CHECK(
+      Parse({"/d", "/m", "-o", peers + ",peer_source_ports=700-799"}).tiering.peers.source_ports ==
+      SourcePort{700, 799});
+  CHECK(
+      Parse({"/d", "/m", "-o", peers + ",peer_source_ports=900-900"}).tiering.peers.source_ports ==
+      SourcePort{900, 900});
+  CHECK(Parse({"/d", "/m", "-o", peers + ",peer_source_ports=off"}).tiering.peers.source_ports ==
+        SourcePort::kAny);
+  for (const char* bad : {"600-1024", "0-10", "800-700", "600", "600-", "a-b", "600-700x", "on", "",
+                          "-1-5", "65536-70000"}) {
+    INFO(bad);
+    CHECK_THAT(ErrorOf({"/d", "/m", "-o", peers + ",peer_source_ports=" + bad}),
+               Contains("option 'peer_source_ports': '" + std::string(bad) + "' is not"));
+  }
 }
 
 }  // namespace

@@ -110,7 +110,7 @@ TEST_CASE("peer wire: malformed headers are refused", "[peer]") {
   bad[4] = 2;  // the version before offers and kIfResident
   CHECK(DecodeHeader(bad.data(), n, 0, &m) == WireStatus::kBadVersion);
   bad = h;
-  bad[5] = 10;
+  bad[5] = 11;  // after kLeaving
   CHECK(DecodeHeader(bad.data(), n, 0, &m) == WireStatus::kBadType);
   bad = h;
   bad[6] = 1;  // flags: none on an error answer
@@ -268,9 +268,10 @@ TEST_CASE("peer claim: round trip and strict decoding", "[peer]") {
   CHECK_FALSE(DecodeClaim(EncodeClaim(nul), &d));
 }
 
-TEST_CASE("wire: pings, pongs and byes are a bare header, unknown sessions map to ECONNRESET",
-          "[peer]") {
-  for (MsgType type : {MsgType::kPing, MsgType::kPong, MsgType::kBye}) {
+TEST_CASE(
+    "wire: pings, pongs, byes and leavings are a bare header, unknown sessions map to ECONNRESET",
+    "[peer]") {
+  for (MsgType type : {MsgType::kPing, MsgType::kPong, MsgType::kBye, MsgType::kLeaving}) {
     WireHeader h;
     size_t n = EncodeBare(type, WireIds{42, 7, 9}, &h);
     CHECK(n == 48);

@@ -46,7 +46,8 @@ TEST_CASE("StagePlanner stages every file once, in namespace order", "[stage_pla
   CHECK(stats.Uint("requested_bytes") == 6);
   CHECK(stats.Uint("done_files") == 1);
   CHECK(stats.Uint("done_bytes") == 3);
-  CHECK(stats.Uint("failed_files") == 2);
+  CHECK(stats.Uint("not_resident_files") == 2);
+  CHECK(stats.Uint("failed_files") == 0);  // no ask settled: Settle() not called
   CHECK(stats.Uint("queued_files") == 0);
   CHECK(stats.Uint("valid_lines") == 2);
 }
@@ -77,6 +78,62 @@ TEST_CASE("StagePlanner stages for a user no more than her share, root and share
   stage.VisitCounters(json, false);
   auto stats = RequireOk(ParseJson(json.Finish()));
   CHECK(stats.Uint("over_share_files") == 3);  // c and d, then d again
+}
+
+TEST_CASE("StagePlanner settles every ask, by reason, and tries a failed file again when asked",
+          "[stage_planner]") {
+  testing::TempTree tree;
+  for (const char* name : {"a", "b", "c"}) tree.Write(name, "xyz");
+  auto ns = testing::ScanTree(tree);
+  Catalog catalog(*ns, 4096);
+  StagePlanner stage(ns.get(), &catalog);
+  const NodeId a = *ns->Resolve("a"), b = *ns->Resolve("b"), c = *ns->Resolve("c");
+  auto ask = [&](std::vector<NodeId> files) {
+    HintParser::Result r;
+    r.files = std::move(files);
+    r.valid = r.files.size();
+    stage.Add(r);
+  };
+  auto counters = [&] {
+    JsonCounterWriter json;
+    stage.VisitCounters(json, true);
+    return RequireOk(ParseJson(json.Finish()));
+  };
+  ask({a, b, c});
+  // Fed: a is made resident, b finds no room, c is in flight.
+  NodeId id;
+  std::vector<NodeId> fed;
+  while (stage.Next(&id)) fed.push_back(id);
+  CHECK(fed == std::vector<NodeId>{a, b, c});
+  REQUIRE(catalog.TryBegin(ChunkKey{a, 0}));
+  catalog.Publish(ChunkKey{a, 0}, 0);
+  stage.NoRoom(b);
+  REQUIRE(catalog.TryBegin(ChunkKey{c, 0}));
+  stage.Settle();
+  auto stats = counters();
+  CHECK(stats.Uint("asked_files") == 3);
+  CHECK(stats.Uint("asked_resident_files") == 1);
+  CHECK(stats.Uint("failed_files") == 1);
+  CHECK(stats.Uint("failed_no_room_files") == 1);
+  // c's copy fails (no store: the reason is unknown); asked again, b is
+  // queued again and fails again: every ask is counted, never settled twice.
+  catalog.Abort(ChunkKey{c, 0});
+  stage.Settle();
+  ask({b});
+  REQUIRE(stage.Next(&id));
+  CHECK(id == b);
+  stage.NoRoom(b);
+  stage.Settle();
+  stats = counters();
+  CHECK(stats.Uint("asked_files") == 4);
+  CHECK(stats.Uint("asked_resident_files") == 1);
+  CHECK(stats.Uint("failed_files") == 3);
+  CHECK(stats.Uint("failed_no_room_files") == 2);
+  CHECK(stats.Uint("failed_not_kept_files") == 1);
+  // A resident file asked again is settled at once.
+  ask({a});
+  CHECK_FALSE(stage.Next(&id));
+  CHECK(counters().Uint("asked_resident_files") == 2);
 }
 
 TEST_CASE("StagePlanner without tiers stages nothing", "[stage_planner]") {

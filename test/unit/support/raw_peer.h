@@ -60,13 +60,18 @@ class RawPeer {
     });
     ucx_->Start(nullptr);
   }
-  ~RawPeer() {
+  ~RawPeer() { Vanish(/*quietly=*/false); }
+  // Destroys its worker now, without closing its endpoint (`quietly`): as
+  // a killed process's sockets are closed, its server told nothing.
+  void Vanish(bool quietly = true) {
     if (door_) door_->Stop();
+    if (ucx_ == nullptr) return;
     ucx_->Stop(
-        [this] {
-          if (ep_ != nullptr && !reply_ep_) ucx_->Close(ep_);
+        [this, quietly] {
+          if (ep_ != nullptr && !reply_ep_ && !quietly) ucx_->Close(ep_);
         },
         std::chrono::milliseconds(1000));
+    ucx_.reset();
   }
 
   // --- As a client ---

@@ -8,7 +8,10 @@ would: the node's connections see no reset, only silence, and its
 address stops answering. The link always comes back (a finally), whatever
 happened in between.
 
-`cut_summary` reads, after the run, what every daemon says of it: whether
+`link_cutter` also measures, per node, how long after the link's return
+every peer the node had up before the cut is up and usable again
+(`peers_back`, from each daemon's peers.remote[] entries: up, not slow,
+not dead). `cut_summary` reads, after the run, what every daemon says of it: whether
 UCX failed on its asking or serving side (`transport_failed`: an abort
 inside UCX the daemon contained), whether the daemon is still alive, and
 how often the cut node and the others connected to each other (`ups`,
@@ -17,28 +20,66 @@ reported as such, never left out.
 """
 import time
 
-REMOTE_KEYS = ("ups", "downs", "dead", "stalls", "timeouts")
+REMOTE_KEYS = ("ups", "downs", "dead", "stalls", "timeouts", "hedges", "probes")
 
 
 class LinkCut:
     """What a cut did: when the link went down and came up (seconds after
-    the epoch's loaders started), and what failed (an `ip` command)."""
+    the epoch's loaders started), what failed (an `ip` command), and per
+    node the seconds from the link's return until every peer it had up
+    before the cut was up, usable (not slow) and not taken for gone again
+    (`back_s`; None: not within the limit, or not measured)."""
 
     def __init__(self):
         self.down_s = self.up_s = None
         self.error = ""
+        self.back_s = {}
 
     def as_dict(self):
-        return {"down_s": self.down_s, "up_s": self.up_s, "error": self.error}
+        return {"down_s": self.down_s, "up_s": self.up_s, "error": self.error,
+                "back_s": self.back_s}
 
 
-def link_cutter(set_link, node, after, seconds, cut):
+def _usable(entry):
+    return bool(entry.get("up")) and not entry.get("slow") and not entry.get("dead")
+
+
+def peers_back(remotes_of, asked, limit=30.0, step=0.1):
+    """Polls remotes_of(node) (that node's peers.remote[] entries) until each
+    node of `asked` (node -> names of the peers it had up before the cut)
+    has them all usable again; returns node -> seconds (None past `limit`).
+    A node whose stats cannot be read counts as not back."""
+    start, back = time.monotonic(), {}
+    while len(back) < len(asked) and time.monotonic() - start < limit:
+        for node, names in asked.items():
+            if node in back:
+                continue
+            try:
+                entries = {r.get("name"): r for r in remotes_of(node)}
+            except Exception:  # noqa: BLE001  (a stopped or dying daemon: not back)
+                continue
+            if all(_usable(entries.get(n, {})) for n in names):
+                back[node] = round(time.monotonic() - start, 2)
+        time.sleep(step)
+    return {node: back.get(node) for node in asked}
+
+
+def link_cutter(set_link, node, after, seconds, cut, remotes_of=None, nodes=0):
     """A function for peers' run_epoch `during`: `after` s in, set_link(node,
     False); `seconds` later set_link(node, True), in a finally. Records the
-    times and any error in `cut` (a LinkCut)."""
+    times and any error in `cut` (a LinkCut). With remotes_of (node ->
+    its peers.remote[]), also when each of the `nodes` nodes has its peers
+    usable again after the link's return (cut.back_s)."""
     def run():
         start = time.monotonic()
         time.sleep(after)
+        asked = {}
+        if remotes_of is not None:
+            for n in range(nodes):
+                try:
+                    asked[n] = [r.get("name") for r in remotes_of(n) if r.get("up")]
+                except Exception:  # noqa: BLE001  (measured for the nodes that answer)
+                    pass
         try:
             set_link(node, False)
             cut.down_s = time.monotonic() - start
@@ -51,6 +92,8 @@ def link_cutter(set_link, node, after, seconds, cut):
                 cut.up_s = time.monotonic() - start
             except Exception as e:  # noqa: BLE001
                 cut.error = (cut.error + "; " if cut.error else "") + f"link up: {e}"
+        if asked and not cut.error:
+            cut.back_s = peers_back(remotes_of, asked)
     return run
 
 
@@ -120,9 +163,19 @@ def cut_markdown(name, cut, summary):
              + f"; daemons alive after the run: {summary['alive']} of {summary['daemons']}"]
     for n in summary["nodes"]:
         if not n["alive"]:
-            lines.append(f"  - FAILURE: {_flags(n)}")
+            what = "killed on purpose (--kill-node)" if n.get("killed") else "FAILURE"
+            lines.append(f"  - {what}: {_flags(n)}")
     lines.append("  - transport_failed: " + "; ".join(_flags(n) for n in summary["nodes"]
                                                          if n["alive"]))
+    back = cut.get("back_s") or {}
+    if back:
+        times = [v for v in back.values() if v is not None]
+        lines.append("  - peers usable again after the link's return, per node (s): "
+                     + ", ".join(f"{n}: {'-' if v is None else f'{v:.2f}'}"
+                                 for n, v in sorted(back.items()))
+                     + (f"; slowest {max(times):.2f}" if times else "")
+                     + (f"; NOT BACK within the limit: {sorted(n for n, v in back.items() if v is None)}"
+                        if len(times) < len(back) else ""))
     mine, theirs = summary["cut_node_remote"], summary["others_remote_for_cut_node"]
     if mine is not None:
         def text(counts):

@@ -16,8 +16,9 @@ from . import munged as munge
 from . import netcut
 from .peers_daemons import (PYTHON, Daemon, Failed, Skip, drop_caches, free_ports, read_json,
                             run_bounded)
-from .peers_epochs import (delta, epoch_row, epoch_shares, node_stats, process_figures,
+from .peers_epochs import (delta, epoch_row, node_stats, process_figures,
                            run_epoch, stopper, together)
+from .peers_kill import Kill, kill_markdown, kill_summary, killer, shares_for
 from .peers_net import Network
 from .peers_report import row_line
 
@@ -165,11 +166,23 @@ def spread(values):
 
 
 def save_stats(run, name, daemons):
-    """Each daemon's last .tierfs/stats, kept for analysis: OUT/stats/NAME-nodeI.json."""
+    """Each daemon's last .tierfs/stats, kept for analysis: OUT/stats/NAME-nodeI.json
+    (none for a daemon killed on purpose)."""
     os.makedirs(os.path.join(run.out, "stats"), exist_ok=True)
     for node, d in enumerate(daemons):
+        if not d.alive() and node == run.args.kill_node:
+            continue
         with open(os.path.join(run.out, "stats", f"{name}-node{node}.json"), "w") as f:
             json.dump(read_json(os.path.join(d.mnt, ".tierfs", "stats")), f, indent=1)
+
+
+def remotes(daemons, n, gone):
+    """Node n's peers.remote[]; raises Failed for a node killed on purpose
+    (a cut's figures are for the nodes alive)."""
+    if n in gone:
+        raise Failed(f"node {n} was killed")
+    return (read_json(os.path.join(daemons[n].mnt, ".tierfs", "stats"))
+            .get("peers") or {}).get("remote") or []
 
 
 def run_contender(run, name):
@@ -177,7 +190,7 @@ def run_contender(run, name):
     skipped or failed)."""
     args = run.args
     result = {"contender": name, "status": "ok", "note": "", "epochs": []}
-    stack, daemons, cut = [], [], None
+    stack, daemons, cut, kill, gone = [], [], None, None, set()
     print(f"\n== {name} ==", flush=True)
     try:
         before = run.pfs_ops()
@@ -203,30 +216,40 @@ def run_contender(run, name):
         list_dir = os.path.join(run.work, "lists", name)
         os.makedirs(list_dir, exist_ok=True)
         for epoch in range(args.epochs):
-            shares = epoch_shares(len(run.files), args.nodes, args.seed, epoch)
+            shares = shares_for(len(run.files), args.nodes, args.seed, epoch, gone)
             if paused and epoch and args.epoch_pause:
                 time.sleep(args.epoch_pause)
             if not args.keep_caches:
                 drop_caches()
-            pfs0, nodes0 = run.pfs_ops(), node_stats(daemons)
+            pfs0, nodes0 = run.pfs_ops(), node_stats(daemons, gone)
             cpu0 = [linklib.cpu_seconds(d.proc.pid) for d in daemons]
-            sides = []
+            sides, lost = [], set()
+            if daemons and args.kill_node is not None and epoch == args.kill_epoch - 1:
+                kill, lost = Kill(), {args.kill_node}
+                sides.append(killer(daemons[args.kill_node], args.kill_after, kill))
             if daemons and args.stop_node is not None and epoch == args.stop_epoch - 1:
                 sides.append(stopper(daemons[args.stop_node], args.stop_after, args.stop_s))
             if daemons and args.cut_node is not None and epoch == args.cut_epoch - 1:
                 cut = netcut.LinkCut()
-                sides.append(netcut.link_cutter(run.net.set_link, args.cut_node, args.cut_after,
-                                                args.cut_s, cut))
+                sides.append(netcut.link_cutter(
+                    run.net.set_link, args.cut_node, args.cut_after, args.cut_s, cut,
+                    lambda n: remotes(daemons, n, gone), len(daemons)))
             ranks = run_epoch(roots, run.files, shares, list_dir, args.threads, args.timeout,
                               args.pace_ms, together(sides))
             if cut is not None and cut.error:
                 raise Failed(f"epoch {epoch + 1}: node {args.cut_node}'s link: {cut.error}")
-            pfs1, nodes1 = run.pfs_ops(), node_stats(daemons)
+            if kill is not None and kill.error:
+                raise Failed(f"epoch {epoch + 1}: node {args.kill_node} not killed: {kill.error}")
+            gone |= lost  # the job goes on with the survivors
+            pfs1, nodes1 = run.pfs_ops(), node_stats(daemons, gone)
             cpu1 = [linklib.cpu_seconds(d.proc.pid) for d in daemons]
-            daemon_cpu = (sum(b - a for a, b in zip(cpu0, cpu1))
-                          if daemons and None not in cpu0 + cpu1 else None)
+            # (a daemon killed on purpose counts for nothing)
+            cpu = [(a, b) for i, (a, b) in enumerate(zip(cpu0, cpu1)) if i not in gone]
+            daemon_cpu = (sum(b - a for a, b in cpu)
+                          if cpu and None not in [x for pair in cpu for x in pair] else None)
             row = epoch_row(run, epoch, shares, ranks, delta(pfs1, pfs0),
-                            [delta(b, a) for a, b in zip(nodes0, nodes1)], nodes1, daemon_cpu)
+                            [delta(b, a) for a, b in zip(nodes0, nodes1)], nodes1, daemon_cpu,
+                            lost)
             result["epochs"].append(row)
             print("  " + row_line(row, run.net is not None), flush=True)
             if row["errors"]:
@@ -250,10 +273,16 @@ def run_contender(run, name):
                 daemons, args.cut_node,
                 lambda d: read_json(os.path.join(d.mnt, ".tierfs", "stats"))),
                 epoch=args.cut_epoch, link=cut.as_dict())
+            for n in result["cut"]["nodes"]:
+                n["killed"] = n["node"] in gone
             print("  " + "\n  ".join(netcut.cut_markdown(name, result["cut"]["link"],
                                                          result["cut"])), flush=True)
-            if result["cut"]["alive"] < len(daemons) and result["status"] == "ok":
+            if result["cut"]["alive"] < len(daemons) - len(gone) and result["status"] == "ok":
                 result.update(status="failed", note="a daemon died (see the cut's lines)")
+        if kill is not None:  # every node's PFS share while the node is gone, and after
+            result["kill"] = kill_summary(result["epochs"], args.kill_node, args.kill_epoch,
+                                          run.bytes, kill)
+            print("  " + "\n  ".join(kill_markdown(name, result["kill"])), flush=True)
         for thing in reversed(stack):  # daemons first, then munged
             try:
                 (thing.stop if isinstance(thing, Daemon) else thing.close)()

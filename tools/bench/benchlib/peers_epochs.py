@@ -171,9 +171,14 @@ def sum_nodes(figures, key):
     return sum(values) if values else None
 
 
-def node_stats(daemons):
+def node_stats(daemons, gone=()):
+    """Each daemon's figures; a daemon of `gone` (killed on purpose) has
+    none. Raises Failed if another died."""
     out = []
-    for d in daemons:
+    for i, d in enumerate(daemons):
+        if i in gone:
+            out.append(daemon_figures({}))
+            continue
         if not d.alive():
             code = d.proc.returncode if d.proc else None
             how = f"killed by signal {-code}" if code and code < 0 else f"exited {code}"
@@ -197,10 +202,11 @@ def process_figures(daemons):
                 except OSError:
                     pass
             status = dict(line.split(":", 1) for line in open(f"/proc/{pid}/status"))
-        except OSError:
+            rss = int(status["VmRSS"].split()[0])
+        except (OSError, KeyError):  # gone (a zombie has no memory)
             continue
         out.append({"threads": int(status["Threads"]), "fds": fds, "sockets": sockets,
-                    "rss_mib": int(status["VmRSS"].split()[0]) / 1024})
+                    "rss_mib": rss / 1024})
     return out
 
 
@@ -232,8 +238,11 @@ def stopper(daemon, after, seconds):
     return run
 
 
-def epoch_row(run, epoch, shares, ranks, pfs, nodes, nodes_now, daemon_cpu=None):
-    want = sum(len(s) for s in shares)
+def epoch_row(run, epoch, shares, ranks, pfs, nodes, nodes_now, daemon_cpu=None, lost=()):
+    """One epoch's figures. The ranks of `lost` (a node killed during the
+    epoch) count for nothing: their reads failed with their daemon."""
+    want = sum(len(s) for i, s in enumerate(shares) if i not in lost)
+    counted = [r for i, r in enumerate(ranks) if i not in lost]
     time_s = max(r["seconds"] for r in ranks)
     peer_bytes = sum_nodes(nodes, "peer_fetched_bytes")
     disturbed = run.args.stop_node if run.args.stop_node is not None else run.args.cut_node
@@ -260,8 +269,8 @@ def epoch_row(run, epoch, shares, ranks, pfs, nodes, nodes_now, daemon_cpu=None)
         "files": sum(r["files"] for r in ranks), "files_expected": want,
         "unique_files": len({i for s in shares for i in s}),
         "bytes": sum(r["bytes"] for r in ranks),
-        "errors": sum(r["errors"] for r in ranks) + (want - sum(r["files"] for r in ranks)),
-        "first_error": next((r["first_error"] for r in ranks if r["first_error"]), ""),
+        "errors": sum(r["errors"] for r in counted) + (want - sum(r["files"] for r in counted)),
+        "first_error": next((r["first_error"] for r in counted if r["first_error"]), ""),
         "pfs_read_bytes": pfs["read_bytes"], "pfs_reads": pfs["reads"],
         "pfs_meta_ops": pfs["meta_ops"], "pfs_opens": pfs["opens"],
         "pfs_pct": 100.0 * pfs["read_bytes"] / run.bytes,

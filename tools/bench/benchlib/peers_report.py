@@ -7,6 +7,7 @@ import os
 import platform
 
 from . import netcut
+from .peers_kill import kill_markdown
 
 
 def mb(v):
@@ -55,7 +56,42 @@ def markdown(results):
                         if res["contender"].startswith("tierfs-peers") else ""))
         if res.get("cut"):
             notes += netcut.cut_markdown(res["contender"], res["cut"]["link"], res["cut"])
+            kill = res.get("kill")
+            notes += cut_epochs(res["cut"]["epoch"], e,
+                                (kill["epoch"], kill["epoch"] + 1) if kill else ())
+        if res.get("kill"):
+            notes += kill_markdown(res["contender"], res["kill"])
     return "\n".join(lines) + ("\n\n" + "\n".join(notes) if notes else "") + "\n"
+
+
+def cut_epochs(cut_epoch, epochs, unsteady=()):
+    """PFS bytes per steady epoch (after the first, but the cut's and the
+    one after it, and `unsteady`: a kill's and the one after it), the cut
+    epoch's and the next one's: what the cut cost, and whether the next
+    epoch read more than that (the cut node not asked again yet)."""
+    def pct(r):
+        return r["pfs_pct"]
+    steady = [r for r in epochs[1:]
+              if r["epoch"] not in (cut_epoch, cut_epoch + 1) + tuple(unsteady)]
+    cut = next((r for r in epochs if r["epoch"] == cut_epoch), None)
+    after = next((r for r in epochs if r["epoch"] == cut_epoch + 1), None)
+    if cut is None:
+        return []
+    base = sum(pct(r) for r in steady) / len(steady) if steady else None
+    text = (f"  - PFS per steady epoch {base:.2f}% of the dataset (mean of epochs "
+            f"{', '.join(str(r['epoch']) for r in steady)}); " if base is not None
+            else "  - no steady epoch apart from the cut's; ")
+    text += f"the cut epoch {cut['epoch']}: {pct(cut):.2f}%"
+    if base is not None:
+        text += f" (the cut cost {pct(cut) - base:.2f}%)"
+    if after is not None:
+        text += f"; the next epoch {after['epoch']}: {pct(after):.2f}%"
+        if base is not None:
+            extra = pct(after) - base
+            text += (f" ({extra:+.2f}% beyond a steady one"
+                     + ("; MORE than the cut cost" if extra > max(pct(cut) - base, 0) + 1 else "")
+                     + ")")
+    return [text]
 
 
 def machine():

@@ -2,7 +2,8 @@
 // door, or a door played by hand): a server that stops mid-transfer leaves
 // no byte written after Fetch returns, which returns at its deadline; a
 // server that breaks the protocol or cannot prove itself is cut off; forged
-// or replayed answers fail their fetch alone. Slow, stalled, dead and late
+// or replayed answers fail their fetch alone, and a forged or replayed
+// "leaving" ends nothing. Slow, stalled, dead and late
 // servers are in peer_client_failure_test.cc; the chunk both fetch and
 // Since in peer_client_failure_fixture.h.
 #include <arpa/inet.h>
@@ -238,6 +239,42 @@ TEST_CASE("peer client: a forged or replayed answer never reaches the reader", "
     CHECK(a.counters(0).downs == 0);
     CHECK(a.counters(0).resets == 0);
   }
+}
+
+TEST_CASE(
+    "peer client: a forged or replayed \"leaving\" is ignored, the server's own ends the link",
+    "[peer]") {
+  if (!PeersCanRun()) return;
+  FakeServer fake;
+  RawPeer& raw = fake.raw;
+  PeerClient& a = fake.a.client();
+  raw.Accept();
+  WireHeader h;
+  // Forged: unsealed, and sealed under another key.
+  size_t n = EncodeBare(MsgType::kLeaving, raw.Next(0), &h);
+  raw.Send(h, n, "");
+  PeerKey wrong{};
+  n = EncodeBare(MsgType::kLeaving, raw.Next(0), &h);
+  raw.SendSealed(h, n, "", &wrong);
+  CHECK(Within(5s, [&] { return a.counters(0).forged == 2; }));
+  // Replayed: the sequence number of an answer the client took already.
+  const uint64_t seq = raw.Next(0).seq;
+  n = EncodeBare(MsgType::kPong, WireIds{0, raw.session().session, seq}, &h);
+  raw.SendSealed(h, n, "");
+  n = EncodeBare(MsgType::kLeaving, WireIds{0, raw.session().session, seq}, &h);
+  raw.SendSealed(h, n, "");
+  CHECK(Within(5s, [&] { return a.counters(0).replayed == 1; }));
+  CHECK(a.up(0));
+  CHECK(a.counters(0).left == 0);
+  CHECK_FALSE(a.dead(0));
+  // Its own: down, taken for gone, counted as left, not as a failure.
+  n = EncodeBare(MsgType::kLeaving, raw.Next(0), &h);
+  raw.SendSealed(h, n, "");
+  CHECK(Within(5s, [&] { return a.counters(0).left == 1; }));
+  CHECK_FALSE(a.up(0));
+  CHECK(a.dead(0));
+  CHECK(a.counters(0).downs == 0);
+  CHECK(a.counters(0).garbage == 0);
 }
 
 TEST_CASE("peer client: a server that cannot prove itself is not used", "[peer]") {

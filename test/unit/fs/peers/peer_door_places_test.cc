@@ -1,11 +1,16 @@
 // The door's places and another user of a peer's node, who shares that
 // node's address: a backlog it fills is taken a few connections at a turn,
-// reading what they said before taking more, and the connections it holds
+// reading what they said before taking more, the connections it holds
 // open never take the places of connections from a port below 1024, which
-// only the node's root daemon can open.
+// only the node's root daemon can open, and the hellos it floods (each
+// with the work asked of it done, each a real MUNGE credential of its own
+// uid) never take the root daemon's turns at munged.
 #include <netinet/in.h>
 #include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -15,6 +20,7 @@
 #include <vector>
 
 #include "peer_fixture.h"
+#include "tiering/peer/door_puzzle.h"
 #include "tiering/peer/peer_handshake.h"
 #include "tiering/peer/wire.h"
 
@@ -119,6 +125,142 @@ TEST_CASE("peer door: another user holding its node's places does not keep the r
           static_cast<ssize_t>(kChunk));
     CHECK(IsPattern("f", kChunk, buf.data(), kChunk));
   }
+}
+
+// Another user (uid 65534, in a child process) on the root daemon's node:
+// hellos as fast as it can, each with a fresh credential of its own and the
+// greeting's puzzle solved. Exits 5 if it could bind a port below 1024
+// (then the test's premise is broken), else loops until killed.
+[[noreturn]] void FloodAsAnotherUser(uint16_t port, pid_t parent) {
+  if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(2);
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // after setuid, which clears it
+  if (::getppid() != parent) ::_exit(3);
+  [[maybe_unused]] int niced = ::nice(10);  // its CPU stands for another node's
+  int probe = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in low = Loopback(700);
+  low.sin_addr.s_addr = htonl(INADDR_ANY);
+  if (::bind(probe, reinterpret_cast<sockaddr*>(&low), sizeof low) == 0) ::_exit(5);
+  ::close(probe);
+  // Its credentials made for root to decode (the door's uid), as an
+  // attacker would: each costs the door a check.
+  PeerAuth mallory(PeerIdentity{kJob, "a", 0, 0}, MungeDaemon::Get()->socket());
+  for (;;) {
+    const auto deadline = Clock::now() + 2s;
+    Result<int> fd = ConnectTcp("127.0.0.1", port, deadline);
+    if (!fd.ok()) {
+      ::usleep(10000);
+      continue;
+    }
+    FrameReader reader;
+    PeerNonce nonce;
+    unsigned bits = 0;
+    uint64_t solution = 0;
+    pollfd p{*fd, POLLIN, 0};
+    FrameReader::Result got = FrameReader::kMore;
+    while (got == FrameReader::kMore && ::poll(&p, 1, 1000) == 1) got = reader.Feed(*fd);
+    PeerKeyPair keys;
+    if (got == FrameReader::kDone && DecodeGreeting(reader.frame(), &nonce, &bits) &&
+        SolvePuzzle(nonce, bits, deadline, &solution) && NewPeerKeyPair(&keys)) {
+      PeerClaim c{PeerClaim::kHello, RandomNonce(), nonce, keys.pub, kJob, "a", "b"};
+      Result<std::string> cred = mallory.Make(c);
+      if (cred.ok()) {
+        std::string f = Framed(EncodeHelloFrame(*cred, solution));
+        ::send(*fd, f.data(), f.size(), MSG_NOSIGNAL);
+        ::poll(&p, 1, 2000);  // until the door refuses it
+      }
+    }
+    ::close(*fd);
+  }
+}
+
+// The bits of work the door on `port` asks of a connection from `from`
+// (99: no greeting: turned away).
+unsigned GreetingBits(uint16_t port, SourcePort from) {
+  const auto deadline = Clock::now() + 5s;
+  Result<int> fd = ConnectTcp("127.0.0.1", port, deadline, from);
+  REQUIRE(fd.ok());
+  FrameReader reader;
+  pollfd p{*fd, POLLIN, 0};
+  FrameReader::Result got = FrameReader::kMore;
+  while (got == FrameReader::kMore && ::poll(&p, 1, 5000) == 1) got = reader.Feed(*fd);
+  PeerNonce nonce;
+  unsigned bits = 99;
+  if (got != FrameReader::kDone || !DecodeGreeting(reader.frame(), &nonce, &bits)) bits = 99;
+  ::close(*fd);
+  return bits;
+}
+
+TEST_CASE("peer door: solved hellos from another user do not take the root daemon's turns",
+          "[peer][serial]") {
+  if (!PeersCanRun()) return;
+  if (::geteuid() != 0) {
+    WARN("skipped: only root binds a port below 1024 and becomes another user");
+    return;
+  }
+  const uint16_t port = FreePort();
+  // The flooders, killed however the test ends.
+  struct Flooders {
+    std::vector<pid_t> pids;
+    std::vector<int> Stop() {
+      std::vector<int> statuses;
+      for (pid_t pid : pids) ::kill(pid, SIGKILL);
+      for (pid_t pid : pids) {
+        int status = 0;
+        ::waitpid(pid, &status, 0);
+        statuses.push_back(status);
+      }
+      pids.clear();
+      return statuses;
+    }
+    ~Flooders() { Stop(); }
+  } flooders;
+  const pid_t parent = ::getpid();
+  for (int i = 0; i < 12; ++i) {
+    pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      try {
+        FloodAsAnotherUser(port, parent);
+      } catch (...) {
+      }
+      ::_exit(4);  // never back into the test runner
+    }
+    flooders.pids.push_back(pid);
+  }
+  PatternProvider provider(kChunk);
+  provider.Add("f", 3 * kChunk);
+  TestNode b("b", &provider, kChunk, port);
+  b.StartServer();
+  const PeerDoorCounters& door = b.server().door();
+  // The flood is on: its hellos are checked, and refused as another user's.
+  REQUIRE(
+      Within(10s, [&] { return door.refused[static_cast<int>(AuthVerdict::kWrongUser)] > 20; }));
+  // The work is the flooding source's: its node's root daemon, from a
+  // reserved port, is asked for none; a daemon run as a user there shares
+  // the flood's source: asked for its work, or turned away (99: no
+  // greeting) while the flood holds the source's places.
+  const unsigned root_bits = GreetingBits(port, SourcePort{700, 799});
+  const unsigned user_bits = GreetingBits(port, SourcePort::kAny);
+  TestNode a("a", &provider, kChunk);
+  const auto asked = Clock::now();
+  a.StartClient({b.address()});
+  const bool up = Within(3s, [&] { return a.client().up(0); });
+  const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - asked);
+  const uint64_t wrong_user = door.refused[static_cast<int>(AuthVerdict::kWrongUser)];
+  for (int status : flooders.Stop()) {
+    CHECK_FALSE((WIFEXITED(status) && WEXITSTATUS(status) == 5));  // bound a reserved port
+  }
+  INFO("up after " << took.count() << " ms; the flood's hellos refused " << wrong_user
+                   << "; checks " << door.checks << " (" << door.reserved_checks
+                   << " from reserved ports); busy " << door.busy << "; work asked "
+                   << door.work_asked << " (most " << door.work_bits << " bits); asked of a root "
+                   << "daemon " << root_bits << " bits, of a user's " << user_bits);
+  CHECK(up);
+  CHECK(root_bits == 0);
+  CHECK(user_bits >= 8);
+  CHECK(door.reserved_checks >= 1);
+  CHECK(door.busy == 0);
+  CHECK(wrong_user > 20);
 }
 
 }  // namespace

@@ -155,8 +155,11 @@ TEST_CASE("peer server: the asker's deadline bounds the home's work", "[peer]") 
   s.provider.Stall();  // a promotion that takes long
   std::vector<char> buf(kChunk);
   auto start = Clock::now();
-  CHECK(s.a->client().Fetch(0, Ref("f", 3 * kChunk, 1, kChunk), buf.data(), start + 300ms) ==
-        -ETIMEDOUT);
+  // Its own timer, or the home's kBusy sent at the same deadline, whichever
+  // comes first (a loaded host wakes the asker late).
+  const ssize_t r =
+      s.a->client().Fetch(0, Ref("f", 3 * kChunk, 1, kChunk), buf.data(), start + 300ms);
+  CHECK((r == -ETIMEDOUT || r == -EBUSY));
   CHECK(Clock::now() - start < 500ms);
   // The home gave up at the same deadline: its thread is free well before
   // its own promotion wait (10 s) would have ended.

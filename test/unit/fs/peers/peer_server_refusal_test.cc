@@ -20,6 +20,7 @@
 #include "munge_daemon.h"
 #include "peer_fixture.h"
 #include "peer_server_refusal_fixture.h"
+#include "tiering/peer/door_puzzle.h"
 #include "tiering/peer/peer_handshake.h"
 
 namespace tierfs {
@@ -48,9 +49,14 @@ void WriteFrame(int fd, std::string_view payload) {
 int32_t Answer(uint16_t port, const std::function<std::string(const PeerNonce&)>& cred) {
   int fd = Dial(port);
   PeerNonce greeting;
+  unsigned bits = 0;
   std::string g = ReadFrameFrom(fd);
-  REQUIRE(DecodeGreeting(g, &greeting));
-  WriteFrame(fd, EncodeHelloFrame(cred(greeting)));
+  REQUIRE(DecodeGreeting(g, &greeting, &bits));
+  // This address has connected more than a real peer would: the work
+  // asked of it is done, as a client does.
+  uint64_t solution = 0;
+  REQUIRE(SolvePuzzle(greeting, bits, Clock::now() + 5s, &solution));
+  WriteFrame(fd, EncodeHelloFrame(cred(greeting), solution));
   std::string a = ReadFrameFrom(fd);
   ::close(fd);
   int32_t refusal = -1;
