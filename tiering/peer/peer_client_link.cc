@@ -220,87 +220,88 @@ void PeerClient::Connect(Link& l) {
   l.ticket.reset();
   bool queued =
       pool_.Submit([this, index, generation, queued_at, tcp_limit, address = l.address, ticket] {
-    auto session = std::make_shared<ClientSession>();
-    HandshakeResult r = HandshakeResult::kLocal;
-    std::string error;
-    const auto start = Clock::now();
-    const auto deadline =
-        std::min(start + options_.connect_timeout, queued_at + 2 * options_.connect_timeout);
-    if (start - queued_at >= options_.connect_timeout) {
-      error = "too many connections being made at once here";
-    } else if (Result<int> fd =
-                   ConnectTcp(address.host, address.port, std::min(deadline, start + tcp_limit),
-                              options_.source_port);
-               !fd.ok()) {
-      r = HandshakeResult::kUnreachable;
-      error = fd.status().message();
-    } else {
-      Result<ClientSession> made =
-          RunClientHandshake(*fd, *auth_, address.name, deadline, ticket ? &*ticket : nullptr);
-      ::close(*fd);
-      r = HandshakeFailure(made.status());
-      if (made.ok())
-        *session = std::move(*made);
-      else
-        error = made.status().message();
-    }
-    ucx_->Post([this, index, generation, r, session, error]() mutable {
-      Link& l = *links_[index];
-      if (generation != l.generation || l.state.load() != kConnecting) return;
-      if (stopped_.load()) return;  // shutting down: no new endpoint (Stop's close_all downs it)
-      const bool failure_is_death = r != HandshakeResult::kLocal &&
-                                    (l.ever_up || Clock::now() - started_at_ >= options_.grace);
-      if (r != HandshakeResult::kOk) {
-        if (r == HandshakeResult::kRefused || r == HandshakeResult::kBadPeer) {
-          l.counters.refused++;
-          TIERFS_LOG(kWarning, "peer {}: {}", l.address.name, error);
-          Down(l, error, /*dead=*/true);
-          return;
+        auto session = std::make_shared<ClientSession>();
+        HandshakeResult r = HandshakeResult::kLocal;
+        std::string error;
+        const auto start = Clock::now();
+        const auto deadline =
+            std::min(start + options_.connect_timeout, queued_at + 2 * options_.connect_timeout);
+        if (start - queued_at >= options_.connect_timeout) {
+          error = "too many connections being made at once here";
+        } else if (Result<int> fd =
+                       ConnectTcp(address.host, address.port, std::min(deadline, start + tcp_limit),
+                                  options_.source_port);
+                   !fd.ok()) {
+          r = HandshakeResult::kUnreachable;
+          error = fd.status().message();
+        } else {
+          Result<ClientSession> made =
+              RunClientHandshake(*fd, *auth_, address.name, deadline, ticket ? &*ticket : nullptr);
+          ::close(*fd);
+          r = HandshakeFailure(made.status());
+          if (made.ok())
+            *session = std::move(*made);
+          else
+            error = made.status().message();
         }
-        if (r == HandshakeResult::kGarbage) l.counters.garbage++;
-        Down(l, error, failure_is_death);
-        return;
-      }
-      if (by_session_.count(session->session) != 0) {
-        Down(l, "a session id already in use", failure_is_death);
-        return;
-      }
-      Result<ucp_ep_h> ep = ucx_->Connect(session->worker_address);
-      if (!ep.ok()) {
-        Down(l, "cannot reach its worker: " + ep.status().message(), failure_is_death);
-        return;
-      }
-      l.ep = *ep;
-      by_ep_[l.ep] = &l;
-      l.crypto = std::make_shared<LinkCrypto>();
-      l.crypto->keys = session->keys;
-      l.crypto->session = session->session;
-      by_session_[session->session] = &l;
-      l.ticket = session->ticket;
-      if (session->resumed) l.counters.resumed++;
-      if (session->refused) l.counters.resume_refused++;
-      l.state = kUp;
-      l.retrying = false;
-      l.dead = false;
-      l.ever_up = true;
-      l.left = false;
-      l.stalled = false;
-      l.last_heard = Clock::now();
-      l.answered = false;
-      l.counters.connect_us +=
-          static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
-                                    l.last_heard - (l.deadline - 2 * options_.connect_timeout))
-                                    .count());
-      // Made now: used now (idle_close counts from here, not from its last use).
-      l.last_used.store(std::max(l.last_used.load(), l.last_heard.time_since_epoch().count()));
-      l.counters.ups++;
-      // The session's first message: the server holds it from now on,
-      // however long this node then stays quiet.
-      Ping(l);
-      TIERFS_LOG(kInfo, "peer {} is up", l.address.name);
-      Signal(l);
-    });
-  });
+        ucx_->Post([this, index, generation, r, session, error]() mutable {
+          Link& l = *links_[index];
+          if (generation != l.generation || l.state.load() != kConnecting) return;
+          if (stopped_.load())
+            return;  // shutting down: no new endpoint (Stop's close_all downs it)
+          const bool failure_is_death = r != HandshakeResult::kLocal &&
+                                        (l.ever_up || Clock::now() - started_at_ >= options_.grace);
+          if (r != HandshakeResult::kOk) {
+            if (r == HandshakeResult::kRefused || r == HandshakeResult::kBadPeer) {
+              l.counters.refused++;
+              TIERFS_LOG(kWarning, "peer {}: {}", l.address.name, error);
+              Down(l, error, /*dead=*/true);
+              return;
+            }
+            if (r == HandshakeResult::kGarbage) l.counters.garbage++;
+            Down(l, error, failure_is_death);
+            return;
+          }
+          if (by_session_.count(session->session) != 0) {
+            Down(l, "a session id already in use", failure_is_death);
+            return;
+          }
+          Result<ucp_ep_h> ep = ucx_->Connect(session->worker_address);
+          if (!ep.ok()) {
+            Down(l, "cannot reach its worker: " + ep.status().message(), failure_is_death);
+            return;
+          }
+          l.ep = *ep;
+          by_ep_[l.ep] = &l;
+          l.crypto = std::make_shared<LinkCrypto>();
+          l.crypto->keys = session->keys;
+          l.crypto->session = session->session;
+          by_session_[session->session] = &l;
+          l.ticket = session->ticket;
+          if (session->resumed) l.counters.resumed++;
+          if (session->refused) l.counters.resume_refused++;
+          l.state = kUp;
+          l.retrying = false;
+          l.dead = false;
+          l.ever_up = true;
+          l.left = false;
+          l.stalled = false;
+          l.last_heard = Clock::now();
+          l.answered = false;
+          l.counters.connect_us +=
+              static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                        l.last_heard - (l.deadline - 2 * options_.connect_timeout))
+                                        .count());
+          // Made now: used now (idle_close counts from here, not from its last use).
+          l.last_used.store(std::max(l.last_used.load(), l.last_heard.time_since_epoch().count()));
+          l.counters.ups++;
+          // The session's first message: the server holds it from now on,
+          // however long this node then stays quiet.
+          Ping(l);
+          TIERFS_LOG(kInfo, "peer {} is up", l.address.name);
+          Signal(l);
+        });
+      });
   if (!queued) Down(l, "too much to do", false);
 }
 
