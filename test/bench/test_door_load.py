@@ -4,7 +4,7 @@ and the flood's, 127.9.0.1, touch nothing else): 1,023 honest peers
 connecting within a second to one real peer door while a flood from one
 address goes on. The tool checks and prints it: every honest peer gets a
 session at its first attempt, asked for no more work than 5% of a core in
-a node's first second, and the flooder takes at most its share of the
+a node's first second, and the flooder gets no more than its turns at the
 checks; again with a flooder that solves every puzzle at once (the door
 asks for none: only the turns at munged hold it back). Also: bad
 arguments are refused (exit 2).

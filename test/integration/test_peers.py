@@ -110,6 +110,12 @@ class Job:
     def peers(self, i):
         return self.mounts[i].stats()["peers"]
 
+    def hedged(self):
+        """Fetches, summed over the live nodes, that a slow home made read
+        from the PFS too (each at most one chunk read twice)."""
+        return sum(m.stats()["peers"].get("hedged", 0) for m in self.mounts
+                   if m is not None and m.proc.poll() is None)
+
     def wait_ready(self, timeout=15):
         """Every started node listens for its peers (they connect on first need)."""
         started = [i for i, m in enumerate(self.mounts) if m is not None]
@@ -372,7 +378,10 @@ class PeersTest(unittest.TestCase):
             self.assertEqual(errors, [])
             self.assertLess(time.monotonic() - t0, len(names) + 4)
             p = job.peers(0)
-            self.assertGreaterEqual(p["source_fallbacks"], 1, "the transfer cut was read from the PFS")
+            # The cut transfer was read from the PFS: as a fallback, or by the
+            # hedge that raced the silent home.
+            self.assertGreaterEqual(p["source_fallbacks"] + p.get("hedged", 0), 1,
+                                    "the transfer cut was read from the PFS")
             self.assertFalse(p["remote"][0]["up"])
             self.assertTrue(p["remote"][0]["dead"], "a killed home is gone: its chunks move")
 
@@ -447,7 +456,11 @@ class PeersTest(unittest.TestCase):
             self.assertEqual(job.mounts[1].stats()["requests"]["read"], 0, "nobody read on n1")
             self.assertEqual(job.peers(0)["asked_ahead_failed"], 0)
             job.read_all(0)
-            self.assertEqual(job.pfs_bytes(), job.total(), "each byte read from the PFS once")
+            # Each byte once, but for the chunks of answers slower than their
+            # home's hedge time, which were read from the PFS again (counted).
+            extra = job.pfs_bytes() - job.total()
+            self.assertGreaterEqual(extra, 0)
+            self.assertLessEqual(extra, job.hedged() * FILE_SIZE, "each byte read from the PFS once")
 
     def test_a_daemon_of_another_job_is_refused(self):
         with Job(2, node_job={1: "another-job"}) as job:

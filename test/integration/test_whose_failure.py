@@ -114,27 +114,9 @@ class WhoseFailure(unittest.TestCase):
         self.refused(3, "No such file or directory", source=os.path.join(self.base, "missing"))
 
 
-class ExitStatusTable(unittest.TestCase):
-    """--help, the man page, USAGE and OPERATIONS give the same statuses."""
-
-    def test_every_place_names_statuses_5_and_6_alike(self):
-        root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
-
-        def text(path):
-            with open(os.path.join(root, path)) as f:
-                return f.read()
-
-        said = harness.run_tierfs("--help").stdout
-        self.assertIn("  5  a tier or index path named on the command line", said)
-        self.assertIn("  6  SOURCE's file system failing", said)
-        self.assertIn(".B 5\na tier or index path named on the command line", text("docs/tierfs.1"))
-        self.assertIn(".B 6\n.IR SOURCE 's\nfile system is failing", text("docs/tierfs.1"))
-        usage = text("docs/USAGE.md")
-        self.assertIn("| 5 | a tier or index path named on the command line |", usage)
-        self.assertIn("| 6 | SOURCE's file system failing |", usage)
-        ops = " ".join(text("docs/OPERATIONS.md").split())
-        self.assertIn("4 MOUNTPOINT, 5 a tier or index path named on the command line, 6 SOURCE's "
-                      "file system failing", ops)
+# That --help, the man page, USAGE and OPERATIONS give the same statuses,
+# word for word, and that one case of every row exits as they say, is
+# test_exit_status.py's.
 
 
 if __name__ == "__main__":

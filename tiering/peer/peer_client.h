@@ -93,7 +93,7 @@ struct PeerClientOptions {
   // A hedged Fetch reads SOURCE too once its peer has not begun to answer
   // for the p99 of that peer's answers, within [hedge_min, hedge_max]
   // (hedge_max while fewer than 16 answers are measured).
-  std::chrono::milliseconds hedge_min{20}, hedge_max{500};
+  std::chrono::milliseconds hedge_min{50}, hedge_max{500};
   // While reads want a peer that is stalled or down, it is pinged (stalled)
   // or connected to (down) this often, so that it is asked again as soon
   // as it answers; a connect's TCP part then has probe_connect at most.

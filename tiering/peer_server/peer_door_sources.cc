@@ -28,9 +28,18 @@ unsigned DoorSources::BitsFor(double recent) const {
   return std::min(bits, options_.max_bits);
 }
 
+// The count stops at twice the one that asks the most work: a flood keeps
+// its address at the most work while it lasts, and that address (which may
+// be a shared login node's) is asked less within about 1.4 s of its end, not
+// after as many halvings as the flood was long.
+double DoorSources::RecentCap() const {
+  const int steps = std::max(0, (static_cast<int>(options_.max_bits) - 8) / 2);
+  return 2 * kFreeConnections * std::ldexp(1.0, steps);
+}
+
 unsigned DoorSources::Arrived(Source source, Clock::time_point now, bool* started) {
   State& s = sources_[source.key()];
-  s.recent = Decayed(s, now) + 1;
+  s.recent = std::min(Decayed(s, now) + 1, RecentCap());
   s.seen = now;
   const unsigned bits = BitsFor(s.recent);
   if (started != nullptr) *started = bits > 0 && !s.asked;
@@ -90,9 +99,11 @@ void DoorSources::Forget(Source source, uint64_t conn) {
 
 bool DoorSources::Next(HelloTicket* ticket, bool* reserved) {
   while (!turns_[0].empty() || !turns_[1].empty()) {
-    // Alternate between the classes when both have hellos waiting.
-    const bool r = turns_[1].empty() ? false : turns_[0].empty() ? true : reserved_next_;
-    reserved_next_ = !r;
+    // When both classes have hellos waiting, reserved ports get
+    // kReservedTurns turns for each of the other class's.
+    const bool both = !turns_[0].empty() && !turns_[1].empty();
+    const bool r = both ? reserved_run_ < kReservedTurns : !turns_[1].empty();
+    reserved_run_ = r ? std::min(reserved_run_ + 1, kReservedTurns) : 0;
     const uint64_t key = turns_[r].front();
     turns_[r].pop_front();
     auto it = sources_.find(key);

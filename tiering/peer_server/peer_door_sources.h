@@ -12,9 +12,11 @@
 //     to a door; a flood's count stays high for as long as it floods;
 //   - its hellos waiting for a MUNGE check, in arrival order. Next() gives
 //     them out in turn: one hello per source with a hello waiting, round
-//     robin, and the two classes alternately when both wait, so one source
-//     gets one check per turn however many hellos it sends, and
-//     unreserved ports never take reserved ones' turns.
+//     robin, and when both classes wait, reserved ports get
+//     kReservedTurns turns for each of the other's: one source gets one
+//     check per turn however many hellos it sends, and unreserved ports
+//     (any user of a node) get at most a quarter of the checks while root
+//     daemons' hellos wait.
 // Sources with nothing open and a forgotten count are dropped (Prune).
 // Not thread-safe: the door's thread only.
 #pragma once
@@ -59,6 +61,7 @@ class DoorSources {
   unsigned Arrived(Source source, Clock::time_point now, bool* started = nullptr);
   // The bits a source of `recent` connections is asked for.
   unsigned BitsFor(double recent) const;
+  double RecentCap() const;  // the most a source's recent count may reach
 
   // Places: free for `source` (its own, and its class's)?
   bool SourceFull(Source source) const;
@@ -95,7 +98,8 @@ class DoorSources {
   std::unordered_map<uint64_t, State> sources_;  // by Source::key()
   size_t pending_[2] = {0, 0};                   // places held, by Source::reserved
   std::deque<uint64_t> turns_[2];                // sources with hellos waiting, by class
-  bool reserved_next_ = true;                    // whose turn when both classes wait
+  static constexpr unsigned kReservedTurns = 3;  // per unreserved turn, when both wait
+  unsigned reserved_run_ = 0;                    // reserved turns given in a row
   size_t waiting_ = 0;
 };
 

@@ -44,6 +44,7 @@ class FakeMungeImpl final : public Credentials {
       std::this_thread::sleep_for(world_->check_time);  // the answer's credential
     } else if (long p = PeerOf(payload, world_->pending.size()); p >= 0) {
       world_->sent_at[static_cast<size_t>(p)] = world_->Now();  // an honest hello, sent now
+      world_->flood_at_send[static_cast<size_t>(p)] = world_->flood_checks.load();
       if (world_->pending[static_cast<size_t>(p)].exchange(1) == 0) world_->honest_waiting++;
     }
     return Cred(kJobUid, payload);
@@ -65,6 +66,8 @@ class FakeMungeImpl final : public Credentials {
       world_->honest_checks++;
       const auto i = static_cast<size_t>(p);
       world_->check_wait_us[i] = (world_->Now() - world_->sent_at[i].load()) / 1000;
+      world_->flood_in_wait[i] =
+          static_cast<int64_t>(world_->flood_checks.load() - world_->flood_at_send[i].load());
       world_->Done(i);
     }
     std::this_thread::sleep_for(world_->check_time);

@@ -33,12 +33,20 @@ inline constexpr uint32_t kFlooderAddress = 0x7f090001;  // 127.9.0.1
 
 // What the fake MUNGE saw, shared by every thread.
 struct World {
-  explicit World(size_t peers) : sent_at(peers), pending(peers), check_wait_us(peers) {}
+  explicit World(size_t peers)
+      : sent_at(peers),
+        pending(peers),
+        check_wait_us(peers),
+        flood_at_send(peers),
+        flood_in_wait(peers) {}
   std::chrono::microseconds check_time{250};        // a check on the door's side
   std::atomic<int> honest_waiting{0};               // honest hellos made, not yet checked
   std::vector<std::atomic<int64_t>> sent_at;        // by peer: its hello's making, ns since epoch
   std::vector<std::atomic<int>> pending;            // by peer: its hello not checked yet
   std::vector<std::atomic<int64_t>> check_wait_us;  // by peer: hello made -> its check
+  std::vector<std::atomic<uint64_t>>
+      flood_at_send;                                // by peer: flood_checks when its hello was made
+  std::vector<std::atomic<int64_t>> flood_in_wait;  // by peer: flood checks begun meanwhile
   std::atomic<uint64_t> honest_checks{0}, flood_checks{0};
   std::atomic<uint64_t> flood_checks_contended{0};  // while an honest hello waited
   const Clock::time_point epoch = Clock::now();

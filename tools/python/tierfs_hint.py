@@ -168,18 +168,44 @@ class _Writer:
             return ""
 
 
+def _order_counts(stats_path):
+    """(valid_lines, rejected_lines) of the mount's declared order, or None
+    if its stats do not say (an older tierfs, or not readable)."""
+    try:
+        with open(stats_path, "rb") as f:
+            order = json.loads(f.read())["prefetch"]["order"]
+        return int(order["valid_lines"]), int(order["rejected_lines"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 def hint(mount, paths):
     """Appends `paths` (absolute under the mount, relative to the current
     directory, or (path, target) pairs) to the mount's declared read order in
     one write. Paths outside the mount are skipped with a warning. Returns the
-    number of paths written (0 if the write failed: a warning says why)."""
+    number of paths the daemon accepted (from its counters before and after;
+    the number written if it does not report them); 0 if the write failed.
+    A warning names the first rejected path and why."""
     rel, outside = relative_paths(mount, paths)
     if outside:
         _warn(f"{outside} of {len(rel)} paths are not under {mount}; they are not hinted")
     rel = [r for r in rel if r is not None]
     if not rel:
         return 0
-    return len(rel) if _Writer(mount).write(rel) else 0
+    writer = _Writer(mount)
+    before = _order_counts(writer.stats_path)
+    if not writer.write(rel):
+        return 0
+    after = _order_counts(writer.stats_path)
+    if before is None or after is None:
+        return len(rel)
+    # The counters are everyone's: never more than this write sent.
+    valid = min(len(rel), max(0, after[0] - before[0]))
+    rejected = min(len(rel) - valid, max(0, after[1] - before[1]))
+    if rejected:
+        _warn(f"the daemon at {mount} rejected {rejected} of {len(rel)} paths"
+              + writer._first_rejected())
+    return valid
 
 
 def clear(mount):

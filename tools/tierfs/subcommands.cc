@@ -212,7 +212,8 @@ int RunHint(const MountControl& mount, const std::string& list_path) {
   if (mode != "order" && mode != "?") {
     std::fprintf(stderr, "tierfs hint: warning: %s\n", UnusedOrder(mount, mode).c_str());
   }
-  return 0;
+  // The accepted lines are kept; a script still learns that some were not.
+  return rejected > 0 ? 1 : 0;
 }
 
 std::string UnusedOrder(const MountControl& mount, const std::string& mode) {

@@ -2,7 +2,7 @@
 // asked for follows its own recent connections (a real peer's one or two
 // cost nothing, a flood's cost more the longer it goes on, and it is
 // forgotten once it stops), and the checks are given out one per source in
-// turn, the reserved ports' class alternately with the other.
+// turn, the reserved ports' class three turns to the other's one.
 #include "tiering/peer_server/peer_door_sources.h"
 
 #include <catch2/catch.hpp>
@@ -58,7 +58,24 @@ TEST_CASE("door sources: a source's puzzle follows its own connections", "[peer]
   CHECK(s.BitsFor(1e9) == 18);
 }
 
-TEST_CASE("door sources: the checks go to each source in turn, reserved ports alternately",
+TEST_CASE("door sources: however long a flood, its address is asked less soon after it ends",
+          "[peer]") {
+  DoorSources s(DoorSources::Options{8, 64, 18});
+  const auto t0 = Clock::now();
+  // 100,000 connections in 10 s (a fast host's flood): the most work throughout.
+  unsigned bits = 0;
+  for (int i = 0; i < 100000; ++i) {
+    bits = s.Arrived(From(9), t0 + std::chrono::microseconds(100 * i));
+  }
+  CHECK(bits == 18);
+  CHECK(s.Prune(t0 + 10s) == 18);
+  // Its count stopped at twice the most work's: less within 1.5 s of the
+  // end, not after the eight halvings 100,000 connections would take.
+  CHECK(s.Prune(t0 + 11500ms) < 18);
+  CHECK(s.Arrived(From(9), t0 + 11500ms) < 18);
+}
+
+TEST_CASE("door sources: the checks go to each source in turn, reserved ports three turns to one",
           "[peer]") {
   DoorSources s(DoorSources::Options{8, 64, 18});
   uint64_t conn = 0;
@@ -66,7 +83,7 @@ TEST_CASE("door sources: the checks go to each source in turn, reserved ports al
   for (int i = 0; i < 8; ++i) s.Wait(From(99), {100, ++conn});
   s.Wait(From(1), {1, ++conn});
   s.Wait(From(2), {2, ++conn});
-  s.Wait(From(3, true), {3, ++conn});
+  for (int i = 0; i < 4; ++i) s.Wait(From(10 + i, true), {10 + i, ++conn});
   s.Wait(From(99, true), {4, ++conn});  // the flooder's node's root daemon
   std::vector<int> order;
   DoorSources::HelloTicket t;
@@ -76,15 +93,12 @@ TEST_CASE("door sources: the checks go to each source in turn, reserved ports al
     order.push_back(t.fd);
     reserved_of[t.fd] = reserved;
   }
-  // Classes alternate while both wait; in a class, one hello per source a turn.
-  REQUIRE(order.size() == 12);
-  CHECK(order[0] == 3);  // reserved first
-  CHECK(order[1] == 100);
-  CHECK(order[2] == 4);
-  CHECK(order[3] == 1);
-  CHECK(order[4] == 2);
-  CHECK(order[5] == 100);  // the flooder's second, after everyone's first
-  CHECK(reserved_of[3] == 1);
+  // While both classes wait, three reserved turns to one of the others; in
+  // a class, one hello per source a turn.
+  REQUIRE(order.size() == 15);
+  CHECK(order == std::vector<int>{10, 11, 12, 100, 13, 4, 1, 2, 100, 100, 100, 100, 100, 100, 100});
+  CHECK(reserved_of[10] == 1);
+  CHECK(reserved_of[4] == 1);
   CHECK(reserved_of[100] == 0);
   CHECK(s.waiting() == 0);
 }
