@@ -47,7 +47,7 @@ int ControlDir::Lookup(std::string_view name, uid_t caller, struct stat* st) {
   const bool make = !files_[index].private_read || caller == 0 || caller == owner_;
   auto text =
       std::make_shared<const std::string>(make ? files_[index].read(caller) : std::string());
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   // The inode number says which file it is, so that writes reach the file
   // even after its snapshot was dropped (others' lookups beyond the cap).
   const uint64_t ino = dir_ino_ + 1 + next_serial_++ * files_.size() + index;
@@ -62,7 +62,7 @@ int ControlDir::GetAttr(uint64_t ino, struct stat* st) const {
     DirAttr(st);
     return 0;
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = snapshots_.find(ino);
   if (it != snapshots_.end()) {
     FileAttr(ino, files_[it->second.file], it->second.text->size(), st);
@@ -78,7 +78,7 @@ int ControlDir::Read(uint64_t ino, uint64_t off, size_t size, std::string_view* 
                      std::shared_ptr<const std::string>* hold) const {
   if (ino == dir_ino_) return -EISDIR;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = snapshots_.find(ino);
     if (it == snapshots_.end()) return -EIO;
     *hold = it->second.text;
@@ -96,7 +96,7 @@ const ControlFile* ControlDir::FileOfLocked(uint64_t ino) const {
 }
 
 const ControlFile* ControlDir::FileOf(uint64_t ino) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return FileOfLocked(ino);
 }
 
@@ -131,7 +131,7 @@ int ControlDir::Truncate(uint64_t ino) {
 }
 
 void ControlDir::Forget(uint64_t ino, uint64_t nlookup) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = snapshots_.find(ino);
   if (it == snapshots_.end()) return;
   if (it->second.lookups <= nlookup) {
@@ -148,7 +148,7 @@ std::vector<std::string_view> ControlDir::Entries() const {
 }
 
 size_t ControlDir::held_snapshots() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return snapshots_.size();
 }
 

@@ -17,12 +17,12 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "prefetch/planners/hint_parser.h"
+#include "tiering/base/mutex.h"
 
 namespace tierfs {
 
@@ -98,16 +98,17 @@ class ControlDir {
   void FileAttr(uint64_t ino, const ControlFile& file, size_t size, struct stat* st) const;
   // The file an inode was handed out for (its snapshot may be gone), or nullptr.
   const ControlFile* FileOf(uint64_t ino) const;
-  const ControlFile* FileOfLocked(uint64_t ino) const;  // REQUIRES: mu_ held
+  const ControlFile* FileOfLocked(uint64_t ino) const REQUIRES(mu_);
 
   const uint64_t dir_ino_;
   const uid_t owner_;
   const gid_t group_;
   const int64_t created_s_;
   const std::vector<ControlFile> files_;
-  mutable std::mutex mu_;  // guards snapshots_ and next_serial_; a leaf lock
-  std::map<uint64_t, Snapshot> snapshots_;
-  uint64_t next_serial_ = 0;  // lookups so far: inode = dir_ino_ + 1 + serial * files + file
+  mutable Mutex mu_;  // guards snapshots_ and next_serial_; a leaf lock
+  std::map<uint64_t, Snapshot> snapshots_ GUARDED_BY(mu_);
+  uint64_t next_serial_ GUARDED_BY(mu_) =
+      0;  // lookups so far: inode = dir_ino_ + 1 + serial * files + file
 };
 
 }  // namespace tierfs

@@ -159,7 +159,7 @@ int PassthroughOpens::PassOpen(fuse_ino_t ino, InodeOpens& e, uint64_t token, bo
 int PassthroughOpens::Open(fuse_ino_t ino, bool* first) {
   *first = false;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     TakeRemovals();
     auto it = opens_.find(ino);
     if (it != opens_.end() && it->second.passed > 0) {
@@ -175,7 +175,7 @@ int PassthroughOpens::Open(fuse_ino_t ino, bool* first) {
   uint64_t token = 0;
   // Outside the lock: it looks at every chunk of the file.
   const int pinned = active() && files_ != nullptr ? files_->Pin(ino, &token) : -ENOTSUP;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   InodeOpens& e = opens_[ino];
   if (pinned < 0) {
     if (e.passed > 0) {  // another open came first, with a backing file
@@ -189,7 +189,7 @@ int PassthroughOpens::Open(fuse_ino_t ino, bool* first) {
 }
 
 void PassthroughOpens::Removed(fuse_ino_t ino) {
-  std::lock_guard lock(removed_mu_);
+  MutexLock lock(removed_mu_);
   if (removed_.size() < kMaxPaged) removed_.push_back(ino);
   any_removed_.store(true, std::memory_order_release);
 }
@@ -198,7 +198,7 @@ void PassthroughOpens::TakeRemovals() {
   if (!any_removed_.load(std::memory_order_acquire)) return;
   std::vector<fuse_ino_t> removed;
   {
-    std::lock_guard lock(removed_mu_);
+    MutexLock lock(removed_mu_);
     removed.swap(removed_);
     any_removed_.store(false, std::memory_order_release);
   }
@@ -222,7 +222,7 @@ void PassthroughOpens::LetGo(Opens::iterator it) {
 }
 
 bool PassthroughOpens::Release(fuse_ino_t ino, bool passthrough) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   TakeRemovals();
   auto it = opens_.find(ino);
   if (it == opens_.end()) return false;
@@ -250,7 +250,7 @@ bool PassthroughOpens::Release(fuse_ino_t ino, bool passthrough) {
 }
 
 bool PassthroughOpens::TakePaged(fuse_ino_t ino) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return paged_.erase(ino) > 0;
 }
 

@@ -24,7 +24,6 @@
 #include <atomic>
 #include <cstdint>
 #include <list>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -32,6 +31,7 @@
 
 #include "fs/config/mount_modes.h"
 #include "tiering/base/counter_visitor.h"
+#include "tiering/base/mutex.h"
 
 namespace tierfs {
 
@@ -116,15 +116,15 @@ class PassthroughOpens {
   int Register(int fd);
   void Unregister(int32_t id);
   // The passthrough open of `ino` pinned as `token`: the backing id, or
-  // -errno (then unpinned). REQUIRES: mu_ held.
-  int PassOpen(fuse_ino_t ino, InodeOpens& e, uint64_t token, bool* first);
-  // An answer without passthrough. REQUIRES: mu_ held.
-  int CachedOpen(fuse_ino_t ino, InodeOpens& e, int err);
+  // -errno (then unpinned).
+  int PassOpen(fuse_ino_t ino, InodeOpens& e, uint64_t token, bool* first) REQUIRES(mu_);
+  // An answer without passthrough.
+  int CachedOpen(fuse_ino_t ino, InodeOpens& e, int err) REQUIRES(mu_);
   // Lets go of an entry's registered backing file and forgets the entry
-  // if nothing else holds it. REQUIRES: mu_ held.
-  void LetGo(Opens::iterator it);
-  // Applies the removals noted since the last call. REQUIRES: mu_ held.
-  void TakeRemovals();
+  // if nothing else holds it.
+  void LetGo(Opens::iterator it) REQUIRES(mu_);
+  // Applies the removals noted since the last call.
+  void TakeRemovals() REQUIRES(mu_);
 
   PassthroughWant want_ = PassthroughWant::kAuto;
   std::string why_not_;       // set before the session; "" = may try
@@ -136,18 +136,19 @@ class PassthroughOpens {
   size_t max_idle_ = 0;
   // Guards opens_, idle_ and paged_. Taken before the tiers' locks (Pin,
   // Open and Unpin of files_ run under it, and the registration ioctls).
-  std::mutex mu_;
-  Opens opens_;
-  std::list<fuse_ino_t> idle_;  // inodes with a registered backing file and no open; newest first
-  std::mutex removed_mu_;       // guards removed_; a leaf lock
-  std::vector<fuse_ino_t> removed_;
+  Mutex mu_ ACQUIRED_BEFORE(removed_mu_);
+  Opens opens_ GUARDED_BY(mu_);
+  std::list<fuse_ino_t> idle_
+      GUARDED_BY(mu_);  // inodes with a registered backing file and no open; newest first
+  Mutex removed_mu_;    // guards removed_; a leaf lock
+  std::vector<fuse_ino_t> removed_ GUARDED_BY(removed_mu_);
   std::atomic<bool> any_removed_{false};
   // Files opened without passthrough whose pages have not been dropped
   // since: the files read before they were resident, and those that never
   // are (no room). Bounded: beyond kMaxPaged, a file's pages are left to
   // the kernel's reclaim.
   static constexpr size_t kMaxPaged = 1 << 16;
-  std::unordered_set<fuse_ino_t> paged_;
+  std::unordered_set<fuse_ino_t> paged_ GUARDED_BY(mu_);
   std::atomic<uint64_t> cache_drops_{0}, cached_now_{0}, opened_bytes_{0}, passed_opens_{0},
       cached_opens_{0}, busy_{0}, register_failed_{0}, backing_files_{0}, registrations_{0},
       reused_{0};

@@ -64,7 +64,7 @@ int SourcePermissions::Check(const AccessCaller& who, NodeId id, int mask) {
   const auto now = std::chrono::steady_clock::now();
   uint64_t generation;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = cache_.find(KeyOf(who, groups, id, mask));
     if (it != cache_.end() && (ttl_.count() == 0 || now - it->second.at < ttl_)) {
       if (it->second.result != 0) denied_.fetch_add(1, std::memory_order_relaxed);
@@ -83,7 +83,7 @@ int SourcePermissions::Check(const AccessCaller& who, NodeId id, int mask) {
   }
   if (r == -EPERM) r = -EACCES;
   if (r != 0) denied_.fetch_add(1, std::memory_order_relaxed);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (generation != generation_) return r;  // asked before a revalidation: not kept
   if (cache_.size() >= kMaxEntries) ForgetLocked();
   cache_[KeyOf(who, groups, id, mask)] = Answer{r, now};
@@ -92,7 +92,7 @@ int SourcePermissions::Check(const AccessCaller& who, NodeId id, int mask) {
 
 void SourcePermissions::Revalidate() {
   revalidations_.fetch_add(1, std::memory_order_relaxed);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   ForgetLocked();
 }
 

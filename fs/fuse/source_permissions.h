@@ -22,11 +22,11 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 
 #include "tiering/base/counter_visitor.h"
+#include "tiering/base/mutex.h"
 #include "tiering/io/backend.h"
 #include "tiering/namespace/namespace.h"
 
@@ -68,23 +68,23 @@ class SourcePermissions {
   };
 
   // The key of `who`'s answer for `mask` on `id`, its set of groups given
-  // as GroupSet(who). REQUIRES: mu_ held.
-  Key KeyOf(const AccessCaller& who, const std::string& groups, NodeId id, int mask);
-  // Forgets every answer and set of groups. REQUIRES: mu_ held.
-  void ForgetLocked();
+  // as GroupSet(who).
+  Key KeyOf(const AccessCaller& who, const std::string& groups, NodeId id, int mask) REQUIRES(mu_);
+  // Forgets every answer and set of groups.
+  void ForgetLocked() REQUIRES(mu_);
 
   Backend* const backend_;
   const Namespace* const ns_;
   const std::chrono::milliseconds ttl_;
-  std::mutex mu_;  // guards the rest. A leaf lock: SOURCE is asked outside it.
-  std::unordered_map<Key, Answer, KeyHash> cache_;
+  Mutex mu_;  // guards the rest. A leaf lock: SOURCE is asked outside it.
+  std::unordered_map<Key, Answer, KeyHash> cache_ GUARDED_BY(mu_);
   // Each set of supplementary groups seen (sorted, without repeats, as the
   // bytes of its gids) and its id: a key holds the id, the whole set is
   // compared here (no two sets share an id).
-  std::unordered_map<std::string, uint32_t> group_sets_;
+  std::unordered_map<std::string, uint32_t> group_sets_ GUARDED_BY(mu_);
   // Bumped when everything is forgotten: an answer asked before is
   // returned to its caller but not kept (its key's ids may be reused).
-  uint64_t generation_ = 0;
+  uint64_t generation_ GUARDED_BY(mu_) = 0;
   std::atomic<uint64_t> checks_{0}, asked_{0}, denied_{0}, revalidations_{0}, groups_unknown_{0};
 };
 

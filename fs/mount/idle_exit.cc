@@ -89,19 +89,19 @@ void IdleExit::Start() {
 
 void IdleExit::Stop() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   if (thread_.joinable()) thread_.join();
 }
 
 void IdleExit::Run() {
   const auto period = Period(idle_);
   Clock::time_point idle_since = Clock::now();
-  std::unique_lock lock(mu_);
-  while (!cv_.wait_for(lock, period, [this] { return stop_; })) {
-    lock.unlock();
+  MutexLock lock(mu_);
+  while (!cv_.WaitFor(mu_, period, [this]() REQUIRES(mu_) { return stop_; })) {
+    lock.Unlock();
     const Clock::time_point now = Clock::now();
     // Unreadable, or our own mount not there (gone already): never leave on that.
     const size_t mounts = MountsOfDevice(hooks_.mountinfo(), device_);
@@ -115,7 +115,7 @@ void IdleExit::Run() {
       hooks_.leave();
       return;
     }
-    lock.lock();
+    lock.Lock();
   }
 }
 

@@ -12,13 +12,13 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <thread>
+
+#include "tiering/base/mutex.h"
 
 namespace tierfs {
 
@@ -62,9 +62,9 @@ class IdleExit {
   const std::chrono::seconds idle_;
   const std::string device_;
   const Hooks hooks_;
-  std::mutex mu_;  // guards stop_; a leaf lock (cv_ wakes the thread)
-  std::condition_variable cv_;
-  bool stop_ = false;
+  Mutex mu_;  // guards stop_; a leaf lock (cv_ wakes the thread)
+  CondVar cv_;
+  bool stop_ GUARDED_BY(mu_) = false;
   bool left_ = false;  // written by the thread, read after Stop()
   std::thread thread_;
 };

@@ -18,10 +18,10 @@ ScanProgress::ScanProgress(const ScanReport* scan, std::string label, bool enabl
 ScanProgress::~ScanProgress() {
   if (!thread_.joinable()) return;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   thread_.join();
   std::fputs("\r\033[K", stderr);
 }
@@ -39,8 +39,9 @@ std::string ScanProgress::Line(const std::string& label, const ScanReport& scan,
 
 void ScanProgress::Run() {
   const auto start = std::chrono::steady_clock::now();
-  std::unique_lock lock(mu_);
-  while (!cv_.wait_for(lock, std::chrono::milliseconds(250), [this] { return stop_; })) {
+  MutexLock lock(mu_);
+  while (
+      !cv_.WaitFor(mu_, std::chrono::milliseconds(250), [this]() REQUIRES(mu_) { return stop_; })) {
     const double s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::fprintf(stderr, "\r\033[K%s", Line(label_, *scan_, s).c_str());

@@ -5,11 +5,10 @@
 // the scan ends, before its figures are printed.
 #pragma once
 
-#include <condition_variable>
-#include <mutex>
 #include <string>
 #include <thread>
 
+#include "tiering/base/mutex.h"
 #include "tiering/namespace/namespace.h"
 
 namespace tierfs {
@@ -32,9 +31,9 @@ class ScanProgress {
 
   const ScanReport* const scan_;
   const std::string label_;
-  std::mutex mu_;  // guards stop_; a leaf lock
-  std::condition_variable cv_;
-  bool stop_ = false;
+  Mutex mu_;  // guards stop_; a leaf lock
+  CondVar cv_;
+  bool stop_ GUARDED_BY(mu_) = false;
   std::thread thread_;  // not started when nothing is drawn
 };
 

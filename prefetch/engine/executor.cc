@@ -12,14 +12,14 @@ Executor::Executor(unsigned threads, size_t capacity)
 
 void Executor::SetActiveLimit(unsigned n) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     active_limit_.store(std::clamp(n, 1u, threads_));
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 void Executor::Start() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (!workers_.empty() || stopping()) return;
   for (unsigned i = 0; i < threads_; ++i) workers_.emplace_back([this] { Work(); });
 }
@@ -28,7 +28,7 @@ Executor::~Executor() { Shutdown(); }
 
 bool Executor::Submit(Lane lane, Job job) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto& q = lanes_[static_cast<int>(lane)];
     if (stopping() || q.size() >= capacity_) {
       rejected_.fetch_add(1, std::memory_order_relaxed);
@@ -36,12 +36,12 @@ bool Executor::Submit(Lane lane, Job job) {
     }
     q.push_back(std::move(job));
   }
-  cv_.notify_one();
+  cv_.NotifyOne();
   return true;
 }
 
 size_t Executor::queued(Lane lane) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return lanes_[static_cast<int>(lane)].size();
 }
 
@@ -49,9 +49,9 @@ void Executor::Work() {
   while (true) {
     Job job;
     {
-      std::unique_lock lock(mu_);
+      MutexLock lock(mu_);
       std::deque<Job>* q = nullptr;
-      cv_.wait(lock, [&] {
+      cv_.Wait(mu_, [&]() REQUIRES(mu_) {
         if (stopping()) return true;
         if (running_.load(std::memory_order_relaxed) >= active_limit()) return false;
         for (auto& lane : lanes_) {  // foreground, then look-ahead, then background
@@ -74,18 +74,18 @@ void Executor::Work() {
     }
     job = {};  // what it owns is released (a claim undone) before the job counts as done
     {
-      std::lock_guard lock(mu_);  // so a worker waiting on the limit sees the change
+      MutexLock lock(mu_);  // so a worker waiting on the limit sees the change
       running_.fetch_sub(1, std::memory_order_relaxed);
     }
     completed_.fetch_add(1, std::memory_order_relaxed);
-    cv_.notify_all();
+    cv_.NotifyAll();
   }
 }
 
 void Executor::Shutdown() {
   std::deque<Job> dropped;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (stopping()) return;
     stopping_.store(true);
     for (auto& q : lanes_) {
@@ -93,7 +93,7 @@ void Executor::Shutdown() {
       q.clear();
     }
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   // Destroyed here, in submission order per lane, without mu_ held: their
   // captures may take other locks as they clean up.
   while (!dropped.empty()) dropped.pop_front();

@@ -7,15 +7,14 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
-#include <mutex>
 #include <thread>
 #include <vector>
 
 #include "tiering/base/counter_visitor.h"
+#include "tiering/base/mutex.h"
 
 namespace tierfs {
 
@@ -60,14 +59,14 @@ class Executor {
 
   const unsigned threads_;
   const size_t capacity_;
-  mutable std::mutex mu_;  // guards lanes_; a leaf lock, never held while a job runs
-  std::condition_variable cv_;
-  std::deque<Job> lanes_[kLanes];
+  mutable Mutex mu_;  // guards lanes_; a leaf lock, never held while a job runs
+  CondVar cv_;
+  std::deque<Job> lanes_[kLanes] GUARDED_BY(mu_);
   std::atomic<unsigned> active_limit_;
   std::atomic<bool> stopping_{false};
   std::atomic<unsigned> running_{0};
   std::atomic<uint64_t> rejected_{0}, completed_{0};
-  std::vector<std::thread> workers_;
+  std::vector<std::thread> workers_;  // made by Start under mu_, joined by Shutdown once stopping_
 };
 
 }  // namespace tierfs

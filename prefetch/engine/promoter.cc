@@ -26,7 +26,7 @@ Promoter::Outcome Promoter::Request(ChunkKey key, Executor::Lane lane, Origin or
   const bool may_hurry = lane != Executor::Lane::kForeground;
   if (may_hurry) {
     QueuedStripe& stripe = StripeOf(key);
-    std::lock_guard lock(stripe.mu);
+    MutexLock lock(stripe.mu);
     stripe.map[key] = q;
   }
   // A job dropped unrun (lane full, shutdown) destroys the claim, undoing it.
@@ -47,7 +47,7 @@ void Promoter::Run(Queued& q) {
 
 void Promoter::Forget(ChunkKey key) {
   QueuedStripe& stripe = StripeOf(key);
-  std::lock_guard lock(stripe.mu);
+  MutexLock lock(stripe.mu);
   stripe.map.erase(key);
 }
 
@@ -55,7 +55,7 @@ bool Promoter::Hurry(ChunkKey key) {
   std::shared_ptr<Queued> q;
   {
     QueuedStripe& stripe = StripeOf(key);
-    std::lock_guard lock(stripe.mu);
+    MutexLock lock(stripe.mu);
     auto it = stripe.map.find(key);
     if (it == stripe.map.end()) return false;
     q = it->second.lock();

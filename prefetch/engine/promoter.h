@@ -15,12 +15,12 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <unordered_map>
 
 #include "prefetch/engine/chunk_source.h"
 #include "prefetch/engine/executor.h"
 #include "tiering/base/counter_visitor.h"
+#include "tiering/base/mutex.h"
 #include "tiering/store/chunk_store.h"
 
 namespace tierfs {
@@ -124,8 +124,8 @@ class Promoter {
   // The queued copies a reader may hurry, by chunk (look-ahead and
   // background lanes only); weak: a job dropped unrun still undoes its claim.
   struct QueuedStripe {
-    std::mutex mu;  // guards map; a leaf
-    std::unordered_map<ChunkKey, std::weak_ptr<Queued>, ChunkKeyHash> map;
+    Mutex mu;  // guards map; a leaf
+    std::unordered_map<ChunkKey, std::weak_ptr<Queued>, ChunkKeyHash> map GUARDED_BY(mu);
   };
   static constexpr size_t kQueuedStripes = 16;
   QueuedStripe& StripeOf(ChunkKey key) { return queued_[ChunkKeyHash{}(key) % kQueuedStripes]; }

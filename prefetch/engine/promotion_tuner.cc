@@ -26,7 +26,7 @@ PromotionTuner::PromotionTuner(Executor* executor, const ChunkStore* store,
 }
 
 unsigned PromotionTuner::window() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return window_;
 }
 
@@ -45,7 +45,7 @@ unsigned PromotionTuner::Tune(double seconds, uint64_t lead, bool order_mode) {
   const unsigned limit = executor_->active_limit();
   unsigned new_limit = limit, window;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     const double rate = static_cast<double>(bytes - last_bytes_) / seconds;
     const uint64_t new_misses = misses - last_misses_;
     if (timed - last_reads_ >= 8) {  // enough reads to say how fast SOURCE answers
@@ -106,7 +106,7 @@ unsigned PromotionTuner::Tune(double seconds, uint64_t lead, bool order_mode) {
 
 void PromotionTuner::VisitCounters(CounterVisitor& v) const {
   const unsigned parallelism = executor_ ? executor_->active_limit() : 0;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   v.Gauge("parallelism", parallelism,
           {"Promotions allowed to read SOURCE at once.", Unit::kPromotions, "parallel"});
   v.Flag("tune_parallelism", tune_parallelism_,

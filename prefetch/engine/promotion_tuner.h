@@ -13,13 +13,13 @@
 // Thread-safe.
 #pragma once
 
-#include <mutex>
 #include <string>
 
 #include "prefetch/engine/autotuner.h"
 #include "prefetch/engine/executor.h"
 #include "prefetch/engine/read_path.h"
 #include "tiering/base/counter_visitor.h"
+#include "tiering/base/mutex.h"
 #include "tiering/source/source_reader.h"
 #include "tiering/store/chunk_store.h"
 
@@ -50,16 +50,21 @@ class PromotionTuner {
   const SourceReader* const source_;
   const bool tune_parallelism_;
   const bool tune_window_;
-  mutable std::mutex mu_;  // guards the rest. Lock order: a leaf (the executor is set outside it).
-  unsigned window_;
-  HillClimber climber_;
-  LookaheadTuner window_tuner_;
-  uint64_t decisions_ = 0, backoffs_ = 0;
-  std::string last_decision_;
-  uint64_t last_bytes_ = 0, last_misses_ = 0, last_reads_ = 0, last_us_ = 0;
-  double window_seconds_ = 0;  // since the window's last step
-  uint64_t window_misses_ = 0;
-  double best_latency_us_ = 0, latency_us_ = 0;
+  mutable Mutex mu_;  // guards the rest. Lock order: a leaf (the executor is set outside it).
+  unsigned window_ GUARDED_BY(mu_);
+  HillClimber climber_ GUARDED_BY(mu_);
+  LookaheadTuner window_tuner_ GUARDED_BY(mu_);
+  uint64_t decisions_ GUARDED_BY(mu_) = 0;
+  uint64_t backoffs_ GUARDED_BY(mu_) = 0;
+  std::string last_decision_ GUARDED_BY(mu_);
+  uint64_t last_bytes_ GUARDED_BY(mu_) = 0;
+  uint64_t last_misses_ GUARDED_BY(mu_) = 0;
+  uint64_t last_reads_ GUARDED_BY(mu_) = 0;
+  uint64_t last_us_ GUARDED_BY(mu_) = 0;
+  double window_seconds_ GUARDED_BY(mu_) = 0;  // since the window's last step
+  uint64_t window_misses_ GUARDED_BY(mu_) = 0;
+  double best_latency_us_ GUARDED_BY(mu_) = 0;
+  double latency_us_ GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace tierfs

@@ -10,7 +10,7 @@ HintIntake::HintIntake(const Namespace* ns, const std::string& mountpoint, bool 
 }
 
 void HintIntake::set_access(HintAccess* access) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   order_.set_access(access);
   stage_.set_access(access);
 }
@@ -18,7 +18,7 @@ void HintIntake::set_access(HintAccess* access) {
 HintParser::Result HintIntake::FeedOrder(const HintWriter& writer, uint64_t off,
                                          std::string_view data) {
   HintParser::Result result;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   order_.Feed(writer, off, data, &result);
   order_valid_ += result.valid;
   order_directives_ += result.directives;
@@ -29,21 +29,21 @@ HintParser::Result HintIntake::FeedOrder(const HintWriter& writer, uint64_t off,
 HintParser::Result HintIntake::FeedStage(const HintWriter& writer, uint64_t off,
                                          std::string_view data) {
   HintParser::Result result;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   stage_.Feed(writer, off, data, &result);
   return result;
 }
 
 void HintIntake::DropOrderTails() {
   HintParser::Result dropped;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   order_.FlushTails(std::chrono::steady_clock::duration::zero(), &dropped);
 }
 
 void HintIntake::FlushLate(std::chrono::steady_clock::duration age,
                            std::map<uint64_t, HintParser::Result>* order,
                            std::map<uint64_t, HintParser::Result>* stage) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   order_.FlushTails(age, order);
   for (const auto& [writer, r] : *order) {
     order_valid_ += r.valid;
@@ -54,12 +54,12 @@ void HintIntake::FlushLate(std::chrono::steady_clock::duration age,
 }
 
 uint64_t HintIntake::order_paths() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return order_valid_ - order_directives_;
 }
 
 void HintIntake::VisitOrderCounters(CounterVisitor& v) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   v.Counter("valid_lines", order_valid_,
             {"Lines written to .tierfs/order and accepted: paths, and directives."});
   v.Counter("directive_lines", order_directives_,
@@ -69,7 +69,7 @@ void HintIntake::VisitOrderCounters(CounterVisitor& v) const {
 }
 
 void HintIntake::VisitStageCounters(CounterVisitor& v) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   stage_.VisitRejected(v);
 }
 

@@ -11,12 +11,12 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <string>
 #include <string_view>
 
 #include "prefetch/planners/hint_parser.h"
 #include "tiering/base/counter_visitor.h"
+#include "tiering/base/mutex.h"
 
 namespace tierfs {
 
@@ -53,9 +53,12 @@ class HintIntake {
   // Guards the rest. Lock order: taken with no other lock held; a line's
   // writer is checked under it (HintAccess: SourcePermissions::mu_, a leaf,
   // and SOURCE may be asked as the writer).
-  mutable std::mutex mu_;
-  HintParser order_, stage_;
-  uint64_t order_valid_ = 0, order_directives_ = 0, order_rejected_ = 0;
+  mutable Mutex mu_;
+  HintParser order_ GUARDED_BY(mu_);
+  HintParser stage_ GUARDED_BY(mu_);
+  uint64_t order_valid_ GUARDED_BY(mu_) = 0;
+  uint64_t order_directives_ GUARDED_BY(mu_) = 0;
+  uint64_t order_rejected_ GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace tierfs

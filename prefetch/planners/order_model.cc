@@ -25,7 +25,7 @@ void OrderModel::NotifyChanged(std::vector<NodeId>& changed) {
 bool OrderModel::Declare(uint64_t writer, const HintParser::Result& r) {
   StreamPlanner::Appended appended;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     planner_.Append(writer, r, &appended);
   }
   NotifyChanged(appended.changed);
@@ -35,7 +35,7 @@ bool OrderModel::Declare(uint64_t writer, const HintParser::Result& r) {
 void OrderModel::Clear() {
   std::vector<NodeId> changed;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     changed = planner_.Clear();
   }
   // The policy hears of it, so transient chunks kept for those uses go.
@@ -53,7 +53,7 @@ bool OrderModel::OnRead(NodeId id, uint64_t off, uint64_t len, bool hit, Clock::
   // A later piece: how far its reader is.
   if (reading_size_.load(std::memory_order_relaxed) == 0) return false;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = reading_.find(id);
     if (it == reading_.end()) return false;
     it->second.last = now;
@@ -70,7 +70,7 @@ bool OrderModel::Consume(NodeId id, bool hit, Clock::time_point now,
                          std::optional<uint32_t> chunk) {
   std::vector<NodeId> changed;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     uint64_t occurrence = 0;
     if (!planner_.Consume(id, hit, now, &occurrence)) return false;
     if (chunk) {
@@ -104,7 +104,7 @@ void OrderModel::ExpireQuiet(Clock::time_point now) {
   if (reading_size_.load(std::memory_order_relaxed) == 0) return;
   std::vector<NodeId> quiet;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     ExpireReading(now, &quiet);
   }
   NotifyChanged(quiet);
@@ -115,7 +115,7 @@ std::vector<NodeId> OrderModel::Lookahead(size_t window, uint64_t max_bytes,
                                           const StreamPlanner::SizeFn& size) {
   std::vector<NodeId> next, changed;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     next = planner_.Lookahead(window, max_bytes, ready, size, &changed);
   }
   NotifyChanged(changed);
@@ -123,12 +123,12 @@ std::vector<NodeId> OrderModel::Lookahead(size_t window, uint64_t max_bytes,
 }
 
 uint64_t OrderModel::min_lead() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return planner_.min_lead();
 }
 
 void OrderModel::VisitCounters(CounterVisitor& v) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   planner_.VisitCounters(v);
 }
 

@@ -11,7 +11,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <mutex>
 #include <optional>
 #include <unordered_map>
 #include <vector>
@@ -19,6 +18,7 @@
 #include "prefetch/planners/hint_parser.h"
 #include "prefetch/planners/stream_planner.h"
 #include "tiering/base/counter_visitor.h"
+#include "tiering/base/mutex.h"
 #include "tiering/store/catalog.h"
 #include "tiering/store/eviction_policy.h"
 #include "tiering/store/next_use_table.h"
@@ -55,7 +55,10 @@ class OrderModel {
                                 const StreamPlanner::SizeFn& size);
   uint64_t min_lead() const;
   // StreamPlanner::set_show_names. REQUIRES: before the first Declare.
-  void set_show_stream_names(bool show) { planner_.set_show_names(show); }
+  void set_show_stream_names(bool show) EXCLUDES(mu_) {
+    MutexLock lock(mu_);
+    planner_.set_show_names(show);
+  }
   // The streams' figures (StreamPlanner::VisitCounters).
   void VisitCounters(CounterVisitor& v) const;
 
@@ -77,11 +80,12 @@ class OrderModel {
   static constexpr auto kReadingIdle = std::chrono::seconds(1);
 
   // Consumes `id`'s coming use; with `chunk`, records its reader there.
-  bool Consume(NodeId id, bool hit, Clock::time_point now, std::optional<uint32_t> chunk);
-  // REQUIRES: mu_. Forgets quiet readers, into *changed.
-  void ExpireReading(Clock::time_point now, std::vector<NodeId>* changed);
-  // Tells the policy. REQUIRES: mu_ not held.
-  void NotifyChanged(std::vector<NodeId>& changed);
+  bool Consume(NodeId id, bool hit, Clock::time_point now, std::optional<uint32_t> chunk)
+      EXCLUDES(mu_);
+  // Forgets quiet readers, into *changed.
+  void ExpireReading(Clock::time_point now, std::vector<NodeId>* changed) REQUIRES(mu_);
+  // Tells the policy.
+  void NotifyChanged(std::vector<NodeId>& changed) EXCLUDES(mu_);
 
   const Catalog* const catalog_;
   NextUseTable* const next_uses_;
@@ -92,9 +96,9 @@ class OrderModel {
   // memory, the snapshot: no lock) and the NextUseTable are called, the last
   // taking one of its stripes (a leaf). The policy is told of changes
   // (NotifyChanged) after it is released.
-  mutable std::mutex mu_;
-  StreamPlanner planner_;
-  std::unordered_map<NodeId, Reading> reading_;
+  mutable Mutex mu_;
+  StreamPlanner planner_ GUARDED_BY(mu_);
+  std::unordered_map<NodeId, Reading> reading_ GUARDED_BY(mu_);
   std::atomic<size_t> reading_size_{0};  // reads at offset > 0 skip mu_ when 0
 };
 

@@ -57,10 +57,10 @@ void Prefetcher::Start() {
 
 void Prefetcher::Shutdown() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
   }
-  wake_.notify_all();
+  wake_.NotifyAll();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -70,16 +70,16 @@ void Prefetcher::SetMode(PrefetchMode mode) {
   if (mode == PrefetchMode::kStageIn && old != PrefetchMode::kStageIn) stage_.StageAll();
   // A control-file writer may switch as often as it likes: sampled.
   if (old != mode) TIERFS_LOG_SAMPLED(kInfo, "prefetch mode: {}", PrefetchModeName(mode));
-  wake_.notify_all();
+  wake_.NotifyAll();
 }
 
 void Prefetcher::OnRead(NodeId id, uint64_t off, uint64_t len, bool hit) {
   if (mode_.load(std::memory_order_relaxed) != PrefetchMode::kOrder) return;
-  if (model_.OnRead(id, off, len, hit, std::chrono::steady_clock::now())) wake_.notify_all();
+  if (model_.OnRead(id, off, len, hit, std::chrono::steady_clock::now())) wake_.NotifyAll();
 }
 
 void Prefetcher::Declare(uint64_t writer, const HintParser::Result& result) {
-  if (model_.Declare(writer, result)) wake_.notify_all();
+  if (model_.Declare(writer, result)) wake_.NotifyAll();
 }
 
 std::string Prefetcher::UnusedOrderWarning() const {
@@ -115,7 +115,7 @@ void Prefetcher::ClearOrder() {
 ssize_t Prefetcher::WriteStage(const HintWriter& writer, uint64_t off, std::string_view data) {
   HintParser::Result result = intake_.FeedStage(writer, off, data);
   stage_.Add(result);
-  wake_.notify_all();
+  wake_.NotifyAll();
   if (result.valid == 0 && result.rejected > 0) return -EINVAL;
   return static_cast<ssize_t>(data.size());
 }
@@ -224,8 +224,8 @@ void Prefetcher::Loop() {
 bool Prefetcher::Round(std::chrono::steady_clock::time_point* last_tune) {
   if (round_hook_) round_hook_();
   {
-    std::unique_lock lock(mu_);
-    wake_.wait_for(lock, std::chrono::milliseconds(50));
+    MutexLock lock(mu_);
+    wake_.WaitFor(mu_, std::chrono::milliseconds(50));
     if (stop_) return false;
   }
   // Lines whose writer never sent the newline.

@@ -20,12 +20,10 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -42,6 +40,7 @@
 #include "prefetch/planners/order_model.h"
 #include "prefetch/planners/stage_planner.h"
 #include "prefetch/planners/stream_planner.h"
+#include "tiering/base/mutex.h"
 #include "tiering/store/eviction_policy.h"
 #include "tiering/store/next_use_table.h"
 
@@ -149,9 +148,9 @@ class Prefetcher final : public ReadObserver {
   PromotionTuner tuner_;  // likewise
   StagePlanner stage_;    // likewise
   AskedAhead asked_;      // the planner thread's
-  std::mutex mu_;         // guards stop_; a leaf lock (the wake-up's)
-  std::condition_variable wake_;
-  bool stop_ = false;
+  Mutex mu_;              // guards stop_; a leaf lock (the wake-up's)
+  CondVar wake_;
+  bool stop_ GUARDED_BY(mu_) = false;
   std::atomic<uint64_t> loop_errors_{0};          // rounds of the planner thread lost to a throw
   std::atomic<bool> warned_unused_order_{false};  // logged once: an order outside order mode
   std::function<void()> round_hook_;

@@ -113,7 +113,7 @@ void StagePlanner::AddFile(NodeId id, uid_t uid, bool ask) {
 }
 
 void StagePlanner::StageAll() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (NodeId id = 0; id < ns_->size(); ++id) AddFile(id);
   if (!marks_) return;
   for (NodeId id = 0; id < ns_->size(); ++id) {
@@ -122,7 +122,7 @@ void StagePlanner::StageAll() {
 }
 
 void StagePlanner::Add(const HintParser::Result& result) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   valid_ += result.valid;
   rejected_ += result.rejected;
   for (NodeId id : result.files) AddFile(id, result.uid, /*ask=*/true);
@@ -133,7 +133,7 @@ void StagePlanner::Add(const HintParser::Result& result) {
 }
 
 bool StagePlanner::Next(NodeId* id) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (queue_.empty()) return false;
   *id = queue_.front();
   queue_.pop_front();
@@ -142,7 +142,7 @@ bool StagePlanner::Next(NodeId* id) {
 }
 
 void StagePlanner::NoRoom(NodeId id) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (pending_.count(id) != 0) no_room_.insert(id);
 }
 
@@ -151,7 +151,7 @@ void StagePlanner::Settle() {
   std::array<uint64_t, kFailures> failed{};
   std::array<std::vector<std::string>, kFailures> first;  // a few files of each reason
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (auto it = pending_.begin(); it != pending_.end();) {
       const NodeId id = it->first;
       if ((marks_[id].load(std::memory_order_relaxed) & kQueued) || InFlight(id)) {
@@ -184,7 +184,7 @@ void StagePlanner::Settle() {
 }
 
 size_t StagePlanner::queued() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return queue_.size();
 }
 
@@ -194,7 +194,7 @@ void StagePlanner::VisitCounters(CounterVisitor& v, bool background_idle) const 
   uint64_t valid, rejected;
   std::chrono::steady_clock::time_point started;
   {
-    std::lock_guard lock(mu_);  // a copy of the list, not the walk, under the lock
+    MutexLock lock(mu_);  // a copy of the list, not the walk, under the lock
     staged = staged_;
     queued = queue_.size();
     fed = staged_.size() - queued;
@@ -225,7 +225,7 @@ void StagePlanner::VisitCounters(CounterVisitor& v, bool background_idle) const 
   uint64_t named, resident_when_named, made_resident_bytes, over_share, asked, asked_resident;
   std::array<uint64_t, kFailures> failed_by{};
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     asked = asked_;
     asked_resident = asked_resident_;
     failed_by = failed_;

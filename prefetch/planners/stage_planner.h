@@ -15,13 +15,13 @@
 #include <deque>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
 #include "prefetch/planners/hint_parser.h"
 #include "tiering/base/counter_visitor.h"
+#include "tiering/base/mutex.h"
 #include "tiering/store/catalog.h"
 #include "tiering/store/chunk_store.h"
 
@@ -82,36 +82,39 @@ class StagePlanner {
   static constexpr uint8_t kCounted = 4;   // resident when named, or counted since
   static constexpr uint8_t kQueued = 8;    // in queue_
   // `uid` asks for it (root: StageAll); `ask`: a .tierfs/stage naming, to
-  // settle. REQUIRES: mu_ held.
-  void AddFile(NodeId id, uid_t uid = 0, bool ask = false);
+  // settle.
+  void AddFile(NodeId id, uid_t uid = 0, bool ask = false) REQUIRES(mu_);
   bool Resident(NodeId id) const;  // every chunk resident in a tier
   bool InFlight(NodeId id) const;  // some chunk being copied
-  Failure Why(NodeId id) const;    // REQUIRES: mu_ held
+  Failure Why(NodeId id) const REQUIRES(mu_);
 
   const Namespace* const ns_;
   const Catalog* const catalog_;
   const uint64_t user_share_;
-  mutable std::mutex mu_;       // guards the rest but marks_' loads. Lock order: a leaf.
-  std::deque<NodeId> queue_;    // files still to feed to the executor
-  std::vector<NodeId> staged_;  // every file ever asked for
+  mutable Mutex mu_;  // guards the rest but marks_' loads. Lock order: a leaf.
+  std::deque<NodeId> queue_ GUARDED_BY(mu_);    // files still to feed to the executor
+  std::vector<NodeId> staged_ GUARDED_BY(mu_);  // every file ever asked for
   // Per node (none without a catalog): stored under mu_, loaded anywhere.
   std::unique_ptr<std::atomic<uint8_t>[]> marks_;
-  uint64_t valid_ = 0, rejected_ = 0;
-  std::map<uid_t, uint64_t> share_used_;  // bytes each user asked for first
-  uint64_t over_share_ = 0;               // files refused: over their asker's share
-  uint64_t named_ = 0;                    // files named, each time (once per write)
-  uint64_t resident_when_named_ = 0;      // ...of which resident then
-  mutable uint64_t made_resident_bytes_ = 0;
+  uint64_t valid_ GUARDED_BY(mu_) = 0;
+  uint64_t rejected_ GUARDED_BY(mu_) = 0;
+  std::map<uid_t, uint64_t> share_used_ GUARDED_BY(mu_);  // bytes each user asked for first
+  uint64_t over_share_ GUARDED_BY(mu_) = 0;               // files refused: over their asker's share
+  uint64_t named_ GUARDED_BY(mu_) = 0;                    // files named, each time (once per write)
+  uint64_t resident_when_named_ GUARDED_BY(mu_) = 0;      // ...of which resident then
+  mutable uint64_t made_resident_bytes_ GUARDED_BY(mu_) = 0;
   const ChunkStore* store_ = nullptr;
   // Asks not settled yet, per file (several writes may name it meanwhile),
   // and those of them that found no room when fed.
-  std::unordered_map<NodeId, uint32_t> pending_;
-  std::unordered_set<NodeId> no_room_;
-  uint64_t asked_ = 0, asked_resident_ = 0;   // asks, and those settled resident
-  std::array<uint64_t, kFailures> failed_{};  // asks settled not resident, by reason
+  std::unordered_map<NodeId, uint32_t> pending_ GUARDED_BY(mu_);
+  std::unordered_set<NodeId> no_room_ GUARDED_BY(mu_);
+  uint64_t asked_ GUARDED_BY(mu_) = 0;           // asks
+  uint64_t asked_resident_ GUARDED_BY(mu_) = 0;  // ...and those settled resident
+  std::array<uint64_t, kFailures> failed_
+      GUARDED_BY(mu_){};  // asks settled not resident, by reason
   // When each reason was last logged (the planner's thread alone).
   std::array<std::chrono::steady_clock::time_point, kFailures> logged_{};
-  std::chrono::steady_clock::time_point started_{};  // the first file asked for
+  std::chrono::steady_clock::time_point started_ GUARDED_BY(mu_){};  // the first file asked for
 };
 
 }  // namespace tierfs

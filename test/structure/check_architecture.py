@@ -5,11 +5,20 @@ Usage: check_architecture.py REPO_ROOT
 
   - The lock table ("Concurrency and lock order") has one row per mutex
     member of the daemon's code (tiering/, prefetch/, fs/, and the tierfs
-    command's own in tools/tierfs/): every std::mutex
-    or std::shared_mutex a class or struct declares (alone, as an array, or
-    a std::array of them) is a row, named Class::member (Outer::Inner::member
-    for a nested struct), and every row names one that exists. A renamed,
-    added or removed mutex fails until the table says so.
+    command's own in tools/tierfs/): every Mutex or SharedMutex
+    (tiering/base/mutex.h; a std:: mutex too) a class or struct declares
+    (alone, as an array, or a std::array of them) is a row, named
+    Class::member (Outer::Inner::member for a nested struct), and every row
+    names one that exists. A renamed, added or removed mutex fails until the
+    table says so.
+  - No mutex member is a std:: one: each is a Mutex or SharedMutex, whose
+    GUARDED_BY fields tools/check-thread-safety checks.
+  - The lock order the code states agrees with the table's "may be held when
+    it is taken" column: a mutex declared ACQUIRED_BEFORE(y) (or y declared
+    ACQUIRED_AFTER(it)) is listed in y's row, and a row listing a mutex of
+    its own class has that annotation (clang checks an order only between
+    locks one function takes, so an order across classes stays in the table).
+    Every mutex the column names has a row.
   - "Folders and libraries": every tierfs_* library it names is made by an
     add_library of a CMakeLists.txt, every library of tiering/, prefetch/
     and fs/ is named there, and every folder its diagram names exists.
@@ -28,10 +37,13 @@ import sys
 from structure_report import report, usage
 
 CODE_DIRS = ("tiering", "prefetch", "fs", "tools/tierfs")
-MUTEX_TYPE = r"std::(?:shared_|recursive_|timed_|recursive_timed_)?mutex"
+MUTEX_TYPE = (r"(?:std::(?:shared_|recursive_|timed_|recursive_timed_)?mutex"
+              r"|(?:tierfs::)?(?:Shared)?Mutex)")
+ORDER = r"(?:ACQUIRED_(?:BEFORE|AFTER)\([^()]*\)\s*)*"
 MUTEX_MEMBER = re.compile(
-    rf"^(?:(?:mutable|static|inline)\s+)*(?:{MUTEX_TYPE}|std::array<\s*{MUTEX_TYPE}\s*,[^<>]*>)"
-    r"\s+(\w+)\s*(?:\[[^\]]*\])?\s*(?:\{\s*\})?$")
+    rf"^(?:(?:mutable|static|inline)\s+)*({MUTEX_TYPE}|std::array<\s*{MUTEX_TYPE}\s*,[^<>]*>)"
+    rf"\s+(\w+)\s*(?:\[[^\]]*\])?\s*({ORDER})(?:\{{\s*\}})?$")
+ORDER_ANNOTATION = re.compile(r"ACQUIRED_(BEFORE|AFTER)\(([^()]*)\)")
 CLASS_HEAD = re.compile(r"\b(?:class|struct|union)\s+(?:\[\[[^\]]*\]\]\s*)?(\w+(?:::\w+)*)"
                         r"(?:\s+final)?\s*(?::[^;{}()]*)?$")
 
@@ -43,8 +55,9 @@ def strip_comments_and_strings(text: str) -> str:
     return pattern.sub(lambda m: " " if m.group(0)[0] in "/R" else '""', text)
 
 
-def mutex_members(path: pathlib.Path) -> list[str]:
-    """Class::member for each mutex member declared in `path`."""
+def mutex_members(path: pathlib.Path) -> list[tuple[str, str, list[tuple[str, str]]]]:
+    """Class::member for each mutex member declared in `path`, its type, and
+    its order annotations as (held, taken) pairs of qualified names."""
     code = strip_comments_and_strings(path.read_text())
     code = re.sub(r"^\s*#.*$", "", code, flags=re.M)  # preprocessor lines
     scopes: list[str | None] = []  # a class's name, or None for any other brace
@@ -66,19 +79,25 @@ def mutex_members(path: pathlib.Path) -> list[str]:
         elif scopes and scopes[-1] is not None:
             member = MUTEX_MEMBER.match(statement)
             if member:
-                names = [s for s in scopes if s is not None]
-                found.append("::".join(names + [member.group(1)]))
+                scope = "::".join(s for s in scopes if s is not None)
+                name = f"{scope}::{member.group(2)}"
+                order = []
+                for direction, others in ORDER_ANNOTATION.findall(member.group(3)):
+                    for other in (o.strip() for o in others.split(",")):
+                        other = other if "::" in other else f"{scope}::{other}"
+                        order.append((name, other) if direction == "BEFORE" else (other, name))
+                found.append((name, member.group(1), order))
     return found
 
 
-def code_mutexes(root: pathlib.Path) -> dict[str, str]:
-    """Qualified mutex member -> the file that declares it."""
+def code_mutexes(root: pathlib.Path) -> dict[str, tuple[str, str, list[tuple[str, str]]]]:
+    """Qualified mutex member -> the file that declares it, its type, its order annotations."""
     result = {}
     for folder in CODE_DIRS:
         for path in sorted((root / folder).rglob("*")):
             if path.suffix in (".h", ".cc"):
-                for name in mutex_members(path):
-                    result[name] = str(path.relative_to(root))
+                for name, kind, order in mutex_members(path):
+                    result[name] = (str(path.relative_to(root)), kind, order)
     return result
 
 
@@ -105,21 +124,50 @@ def table_rows(text: str, header: str) -> list[list[str]]:
 
 def check_locks(root: pathlib.Path, doc: str) -> list[str]:
     rows = table_rows(section(doc, "Concurrency and lock order"), "| mutex |")
-    documented = {}
+    documented = {}  # row -> the mutexes it says may be held when it is taken
     problems = []
     for cells in rows:
         name = re.match(r"`([\w:]+)`", cells[0])
         if not name:
             problems.append(f"lock table: a row names no `Class::member`: {cells[0]}")
             continue
-        documented[name.group(1)] = cells[0]
+        documented[name.group(1)] = set(re.findall(r"`([\w:]+)`", cells[2] if len(cells) > 2 else ""))
     code = code_mutexes(root)
-    for name, path in sorted(code.items()):
+    for name, (path, kind, _) in sorted(code.items()):
         if name not in documented:
             problems.append(f"lock table: {name} ({path}) has no row")
+        if re.search(r"std::\w*mutex", kind):
+            problems.append(f"{name} ({path}) is a {kind}: make it a Mutex or SharedMutex "
+                            "(tiering/base/mutex.h) so clang checks what it guards")
     for name in sorted(documented):
         if name not in code:
             problems.append(f"lock table: row {name}: no such mutex member in {', '.join(CODE_DIRS)}")
+    return problems + check_order(code, documented)
+
+
+def check_order(code: dict, documented: dict[str, set[str]]) -> list[str]:
+    """The code's ACQUIRED_BEFORE/AFTER against the table's "may be held" column."""
+    problems = []
+    annotated = set()
+    for name, (path, _, order) in sorted(code.items()):
+        for held, taken in order:
+            annotated.add((held, taken))
+            other = taken if held == name else held
+            if other not in code:
+                problems.append(f"lock order: {name} ({path}) is ordered against {other}, "
+                                "no such mutex member")
+            elif taken in documented and held not in documented[taken]:
+                problems.append(f"lock order: {path} takes {held} before {taken}, but the row of "
+                                f"{taken} does not list it as may be held")
+    for taken, held_set in sorted(documented.items()):
+        for held in sorted(held_set):
+            if held not in documented:
+                problems.append(f"lock table: row {taken}: may be held: {held} has no row")
+            elif (held, taken) not in annotated and held.rsplit("::", 1)[0] == taken.rsplit(
+                    "::", 1)[0] and taken in code:
+                problems.append(f"lock order: the row of {taken} lists {held} ({code[taken][0]}, "
+                                f"one class): declare {held} ACQUIRED_BEFORE({taken.rsplit('::')[-1]})"
+                                " so clang checks it")
     return problems
 
 

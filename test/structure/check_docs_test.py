@@ -6,7 +6,10 @@ library diagram and component table) that both checks pass, then breaks it
 one way at a time and expects exit status 1 and a line naming the fault:
 for check_doc_paths, a moved path in a C++, Python, shell or CMake comment
 and a dropped doc section; for check_architecture, a mutex member without a
-row, a row without a mutex, a page over 400 lines and a commit hash. A path
+row, a row without a mutex, a std::mutex member, a lock order the code states and the table does
+not, one the table states within a class and the code does not, an order
+against no mutex, a "may be held" naming no row, a page over 400 lines and a
+commit hash. A path
 in a string literal (not a comment) and a placeholder path must not count.
 """
 import pathlib
@@ -20,14 +23,15 @@ from structure_report import report  # noqa: E402
 
 STORE_H = """#pragma once
 #include <mutex>
-#include <shared_mutex>
+#include "tiering/base/mutex.h"
 // The store (tiering/store/store.h); formats in docs/ARCHITECTURE.md, "Threads".
 namespace tierfs {
 class Store {
  private:
-  std::mutex mu_;  // guards nothing much
+  Mutex mu_ ACQUIRED_BEFORE(list_mu_);  // guards nothing much
+  Mutex list_mu_;
   struct Stripe {
-    std::mutex mu;
+    Mutex mu;
   };
   const char* path_ = "tiering/nowhere/gone.h";  // a string, not a comment: never checked
 };
@@ -55,6 +59,7 @@ Test data: fuzz corpora live in test/fuzz/corpus/TARGET.
 | mutex | guards | may be held when it is taken | held across I/O |
 |---|---|---|---|
 | `Store::mu_` | nothing much | none | no |
+| `Store::list_mu_` | a list | `Store::mu_` | no |
 | `Store::Stripe::mu` | a stripe | none | no |
 """
 
@@ -89,11 +94,26 @@ BREAKS = {
         "| `Store::Stripe::mu` | a stripe | none | no |\n", "")},
         "lock table: Store::Stripe::mu (tiering/store/store.h) has no row"),
     "a new shared_mutex without a row": (ARCH, {"tiering/store/store.h": STORE_H.replace(
-        "std::mutex mu_;", "std::mutex mu_;\n  mutable std::shared_mutex map_mu_;")},
+        "Mutex list_mu_;", "Mutex list_mu_;\n  mutable SharedMutex map_mu_;")},
         "lock table: Store::map_mu_ (tiering/store/store.h) has no row"),
     "a row without a mutex": (ARCH, {"docs/ARCHITECTURE.md": ARCHITECTURE.replace(
-        "| `Store::mu_` |", "| `Store::gone_mu_` | x | none | no |\n| `Store::mu_` |")},
+        "| `Store::mu_` | nothing", "| `Store::gone_mu_` | x | none | no |\n| `Store::mu_` | nothing")},
         "lock table: row Store::gone_mu_: no such mutex member"),
+    "a std::mutex member": (ARCH, {"tiering/store/store.h": STORE_H.replace(
+        "    Mutex mu;", "    std::mutex mu;")},
+        "Store::Stripe::mu (tiering/store/store.h) is a std::mutex: make it a Mutex"),
+    "an order the table does not state": (ARCH, {"docs/ARCHITECTURE.md": ARCHITECTURE.replace(
+        "| a list | `Store::mu_` |", "| a list | none |")},
+        "lock order: tiering/store/store.h takes Store::mu_ before Store::list_mu_, but the row"),
+    "an order within a class the code does not state": (ARCH, {
+        "tiering/store/store.h": STORE_H.replace(" ACQUIRED_BEFORE(list_mu_)", "")},
+        "declare Store::mu_ ACQUIRED_BEFORE(list_mu_)"),
+    "an order against no mutex": (ARCH, {"tiering/store/store.h": STORE_H.replace(
+        "Mutex list_mu_;", "Mutex list_mu_ ACQUIRED_AFTER(Other::mu_);")},
+        "Store::list_mu_ (tiering/store/store.h) is ordered against Other::mu_, no such mutex"),
+    "a may-be-held naming no row": (ARCH, {"docs/ARCHITECTURE.md": ARCHITECTURE.replace(
+        "| a list | `Store::mu_` |", "| a list | `Store::mu_`, `Store::gone_` |")},
+        "row Store::list_mu_: may be held: Store::gone_ has no row"),
     "a page over 400 lines": (ARCH, {"docs/ARCHITECTURE.md": ARCHITECTURE + "\n" * 400},
                               "more than 400"),
     "a commit hash": (ARCH, {"docs/ARCHITECTURE.md": ARCHITECTURE.replace(

@@ -10,12 +10,12 @@
 
 #include <list>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "tiering/base/mutex.h"
 #include "tiering/io/backend.h"
 
 namespace tierfs {
@@ -62,9 +62,9 @@ class DirFdCache {
  private:
   using Entry = std::pair<std::string, std::shared_ptr<Fd>>;
   const size_t capacity_;
-  std::mutex mu_;  // guards lru_ and index_; a leaf, no syscall under it
-  std::list<Entry> lru_;
-  std::unordered_map<std::string, std::list<Entry>::iterator> index_;
+  Mutex mu_;  // guards lru_ and index_; a leaf, no syscall under it
+  std::list<Entry> lru_ GUARDED_BY(mu_);
+  std::unordered_map<std::string, std::list<Entry>::iterator> index_ GUARDED_BY(mu_);
 };
 
 }  // namespace posix_backend_internal

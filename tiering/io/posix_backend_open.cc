@@ -68,7 +68,7 @@ size_t KeptDirectories() {
 
 int DirFdCache::Get(int root_fd, const std::string& rel, std::shared_ptr<Fd>* out) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = index_.find(rel);
     if (it != index_.end()) {
       lru_.splice(lru_.begin(), lru_, it->second);
@@ -80,7 +80,7 @@ int DirFdCache::Get(int root_fd, const std::string& rel, std::shared_ptr<Fd>* ou
   if (fd < 0) return fd;
   auto opened = std::make_shared<Fd>(fd);
   std::shared_ptr<Fd> evicted;  // closed after the lock is released
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = index_.find(rel);
   if (it != index_.end()) {  // another thread opened it meanwhile: share theirs
     *out = it->second->second;
@@ -99,7 +99,7 @@ int DirFdCache::Get(int root_fd, const std::string& rel, std::shared_ptr<Fd>* ou
 
 void DirFdCache::Drop(const std::string& rel) {
   std::shared_ptr<Fd> dropped;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = index_.find(rel);
   if (it == index_.end()) return;
   dropped = std::move(it->second->second);

@@ -6,9 +6,9 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
-#include <mutex>
 #include <thread>
 
+#include "tiering/base/mutex.h"
 #include "tiering/namespace/namespace_open.h"
 
 namespace tierfs {
@@ -41,13 +41,13 @@ FreshnessReport CheckFreshness(Backend* backend, const Namespace& ns, unsigned t
   }
   std::atomic<size_t> next{0};
   std::atomic<uint64_t> changed_files{0}, changed_dirs{0}, missing{0}, errors{0};
-  std::mutex samples_mu;  // guards samples: taken only for the first few changes
+  Mutex samples_mu;  // guards samples: taken only for the first few changes
   std::atomic<size_t> sampled{0};
   std::vector<std::string> samples;
   auto note = [&](NodeId id, const char* why) {
     if (sampled.fetch_add(1, std::memory_order_relaxed) >= max_samples) return;
     std::string line = fmt::format("{}: {}", id == kRootNode ? "." : ns.Path(id), why);
-    std::lock_guard lock(samples_mu);
+    MutexLock lock(samples_mu);
     samples.push_back(std::move(line));
   };
   auto work = [&] {

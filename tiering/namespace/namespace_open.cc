@@ -8,14 +8,13 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
-#include <condition_variable>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 #include <thread>
 
 #include "tiering/base/log.h"
+#include "tiering/base/mutex.h"
 #include "tiering/namespace/namespace_freshness.h"
 
 namespace tierfs {
@@ -51,8 +50,10 @@ class BuildLock {
     (void)WriteAll(file.get(), who.data(), who.size());
     held_ = true;
     beat_ = std::thread([this, f = std::move(file)] {
-      std::unique_lock lock(mu_);
-      while (!cv_.wait_for(lock, kLockBeat, [this] { return done_; })) (void)f->touch();
+      MutexLock lock(mu_);
+      while (!cv_.WaitFor(mu_, kLockBeat, [this]() REQUIRES(mu_) { return done_; })) {
+        (void)f->touch();
+      }
       (void)f->close();
     });
     return true;
@@ -60,10 +61,10 @@ class BuildLock {
   ~BuildLock() {
     if (!held_) return;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       done_ = true;
     }
-    cv_.notify_all();
+    cv_.NotifyAll();
     beat_.join();
     io_->unlink(path_);
   }
@@ -73,9 +74,9 @@ class BuildLock {
   std::string path_;
   bool held_ = false;
   std::thread beat_;
-  std::mutex mu_;  // guards done_. A leaf, held by beat_ across its touch of the file.
-  std::condition_variable cv_;
-  bool done_ = false;
+  Mutex mu_;  // guards done_. A leaf, held by beat_ across its touch of the file.
+  CondVar cv_;
+  bool done_ GUARDED_BY(mu_) = false;
 };
 
 // Whether `path` exists (without following a final symlink); its age in s.

@@ -8,16 +8,15 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "tiering/base/hill_climber.h"
+#include "tiering/base/mutex.h"
 #include "tiering/namespace/namespace.h"
 
 namespace tierfs {
@@ -67,7 +66,7 @@ class ParallelScanner {
     size_t begin = 0, end = 0;
   };
 
-  bool Done() const { return queue_.empty() && active_ == 0; }  // REQUIRES: mu_ held
+  bool Done() const REQUIRES(mu_) { return queue_.empty() && active_ == 0; }
 
   template <typename Grow>
   void Tune(Grow& grow);
@@ -77,7 +76,7 @@ class ParallelScanner {
   void StatChunk(const Job& job);
   void StatRange(ScanListing& l, size_t begin, size_t end);
   void Finish(const Job& job, ScanListing& l, std::vector<Job>* jobs);
-  void Queue(ScanDir* dir, std::vector<Job>* jobs, size_t queued = 0);
+  void Queue(ScanDir* dir, std::vector<Job>* jobs, size_t queued = 0) EXCLUDES(mu_);
   static std::string Child(const std::string& path, std::string_view name);
   static std::string_view Name(const ScanDir& dir, size_t i);
   static void AddEntry(ScanDir* dir, Node n, std::string_view name, std::string_view target);
@@ -91,13 +90,13 @@ class ParallelScanner {
   const int64_t racy_after_ns_;
   const double period_;
   ScanReport* const report_;
-  std::mutex mu_;                    // guards queue_, active_, width_ and starved_; a leaf lock
-  std::condition_variable cv_;       // workers: a job was queued or a place freed
-  std::condition_variable tune_cv_;  // Tune: the scan is done
-  std::deque<Job> queue_;
-  unsigned active_ = 0;   // jobs being scanned now
-  unsigned width_;        // the most jobs scanned at once
-  bool starved_ = false;  // the queue ran dry since the last tuning step
+  Mutex mu_;         // guards queue_, active_, width_ and starved_; a leaf lock
+  CondVar cv_;       // workers: a job was queued or a place freed
+  CondVar tune_cv_;  // Tune: the scan is done
+  std::deque<Job> queue_ GUARDED_BY(mu_);
+  unsigned active_ GUARDED_BY(mu_) = 0;   // jobs being scanned now
+  unsigned width_ GUARDED_BY(mu_);        // the most jobs scanned at once
+  bool starved_ GUARDED_BY(mu_) = false;  // the queue ran dry since the last tuning step
 };
 
 }  // namespace scan_internal

@@ -64,9 +64,14 @@ int ParallelScanner::Run(ScanDir* root, Node* root_node) {
   auto grow = [&](unsigned width) {
     while (pool.size() < width) pool.emplace_back([this] { Work(); });
   };
-  report_->width = width_;
-  report_->peak_width = width_;
-  grow(width_);
+  unsigned width;
+  {
+    MutexLock lock(mu_);  // no worker runs yet: for the analysis
+    width = width_;
+  }
+  report_->width = width;
+  report_->peak_width = width;
+  grow(width);
   if (tuned_) Tune(grow);
   for (auto& t : pool) t.join();
   return 0;
@@ -81,8 +86,8 @@ void ParallelScanner::Tune(Grow& grow) {
   const auto period = std::chrono::duration<double>(period_);
   uint64_t last_ops = report_->meta_ops();
   auto last = std::chrono::steady_clock::now();
-  std::unique_lock lock(mu_);
-  while (!tune_cv_.wait_for(lock, period, [this] { return Done(); })) {
+  MutexLock lock(mu_);
+  while (!tune_cv_.WaitFor(mu_, period, [this]() REQUIRES(mu_) { return Done(); })) {
     auto now = std::chrono::steady_clock::now();
     uint64_t ops = report_->meta_ops();
     double rate =
@@ -98,11 +103,11 @@ void ParallelScanner::Tune(Grow& grow) {
     report_->width = next;
     report_->peak_width = std::max<unsigned>(report_->peak_width, next);
     report_->tune_steps++;
-    lock.unlock();
+    lock.Unlock();
     TIERFS_LOG(kDebug, "scan: {:.0f} metadata operations/s at width {}, next {}", rate, was, next);
     grow(next);
-    cv_.notify_all();
-    lock.lock();
+    cv_.NotifyAll();
+    lock.Lock();
   }
 }
 
@@ -110,9 +115,10 @@ void ParallelScanner::Work() {
   while (true) {
     Job job;
     {
-      std::unique_lock lock(mu_);
+      MutexLock lock(mu_);
       // At most width_ jobs at once; a thread beyond it waits.
-      cv_.wait(lock, [this] { return Done() || (!queue_.empty() && active_ < width_); });
+      cv_.Wait(mu_,
+               [this]() REQUIRES(mu_) { return Done() || (!queue_.empty() && active_ < width_); });
       if (Done()) return;  // nothing queued and nobody can add more
       job = std::move(queue_.front());
       queue_.pop_front();
@@ -126,17 +132,17 @@ void ParallelScanner::Work() {
     }
     bool done;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       --active_;
       done = Done();
     }
     // One waiter may take the freed place (not all: the threads parked
     // beyond the width would wake for nothing at every job).
     if (done) {
-      cv_.notify_all();
-      tune_cv_.notify_all();
+      cv_.NotifyAll();
+      tune_cv_.NotifyAll();
     } else {
-      cv_.notify_one();
+      cv_.NotifyOne();
     }
   }
 }
@@ -218,7 +224,7 @@ int ParallelScanner::ScanOne(Job job,
       listing->chunks_left = chunks;
       listing->job = std::move(job);
       done = nullptr;
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       for (size_t c = chunks; c-- > 0;) {
         Job chunk;
         chunk.listing = listing;
@@ -291,10 +297,10 @@ void ParallelScanner::Queue(ScanDir* dir, std::vector<Job>* jobs, size_t queued)
     dir->targets.shrink_to_fit();
   }
   if (!jobs->empty()) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (auto& j : *jobs) queue_.push_back(std::move(j));
   }
-  for (size_t i = jobs->size() + queued; i-- > 0;) cv_.notify_one();
+  for (size_t i = jobs->size() + queued; i-- > 0;) cv_.NotifyOne();
 }
 
 std::string ParallelScanner::Child(const std::string& path, std::string_view name) {

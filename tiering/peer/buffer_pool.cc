@@ -15,7 +15,7 @@ BufferPool::Buffer BufferPool::Take(size_t size) {
   const int c = ClassOf(size);
   const size_t capacity = size_t{4096} << c;
   if (capacity >= size) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (!free_[c].empty()) {
       Buffer b = std::move(free_[c].back());
       free_[c].pop_back();
@@ -31,7 +31,7 @@ void BufferPool::Give(Buffer b) {
   if (!b.data) return;
   const int c = ClassOf(b.capacity);
   if ((size_t{4096} << c) != b.capacity) return;  // not one of ours
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (kept_ + b.capacity > max_kept_) return;  // freed
   kept_ += b.capacity;
   free_[c].push_back(std::move(b));

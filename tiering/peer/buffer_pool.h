@@ -8,9 +8,9 @@
 
 #include <cstddef>
 #include <memory>
-#include <mutex>
 #include <vector>
 
+#include "tiering/base/mutex.h"
 #include "tiering/base/undumped_memory.h"
 
 namespace tierfs {
@@ -34,9 +34,9 @@ class BufferPool {
   static int ClassOf(size_t size);
 
   const size_t max_kept_;
-  std::mutex mu_;  // guards free_ and kept_. A leaf lock.
-  std::vector<Buffer> free_[kClasses];
-  size_t kept_ = 0;
+  Mutex mu_;  // guards free_ and kept_. A leaf lock.
+  std::vector<Buffer> free_[kClasses] GUARDED_BY(mu_);
+  size_t kept_ GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace tierfs

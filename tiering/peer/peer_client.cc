@@ -124,9 +124,10 @@ ssize_t PeerClient::Fetch(size_t peer, const ChunkRef& ref, char* dest, Deadline
     return -EHOSTDOWN;
   }
   {
-    std::unique_lock lock(l.slot_mu);
-    if (!l.slot_cv.wait_until(lock, deadline,
-                              [&] { return l.in_flight < options_.max_in_flight; })) {
+    MutexLock lock(l.slot_mu);
+    if (!l.slot_cv.WaitUntil(l.slot_mu, deadline, [&]() REQUIRES(l.slot_mu) {
+          return l.in_flight < options_.max_in_flight;
+        })) {
       l.counters.busy++;
       return -EBUSY;
     }
@@ -143,10 +144,10 @@ ssize_t PeerClient::Fetch(size_t peer, const ChunkRef& ref, char* dest, Deadline
     r = Ask(l, ref, dest, deadline, flags, hedge);  // once more, on the connection made again
   }
   {
-    std::lock_guard lock(l.slot_mu);
+    MutexLock lock(l.slot_mu);
     --l.in_flight;
   }
-  l.slot_cv.notify_one();
+  l.slot_cv.NotifyOne();
   if (r >= 0 && !(hedge != nullptr && hedge->used)) {
     l.counters.fetched_chunks++;
     l.counters.fetched_bytes += static_cast<uint64_t>(r);
@@ -195,8 +196,8 @@ bool PeerClient::AwaitUp(Link& l, Deadline deadline) {
   }
   // An attempt ends up or down, or idle when no connection could be
   // closed to make room for it.
-  std::unique_lock lock(l.slot_mu);
-  l.slot_cv.wait_until(lock, std::min(deadline, Clock::now() + options_.connect_timeout), [&] {
+  MutexLock lock(l.slot_mu);
+  l.slot_cv.WaitUntil(l.slot_mu, std::min(deadline, Clock::now() + options_.connect_timeout), [&] {
     int st = l.state.load();
     return st == kUp || st == kDown || l.no_slot.load() != refused;
   });
@@ -204,17 +205,17 @@ bool PeerClient::AwaitUp(Link& l, Deadline deadline) {
 }
 
 void PeerClient::Signal(Link& l) {
-  { std::lock_guard lock(l.slot_mu); }  // a waiter is either waiting or sees the new state
-  l.slot_cv.notify_all();
+  { MutexLock lock(l.slot_mu); }  // a waiter is either waiting or sees the new state
+  l.slot_cv.NotifyAll();
 }
 
 ssize_t PeerClient::Wait(Link& l, const std::shared_ptr<Pending>& p, Deadline deadline) {
-  std::unique_lock lock(p->mu);
-  if (p->cv.wait_until(lock, deadline, [&] { return p->phase == Pending::kDone; })) {
+  MutexLock lock(p->mu);
+  if (p->cv.WaitUntil(p->mu, deadline, [&] { return p->phase == Pending::kDone; })) {
     return p->result;
   }
   p->abandoned = true;
-  lock.unlock();
+  lock.Unlock();
   l.counters.timeouts++;
   // The peer did not answer in time: slow, at once, so no other caller
   // waits for it for a while; not dead (its chunks keep their home): it is
@@ -238,13 +239,13 @@ ssize_t PeerClient::Wait(Link& l, const std::shared_ptr<Pending>& p, Deadline de
     }
     if (p->phase != Pending::kReceiving) Complete(l, p, -ETIMEDOUT);
     {
-      std::lock_guard lock(p->mu);
+      MutexLock lock(p->mu);
       p->settled = true;
     }
-    p->cv.notify_all();
+    p->cv.NotifyAll();
   });
-  lock.lock();
-  p->cv.wait_for(lock, kSettle, [&] { return p->settled; });
+  lock.Lock();
+  p->cv.WaitFor(p->mu, kSettle, [&]() REQUIRES(p->mu) { return p->settled; });
   return -ETIMEDOUT;
 }
 
@@ -281,7 +282,7 @@ bool PeerClient::Offer(size_t peer, const ChunkRef& ref, const char* data) {
   if (!ValidChunkRef(whole) || length == 0) return false;
   const uint64_t bytes = whole.path.size() + length;
   {
-    std::lock_guard lock(offers_mu_);
+    MutexLock lock(offers_mu_);
     if (l.state.load() != kUp || offers_ >= options_.max_offers ||
         offer_bytes_ + bytes > options_.max_offer_bytes) {
       l.counters.offers_dropped++;
@@ -327,7 +328,7 @@ bool PeerClient::Offer(size_t peer, const ChunkRef& ref, const char* data) {
 
 void PeerClient::OfferDone(BufferPool::Buffer body, uint64_t bytes) {
   buffers_->Give(std::move(body));
-  std::lock_guard lock(offers_mu_);
+  MutexLock lock(offers_mu_);
   --offers_;
   offer_bytes_ -= bytes;
 }

@@ -48,17 +48,16 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "tiering/base/counter_visitor.h"
 #include "tiering/base/latency_histogram.h"
+#include "tiering/base/mutex.h"
 #include "tiering/peer/buffer_pool.h"
 #include "tiering/peer/peer_auth.h"
 #include "tiering/peer/peer_handshake.h"
@@ -279,9 +278,9 @@ class PeerClient {
   std::shared_ptr<BufferPool> buffers_;  // answers' buffers, kept for reuse
   std::atomic<uint64_t> next_request_{1};
   std::atomic<uint64_t> stray_{0};
-  std::mutex offers_mu_;  // guards the two below. A leaf lock.
-  size_t offers_ = 0;
-  uint64_t offer_bytes_ = 0;
+  Mutex offers_mu_;  // guards the two below. A leaf lock.
+  size_t offers_ GUARDED_BY(offers_mu_) = 0;
+  uint64_t offer_bytes_ GUARDED_BY(offers_mu_) = 0;
   // An offer sent or dropped: its buffer back, its budget released.
   void OfferDone(BufferPool::Buffer body, uint64_t bytes);
   LatencyHistogram latency_;

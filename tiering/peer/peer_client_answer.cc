@@ -31,12 +31,12 @@ ssize_t PeerClient::Open(Link& l, const std::shared_ptr<Pending>& p, char* dest)
 
 void PeerClient::Complete(Link& l, const std::shared_ptr<Pending>& p, ssize_t result) {
   {
-    std::lock_guard lock(p->mu);
+    MutexLock lock(p->mu);
     if (p->phase == Pending::kDone) return;
     p->phase = Pending::kDone;
     p->result = result;
   }
-  p->cv.notify_all();
+  p->cv.NotifyAll();
   l.pending.erase(p->id);
 }
 
@@ -140,9 +140,9 @@ ucs_status_t PeerClient::OnData(Link& l, const std::shared_ptr<Pending>& p, cons
   uint64_t length = p->ref.length();
   l.answered = true;
   Answered(l, *p);
-  std::unique_lock lock(p->mu);
+  MutexLock lock(p->mu);
   if (p->abandoned) {
-    lock.unlock();
+    lock.Unlock();
     Complete(l, p, -ETIMEDOUT);
     return UcxWorker::Discard(param);
   }
@@ -152,14 +152,14 @@ ucs_status_t PeerClient::OnData(Link& l, const std::shared_ptr<Pending>& p, cons
   p->sealed = p->pool->Take(length == 0 ? 1 : length);
   if (!(param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {  // the bytes are here
     if (length > 0) std::memcpy(p->sealed.get(), data, length);
-    lock.unlock();
+    lock.Unlock();
     l.backoff = options_.retry_min;
     l.slow_backoff = options_.retry_min;
     Complete(l, p, static_cast<ssize_t>(length));
     return UCS_OK;
   }
   p->phase = Pending::kReceiving;
-  lock.unlock();
+  lock.Unlock();
   return ucx_->ReceiveBody(data, p->sealed.get(), length, [this, p, length](ucs_status_t s) {
     Link& l = *links_[p->peer];
     if (s == UCS_OK) {  // it answers: retry soon if it fails later

@@ -30,8 +30,8 @@ bool PeerClient::Race(Link& l, const std::shared_ptr<Pending>& p, char* dest, He
                       ssize_t* result) {
   const auto race_at = std::min(p->deadline, Clock::now() + hedge_after(l.index));
   {
-    std::unique_lock lock(p->mu);
-    if (p->cv.wait_until(lock, race_at, [&] { return p->phase != Pending::kWaiting; }))
+    MutexLock lock(p->mu);
+    if (p->cv.WaitUntil(p->mu, race_at, [&] { return p->phase != Pending::kWaiting; }))
       return false;  // it answers (or its bytes are on their way): no race
   }
   if (Clock::now() >= p->deadline) return false;
@@ -40,7 +40,7 @@ bool PeerClient::Race(Link& l, const std::shared_ptr<Pending>& p, char* dest, He
   if (got < 0) return false;
   bool peer_first = false;
   {
-    std::lock_guard lock(p->mu);
+    MutexLock lock(p->mu);
     peer_first = p->phase != Pending::kWaiting;
     p->abandoned = true;
   }
@@ -68,7 +68,7 @@ void PeerClient::EndAbandoned(Link& l, Clock::time_point now) {
   std::vector<std::shared_ptr<Pending>> ended;
   for (auto& [id, p] : l.pending) {
     if (now < p->deadline) continue;
-    std::lock_guard lock(p->mu);
+    MutexLock lock(p->mu);
     if (p->abandoned && p->phase == Pending::kWaiting) ended.push_back(p);
   }
   for (auto& p : ended) Complete(l, p, -ETIMEDOUT);

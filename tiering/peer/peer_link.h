@@ -4,13 +4,12 @@
 
 #include <array>
 #include <chrono>
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
 
+#include "tiering/base/mutex.h"
 #include "tiering/peer/buffer_pool.h"
 #include "tiering/peer/peer_client.h"
 #include "tiering/peer/peer_crypto.h"
@@ -23,11 +22,11 @@ struct LinkCrypto {
   SessionKeys keys;
   uint64_t session = 0;
   uint64_t next_seq = 2;  // progress thread only; 1 was the handshake's
-  std::mutex mu;          // guards window. A leaf lock.
-  ReplayWindow window;
+  Mutex mu;               // guards window. A leaf lock.
+  ReplayWindow window GUARDED_BY(mu);
   // True if `seq` was not seen before (then it is recorded).
   bool Accept(uint64_t seq) {
-    std::lock_guard lock(mu);
+    MutexLock lock(mu);
     return window.Accept(seq);
   }
 };
@@ -55,14 +54,14 @@ struct PeerClient::Pending {
   size_t header_size = 0;
   uint64_t seq = 0;
 
-  std::mutex mu;  // guards the rest; takes BufferPool::mu_ under it (OnData)
-  std::condition_variable cv;
+  Mutex mu;  // guards the rest; takes BufferPool::mu_ under it (OnData)
+  CondVar cv;
   // Changed only on the progress thread (or by Stop after it ended), which
   // may therefore read it without the lock.
   enum Phase { kWaiting, kReceiving, kDone } phase = kWaiting;
-  bool abandoned = false;  // the caller gave up (its deadline, or its hedge won)
-  bool settled = false;    // ... and the progress thread has dealt with it
-  ssize_t result = 0;      // kDone: the length (sealed holds it), or -errno
+  bool abandoned GUARDED_BY(mu) = false;  // the caller gave up (its deadline, or its hedge won)
+  bool settled GUARDED_BY(mu) = false;    // ... and the progress thread has dealt with it
+  ssize_t result = 0;                     // kDone: the length (sealed holds it), or -errno
 };
 
 struct PeerClient::Link {
@@ -89,10 +88,10 @@ struct PeerClient::Link {
   std::atomic<int64_t> hedge_after_us{0};
   PeerLinkCounters counters;
 
-  std::mutex slot_mu;  // guards in_flight. A leaf lock.
+  Mutex slot_mu;  // guards in_flight. A leaf lock.
   // Signalled when in_flight drops and when the state changes (Signal).
-  std::condition_variable slot_cv;
-  size_t in_flight = 0;
+  CondVar slot_cv;
+  size_t in_flight GUARDED_BY(slot_mu) = 0;
 
   // Progress thread only.
   ucp_ep_h ep = nullptr;

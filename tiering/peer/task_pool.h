@@ -5,12 +5,12 @@
 // is the same idea with lanes; tiering/ cannot use it.)
 #pragma once
 
-#include <condition_variable>
 #include <deque>
 #include <functional>
-#include <mutex>
 #include <thread>
 #include <vector>
+
+#include "tiering/base/mutex.h"
 
 namespace tierfs {
 
@@ -31,10 +31,10 @@ class TaskPool {
   void Work();
 
   const size_t capacity_;
-  std::mutex mu_;  // guards queue_ and stopping_. A leaf lock, never held while a job runs.
-  std::condition_variable cv_;
-  std::deque<std::function<void()>> queue_;
-  bool stopping_ = false;
+  Mutex mu_;  // guards queue_ and stopping_. A leaf lock, never held while a job runs.
+  CondVar cv_;
+  std::deque<std::function<void()>> queue_ GUARDED_BY(mu_);
+  bool stopping_ GUARDED_BY(mu_) = false;
   std::vector<std::thread> threads_;
 };
 

@@ -11,9 +11,9 @@
 
 #include <cerrno>
 #include <cstdint>
-#include <mutex>
 
 #include "tiering/base/log.h"
+#include "tiering/base/mutex.h"
 
 namespace tierfs::ucx_abort {
 namespace {

@@ -157,7 +157,7 @@ void UcxWorker::Start(std::function<void()> tick) {
 bool UcxWorker::Post(std::function<void()> fn) {
   if (wedged()) return false;  // reported outside the lock
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (stopping_ || wedged_.load()) return false;
     posted_.push_back(std::move(fn));
   }
@@ -187,7 +187,7 @@ void UcxWorker::Stop(std::function<void()> close_all, std::chrono::milliseconds 
     }
     close_all();
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       stopping_ = true;
     }
     // Closes and sends complete through progress; give them until the deadline.
@@ -222,7 +222,7 @@ void UcxWorker::Stop(std::function<void()> close_all, std::chrono::milliseconds 
                wedged_.load() ? "UCX failed on its thread" : "its thread is stuck in UCX");
     thread_.detach();
     abandoned_ = true;
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
     posted_.clear();  // never run: they would call UCX
     return;
@@ -234,7 +234,7 @@ void UcxWorker::Stop(std::function<void()> close_all, std::chrono::milliseconds 
 void UcxWorker::RunPosted() {
   std::vector<std::function<void()>> run;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     run.swap(posted_);
   }
   for (auto& fn : run) fn();

@@ -28,12 +28,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <unordered_map>
 #include <vector>
 
+#include "tiering/base/mutex.h"
 #include "tiering/base/status.h"
 #include "tiering/peer/wire.h"
 
@@ -185,9 +185,9 @@ class UcxWorker {
   // Progress thread only.
   std::unordered_map<ucp_ep_h, int> watched_;
 
-  std::mutex mu_;  // guards posted_ and stopping_. A leaf lock.
-  std::vector<std::function<void()>> posted_;
-  bool stopping_ = false;
+  Mutex mu_;  // guards posted_ and stopping_. A leaf lock.
+  std::vector<std::function<void()>> posted_ GUARDED_BY(mu_);
+  bool stopping_ GUARDED_BY(mu_) = false;
   std::atomic<bool> quit_{false};
   std::atomic<bool> exited_{false};  // the progress thread has left its loop
   std::atomic<bool> wedged_{false};  // set by the abort handler (ucx_abort.h)

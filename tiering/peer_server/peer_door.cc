@@ -53,7 +53,7 @@ PeerDoor::PeerDoor(const PeerAuth* auth, PeerDoorOptions options, std::string wo
 PeerDoor::~PeerDoor() { Stop(); }
 
 std::string PeerDoor::listen_error() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return listen_error_;
 }
 
@@ -96,7 +96,7 @@ Status PeerDoor::Bind() {
   listen_fd_ = fd;
   port_ = ntohs(bound.sin_port);
   listening_ = true;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   listen_error_.clear();
   return Status::Ok();
 }
@@ -115,7 +115,7 @@ Status PeerDoor::Start() {
     counters_.listen_failures++;
     backoff_ = options_.retry_min;
     retry_at_ = Clock::now() + backoff_;
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     listen_error_ = bound.message();
   }
   thread_ = std::thread([this] { Loop(); });
@@ -172,7 +172,7 @@ void PeerDoor::Loop() {
         }
         retry_at_ = Clock::now() + backoff_;
         backoff_ = std::min(backoff_ * 2, options_.retry_max);
-        std::lock_guard lock(mu_);
+        MutexLock lock(mu_);
         listen_error_ = bound.message();
       }
     }
@@ -200,7 +200,7 @@ void PeerDoor::AcceptSome() {
 void PeerDoor::TakeChecked() {
   std::vector<std::unique_ptr<Checked>> done;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     done.swap(checked_);
   }
   for (auto& r : done) {
@@ -312,7 +312,7 @@ void PeerDoor::Expire() {
     pruned_at_ = now + std::chrono::seconds(1);
     counters_.work_bits = sources_.Prune(now);
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (auto it = sessions_.begin(); it != sessions_.end();) {
     if (now > it->second.expires) {
       counters_.expired_sessions++;
@@ -325,7 +325,7 @@ void PeerDoor::Expire() {
 
 bool PeerDoor::Take(uint64_t id, const std::function<bool(const SessionKeys&)>& verify,
                     AcceptedSession* out) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = sessions_.find(id);
   if (it == sessions_.end() || !verify(it->second.session.keys)) return false;
   *out = std::move(it->second.session);
@@ -334,7 +334,7 @@ bool PeerDoor::Take(uint64_t id, const std::function<bool(const SessionKeys&)>& 
 }
 
 size_t PeerDoor::SessionsWaiting(Clock::time_point since) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   size_t n = 0;
   for (const auto& [id, w] : sessions_) n += w.expires - options_.session_ttl >= since;
   return n;

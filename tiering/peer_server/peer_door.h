@@ -47,13 +47,13 @@
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <unordered_map>
 #include <vector>
 
 #include "tiering/base/counter_visitor.h"
+#include "tiering/base/mutex.h"
 #include "tiering/base/status.h"
 #include "tiering/peer/peer_auth.h"
 #include "tiering/peer/peer_crypto.h"
@@ -186,14 +186,14 @@ class PeerDoor {
   uint64_t puzzle_logs_ = 0;
   TicketStore tickets_;
 
-  mutable std::mutex mu_;  // guards checked_, sessions_ and listen_error_. A leaf lock.
-  std::vector<std::unique_ptr<Checked>> checked_;  // MUNGE results for the thread
+  mutable Mutex mu_;  // guards checked_, sessions_ and listen_error_. A leaf lock.
+  std::vector<std::unique_ptr<Checked>> checked_ GUARDED_BY(mu_);  // MUNGE results for the thread
   struct Waiting {
     AcceptedSession session;
     std::chrono::steady_clock::time_point expires;
   };
-  std::unordered_map<uint64_t, Waiting> sessions_;
-  std::string listen_error_;
+  std::unordered_map<uint64_t, Waiting> sessions_ GUARDED_BY(mu_);
+  std::string listen_error_ GUARDED_BY(mu_);
 };
 
 }  // namespace tierfs

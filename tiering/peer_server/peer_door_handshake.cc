@@ -85,7 +85,7 @@ void PeerDoor::Dispatch() {
     bool queued = checks_.Submit([this, job, hello = std::move(c.hello), nonce] {
       job->hello = AnswerHello(*auth_, nonce, hello);
       {
-        std::lock_guard lock(mu_);
+        MutexLock lock(mu_);
         checked_.push_back(std::make_unique<Checked>(std::move(*job)));
       }
       uint64_t one = 1;

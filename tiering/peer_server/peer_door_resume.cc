@@ -34,7 +34,7 @@ void PeerDoor::Conclude(Conn& c, AcceptedSession s, const std::string& answer,
   const PeerKey resume = s.keys.resume;
   const std::string peer = s.peer;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (sessions_.size() >= options_.max_sessions) {
       counters_.busy++;
       Close(c.fd);

@@ -313,7 +313,7 @@ void PeerServer::Tick() {
 }
 
 void PeerServer::CountServed(const std::string& peer, uint64_t bytes) {
-  std::lock_guard lock(served_mu_);
+  MutexLock lock(served_mu_);
   auto it = served_.find(peer);
   if (it == served_.end()) {
     it = served_.size() < options_.max_connections ? served_.emplace(peer, Served{}).first
@@ -377,7 +377,7 @@ void PeerServer::VisitCounters(CounterVisitor& v) const {
       {"Most bytes of answers ever being sent to peers at once.", Unit::kBytes, "peak_in_flight"});
   v.Histogram("serve_latency", c.serve_latency,
               {"Time from a peer's request arriving to its answer sent."});
-  std::lock_guard lock(served_mu_);
+  MutexLock lock(served_mu_);
   v.BeginList("by_peer", "peer");
   for (const auto& [name, s] : served_) {
     v.BeginItem({{"name", name}});

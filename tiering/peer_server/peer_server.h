@@ -47,13 +47,13 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "tiering/base/counter_visitor.h"
 #include "tiering/base/latency_histogram.h"
+#include "tiering/base/mutex.h"
 #include "tiering/peer/buffer_pool.h"
 #include "tiering/peer/peer_auth.h"
 #include "tiering/peer/task_pool.h"
@@ -212,8 +212,9 @@ class PeerServer {
   struct Served {
     uint64_t chunks = 0, bytes = 0;
   };
-  mutable std::mutex served_mu_;          // guards served_. A leaf lock.
-  std::map<std::string, Served> served_;  // by authenticated peer name, at most max_connections
+  mutable Mutex served_mu_;  // guards served_. A leaf lock.
+  std::map<std::string, Served> served_
+      GUARDED_BY(served_mu_);  // by authenticated peer name, at most max_connections
 };
 
 }  // namespace tierfs

@@ -18,7 +18,7 @@ OpenFileCache::OpenFileCache(Backend* backend, const Namespace* ns, size_t capac
 int OpenFileCache::Get(NodeId id, std::shared_ptr<SourceFile>* out) {
   Shard& shard = ShardOf(id);
   {
-    std::lock_guard lock(shard.mu);
+    MutexLock lock(shard.mu);
     auto it = shard.index.find(id);
     if (it != shard.index.end()) {
       shard.lru.splice(shard.lru.begin(), shard.lru, it->second);
@@ -35,7 +35,7 @@ int OpenFileCache::Get(NodeId id, std::shared_ptr<SourceFile>* out) {
   if ((err = CheckIdentity(id, file.get())) < 0) return err;
   std::shared_ptr<SourceFile> opened(std::move(file));
   std::shared_ptr<SourceFile> evicted;  // closed after the lock is released
-  std::lock_guard lock(shard.mu);
+  MutexLock lock(shard.mu);
   auto it = shard.index.find(id);
   if (it != shard.index.end()) {  // another reader opened it meanwhile: share theirs
     *out = it->second->second;
@@ -73,7 +73,7 @@ int OpenFileCache::CheckIdentity(NodeId id, SourceFile* file) {
 size_t OpenFileCache::open_files() const {
   size_t n = 0;
   for (const Shard& s : shards_) {
-    std::lock_guard lock(s.mu);
+    MutexLock lock(s.mu);
     n += s.lru.size();
   }
   return n;

@@ -7,11 +7,11 @@
 #include <atomic>
 #include <list>
 #include <memory>
-#include <mutex>
 #include <unordered_map>
 #include <vector>
 
 #include "tiering/base/counter_visitor.h"
+#include "tiering/base/mutex.h"
 #include "tiering/io/backend.h"
 #include "tiering/namespace/namespace.h"
 
@@ -38,9 +38,10 @@ class OpenFileCache {
 
  private:
   struct Shard {
-    mutable std::mutex mu;  // guards lru and index; a leaf lock, never held across I/O
-    std::list<std::pair<NodeId, std::shared_ptr<SourceFile>>> lru;  // front = most recent
-    std::unordered_map<NodeId, decltype(lru)::iterator> index;
+    mutable Mutex mu;  // guards lru and index; a leaf lock, never held across I/O
+    std::list<std::pair<NodeId, std::shared_ptr<SourceFile>>> lru
+        GUARDED_BY(mu);  // front = most recent
+    std::unordered_map<NodeId, decltype(lru)::iterator> index GUARDED_BY(mu);
   };
   static constexpr size_t kShards = 16;
 

@@ -15,12 +15,12 @@
 // Steady-state SOURCE traffic is then what cannot be resident plus at most
 // the transient window.
 #include <deque>
-#include <mutex>
 #include <queue>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
+#include "tiering/base/mutex.h"
 #include "tiering/store/eviction_policy.h"
 
 namespace tierfs {
@@ -34,12 +34,12 @@ class Belady final : public BeladyPolicy {
   const char* name() const override { return "next-use"; }
 
   void SetTransientLimit(size_t chunks) override {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     transient_limit_ = std::max<size_t>(chunks, 1);
   }
 
   bool PickVictim(int tier, const Candidate& c, ChunkKey* victim, Hold* hold) override {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     TierState& t = per_tier_[static_cast<size_t>(tier)];
     while (!t.recycle.empty()) {
       ChunkKey k = t.recycle.front();
@@ -76,7 +76,7 @@ class Belady final : public BeladyPolicy {
   void Admitted(ChunkKey key, int tier, Hold hold) override {
     const bool transient = hold == Hold::kTransient;
     const uint64_t for_use = transient ? NextUseOf(key).next_id : 0;
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     placing_[key] = Placing{transient, for_use};
     if (transient) {
       per_tier_[static_cast<size_t>(tier)].transient_bytes += catalog_->length(key.node, key.chunk);
@@ -84,7 +84,7 @@ class Belady final : public BeladyPolicy {
   }
 
   void Published(ChunkKey key, int tier) override {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     TierState& t = per_tier_[static_cast<size_t>(tier)];
     auto it = placing_.find(key);
     bool transient = it != placing_.end() && it->second.transient;
@@ -101,7 +101,7 @@ class Belady final : public BeladyPolicy {
   }
 
   void Abandoned(ChunkKey key, int tier) override {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = placing_.find(key);
     if (it == placing_.end()) return;
     if (it->second.transient) {
@@ -111,7 +111,7 @@ class Belady final : public BeladyPolicy {
   }
 
   void Dropped(ChunkKey key, int tier) override {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     TierState& t = per_tier_[static_cast<size_t>(tier)];
     t.resident.erase(key);  // its heap entry is skipped when it reaches the top
     if (t.transient.erase(key)) t.transient_bytes -= catalog_->length(key.node, key.chunk);
@@ -120,14 +120,14 @@ class Belady final : public BeladyPolicy {
   void Touched(ChunkKey) override {}
 
   size_t entries() const override {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     size_t n = 0;
     for (const auto& t : per_tier_) n += t.heap.size();
     return n;
   }
 
   void NextUseChanged(NodeId node) override {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (uint32_t c = 0; c < catalog_->chunks(node); ++c) {
       ChunkKey key{node, c};
       for (auto& t : per_tier_) {
@@ -167,13 +167,13 @@ class Belady final : public BeladyPolicy {
     return next_uses_ ? next_uses_->NextUse(key) : NextUses{};
   }
 
-  // REQUIRES: mu_ held; `it` is a transient chunk. Once the use it was
+  // `it` is a transient chunk. Once the use it was
   // promoted for is past, it is the first to go; but if a use has been
   // declared for it since (the next epoch's order came), it is kept like any
   // resident: dropping it now would cost a SOURCE read in that epoch, and
   // with one epoch declared at a time the transient room would otherwise
   // bleed the kept set a little every epoch.
-  void Settle(TierState& t, TransientMap::iterator it) {
+  void Settle(TierState& t, TransientMap::iterator it) REQUIRES(mu_) {
     const ChunkKey key = it->first;
     const NextUses uses = NextUseOf(key);
     if (uses.next_id == it->second.for_use) return;  // its read is still to come
@@ -188,12 +188,12 @@ class Belady final : public BeladyPolicy {
     }
   }
 
-  // REQUIRES: mu_ held. Queues a resident chunk's next use. Each read of a
+  // Queues a resident chunk's next use. Each read of a
   // resident file leaves a stale entry behind, and stale entries only leave
   // the heap when they reach its top (when evicting): without evictions the
   // heap would grow by one entry per read, so it is rebuilt from the
   // resident set once stale entries outnumber live ones.
-  void Track(TierState& t, Entry e) {
+  void Track(TierState& t, Entry e) REQUIRES(mu_) {
     t.heap.push(e);
     if (t.heap.size() <= 2 * t.resident.size() + 64) return;
     std::vector<Entry> live;
@@ -202,9 +202,9 @@ class Belady final : public BeladyPolicy {
     t.heap = std::priority_queue<Entry>(std::less<Entry>(), std::move(live));
   }
 
-  // REQUIRES: mu_ held. Takes the resident chunk needed farthest in the
-  // future, if that is later than `than`.
-  bool PopFarthest(TierState& t, uint64_t than, ChunkKey* victim) {
+  // Takes the resident chunk needed farthest in the future, if that is
+  // later than `than`.
+  bool PopFarthest(TierState& t, uint64_t than, ChunkKey* victim) REQUIRES(mu_) {
     while (!t.heap.empty()) {
       Entry top = t.heap.top();
       if (!t.resident.count(top.key)) {
@@ -233,10 +233,11 @@ class Belady final : public BeladyPolicy {
   const NextUseTable* const next_uses_;
   // Guards the rest. Lock order: before the next-use table's stripes (read
   // with it held, leaves); nothing else is called while it is held.
-  mutable std::mutex mu_;
-  std::vector<TierState> per_tier_;
-  std::unordered_map<ChunkKey, Placing, ChunkKeyHash> placing_;  // admitted, not yet published
-  size_t transient_limit_ = 16;
+  mutable Mutex mu_;
+  std::vector<TierState> per_tier_ GUARDED_BY(mu_);
+  // admitted, not yet published
+  std::unordered_map<ChunkKey, Placing, ChunkKeyHash> placing_ GUARDED_BY(mu_);
+  size_t transient_limit_ GUARDED_BY(mu_) = 16;
 };
 
 }  // namespace

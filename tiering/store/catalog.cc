@@ -40,10 +40,10 @@ void Catalog::Set(ChunkKey k, uint8_t s) {
   {
     // Under the stripe lock so a waiter cannot miss the change between its
     // check and its wait.
-    std::lock_guard lock(stripe.mu);
+    MutexLock lock(stripe.mu);
     At(k).store(s, std::memory_order_release);
   }
-  stripe.cv.notify_all();
+  stripe.cv.NotifyAll();
 }
 
 void Catalog::Publish(ChunkKey k, int tier) { Set(k, static_cast<uint8_t>(kResidentBase + tier)); }
@@ -57,16 +57,16 @@ bool Catalog::Evict(ChunkKey k, int tier) {
 
 uint8_t Catalog::WaitWhileInFlight(ChunkKey k) {
   Stripe& stripe = StripeOf(k);
-  std::unique_lock lock(stripe.mu);
-  stripe.cv.wait(lock, [&] { return At(k).load(std::memory_order_acquire) != kInFlight; });
+  MutexLock lock(stripe.mu);
+  stripe.cv.Wait(stripe.mu, [&] { return At(k).load(std::memory_order_acquire) != kInFlight; });
   return At(k).load(std::memory_order_acquire);
 }
 
 uint8_t Catalog::WaitWhileInFlight(ChunkKey k, std::chrono::steady_clock::time_point deadline) {
   Stripe& stripe = StripeOf(k);
-  std::unique_lock lock(stripe.mu);
-  stripe.cv.wait_until(lock, deadline,
-                       [&] { return At(k).load(std::memory_order_acquire) != kInFlight; });
+  MutexLock lock(stripe.mu);
+  stripe.cv.WaitUntil(stripe.mu, deadline,
+                      [&] { return At(k).load(std::memory_order_acquire) != kInFlight; });
   return At(k).load(std::memory_order_acquire);
 }
 

@@ -10,12 +10,11 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <vector>
 
+#include "tiering/base/mutex.h"
 #include "tiering/namespace/namespace.h"
 #include "tiering/store/tier.h"
 
@@ -81,8 +80,8 @@ class Catalog {
   // guards nothing but the wait; leaf locks.
   static constexpr size_t kStripes = 64;
   struct Stripe {
-    std::mutex mu;
-    std::condition_variable cv;
+    Mutex mu;
+    CondVar cv;
   };
   Stripe& StripeOf(ChunkKey k) { return stripes_[(first_[k.node] + k.chunk) % kStripes]; }
   std::unique_ptr<Stripe[]> stripes_;

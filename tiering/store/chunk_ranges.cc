@@ -3,13 +3,13 @@
 namespace tierfs {
 
 uint64_t ChunkRanges::Take(uint32_t chunk) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   unfreed_.erase(chunk);
   return owners_[chunk] = ++generations_;
 }
 
 void ChunkRanges::LetGo(uint32_t chunk, uint64_t gen, uint64_t offset, uint64_t length) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = owners_.find(chunk);
   if (it == owners_.end() || it->second != gen) return;  // written again since
   owners_.erase(it);
@@ -21,12 +21,12 @@ void ChunkRanges::LetGo(uint32_t chunk, uint64_t gen, uint64_t offset, uint64_t 
 }
 
 void ChunkRanges::Pin() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   ++pins_;
 }
 
 bool ChunkRanges::Unpin() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (pins_ == 0) return false;
   if (--pins_ > 0) return true;
   for (const auto& [chunk, range] : unfreed_) Free(range.first, range.second);
@@ -35,7 +35,7 @@ bool ChunkRanges::Unpin() {
 }
 
 bool ChunkRanges::pinned() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return pins_ > 0;
 }
 

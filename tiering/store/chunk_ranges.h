@@ -6,9 +6,10 @@
 #pragma once
 
 #include <cstdint>
-#include <mutex>
 #include <unordered_map>
 #include <utility>
+
+#include "tiering/base/mutex.h"
 
 namespace tierfs {
 
@@ -40,12 +41,13 @@ class ChunkRanges {
 
  private:
   // Guards what follows; taken after the tier's own lock when both are held.
-  mutable std::mutex mu_;
-  uint32_t pins_ = 0;
-  uint64_t generations_ = 0;
-  std::unordered_map<uint32_t, uint64_t> owners_;  // chunk -> generation owning its range
+  mutable Mutex mu_;
+  uint32_t pins_ GUARDED_BY(mu_) = 0;
+  uint64_t generations_ GUARDED_BY(mu_) = 0;
+  // chunk -> generation owning its range
+  std::unordered_map<uint32_t, uint64_t> owners_ GUARDED_BY(mu_);
   // Ranges of chunks let go while pinned, by chunk: freed at the last unpin.
-  std::unordered_map<uint32_t, std::pair<uint64_t, uint64_t>> unfreed_;
+  std::unordered_map<uint32_t, std::pair<uint64_t, uint64_t>> unfreed_ GUARDED_BY(mu_);
 };
 
 }  // namespace tierfs

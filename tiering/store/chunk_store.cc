@@ -206,7 +206,7 @@ uint64_t ChunkStore::Evict(ChunkKey key, int tier_index) {
   // on the new copy and leave it in the tier, unknown to the catalog.
   if (bytes == 0) return 0;
   {
-    std::lock_guard lock(copies_mu_);
+    MutexLock lock(copies_mu_);
     copies_.erase(key);
   }
   catalog_->Evict(key, tier_index);
@@ -221,7 +221,7 @@ bool ChunkStore::ReserveOverCopies(int t, uint64_t bytes) {
     ChunkKey victim;
     bool found = false;
     {
-      std::lock_guard lock(copies_mu_);
+      MutexLock lock(copies_mu_);
       for (const ChunkKey& k : copies_) {
         if (catalog_->state(k) == resident_here) {
           victim = k;
@@ -254,7 +254,7 @@ int ChunkStore::Commit(ChunkClaim& claim) {
   claim.store_ = nullptr;  // published: nothing left to undo
   if (claim.whose_ ==
       ClaimOwner::kPeerCopy) {  // listed before it is resident: no eviction misses it
-    std::lock_guard lock(copies_mu_);
+    MutexLock lock(copies_mu_);
     copies_.insert(key);
   }
   catalog_->Publish(key, tier);

@@ -16,12 +16,12 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <unordered_set>
 #include <vector>
 
 #include "tiering/base/counter_visitor.h"
+#include "tiering/base/mutex.h"
 #include "tiering/namespace/namespace.h"
 #include "tiering/store/catalog.h"
 #include "tiering/store/eviction_policy.h"
@@ -180,8 +180,8 @@ class ChunkStore {
   // Per node of ns_: its last Failure (Undo stores, anyone loads).
   std::unique_ptr<std::atomic<uint8_t>[]> last_failure_;
   // Copies of peers' chunks, resident or being published.
-  mutable std::mutex copies_mu_;  // guards copies_. A leaf lock.
-  std::unordered_set<ChunkKey, ChunkKeyHash> copies_;
+  mutable Mutex copies_mu_;  // guards copies_. A leaf lock.
+  std::unordered_set<ChunkKey, ChunkKeyHash> copies_ GUARDED_BY(copies_mu_);
 };
 
 }  // namespace tierfs

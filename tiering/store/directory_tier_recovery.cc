@@ -7,10 +7,10 @@
 #include <cerrno>
 #include <cstring>
 #include <map>
-#include <mutex>
 #include <unordered_set>
 
 #include "tiering/base/log.h"
+#include "tiering/base/mutex.h"
 #include "tiering/store/journaled_directory_tier.h"
 
 namespace tierfs::directory_tier {
@@ -68,7 +68,7 @@ int JournaledDirectoryTier::Recover(const std::string& source, const Acceptor& a
   next_seq_ = max_seq + 1;  // max_seq < kSeqLimit: no wrap
   const size_t reused_files = files.size();
   {
-    std::unique_lock lock(mu_);
+    WriterMutexLock lock(mu_);
     index_ = std::move(index);
     files_ = std::move(files);
   }
@@ -139,7 +139,7 @@ void JournaledDirectoryTier::CompactJournalIfLong() {
   std::unordered_set<uint64_t> records;
   uint64_t newer;  // chunks published from here on are kept whatever the snapshot says
   {
-    std::shared_lock lock(mu_);
+    ReaderMutexLock lock(mu_);
     newer = next_seq_.load();
     for (const auto& [key, entry] : index_) records.insert(entry.record);
   }
@@ -153,7 +153,7 @@ void JournaledDirectoryTier::CompactJournalIfLong() {
 
 int JournaledDirectoryTier::GiveUp(const char* what, int err) {
   {
-    std::unique_lock lock(mu_);
+    WriterMutexLock lock(mu_);
     index_.clear();
     files_.clear();
   }

@@ -6,28 +6,29 @@ namespace tierfs {
 
 void InFlight::Progress(uint64_t written, const char* data, std::shared_ptr<const void> hold) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     written_ = written;
     if (data_ == nullptr && data != nullptr) {
       data_ = data;
       hold_ = std::move(hold);
     }
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 void InFlight::Finish() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     done_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 int InFlight::Read(uint64_t off, size_t n, Deadline deadline, TierRead* out) {
-  std::unique_lock lock(mu_);
-  bool ready = cv_.wait_until(lock, deadline,
-                              [&] { return done_ || (data_ != nullptr && written_ >= off + n); });
+  MutexLock lock(mu_);
+  bool ready = cv_.WaitUntil(mu_, deadline, [&]() REQUIRES(mu_) {
+    return done_ || (data_ != nullptr && written_ >= off + n);
+  });
   if (!ready) return -ETIMEDOUT;
   if (done_) return -EAGAIN;
   out->data = data_ + off;
@@ -39,21 +40,21 @@ int InFlight::Read(uint64_t off, size_t n, Deadline deadline, TierRead* out) {
 std::shared_ptr<InFlight> InFlightTable::Add(ChunkKey key, int tier) {
   auto chunk = std::make_shared<InFlight>(tier);
   Stripe& s = StripeOf(key);
-  std::lock_guard lock(s.mu);
+  MutexLock lock(s.mu);
   s.chunks[key] = chunk;
   return chunk;
 }
 
 std::shared_ptr<InFlight> InFlightTable::Find(ChunkKey key) const {
   Stripe& s = StripeOf(key);
-  std::lock_guard lock(s.mu);
+  MutexLock lock(s.mu);
   auto it = s.chunks.find(key);
   return it == s.chunks.end() ? nullptr : it->second;
 }
 
 void InFlightTable::Remove(ChunkKey key) {
   Stripe& s = StripeOf(key);
-  std::lock_guard lock(s.mu);
+  MutexLock lock(s.mu);
   s.chunks.erase(key);
 }
 

@@ -6,12 +6,11 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <unordered_map>
 
+#include "tiering/base/mutex.h"
 #include "tiering/store/tier.h"
 
 namespace tierfs {
@@ -35,12 +34,12 @@ class InFlight {
 
  private:
   const int tier_;  // being written into
-  std::mutex mu_;   // guards the rest. Lock order: a leaf.
-  std::condition_variable cv_;
-  uint64_t written_ = 0;
-  bool done_ = false;
-  const char* data_ = nullptr;
-  std::shared_ptr<const void> hold_;
+  Mutex mu_;        // guards the rest. Lock order: a leaf.
+  CondVar cv_;
+  uint64_t written_ GUARDED_BY(mu_) = 0;
+  bool done_ GUARDED_BY(mu_) = false;
+  const char* data_ GUARDED_BY(mu_) = nullptr;
+  std::shared_ptr<const void> hold_ GUARDED_BY(mu_);
 };
 
 // The in-flight chunks by key. Thread-safe.
@@ -54,8 +53,8 @@ class InFlightTable {
  private:
   static constexpr size_t kStripes = 64;
   struct Stripe {
-    mutable std::mutex mu;  // guards chunks. Lock order: a leaf.
-    std::unordered_map<ChunkKey, std::shared_ptr<InFlight>, ChunkKeyHash> chunks;
+    mutable Mutex mu;  // guards chunks. Lock order: a leaf.
+    std::unordered_map<ChunkKey, std::shared_ptr<InFlight>, ChunkKeyHash> chunks GUARDED_BY(mu);
   };
   Stripe& StripeOf(ChunkKey key) const { return stripes_[ChunkKeyHash()(key) % kStripes]; }
   std::unique_ptr<Stripe[]> stripes_;

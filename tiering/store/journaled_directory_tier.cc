@@ -9,9 +9,9 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
-#include <mutex>
 
 #include "tiering/base/log.h"
+#include "tiering/base/mutex.h"
 
 namespace tierfs::directory_tier {
 
@@ -114,7 +114,7 @@ class DirWriter final : public ChunkWriter {
 
 int JournaledDirectoryTier::TakeFile(NodeId id, uint64_t size, std::shared_ptr<TierFile>* out) {
   {
-    std::unique_lock lock(mu_);
+    WriterMutexLock lock(mu_);
     auto it = files_.find(id);
     if (it != files_.end()) {
       if (it->second->size != size) return -ESTALE;  // another version of the file: never
@@ -132,7 +132,7 @@ int JournaledDirectoryTier::TakeFile(NodeId id, uint64_t size, std::shared_ptr<T
   if (int closed = file->close(); err == 0) err = closed;
   bool mine = false;
   if (err == 0) {
-    std::unique_lock lock(mu_);
+    WriterMutexLock lock(mu_);
     auto [it, fresh] = files_.try_emplace(id, made);
     mine = fresh;
     if (it->second->size != size) {
@@ -167,7 +167,7 @@ void JournaledDirectoryTier::Finish(ChunkKey key, const ChunkOrigin& origin, Ent
   std::shared_ptr<TierFile> gone;
   std::optional<uint64_t> replaced;  // the record of a copy this one replaces
   {
-    std::unique_lock lock(mu_);
+    WriterMutexLock lock(mu_);
     --entry.file->writers;
     if (end == End::kPublished) {
       // Numbered and indexed at once: a compaction's snapshot of the index
@@ -213,7 +213,7 @@ std::shared_ptr<TierFile> JournaledDirectoryTier::DropIfEmpty(Files::iterator it
 }
 
 bool JournaledDirectoryTier::Stored(ChunkKey key, uint64_t record) const {
-  std::shared_lock lock(mu_);
+  ReaderMutexLock lock(mu_);
   auto it = index_.find(key);
   return it != index_.end() && it->second.record == record;
 }
@@ -222,7 +222,7 @@ int JournaledDirectoryTier::Read(ChunkKey key, uint64_t off, size_t n, char* scr
                                  TierRead* out) {
   Entry e;
   {
-    std::shared_lock lock(mu_);
+    ReaderMutexLock lock(mu_);
     auto it = index_.find(key);
     if (it == index_.end()) return -ENOENT;
     e = it->second;
@@ -251,7 +251,7 @@ uint64_t JournaledDirectoryTier::Remove(ChunkKey key) {
   Entry e;
   std::shared_ptr<TierFile> gone;
   {
-    std::unique_lock lock(mu_);
+    WriterMutexLock lock(mu_);
     auto it = index_.find(key);
     if (it == index_.end()) return 0;
     e = std::move(it->second);
@@ -277,7 +277,7 @@ uint64_t JournaledDirectoryTier::Remove(ChunkKey key) {
 void JournaledDirectoryTier::UnlinkIfEmpty(NodeId id, const std::shared_ptr<TierFile>& file) {
   std::shared_ptr<TierFile> gone;
   {
-    std::unique_lock lock(mu_);
+    WriterMutexLock lock(mu_);
     auto it = files_.find(id);
     if (it != files_.end() && it->second == file) gone = DropIfEmpty(it);
   }
@@ -292,7 +292,7 @@ void JournaledDirectoryTier::Unlink(const TierFile& gone) {
 // A tier file holds the file's chunks at their own offsets: it is the
 // backing file of the whole file once every chunk is stored in it.
 int JournaledDirectoryTier::PinBacking(NodeId id, uint64_t size, uint64_t* token) {
-  std::unique_lock lock(mu_);
+  WriterMutexLock lock(mu_);
   auto it = files_.find(id);
   if (it == files_.end()) return -ENOENT;
   TierFile& f = *it->second;
@@ -305,7 +305,7 @@ int JournaledDirectoryTier::PinBacking(NodeId id, uint64_t size, uint64_t* token
 void JournaledDirectoryTier::UnpinBacking(NodeId id, uint64_t token) {
   std::shared_ptr<TierFile> file;
   {
-    std::shared_lock lock(mu_);
+    ReaderMutexLock lock(mu_);
     auto it = files_.find(id);
     if (it == files_.end() || it->second->seq != token) return;
     file = it->second;
@@ -318,7 +318,7 @@ void JournaledDirectoryTier::UnpinBacking(NodeId id, uint64_t token) {
 int JournaledDirectoryTier::OpenBacking(NodeId id, uint64_t token) {
   std::shared_ptr<TierFile> file;
   {
-    std::shared_lock lock(mu_);
+    ReaderMutexLock lock(mu_);
     auto it = files_.find(id);
     if (it == files_.end() || it->second->seq != token) return -ENOENT;
     file = it->second;

@@ -25,11 +25,11 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
-#include <shared_mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "tiering/base/mutex.h"
 #include "tiering/io/file_io.h"
 #include "tiering/store/chunk_ranges.h"
 #include "tiering/store/open_tier_files.h"
@@ -100,7 +100,7 @@ class JournaledDirectoryTier final : public DirectoryTier {
   void UnpinBacking(NodeId id, uint64_t token) override;
   int OpenBacking(NodeId id, uint64_t token) override;
   size_t chunks() const override {
-    std::shared_lock lock(mu_);
+    ReaderMutexLock lock(mu_);
     return index_.size();
   }
 
@@ -131,8 +131,8 @@ class JournaledDirectoryTier final : public DirectoryTier {
   // `size` bytes) if there is none: 0 or -errno.
   int TakeFile(NodeId id, uint64_t size, std::shared_ptr<TierFile>* out);
   // Takes a tier file that holds, writes and pins nothing out of files_;
-  // returns it (to be unlinked after the lock), or null. REQUIRES: mu_ held.
-  std::shared_ptr<TierFile> DropIfEmpty(Files::iterator it);
+  // returns it (to be unlinked after the lock), or null.
+  std::shared_ptr<TierFile> DropIfEmpty(Files::iterator it) REQUIRES(mu_);
   // Drops `file` from files_ if it is still node `id`'s and empty, then unlinks it.
   void UnlinkIfEmpty(NodeId id, const std::shared_ptr<TierFile>& file);
   // Unlinks a tier file DropIfEmpty took out of files_, and closes its read
@@ -182,9 +182,9 @@ class JournaledDirectoryTier final : public DirectoryTier {
   // Guards index_, files_, and each TierFile's resident, chunks and writers.
   // Never held across file I/O; takes a TierFile's ChunkRanges::mu_ under
   // it (pinned(), Pin), which may wait for a punch.
-  mutable std::shared_mutex mu_;
-  std::unordered_map<ChunkKey, Entry, ChunkKeyHash> index_;
-  Files files_;  // by node: the tier file of each file with chunks here
+  mutable SharedMutex mu_;
+  std::unordered_map<ChunkKey, Entry, ChunkKeyHash> index_ GUARDED_BY(mu_);
+  Files files_ GUARDED_BY(mu_);  // by node: the tier file of each file with chunks here
 };
 
 }  // namespace tierfs::directory_tier

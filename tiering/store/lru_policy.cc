@@ -1,9 +1,9 @@
 // Least recently used: a recency list per tier; the least recently read
 // chunk of the full tier is the victim.
 #include <list>
-#include <mutex>
 #include <unordered_map>
 
+#include "tiering/base/mutex.h"
 #include "tiering/store/eviction_policy.h"
 
 namespace tierfs {
@@ -15,7 +15,7 @@ class LruPolicy final : public EvictionPolicy {
   const char* name() const override { return "lru"; }
 
   bool PickVictim(int tier, const Candidate&, ChunkKey* victim, Hold* hold) override {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     List& list = lists_[static_cast<size_t>(tier)];
     if (list.order.empty()) return false;
     *victim = list.order.back();
@@ -25,16 +25,16 @@ class LruPolicy final : public EvictionPolicy {
   }
   void Admitted(ChunkKey, int, Hold) override {}
   void Published(ChunkKey key, int tier) override {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     lists_[static_cast<size_t>(tier)].PushFront(key);
   }
   void Abandoned(ChunkKey, int) override {}
   void Dropped(ChunkKey key, int tier) override {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     lists_[static_cast<size_t>(tier)].Erase(key);
   }
   void Touched(ChunkKey key) override {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (auto& list : lists_) {
       auto it = list.index.find(key);
       if (it == list.index.end()) continue;
@@ -44,7 +44,7 @@ class LruPolicy final : public EvictionPolicy {
   }
 
   size_t entries() const override {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     size_t n = 0;
     for (const auto& list : lists_) n += list.order.size();
     return n;
@@ -66,8 +66,8 @@ class LruPolicy final : public EvictionPolicy {
       index.erase(it);
     }
   };
-  mutable std::mutex mu_;  // guards lists_. Lock order: a leaf (nothing is called while held).
-  std::vector<List> lists_;
+  mutable Mutex mu_;  // guards lists_. Lock order: a leaf (nothing is called while held).
+  std::vector<List> lists_ GUARDED_BY(mu_);
 };
 
 }  // namespace

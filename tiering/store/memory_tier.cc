@@ -15,11 +15,10 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
-#include <mutex>
-#include <shared_mutex>
 #include <unordered_map>
 #include <vector>
 
+#include "tiering/base/mutex.h"
 #include "tiering/store/memory_file.h"
 #include "tiering/store/tier.h"
 
@@ -67,7 +66,7 @@ class MemoryTier final : public Tier {
   }
 
   int PinBacking(NodeId id, uint64_t size, uint64_t* token) override {
-    std::unique_lock lock(mu_);
+    WriterMutexLock lock(mu_);
     auto it = files_.find(id);
     if (it == files_.end()) return max_files_ == 0 ? -EOPNOTSUPP : -ENOENT;
     MemFile& f = *it->second;
@@ -79,14 +78,14 @@ class MemoryTier final : public Tier {
 
   void UnpinBacking(NodeId id, uint64_t token) override {
     std::shared_ptr<MemFile> gone;  // closed, if it was the last holder, after the lock
-    std::unique_lock lock(mu_);
+    WriterMutexLock lock(mu_);
     auto it = files_.find(id);
     if (it == files_.end() || it->second->token != token || !it->second->Unpin()) return;
     gone = DropIfEmpty(it);
   }
 
   int OpenBacking(NodeId id, uint64_t token) override {
-    std::shared_lock lock(mu_);
+    ReaderMutexLock lock(mu_);
     auto it = files_.find(id);
     if (it == files_.end() || it->second->token != token) return -ENOENT;
     int fd = ::fcntl(it->second->fd, F_DUPFD_CLOEXEC, 0);
@@ -106,7 +105,7 @@ class MemoryTier final : public Tier {
     std::shared_ptr<const MemChunk> dropped;
     std::shared_ptr<MemFile> gone;
     {
-      std::unique_lock lock(mu_);
+      WriterMutexLock lock(mu_);
       auto it = chunks_.find(key);
       if (it == chunks_.end()) return 0;
       dropped = std::move(it->second);
@@ -122,14 +121,14 @@ class MemoryTier final : public Tier {
   }
 
   size_t chunks() const override {
-    std::shared_lock lock(mu_);
+    ReaderMutexLock lock(mu_);
     return chunks_.size();
   }
 
   // A writer is done with its memory file; `c` (if not null) is published.
   void Finish(ChunkKey key, const std::shared_ptr<MemFile>& file,
               std::shared_ptr<const MemChunk> c) {
-    std::unique_lock lock(mu_);
+    WriterMutexLock lock(mu_);
     if (file) --file->writers;
     if (c && file) file->resident += c->size;
     if (c) chunks_[key] = std::move(c);
@@ -145,7 +144,7 @@ class MemoryTier final : public Tier {
         origin.length > origin.file_size - origin.offset) {
       return nullptr;
     }
-    std::unique_lock lock(mu_);
+    WriterMutexLock lock(mu_);
     auto it = files_.find(key.node);
     if (it == files_.end()) {
       if (files_count_->fetch_add(1, std::memory_order_relaxed) >= max_files_) {
@@ -169,13 +168,13 @@ class MemoryTier final : public Tier {
  private:
   using Files = std::unordered_map<NodeId, std::shared_ptr<MemFile>>;
   std::shared_ptr<const MemChunk> Find(ChunkKey key) const {
-    std::shared_lock lock(mu_);
+    ReaderMutexLock lock(mu_);
     auto it = chunks_.find(key);
     return it == chunks_.end() ? nullptr : it->second;
   }
   // Forgets a memory file that holds, writes and pins nothing; returns it
-  // (to be closed after the lock), or null. REQUIRES: mu_ held.
-  std::shared_ptr<MemFile> DropIfEmpty(Files::iterator it) {
+  // (to be closed after the lock), or null.
+  std::shared_ptr<MemFile> DropIfEmpty(Files::iterator it) REQUIRES(mu_) {
     const MemFile& f = *it->second;
     if (f.resident > 0 || f.writers > 0 || f.pinned()) return nullptr;
     std::shared_ptr<MemFile> out = std::move(it->second);
@@ -189,10 +188,11 @@ class MemoryTier final : public Tier {
   // Guards chunks_, files_, tokens_ and the counts of every MemFile. Takes a
   // memory file's ChunkRanges::mu_ under it (Pin, Unpin, pinned); taken under
   // PassthroughOpens::mu_ (docs/ARCHITECTURE.md, "Concurrency and lock order").
-  mutable std::shared_mutex mu_;
-  std::unordered_map<ChunkKey, std::shared_ptr<const MemChunk>, ChunkKeyHash> chunks_;
-  Files files_;  // by node: the memory file of each file with chunks in it
-  uint64_t tokens_ = 0;
+  mutable SharedMutex mu_;
+  std::unordered_map<ChunkKey, std::shared_ptr<const MemChunk>, ChunkKeyHash> chunks_
+      GUARDED_BY(mu_);
+  Files files_ GUARDED_BY(mu_);  // by node: the memory file of each file with chunks in it
+  uint64_t tokens_ GUARDED_BY(mu_) = 0;
 };
 
 class MemoryWriter final : public ChunkWriter {

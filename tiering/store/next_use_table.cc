@@ -22,7 +22,7 @@ NextUseTable::Entry* NextUseTable::EntriesForWrite() {
 void NextUseTable::Set(NodeId node, const Uses& uses) {
   if (node >= nodes_) return;
   Entry* entries = EntriesForWrite();
-  std::lock_guard lock(StripeOf(node));
+  MutexLock lock(StripeOf(node));
   Entry& e = entries[node];
   e.next_pos = uses.next.pos;
   e.next_slot = uses.next.slot;
@@ -38,7 +38,7 @@ void NextUseTable::SetCursor(size_t slot, uint64_t cursor) {
 void NextUseTable::SetReading(NodeId node, uint32_t chunk, uint64_t occurrence) {
   if (node >= nodes_) return;
   Entry* entries = EntriesForWrite();
-  std::lock_guard lock(StripeOf(node));
+  MutexLock lock(StripeOf(node));
   entries[node].reading_chunk = chunk + 1;
   entries[node].reading_id = occurrence;
 }
@@ -46,7 +46,7 @@ void NextUseTable::SetReading(NodeId node, uint32_t chunk, uint64_t occurrence) 
 void NextUseTable::ClearReading(NodeId node) {
   Entry* entries = Entries();
   if (entries == nullptr || node >= nodes_) return;
-  std::lock_guard lock(StripeOf(node));
+  MutexLock lock(StripeOf(node));
   entries[node].reading_chunk = 0;
   entries[node].reading_id = kNever;
 }
@@ -64,7 +64,7 @@ NextUses NextUseTable::NextUse(ChunkKey key) const {
   }
   Entry e;
   {
-    std::lock_guard lock(StripeOf(key.node));
+    MutexLock lock(StripeOf(key.node));
     e = entries[key.node];
   }
   NextUses u;

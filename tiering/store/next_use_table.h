@@ -18,8 +18,8 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
-#include <mutex>
 
+#include "tiering/base/mutex.h"
 #include "tiering/namespace/chunk_key.h"
 
 namespace tierfs {
@@ -76,7 +76,7 @@ class NextUseTable {
   // The entries, allocated by the first writer; null before.
   Entry* Entries() const { return entries_.load(std::memory_order_acquire); }
   Entry* EntriesForWrite();
-  std::mutex& StripeOf(NodeId node) const { return stripes_[node % kStripes]; }
+  Mutex& StripeOf(NodeId node) const { return stripes_[node % kStripes]; }
   uint64_t Distance(uint64_t pos, uint8_t slot) const;
 
   const size_t nodes_;
@@ -85,7 +85,7 @@ class NextUseTable {
   std::atomic<Entry*> entries_{nullptr};  // owned; nodes_ of them
   std::array<std::atomic<uint64_t>, kSlots> cursors_{};
   // Stripe i guards the entries of nodes n with n % kStripes == i. Leaves.
-  mutable std::array<std::mutex, kStripes> stripes_;
+  mutable std::array<Mutex, kStripes> stripes_;
 };
 
 }  // namespace tierfs

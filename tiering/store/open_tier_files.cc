@@ -10,7 +10,7 @@ namespace tierfs::directory_tier {
 int OpenTierFiles::Get(uint64_t seq, const std::string& path, std::shared_ptr<LocalFile>* out) {
   uint64_t forgets;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = index_.find(seq);
     if (it != index_.end()) {
       lru_.splice(lru_.begin(), lru_, it->second);
@@ -24,7 +24,7 @@ int OpenTierFiles::Get(uint64_t seq, const std::string& path, std::shared_ptr<Lo
   std::shared_ptr<LocalFile> opened(std::move(file));
   *out = opened;
   std::shared_ptr<LocalFile> evicted;  // closed after the lock is released
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   // A Forget since the lookup may be of this file, unlinked after the open:
   // kept, it would hold the file's blocks. Another reader may have kept one.
   if (forgets_ != forgets || index_.count(seq) > 0 || capacity_ == 0) return 0;
@@ -40,7 +40,7 @@ int OpenTierFiles::Get(uint64_t seq, const std::string& path, std::shared_ptr<Lo
 
 void OpenTierFiles::Forget(uint64_t seq) {
   std::shared_ptr<LocalFile> gone;  // closed after the lock is released
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   ++forgets_;
   auto it = index_.find(seq);
   if (it == index_.end()) return;
@@ -51,14 +51,14 @@ void OpenTierFiles::Forget(uint64_t seq) {
 
 void OpenTierFiles::ForgetAll() {
   Lru gone;  // closed after the lock is released
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   ++forgets_;
   gone.swap(lru_);
   index_.clear();
 }
 
 size_t OpenTierFiles::size() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return lru_.size();
 }
 

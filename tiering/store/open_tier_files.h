@@ -10,11 +10,11 @@
 #include <cstdint>
 #include <list>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <utility>
 
+#include "tiering/base/mutex.h"
 #include "tiering/io/file_io.h"
 
 namespace tierfs::directory_tier {
@@ -50,10 +50,10 @@ class OpenTierFiles {
   // Guards lru_, index_ and forgets_. A leaf: nothing is locked under it,
   // and it is never held across I/O (a file is opened before it is taken,
   // and closed after it is released).
-  mutable std::mutex mu_;
-  Lru lru_;
-  std::unordered_map<uint64_t, Lru::iterator> index_;
-  uint64_t forgets_ = 0;  // Forget calls so far: a Get's open raced one if it moved
+  mutable Mutex mu_;
+  Lru lru_ GUARDED_BY(mu_);
+  std::unordered_map<uint64_t, Lru::iterator> index_ GUARDED_BY(mu_);
+  uint64_t forgets_ GUARDED_BY(mu_) = 0;  // Forget calls so far: a Get's open raced one if it moved
 };
 
 // How many tier files a directory tier keeps open for reading: the files

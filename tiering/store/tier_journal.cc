@@ -4,8 +4,9 @@
 #include <fmt/format.h>
 
 #include <cerrno>
-#include <mutex>
 #include <sstream>
+
+#include "tiering/base/mutex.h"
 
 namespace tierfs {
 namespace {
@@ -149,7 +150,7 @@ int TierJournal::Rewrite(const std::string& source, const Entries& entries) {
   std::unique_ptr<LocalFile> file;
   if (int err = WriteFresh(source, entries, &file); err < 0) return err;
   {
-    std::unique_lock lock(file_mu_);
+    WriterMutexLock lock(file_mu_);
     file_.swap(file);
   }
   records_.store(entries.size(), std::memory_order_relaxed);
@@ -158,7 +159,7 @@ int TierJournal::Rewrite(const std::string& source, const Entries& entries) {
 
 int TierJournal::Compact(const std::string& source, const std::function<bool(uint64_t)>& keep) {
   std::unique_ptr<LocalFile> old;
-  std::unique_lock lock(file_mu_);  // appenders wait: no record may go to the old file
+  WriterMutexLock lock(file_mu_);  // appenders wait: no record may go to the old file
   if (!file_) return -EBADF;
   Entries entries;
   if (int err = Load(source, &entries); err < 0) return err;
@@ -171,7 +172,7 @@ int TierJournal::Compact(const std::string& source, const std::function<bool(uin
 }
 
 int TierJournal::AppendLine(const std::string& line) {
-  std::shared_lock lock(file_mu_);
+  ReaderMutexLock lock(file_mu_);
   if (!file_) return -EBADF;
   records_.fetch_add(1, std::memory_order_relaxed);
   return WriteAll(file_.get(), line.data(), line.size());  // O_APPEND: one write per record
@@ -183,7 +184,7 @@ int TierJournal::AppendPublish(uint64_t seq, const Record& record) {
 int TierJournal::AppendRemove(uint64_t seq) { return AppendLine(fmt::format("R {}\n", seq)); }
 
 int TierJournal::Sync() {
-  std::shared_lock lock(file_mu_);
+  ReaderMutexLock lock(file_mu_);
   if (!file_) return -EBADF;
   return file_->fdatasync();
 }

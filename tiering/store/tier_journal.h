@@ -11,9 +11,9 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <shared_mutex>
 #include <string>
 
+#include "tiering/base/mutex.h"
 #include "tiering/io/file_io.h"
 #include "tiering/store/tier.h"
 
@@ -86,8 +86,8 @@ class TierJournal {
   // whole at the end); Rewrite holds it exclusive only to swap the pointer
   // (the old file is closed after the lock is released); Compact holds it
   // exclusive across its read and write of the journal, so no record is lost.
-  std::shared_mutex file_mu_;
-  std::unique_ptr<LocalFile> file_;  // open O_APPEND once Rewrite succeeded
+  SharedMutex file_mu_;
+  std::unique_ptr<LocalFile> file_ GUARDED_BY(file_mu_);  // open O_APPEND once Rewrite succeeded
   std::atomic<uint64_t> records_{0};
 };
 
