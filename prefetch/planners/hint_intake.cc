@@ -15,42 +15,71 @@ void HintIntake::set_access(HintAccess* access) {
   stage_.set_access(access);
 }
 
+// The lines are split and their rejections noted under mu_; they are
+// resolved outside it, since that may ask SOURCE as their writer.
+HintParser::Result HintIntake::Feed(HintParser& parser, const HintWriter& writer, uint64_t off,
+                                    std::string_view data, bool counted) {
+  std::vector<HintParser::Line> lines;
+  {
+    MutexLock lock(mu_);
+    parser.Split(writer, off, data, &lines);
+  }
+  HintParser::Result result;
+  result.uid = lines.empty() ? writer.caller.uid : lines.back().caller.uid;
+  Settle(parser, lines, &result, counted);
+  return result;
+}
+
+void HintIntake::Settle(HintParser& parser, const std::vector<HintParser::Line>& lines,
+                        HintParser::Result* result, bool counted) {
+  std::vector<std::pair<size_t, HintParser::Rejection>> rejected;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (auto r = parser.Resolve(lines[i], result)) rejected.emplace_back(i, std::move(*r));
+  }
+  MutexLock lock(mu_);
+  for (auto& [i, r] : rejected) parser.Note(lines[i], std::move(r));
+  if (counted) {
+    order_valid_ += result->valid;
+    order_directives_ += result->directives;
+    order_rejected_ += result->rejected;
+  }
+}
+
 HintParser::Result HintIntake::FeedOrder(const HintWriter& writer, uint64_t off,
                                          std::string_view data) {
-  HintParser::Result result;
-  MutexLock lock(mu_);
-  order_.Feed(writer, off, data, &result);
-  order_valid_ += result.valid;
-  order_directives_ += result.directives;
-  order_rejected_ += result.rejected;
-  return result;
+  return Feed(order_, writer, off, data, /*counted=*/true);
 }
 
 HintParser::Result HintIntake::FeedStage(const HintWriter& writer, uint64_t off,
                                          std::string_view data) {
-  HintParser::Result result;
-  MutexLock lock(mu_);
-  stage_.Feed(writer, off, data, &result);
-  return result;
+  return Feed(stage_, writer, off, data, /*counted=*/false);
 }
 
 void HintIntake::DropOrderTails() {
-  HintParser::Result dropped;
+  std::map<uint64_t, std::vector<HintParser::Line>> dropped;
   MutexLock lock(mu_);
-  order_.FlushTails(std::chrono::steady_clock::duration::zero(), &dropped);
+  order_.TakeTails(std::chrono::steady_clock::duration::zero(), &dropped);
 }
 
 void HintIntake::FlushLate(std::chrono::steady_clock::duration age,
                            std::map<uint64_t, HintParser::Result>* order,
                            std::map<uint64_t, HintParser::Result>* stage) {
-  MutexLock lock(mu_);
-  order_.FlushTails(age, order);
-  for (const auto& [writer, r] : *order) {
-    order_valid_ += r.valid;
-    order_directives_ += r.directives;
-    order_rejected_ += r.rejected;
+  std::map<uint64_t, std::vector<HintParser::Line>> order_lines, stage_lines;
+  {
+    MutexLock lock(mu_);
+    order_.TakeTails(age, &order_lines);
+    stage_.TakeTails(age, &stage_lines);
   }
-  stage_.FlushTails(age, stage);
+  for (const auto& [writer, lines] : order_lines) {
+    HintParser::Result& r = (*order)[writer];
+    r.uid = lines.back().caller.uid;
+    Settle(order_, lines, &r, /*counted=*/true);
+  }
+  for (const auto& [writer, lines] : stage_lines) {
+    HintParser::Result& r = (*stage)[writer];
+    r.uid = lines.back().caller.uid;
+    Settle(stage_, lines, &r, /*counted=*/false);
+  }
 }
 
 uint64_t HintIntake::order_paths() const {

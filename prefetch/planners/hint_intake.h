@@ -4,8 +4,9 @@
 // refused and the last one refused. It only parses: what the lines mean is
 // the order model's and the stage planner's business.
 //
-// Thread-safe; its lock is a leaf, held while a line's writer is checked
-// (HintAccess, which may ask SOURCE).
+// Thread-safe; its lock is a leaf, never held while a line is resolved
+// (its writer checked by HintAccess, which may ask SOURCE): the stats walk,
+// /metrics and the planner never wait for SOURCE here.
 #pragma once
 
 #include <chrono>
@@ -13,6 +14,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "prefetch/planners/hint_parser.h"
 #include "tiering/base/counter_visitor.h"
@@ -50,12 +52,21 @@ class HintIntake {
   void VisitStageCounters(CounterVisitor& v) const;
 
  private:
-  // Guards the rest. Lock order: taken with no other lock held; a line's
-  // writer is checked under it (HintAccess: SourcePermissions::mu_, a leaf,
-  // and SOURCE may be asked as the writer).
+  // Split, Resolve outside mu_, then Note and count under it.
+  HintParser::Result Feed(HintParser& parser, const HintWriter& writer, uint64_t off,
+                          std::string_view data, bool counted);
+  void Settle(HintParser& parser, const std::vector<HintParser::Line>& lines,
+              HintParser::Result* result, bool counted);
+
+  // Guards the parsers' state (their writers' unfinished lines, the last
+  // rejected line) and the counts. A leaf: taken with no other lock held,
+  // and nothing is asked under it (lines are resolved outside it).
   mutable Mutex mu_;
-  HintParser order_ GUARDED_BY(mu_);
-  HintParser stage_ GUARDED_BY(mu_);
+  // Their Split, TakeTails, Note and VisitRejected under mu_; Resolve,
+  // const and reading only what construction set, without it (so not
+  // GUARDED_BY: clang would refuse the reference Resolve is called on).
+  HintParser order_;
+  HintParser stage_;
   uint64_t order_valid_ GUARDED_BY(mu_) = 0;
   uint64_t order_directives_ GUARDED_BY(mu_) = 0;
   uint64_t order_rejected_ GUARDED_BY(mu_) = 0;

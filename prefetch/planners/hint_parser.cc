@@ -61,29 +61,45 @@ HintParser::HintParser(const Namespace* ns, std::string mountpoint, bool directo
 void HintParser::Feed(const HintWriter& writer, uint64_t offset, std::string_view data,
                       Result* out) {
   out->uid = writer.caller.uid;
+  std::vector<Line> lines;
+  Split(writer, offset, data, &lines);
+  ResolveAll(lines, out);
+}
+
+void HintParser::ResolveAll(const std::vector<Line>& lines, Result* out) {
+  for (const Line& line : lines) {
+    out->uid = line.caller.uid;
+    if (auto rejected = Resolve(line, out)) Note(line, std::move(*rejected));
+  }
+}
+
+void HintParser::Split(const HintWriter& writer, uint64_t offset, std::string_view data,
+                       std::vector<Line>* lines) {
   auto now = std::chrono::steady_clock::now();
   auto it = tails_.find(writer.id);
   // The writer started anew (or is someone else now, with the same thread
   // id): its old line was complete, and was its old caller's.
   const bool anew = it != tails_.end() &&
                     (it->second.next_offset != offset || it->second.caller != writer.caller);
-  if (anew) EndTail(it->second, out);
+  if (anew) EndTail(writer.id, it->second, lines);
   if (it == tails_.end()) {
     if (tails_.size() >= kMaxWriters) {  // forget the stalest writer
       auto oldest = tails_.begin();
       for (auto t = tails_.begin(); t != tails_.end(); ++t) {
         if (t->second.last < oldest->second.last) oldest = t;
       }
-      EndTail(oldest->second, out);
+      EndTail(oldest->first, oldest->second, lines);
       tails_.erase(oldest);
     }
     it = tails_.emplace(writer.id, Tail{}).first;
     it->second.caller = writer.caller;
+    it->second.stream = next_stream_++;
   }
   Tail& tail = it->second;
   if (anew) {  // a new stream of writes
     tail.has_rejected = false;
     tail.caller = writer.caller;
+    tail.stream = next_stream_++;
   }
   tail.next_offset = offset + data.size();
   tail.last = now;
@@ -101,23 +117,30 @@ void HintParser::Feed(const HintWriter& writer, uint64_t offset, std::string_vie
       }
     }
     if (nl == std::string_view::npos) break;
-    EndTail(tail, out);
+    EndTail(writer.id, tail, lines);
     data.remove_prefix(nl + 1);
   }
   if (tail.text.empty() && !tail.overlong) tail.text.shrink_to_fit();
 }
 
-void HintParser::FlushTails(std::chrono::steady_clock::duration age,
-                            std::map<uint64_t, Result>* by_writer) {
+void HintParser::TakeTails(std::chrono::steady_clock::duration age,
+                           std::map<uint64_t, std::vector<Line>>* by_writer) {
   auto now = std::chrono::steady_clock::now();
   for (auto it = tails_.begin(); it != tails_.end();) {
     if (age.count() == 0 || now - it->second.last >= age) {
-      EndTail(it->second, &(*by_writer)[it->first]);
+      EndTail(it->first, it->second, &(*by_writer)[it->first]);
       it = tails_.erase(it);
     } else {
       ++it;
     }
   }
+}
+
+void HintParser::FlushTails(std::chrono::steady_clock::duration age,
+                            std::map<uint64_t, Result>* by_writer) {
+  std::map<uint64_t, std::vector<Line>> lines;
+  TakeTails(age, &lines);
+  for (const auto& [writer, l] : lines) ResolveAll(l, &(*by_writer)[writer]);
 }
 
 void HintParser::FlushTails(std::chrono::steady_clock::duration age, Result* out) {
@@ -135,21 +158,28 @@ void HintParser::FlushTails(std::chrono::steady_clock::duration age, Result* out
   }
 }
 
-void HintParser::EndTail(Tail& tail, Result* out) {
-  out->uid = tail.caller.uid;
-  std::optional<Rejection> rejected;
-  if (tail.overlong) {
-    out->rejected++;
-    rejected = Rejection{Shown(tail.text), fmt::format("longer than {} bytes", kMaxLine)};
-  } else {
-    rejected = ResolveLine(tail.text, tail.caller, out);
-  }
-  if (rejected && !tail.has_rejected) {
-    tail.has_rejected = true;
-    last_rejected_ = std::move(rejected);
-  }
+void HintParser::EndTail(uint64_t writer, Tail& tail, std::vector<Line>* lines) {
+  lines->push_back(Line{std::move(tail.text), tail.overlong, tail.caller, writer, tail.stream});
   tail.text.clear();
   tail.overlong = false;
+}
+
+std::optional<HintParser::Rejection> HintParser::Resolve(const Line& line, Result* out) const {
+  if (line.overlong) {
+    out->rejected++;
+    return Rejection{Shown(line.text), fmt::format("longer than {} bytes", kMaxLine)};
+  }
+  return ResolveLine(line.text, line.caller, out);
+}
+
+void HintParser::Note(const Line& line, Rejection rejection) {
+  auto it = tails_.find(line.writer);
+  const bool tail_here = it != tails_.end() && it->second.stream == line.stream;
+  const bool first = tail_here ? !it->second.has_rejected : line.stream != last_rejected_stream_;
+  if (!first) return;
+  if (tail_here) it->second.has_rejected = true;
+  last_rejected_ = std::move(rejection);
+  last_rejected_stream_ = line.stream;
 }
 
 std::optional<HintParser::Rejection> HintParser::ResolveLine(std::string_view line,

@@ -99,8 +99,32 @@ class HintParser {
   // REQUIRES: set before the first Feed.
   void set_show_lines(bool show) { show_lines_ = show; }
 
-  // Bytes written by `writer` at file offset `offset`.
+  // A line ended by its writer (or taken as ended), not yet resolved.
+  struct Line {
+    std::string text;
+    bool overlong = false;  // text holds the line's first kMaxShown bytes
+    AccessCaller caller;    // whose line it is
+    uint64_t writer = 0;    // HintWriter::id
+    uint64_t stream = 0;    // its writer's stream of writes (a serial)
+  };
+
+  // Bytes written by `writer` at file offset `offset`: Split, Resolve each
+  // line, Note each rejection. For one thread; HintIntake runs the three
+  // steps itself so that only Split and Note are under its lock (Resolve
+  // may ask SOURCE as the writer).
   void Feed(const HintWriter& writer, uint64_t offset, std::string_view data, Result* out);
+  // The lines `data` ends, in order (the writer's unfinished one is kept).
+  void Split(const HintWriter& writer, uint64_t offset, std::string_view data,
+             std::vector<Line>* lines);
+  // The unfinished lines last written longer ago than `age` (all for 0),
+  // each writer's apart.
+  void TakeTails(std::chrono::steady_clock::duration age,
+                 std::map<uint64_t, std::vector<Line>>* by_writer);
+  // Resolves `line` into `out`; a rejection is counted there and returned.
+  // Reads only what does not change after construction: thread-safe.
+  std::optional<Rejection> Resolve(const Line& line, Result* out) const;
+  // Keeps `rejection` as last_rejected() if it is the first of its stream.
+  void Note(const Line& line, Rejection rejection);
   // Ends the unfinished lines last written longer ago than `age` (all for 0).
   void FlushTails(std::chrono::steady_clock::duration age, Result* out);
   // The same, each writer's lines apart (directives apply per writer).
@@ -121,11 +145,15 @@ class HintParser {
     AccessCaller caller;  // whose lines these are
     std::string text;
     uint64_t next_offset = 0;
+    uint64_t stream = 0;        // its stream of writes
     bool overlong = false;      // text holds the line's first kMaxShown bytes
     bool has_rejected = false;  // this stream's first rejection was kept
     std::chrono::steady_clock::time_point last;
   };
-  void EndTail(Tail& tail, Result* out);
+  // Moves the tail's text to `lines` as an ended line.
+  static void EndTail(uint64_t writer, Tail& tail, std::vector<Line>* lines);
+  // Resolve and Note for each line, into `out`.
+  void ResolveAll(const std::vector<Line>& lines, Result* out);
   // The files below `dir` that `caller` may name, through the directories
   // it may name.
   void AddTree(NodeId dir, const AccessCaller& caller, Result* out) const;
@@ -141,7 +169,9 @@ class HintParser {
   HintAccess* access_ = nullptr;
   bool show_lines_ = true;
   std::map<uint64_t, Tail> tails_;  // by writer id
+  uint64_t next_stream_ = 1;
   std::optional<Rejection> last_rejected_;
+  uint64_t last_rejected_stream_ = 0;  // whose, when its tail has gone
 };
 
 }  // namespace tierfs
