@@ -46,28 +46,6 @@ PeerClient::PeerClient(PeerAuth* auth, PeerClientOptions options)
   }
 }
 
-Status PeerClient::Attach(std::unique_ptr<UcxWorker> ucx) {
-  if (Status s = ucx->SetAmHandler(
-          kPeerAmId,
-          [this](const void* h, size_t hn, void* d, size_t n, const ucp_am_recv_param_t* param) {
-            return OnMessage(h, hn, d, n, param);
-          });
-      !s.ok()) {
-    return s;
-  }
-  ucx->SetEndpointErrorHandler([this](ucp_ep_h ep, ucs_status_t s) {
-    auto it = by_ep_.find(ep);
-    // A reset or refused connection is a dead peer; a transport timeout
-    // (its progress starved, the network congested) is a slow one: its
-    // chunks stay, and a reconnect that fails too takes it for dead.
-    if (it != by_ep_.end())
-      Down(*it->second, ucs_status_string(s), /*dead=*/s != UCS_ERR_ENDPOINT_TIMEOUT);
-  });
-  ucx_.store(ucx.get(), std::memory_order_release);
-  workers_.push_back(std::move(ucx));
-  return Status::Ok();
-}
-
 PeerClient::~PeerClient() { Stop(); }
 
 void PeerClient::Start() {

@@ -58,20 +58,6 @@ PeerServer::PeerServer(PeerAuth* auth, ChunkProvider* provider, PeerServerOption
   door_ = std::make_unique<PeerDoor>(auth_, door, std::move(worker_address));
 }
 
-Status PeerServer::Attach(std::unique_ptr<UcxWorker> ucx) {
-  if (Status s = ucx->SetAmHandler(
-          kPeerAmId,
-          [this](const void* h, size_t hn, void* d, size_t n, const ucp_am_recv_param_t* param) {
-            return OnMessage(h, hn, d, n, param);
-          });
-      !s.ok()) {
-    return s;
-  }
-  ucx_.store(ucx.get(), std::memory_order_release);
-  workers_.push_back(std::move(ucx));
-  return Status::Ok();
-}
-
 PeerServer::~PeerServer() { Stop(); }
 
 Status PeerServer::Start() {

@@ -16,6 +16,20 @@
 
 namespace tierfs {
 
+Status PeerServer::Attach(std::unique_ptr<UcxWorker> ucx) {
+  if (Status s = ucx->SetAmHandler(
+          kPeerAmId,
+          [this](const void* h, size_t hn, void* d, size_t n, const ucp_am_recv_param_t* param) {
+            return OnMessage(h, hn, d, n, param);
+          });
+      !s.ok()) {
+    return s;
+  }
+  ucx_.store(ucx.get(), std::memory_order_release);
+  workers_.push_back(std::move(ucx));
+  return Status::Ok();
+}
+
 Status PeerServer::RestartTransport(std::chrono::milliseconds limit) {
   std::lock_guard restart(restart_mu_);
   if (stopped_) return Status::Error(ESHUTDOWN, "the server has stopped");
