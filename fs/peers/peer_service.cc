@@ -1,9 +1,23 @@
 #include "fs/peers/peer_service.h"
 
+#include <signal.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
+#include <cstdlib>
+#include <string_view>
+
+#include "tiering/base/log.h"
 
 namespace tierfs {
+namespace {
+
+// The tests' hook: SIGUSR2 asks the transports to fail (peer_service.h).
+std::atomic<bool> g_fail_asked{false};
+void OnFailSignal(int) { g_fail_asked.store(true); }
+
+}  // namespace
 
 Result<std::unique_ptr<PeerService>> PeerService::Start(JobPeers* peers, const Namespace* ns,
                                                         ReadPath* reads) {
@@ -38,12 +52,43 @@ Result<std::unique_ptr<PeerService>> PeerService::Start(JobPeers* peers, const N
   service->server_ = std::move(server).value();
   // The door's errors name the address ("cannot listen on HOST:PORT: ...").
   if (Status s = service->server_->Start(); !s.ok()) return s;
+  service->ArmTestHook();
+  PeerServer* served = service->server_.get();
+  TransportWatch::Options watch;
+  if (service->test_hook_) {
+    watch.each_round = [peers, served] {
+      if (!g_fail_asked.exchange(false)) return;
+      TIERFS_LOG(kWarning, "peer transport: failing both sides, as asked (a test)");
+      peers->WedgeForTest();
+      served->WedgeForTest();
+    };
+  }
+  service->watch_ = std::make_unique<TransportWatch>(
+      std::vector<TransportWatch::Side>{{"asking", [peers] { return peers->transport_failed(); },
+                                         [peers] { return peers->RestartTransport(); }},
+                                        {"serving", [served] { return served->transport_failed(); },
+                                         [served] { return served->RestartTransport(); }}},
+      std::move(watch));
+  service->watch_->Start();
   return service;
 }
 
 PeerService::~PeerService() { Stop(); }
 
+void PeerService::ArmTestHook() {
+  const char* hook = std::getenv("TIERFS_TEST_PEER_TRANSPORT_FAILURE");
+  if (hook == nullptr || std::string_view(hook) != "SIGUSR2") return;
+  struct sigaction sa {};
+  sa.sa_handler = &OnFailSignal;
+  ::sigemptyset(&sa.sa_mask);
+  if (::sigaction(SIGUSR2, &sa, nullptr) != 0) return;
+  test_hook_ = true;
+  TIERFS_LOG(kWarning,
+             "TIERFS_TEST_PEER_TRANSPORT_FAILURE is set: SIGUSR2 makes the peer transport fail");
+}
+
 void PeerService::Stop() {
+  if (watch_) watch_->Stop();
   if (server_) server_->Stop();
   peers_->Stop();
 }

@@ -6,6 +6,13 @@
 // flight, or promoted from SOURCE first, since the asker believes this node
 // is the chunk's home. Stop ends them in the reverse order.
 //
+// A side (asking or serving) whose UCX failed is started again by a
+// TransportWatch (tiering/peer/transport_watch.h), within bounds.
+// Tests may arm a way to make both fail as UCX's contained abort does:
+// TIERFS_TEST_PEER_TRANSPORT_FAILURE=SIGUSR2 in the daemon's environment at
+// start, then SIGUSR2 (only the daemon's user, or root, may send it: no way
+// in for anyone else). Without it, SIGUSR2 does what it always did.
+//
 // Start it after the daemon has forked and the store has started; stop it
 // before the store shuts down (its requests read through the store).
 #pragma once
@@ -17,6 +24,7 @@
 #include "tiering/base/counter_visitor.h"
 #include "tiering/base/status.h"
 #include "tiering/peer/job_peers.h"
+#include "tiering/peer/transport_watch.h"
 #include "tiering/peer_server/peer_server.h"
 
 namespace tierfs {
@@ -49,6 +57,10 @@ class PeerService {
   JobPeers* const peers_;
   PeerChunkReader reader_;
   std::unique_ptr<PeerServer> server_;
+  std::unique_ptr<TransportWatch> watch_;
+  // The tests' hook (above): armed at start, fired by the signal.
+  void ArmTestHook();
+  bool test_hook_ = false;
 };
 
 }  // namespace tierfs

@@ -166,6 +166,11 @@ class Job:
         self.close()
 
 
+def remote(job, i, name):
+    """Node i's figures for its peer `name` (the "remote" list)."""
+    return next(r for r in job.peers(i)["remote"] if r["name"] == name)
+
+
 class PeersTest(unittest.TestCase):
     def test_chunks_homed_elsewhere_come_from_their_home_and_the_pfs_once(self):
         """A cold chunk homed elsewhere: its home has none, says so at once,
@@ -439,6 +444,60 @@ class PeersTest(unittest.TestCase):
         UCX abort now and then (2 runs of 4 here before it was contained):
         that survivor then asks or serves no peer, and reads SOURCE."""
         self.vanish_as_connecting(kill=True, cycles=20)
+
+    def test_a_node_whose_transport_fails_asks_and_serves_again(self):
+        """n1's UCX fails on both sides as UCX's contained abort leaves it
+        (its progress threads parked for good: the test hook, SIGUSR2 with
+        TIERFS_TEST_PEER_TRANSPORT_FAILURE=SIGUSR2, since the real abort
+        comes in some runs only), while both nodes read: n1 gets a new
+        transport on each side within seconds, no remount, says so in one
+        line each, and asks n0 and serves it again (fetched chunks grow
+        both ways); reads meanwhile are SOURCE's bytes."""
+        with Job(2, timeout=1) as job:
+            job.start(0, extra=["peer_dead=1"])
+            job.start(1, extra=["peer_dead=1"],
+                      prefix=["env", "TIERFS_TEST_PEER_TRANSPORT_FAILURE=SIGUSR2"])
+            job.wait_ready()
+            names = sorted(job.data)
+            first, asked, served = names[:8], names[8:16], names[16:]
+            job.read_all(0, first)
+            job.read_all(1, first)
+            job.wait_up(1, 1)
+            n1 = job.peers(1)
+            self.assertEqual(n1["transport_restarts"], 0)
+            self.assertEqual(n1["server"]["transport_restarts"], 0)
+
+            os.kill(job.mounts[1].proc.pid, signal.SIGUSR2)
+            reader = threading.Thread(target=job.read_all, args=(1, first))
+            reader.start()  # reads while it fails: SOURCE's bytes, no hang
+            harness.wait_for(lambda: job.peers(1)["transport_restarts"] >= 1
+                             and job.peers(1)["server"]["transport_restarts"] >= 1,
+                             timeout=5, what="n1's transport started again on both sides")
+            reader.join(30)
+            self.assertFalse(reader.is_alive(), "a read hangs")
+            n1 = job.peers(1)
+            self.assertFalse(n1["transport_failed"])
+            self.assertFalse(n1["server"]["transport_failed"])
+            # n0 finds its session to n1's old worker silent (peer_dead) and
+            # connects again through n1's door; n1 connects again at once.
+            harness.wait_for(lambda: remote(job, 0, "n1")["up"] and remote(job, 1, "n0")["up"]
+                             and not remote(job, 0, "n1")["slow"], timeout=10,
+                             what="n0 and n1 connected again")
+
+            asked_before = remote(job, 1, "n0")["fetched_chunks"]
+            job.read_all(0, asked)  # n0 holds its share of these, then n1 asks for it
+            job.read_all(1, asked)
+            self.assertGreater(remote(job, 1, "n0")["fetched_chunks"], asked_before,
+                               "n1 asks n0 again")
+            served_before = remote(job, 0, "n1")["fetched_chunks"]
+            job.read_all(1, served)  # n1 holds its share, then n0 asks for it
+            job.read_all(0, served)
+            self.assertGreater(remote(job, 0, "n1")["fetched_chunks"], served_before,
+                               "n1 serves n0 again")
+            self.assertGreater(job.peers(1)["server"]["served_chunks"], 0)
+            log = job.mounts[1].output()
+            restarts = [line for line in log.splitlines() if "started it again (restart" in line]
+            self.assertEqual(len(restarts), 2, f"one line per side: {restarts}")
 
     def test_look_ahead_asks_the_home_when_there_is_no_room_for_a_copy(self):
         # n0's tier holds 2 of the 24 files: look-ahead cannot copy the chunks

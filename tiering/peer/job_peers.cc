@@ -220,6 +220,19 @@ void JobPeers::Stop() {
   if (client_) client_->Stop();
 }
 
+bool JobPeers::transport_failed() const {
+  return started_.load(std::memory_order_acquire) && client_->transport_failed();
+}
+
+Status JobPeers::RestartTransport() {
+  if (!started_.load(std::memory_order_acquire)) return Status::Error(ESHUTDOWN, "not asking");
+  return client_->RestartTransport();
+}
+
+void JobPeers::WedgeForTest() {
+  if (started_.load(std::memory_order_acquire)) client_->WedgeForTest();
+}
+
 int JobPeers::Home(ChunkKey key) const {
   if (!started_.load(std::memory_order_acquire) || link_of_.size() < 2) return -1;
   const uint64_t hash = ChunkHash(ns_->Path(key.node), key.chunk);

@@ -115,6 +115,12 @@ class JobPeers {
   // True if it answered. Not a fallback when it fails: nothing waits on it.
   bool AskAhead(int link, ChunkKey key);
 
+  // The client's transport (PeerClient::transport_failed, RestartTransport,
+  // WedgeForTest); false, or an error, before a successful Start.
+  bool transport_failed() const;
+  Status RestartTransport();
+  void WedgeForTest();
+
   // This node's figures as an asker, into the "peers" group: totals, then
   // the client's.
   void VisitCounters(CounterVisitor& v) const;

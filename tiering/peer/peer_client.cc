@@ -15,6 +15,9 @@ using Clock = std::chrono::steady_clock;
 // How long a timed-out Fetch waits for its peer to be marked slow.
 constexpr std::chrono::milliseconds kSettle(200);
 
+// How often a waiting Fetch looks whether its transport failed.
+constexpr std::chrono::milliseconds kTransportCheck(50);
+
 // Offers up to this size (path and bytes) are sent eagerly.
 constexpr uint64_t kEagerOffer = uint64_t{1} << 20;
 
@@ -23,22 +26,17 @@ constexpr uint64_t kEagerOffer = uint64_t{1} << 20;
 Result<std::unique_ptr<PeerClient>> PeerClient::Make(PeerAuth* auth, PeerClientOptions options) {
   auto ucx = UcxWorker::Make(options.ucx);
   if (!ucx.ok()) return ucx.status();
-  std::unique_ptr<PeerClient> c(new PeerClient(auth, std::move(options), std::move(ucx).value()));
-  if (Status s = c->ucx_->SetAmHandler(kPeerAmId,
-                                       [p = c.get()](const void* h, size_t hn, void* d, size_t n,
-                                                     const ucp_am_recv_param_t* param) {
-                                         return p->OnMessage(h, hn, d, n, param);
-                                       });
-      !s.ok()) {
-    return s;
+  std::unique_ptr<PeerClient> c(new PeerClient(auth, std::move(options)));
+  {
+    MutexLock restart(c->restart_mu_);
+    if (Status s = c->Attach(std::move(ucx).value()); !s.ok()) return s;
   }
   return c;
 }
 
-PeerClient::PeerClient(PeerAuth* auth, PeerClientOptions options, std::unique_ptr<UcxWorker> ucx)
+PeerClient::PeerClient(PeerAuth* auth, PeerClientOptions options)
     : auth_(auth),
       options_(std::move(options)),
-      ucx_(std::move(ucx)),
       pool_(kHandshakeThreads, 4 * 1024),
       buffers_(std::make_shared<BufferPool>(size_t{64} << 20)) {
   for (size_t i = 0; i < options_.peers.size(); ++i) {
@@ -49,14 +47,6 @@ PeerClient::PeerClient(PeerAuth* auth, PeerClientOptions options, std::unique_pt
     l->slow_backoff = options_.retry_min;
     links_.push_back(std::move(l));
   }
-  ucx_->SetEndpointErrorHandler([this](ucp_ep_h ep, ucs_status_t s) {
-    auto it = by_ep_.find(ep);
-    // A reset or refused connection is a dead peer; a transport timeout
-    // (its progress starved, the network congested) is a slow one: its
-    // chunks stay, and a reconnect that fails too takes it for dead.
-    if (it != by_ep_.end())
-      Down(*it->second, ucs_status_string(s), /*dead=*/s != UCS_ERR_ENDPOINT_TIMEOUT);
-  });
 }
 
 PeerClient::~PeerClient() { Stop(); }
@@ -69,15 +59,16 @@ void PeerClient::Start() {
       l->retry_at = started_at_;
     }
   }
-  ucx_->Start([this] { Tick(); });
+  ucx()->Start([this] { Tick(); });
 }
 
 // A connection up but not yet answered on may still be wired up by its
 // peer (its reply endpoint to this worker): this worker stays until every
 // one is answered, within the limit (UcxWorker::Stop).
 void PeerClient::Stop() {
+  MutexLock restart(restart_mu_);
   if (stopped_.exchange(true)) return;
-  ucx_->Stop(
+  ucx()->Stop(
       [this] {
         LogEnd();
         // Its servers drop the sessions (kBye) rather than keep them for a
@@ -114,7 +105,7 @@ ssize_t PeerClient::Fetch(size_t peer, const ChunkRef& ref, char* dest, Deadline
     l.wanted_at.store(now_ns, std::memory_order_relaxed);
     return -EBUSY;
   }
-  if (ucx_->wedged()) {  // UCX failed here: nothing is asked again
+  if (ucx()->wedged()) {  // UCX failed here: nothing is asked until it is made again
     l.counters.skipped++;
     return -EHOSTDOWN;
   }
@@ -172,7 +163,8 @@ ssize_t PeerClient::Ask(Link& l, const ChunkRef& ref, char* dest, Deadline deadl
   auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - start).count();
   p->timeout_ms = static_cast<uint32_t>(std::clamp<int64_t>(left, 1, UINT32_MAX));
   p->deadline = deadline;
-  if (!ucx_->Post([this, p] { Send(p); })) return -ESHUTDOWN;
+  p->via = ucx();
+  if (!p->via->Post([this, p] { Send(p); })) return -ESHUTDOWN;
   if (ssize_t got = 0; hedge != nullptr && Race(l, p, dest, hedge, &got)) return got;
   ssize_t r = Wait(l, p, deadline);
   return r >= 0 ? Open(l, p, dest) : r;
@@ -185,14 +177,14 @@ bool PeerClient::AwaitUp(Link& l, Deadline deadline) {
   // idle link, asked now) is waited for.
   if (state == kDown || (state == kConnecting && l.retrying.load())) return false;
   const uint64_t refused = l.no_slot.load();
-  if (state == kIdle) {
-    ucx_->Post([this, &l] {
-      if (l.state.load() == kIdle) {
-        Connect(l);
-      } else if (l.state.load() != kConnecting) {
-        Signal(l);
-      }
-    });
+  if (state == kIdle && !ucx()->Post([this, &l] {
+        if (l.state.load() == kIdle) {
+          Connect(l);
+        } else if (l.state.load() != kConnecting) {
+          Signal(l);
+        }
+      })) {
+    return false;  // stopping, or the transport failed: SOURCE now
   }
   // An attempt ends up or down, or idle when no connection could be
   // closed to make room for it.
@@ -211,9 +203,17 @@ void PeerClient::Signal(Link& l) {
 
 ssize_t PeerClient::Wait(Link& l, const std::shared_ptr<Pending>& p, Deadline deadline) {
   MutexLock lock(p->mu);
-  if (p->cv.WaitUntil(p->mu, deadline, [&] { return p->phase == Pending::kDone; })) {
-    return p->result;
+  // Looked at every kTransportCheck: a request whose transport failed
+  // (its progress thread stopped for good) is never answered.
+  while (!p->cv.WaitUntil(p->mu, std::min(deadline, Clock::now() + kTransportCheck),
+                          [&] { return p->phase == Pending::kDone; })) {
+    if (p->via->wedged()) {
+      p->abandoned = true;
+      return -ECONNRESET;  // kept by the failed worker's state, never completed there
+    }
+    if (Clock::now() >= deadline) break;
   }
+  if (p->phase == Pending::kDone) return p->result;
   p->abandoned = true;
   lock.Unlock();
   l.counters.timeouts++;
@@ -223,7 +223,7 @@ ssize_t PeerClient::Wait(Link& l, const std::shared_ptr<Pending>& p, Deadline de
   // still running ends in p->sealed, which p keeps alive: nothing is
   // written to the caller's memory. The caller waits a moment (one
   // progress round; at most kSettle) for the peer to be marked slow.
-  ucx_->Post([this, p] {
+  ucx()->Post([this, p] {
     Link& l = *links_[p->peer];
     if (p->generation == l.generation && l.state.load() == kUp) {
       const auto now = Clock::now();
@@ -266,10 +266,10 @@ void PeerClient::Send(const std::shared_ptr<Pending>& p) {
   }
   p->sent_at = Clock::now();
   l.pending[p->id] = p;
-  ucx_->Send(l.ep, kPeerAmId, h, n, p->path.data(), p->path.size(), UCP_AM_SEND_FLAG_REPLY,
-             [this, p](ucs_status_t s) {
-               if (s != UCS_OK) Complete(*links_[p->peer], p, -ECONNRESET);
-             });
+  ucx()->Send(l.ep, kPeerAmId, h, n, p->path.data(), p->path.size(), UCP_AM_SEND_FLAG_REPLY,
+              [this, p](ucs_status_t s) {
+                if (s != UCS_OK) Complete(*links_[p->peer], p, -ECONNRESET);
+              });
 }
 
 bool PeerClient::Offer(size_t peer, const ChunkRef& ref, const char* data) {
@@ -298,7 +298,7 @@ bool PeerClient::Offer(size_t peer, const ChunkRef& ref, const char* data) {
   std::memcpy(body->get(), whole.path.data(), whole.path.size());
   std::memcpy(body->get() + whole.path.size(), data, length);
   whole.path = std::string_view(body->get(), whole.path.size());
-  bool posted = ucx_->Post([this, peer, whole, body, bytes] {
+  bool posted = ucx()->Post([this, peer, whole, body, bytes] {
     Link& l = *links_[peer];
     WireHeader h;
     if (l.state.load() != kUp) {
@@ -319,8 +319,8 @@ bool PeerClient::Offer(size_t peer, const ChunkRef& ref, const char* data) {
     // session for the requests that follow.
     const uint32_t flags =
         UCP_AM_SEND_FLAG_REPLY | (bytes <= kEagerOffer ? UCP_AM_SEND_FLAG_EAGER : 0);
-    ucx_->Send(l.ep, kPeerAmId, h, n, body->get(), bytes, flags,
-               [this, body, bytes](ucs_status_t) { OfferDone(std::move(*body), bytes); });
+    ucx()->Send(l.ep, kPeerAmId, h, n, body->get(), bytes, flags,
+                [this, body, bytes](ucs_status_t) { OfferDone(std::move(*body), bytes); });
   });
   if (!posted) OfferDone(std::move(*body), bytes);
   return posted;
@@ -342,8 +342,11 @@ void PeerClient::VisitCounters(CounterVisitor& v) const {
   for (const auto& l : links_) dead += l->dead.load();
   v.Gauge("dead", static_cast<double>(dead),
           {"Peers of the job taken for gone: their chunks are kept by other nodes."});
-  v.Flag("transport_failed", ucx_->wedged(),
-         {"1 if UCX failed on the asking side: this node asks no peer until it is remounted."});
+  v.Flag("transport_failed", ucx()->wedged(),
+         {"1 if UCX failed on the asking side and was not started again: this node asks no "
+          "peer until it is, or until it is remounted."});
+  v.Counter("transport_restarts", restarts_.load(),
+            {"Times UCX failed on the asking side and was started again."});
   v.Gauge("open_connections", static_cast<double>(open_.load()),
           {"Connections to peers open or being opened (bounded by an option of the mount)."});
   v.Counter("stray", stray_, {"Answers from peers that matched no connection: dropped."});

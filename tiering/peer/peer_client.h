@@ -198,13 +198,34 @@ class PeerClient {
   // max_offer_bytes are in flight (counted as dropped). Thread-safe.
   bool Offer(size_t peer, const ChunkRef& ref, const char* data);
 
+  // UCX failed under this client (an abort contained on its progress
+  // thread): it asks nobody until RestartTransport. Thread-safe.
+  bool transport_failed() const { return ucx()->wedged(); }
+  // A new UCX context and worker in place of a failed one, made within
+  // `limit` (peer_client_restart.cc): the failed worker and its thread are
+  // left as they are, never called again; the requests waiting on it end
+  // (-ECONNRESET: their callers read SOURCE); the connections that were up
+  // are made again at once (resumed by their tickets), the others as
+  // before. Thread-safe; an error if stopped or UCX cannot start.
+  Status RestartTransport(std::chrono::milliseconds limit = std::chrono::seconds(10));
+  uint64_t transport_restarts() const { return restarts_.load(); }
+  // Tests: the transport fails as after a contained abort (UcxWorker::WedgeForTest).
+  void WedgeForTest() { ucx()->WedgeForTest(); }
+
   // Latency of the fetches that returned the bytes, all peers.
   const LatencyHistogram& latency() const { return latency_; }
   // Peers up and down, and the list "remote": each peer's state and counters.
   void VisitCounters(CounterVisitor& v) const;
 
  private:
-  PeerClient(PeerAuth* auth, PeerClientOptions options, std::unique_ptr<UcxWorker> ucx);
+  PeerClient(PeerAuth* auth, PeerClientOptions options);
+  // Makes `ucx` this client's transport: its handlers set, kept, current.
+  Status Attach(std::unique_ptr<UcxWorker> ucx) REQUIRES(restart_mu_);
+  // After the failed worker's thread stopped for good and before the new
+  // one starts (this thread alone on the progress thread's state): every
+  // connection forgotten, its requests ended (peer_client_restart.cc).
+  void ForgetTransport() REQUIRES(restart_mu_);
+  UcxWorker* ucx() const { return ucx_.load(std::memory_order_acquire); }
   // Handshakes at once: each mostly waits (the network, munged), and at
   // the start of an epoch a node may connect to hundreds of peers.
   static constexpr unsigned kHandshakeThreads = 8;
@@ -273,7 +294,17 @@ class PeerClient {
   PeerAuth* const auth_;
   const PeerClientOptions options_;
   std::vector<std::unique_ptr<Link>> links_;
-  std::unique_ptr<UcxWorker> ucx_;
+  // The transport: the worker in use, and every worker this client made.
+  // A failed one is kept, never called again nor destroyed before the
+  // client: UCX may still hold pointers into it.
+  std::atomic<UcxWorker*> ucx_{nullptr};
+  // Serialises Stop and RestartTransport; guards workers_ and stranded_.
+  // Taken before any other lock of the client's.
+  Mutex restart_mu_;
+  std::vector<std::unique_ptr<UcxWorker>> workers_ GUARDED_BY(restart_mu_);
+  // Requests a failed worker was receiving into: kept, buffers and all.
+  std::vector<std::shared_ptr<Pending>> stranded_ GUARDED_BY(restart_mu_);
+  std::atomic<uint64_t> restarts_{0};
   TaskPool pool_;
   std::shared_ptr<BufferPool> buffers_;  // answers' buffers, kept for reuse
   std::atomic<uint64_t> next_request_{1};

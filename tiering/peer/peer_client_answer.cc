@@ -160,7 +160,7 @@ ucs_status_t PeerClient::OnData(Link& l, const std::shared_ptr<Pending>& p, cons
   }
   p->phase = Pending::kReceiving;
   lock.Unlock();
-  return ucx_->ReceiveBody(data, p->sealed.get(), length, [this, p, length](ucs_status_t s) {
+  return ucx()->ReceiveBody(data, p->sealed.get(), length, [this, p, length](ucs_status_t s) {
     Link& l = *links_[p->peer];
     if (s == UCS_OK) {  // it answers: retry soon if it fails later
       l.backoff = options_.retry_min;

@@ -178,7 +178,7 @@ void PeerClient::Ping(Link& l) {
       EncodeBare(MsgType::kPing, WireIds{l.ping_id, l.crypto->session, l.crypto->next_seq++}, &h);
   l.last_ping = Clock::now();
   if (!SealWire(l.crypto->keys.send, &h, n, nullptr, 0, nullptr)) return;
-  ucx_->Send(l.ep, kPeerAmId, h, n, nullptr, 0, UCP_AM_SEND_FLAG_REPLY, [](ucs_status_t) {});
+  ucx()->Send(l.ep, kPeerAmId, h, n, nullptr, 0, UCP_AM_SEND_FLAG_REPLY, [](ucs_status_t) {});
 }
 
 // The handshake blocks (TCP, munged): it runs on the pool, bounded by the
@@ -244,7 +244,7 @@ void PeerClient::Connect(Link& l) {
           else
             error = made.status().message();
         }
-        ucx_->Post([this, index, generation, r, session, error]() mutable {
+        ucx()->Post([this, index, generation, r, session, error]() mutable {
           Link& l = *links_[index];
           if (generation != l.generation || l.state.load() != kConnecting) return;
           if (stopped_.load())
@@ -266,7 +266,7 @@ void PeerClient::Connect(Link& l) {
             Down(l, "a session id already in use", failure_is_death);
             return;
           }
-          Result<ucp_ep_h> ep = ucx_->Connect(session->worker_address);
+          Result<ucp_ep_h> ep = ucx()->Connect(session->worker_address);
           if (!ep.ok()) {
             Down(l, "cannot reach its worker: " + ep.status().message(), failure_is_death);
             return;
@@ -312,7 +312,7 @@ int PeerClient::Forget(Link& l, int next, int error) {
   int was = l.state.load();
   if (l.ep != nullptr) {
     by_ep_.erase(l.ep);
-    ucx_->Close(l.ep);  // ends its sends and receives
+    ucx()->Close(l.ep);  // ends its sends and receives
     l.ep = nullptr;
   }
   if (l.crypto) {
@@ -336,7 +336,7 @@ void PeerClient::Close(Link& l) {
     ucp_ep_h ep = l.ep;
     by_ep_.erase(ep);
     l.ep = nullptr;
-    ucx_->Send(ep, kPeerAmId, h, n, nullptr, 0, 0, [this, ep](ucs_status_t) { ucx_->Close(ep); });
+    ucx()->Send(ep, kPeerAmId, h, n, nullptr, 0, 0, [this, ep](ucs_status_t) { ucx()->Close(ep); });
   }
   l.counters.closed_idle++;
   Forget(l, kIdle);

@@ -40,6 +40,7 @@ struct PeerClient::Pending {
   uint32_t timeout_ms = 1;
   uint16_t flags = 0;                  // the request's (kIfResident)
   uint64_t generation = 0;             // of the connection it was sent on (progress thread)
+  UcxWorker* via = nullptr;            // the transport it was posted to (its caller's)
   std::shared_ptr<LinkCrypto> crypto;  // ... and its keys (progress thread)
   BufferPool::Buffer sealed;           // the answer's bytes as they came
   std::shared_ptr<BufferPool> pool;    // where `sealed` goes back

@@ -97,7 +97,7 @@ void OnAbort(int sig, siginfo_t* info, void* context) {
     wedged->store(true);  // lock-free: async-signal-safe
     static const char kSaid[] =
         "tierfs: peer transport: UCX failed a check of its own (above) on its progress thread; "
-        "this node asks and serves no peer until it is remounted, and reads SOURCE instead\n";
+        "that side of this node's peers stops, and is started again if it may be\n";
     [[maybe_unused]] ssize_t n = ::write(STDERR_FILENO, kSaid, sizeof kSaid - 1);
     sigset_t all;
     ::sigfillset(&all);
@@ -144,8 +144,8 @@ void ReportWedged() {
   if (reported.exchange(true)) return;
   static const char kSaid[] =
       "peer transport: UCX failed a check of its own on its progress thread (a core of that "
-      "moment is a child's, where cores are kept); this node asks and serves no peer until it "
-      "is remounted, and reads SOURCE instead";
+      "moment is a child's, where cores are kept); that side of this node's peers stops and "
+      "reads SOURCE, and is started again if it may be (the next lines say)";
   TIERFS_LOG(kError, "{}", kSaid);
   if (!Log::ToSyslog()) {  // the daemon's log may be a file that goes with the job
     ::openlog("tierfs", LOG_PID, LOG_DAEMON);

@@ -17,9 +17,10 @@
 // then the thread sets the worker's `wedged` flag, writes one line to
 // stderr and stops for good (signals blocked, in pause()). The worker is
 // never touched again (UcxWorker: Post refuses work, Stop leaves it
-// behind), so this node asks or serves no peer until it is remounted and
-// reads SOURCE instead; the first normal thread that sees the flag reports
-// it to syslog and the daemon's log (ReportWedged).
+// behind), so that side of this node's peers reads SOURCE until a
+// TransportWatch (transport_watch.h) gives it a new UCX context and worker;
+// the first normal thread that sees the flag reports it to syslog and the
+// daemon's log (ReportWedged).
 //
 // Any other SIGABRT (our own code, UCX's callbacks into it, glibc's heap
 // checks, another process's kill -ABRT) goes to the handler that was there
@@ -50,7 +51,7 @@ class InUcx {
 };
 
 // Says, once per process, to syslog and to the daemon's log, that UCX
-// failed on a worker's thread and peers are off until a remount. Called by
+// failed on a worker's thread. Called by
 // a normal thread that found a `wedged` flag set, never by the handler.
 void ReportWedged();
 

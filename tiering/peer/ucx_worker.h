@@ -59,6 +59,12 @@ class UcxWorker {
   // A worker ready for handlers, or why UCX cannot start (a configuration
   // error, usually).
   static Result<std::unique_ptr<UcxWorker>> Make(const Options& options);
+  // Make, on a thread of its own that is left behind if UCX has not
+  // answered within `limit` (ucx_worker_restart.cc): a new transport made
+  // while an old one's thread is parked inside UCX, which a lock it holds
+  // could block. Then an error, and what that thread makes is never used.
+  static Result<std::unique_ptr<UcxWorker>> MakeWithin(const Options& options,
+                                                       std::chrono::milliseconds limit);
   ~UcxWorker();  // Stop() if still running
   UcxWorker(const UcxWorker&) = delete;
   UcxWorker& operator=(const UcxWorker&) = delete;
@@ -76,6 +82,14 @@ class UcxWorker {
   // thread never runs again, and neither does this worker. The first call
   // that finds it so reports it (ucx_abort::ReportWedged). Thread-safe.
   bool wedged() const;
+  // A test's way to a wedged worker (ucx_worker_restart.cc): the progress
+  // thread, between two rounds, sets the flag and stops for good as the
+  // abort handler leaves it (signals blocked, in pause()).
+  void WedgeForTest();
+  // A wedged worker's thread is parked for good: leaves it and the worker
+  // behind as Stop does, at once and without a word (the restart that
+  // replaces it says so), dropping what was posted. Not for a live worker.
+  void Abandon();
   // Runs `close_all` on the progress thread (it should Close every
   // endpoint), lets the closes and sends finish for at most `limit`, then
   // ends the thread (or, if it is wedged or stuck in UCX 2 s past the

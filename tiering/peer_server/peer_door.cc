@@ -44,11 +44,11 @@ constexpr uint16_t kFirstUnreserved = 1024;
 PeerDoor::PeerDoor(const PeerAuth* auth, PeerDoorOptions options, std::string worker_address)
     : auth_(auth),
       options_(std::move(options)),
-      worker_address_(std::move(worker_address)),
       checks_(2, kDoorChecksAtOnce),
       sources_(DoorSources::Options{options_.max_per_address, options_.max_pending,
                                     std::min(options_.max_puzzle_bits, kMaxPuzzleBits)}),
-      tickets_(options_.max_tickets, options_.ticket_lifetime) {}
+      tickets_(options_.max_tickets, options_.ticket_lifetime),
+      worker_address_(std::move(worker_address)) {}
 
 PeerDoor::~PeerDoor() { Stop(); }
 

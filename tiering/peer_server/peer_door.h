@@ -133,6 +133,10 @@ class PeerDoor {
   // Sessions authenticated at or after `since` and not taken yet: their
   // peers may be connecting to the server's worker right now. Thread-safe.
   size_t SessionsWaiting(std::chrono::steady_clock::time_point since) const;
+  // The server's UCX worker is a new one (its transport was started
+  // again): handshakes from now on name `worker_address`, and the sessions
+  // not taken yet, which named the old one, are forgotten. Thread-safe.
+  void SetWorkerAddress(std::string worker_address);
 
   const PeerDoorCounters& counters() const { return counters_; }
   void VisitCounters(CounterVisitor& v) const;
@@ -165,7 +169,6 @@ class PeerDoor {
 
   const PeerAuth* const auth_;
   const PeerDoorOptions options_;
-  const std::string worker_address_;
   PeerDoorCounters counters_;
   std::atomic<bool> listening_{false};
   std::atomic<uint16_t> port_{0};
@@ -186,7 +189,11 @@ class PeerDoor {
   uint64_t puzzle_logs_ = 0;
   TicketStore tickets_;
 
-  mutable Mutex mu_;  // guards checked_, sessions_ and listen_error_. A leaf lock.
+  std::string WorkerAddress() const;
+  // guards checked_, sessions_, listen_error_ and worker_address_. A leaf lock.
+  mutable Mutex mu_;
+  // the server's UCX worker, as handshakes name it
+  std::string worker_address_ GUARDED_BY(mu_);
   std::vector<std::unique_ptr<Checked>> checked_ GUARDED_BY(mu_);  // MUNGE results for the thread
   struct Waiting {
     AcceptedSession session;

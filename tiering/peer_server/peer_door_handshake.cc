@@ -67,8 +67,19 @@ void PeerDoor::OnReadable(Conn& c) {
   s.id = RandomSessionId();
   s.peer = c.peer;
   s.keys = c.keys;
-  Conclude(c, s, EncodeBindAnswerFrame(c.keys.send, s.id, worker_address_),
+  Conclude(c, s, EncodeBindAnswerFrame(c.keys.send, s.id, WorkerAddress()),
            counters_.authenticated);
+}
+
+void PeerDoor::SetWorkerAddress(std::string worker_address) {
+  MutexLock lock(mu_);
+  worker_address_ = std::move(worker_address);
+  sessions_.clear();
+}
+
+std::string PeerDoor::WorkerAddress() const {
+  MutexLock lock(mu_);
+  return worker_address_;
 }
 
 void PeerDoor::Dispatch() {

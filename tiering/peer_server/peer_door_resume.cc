@@ -93,7 +93,7 @@ void PeerDoor::OnResume(Conn& c) {
   s.peer = std::move(done.peer);
   s.keys = done.keys;
   Conclude(c, s,
-           EncodeResumedFrame(std::nullopt, done.server_key, s.id, done.keys.send, worker_address_),
+           EncodeResumedFrame(std::nullopt, done.server_key, s.id, done.keys.send, WorkerAddress()),
            counters_.resumed);
 }
 

@@ -33,25 +33,19 @@ Result<std::unique_ptr<PeerServer>> PeerServer::Make(PeerAuth* auth, ChunkProvid
   auto ucx = UcxWorker::Make(options.ucx);
   if (!ucx.ok()) return ucx.status();
   std::unique_ptr<PeerServer> server(
-      new PeerServer(auth, provider, std::move(options), std::move(ucx).value()));
-  if (Status s =
-          server->ucx_->SetAmHandler(kPeerAmId,
-                                     [p = server.get()](const void* h, size_t hn, void* d, size_t n,
-                                                        const ucp_am_recv_param_t* param) {
-                                       return p->OnMessage(h, hn, d, n, param);
-                                     });
-      !s.ok()) {
-    return s;
+      new PeerServer(auth, provider, std::move(options), (*ucx)->Address()));
+  {
+    MutexLock restart(server->restart_mu_);
+    if (Status s = server->Attach(std::move(ucx).value()); !s.ok()) return s;
   }
   return server;
 }
 
 PeerServer::PeerServer(PeerAuth* auth, ChunkProvider* provider, PeerServerOptions options,
-                       std::unique_ptr<UcxWorker> ucx)
+                       std::string worker_address)
     : auth_(auth),
       provider_(provider),
       options_(std::move(options)),
-      ucx_(std::move(ucx)),
       pool_(options_.threads, options_.max_in_flight + 8),
       buffers_(kKeptBuffers) {
   PeerDoorOptions door;
@@ -63,15 +57,15 @@ PeerServer::PeerServer(PeerAuth* auth, ChunkProvider* provider, PeerServerOption
   door.handshake_timeout = options_.hello_timeout;
   door.max_sessions = options_.max_connections;
   door.session_ttl = options_.session_ttl;
-  door.serving = [this] { return !ucx_->wedged(); };
-  door_ = std::make_unique<PeerDoor>(auth_, door, ucx_->Address());
+  door.serving = [this] { return !ucx()->wedged(); };
+  door_ = std::make_unique<PeerDoor>(auth_, door, std::move(worker_address));
 }
 
 PeerServer::~PeerServer() { Stop(); }
 
 Status PeerServer::Start() {
   if (Status s = door_->Start(); !s.ok()) return s;
-  ucx_->Start([this] { Tick(); });
+  ucx()->Start([this] { Tick(); });
   if (const uint16_t port = door_->port(); port > 0) {
     TIERFS_LOG(kInfo, "peer server \"{}\" listening on {}:{}", auth_->self().name,
                options_.listen_host, port);
@@ -87,9 +81,11 @@ Status PeerServer::Start() {
 // endpoint back: the worker stays until its first message (which comes
 // once the reply endpoint is up), within the limit (UcxWorker::Stop).
 void PeerServer::Stop() {
+  MutexLock restart(restart_mu_);
+  stopped_ = true;
   door_->Stop();
   const auto since = Clock::now() - kConnectingWindow;
-  ucx_->Stop(
+  ucx()->Stop(
       [this] {
         // Its clients drop their links quietly, rather than each finding
         // a transport error; the sends complete before the worker goes.
@@ -192,7 +188,7 @@ PeerServer::Connection* PeerServer::TakeSession(
   counters_.open = by_session_.size();
   // Valid now (its message is being handled); watched from now on, since
   // UCX frees it without a word once its client fails.
-  ucx_->Watch(reply, [this, reply](ucs_status_t status) { ReplyGone(reply, status); });
+  ucx()->Watch(reply, [this, reply](ucs_status_t status) { ReplyGone(reply, status); });
   return it->second.get();
 }
 
@@ -256,7 +252,7 @@ bool PeerServer::TellForgotten(const PeerMessage& m, ucp_ep_h reply,
                          WireError::kUnknownSession, &h);
   if (!SealWire(f.crypto->keys.send, &h, n, nullptr, 0, nullptr)) return false;
   counters_.forgotten_told++;
-  ucx_->Send(reply, kPeerAmId, h, n, nullptr, 0, 0, [](ucs_status_t) {});
+  ucx()->Send(reply, kPeerAmId, h, n, nullptr, 0, 0, [](ucs_status_t) {});
   return true;
 }
 
@@ -334,8 +330,11 @@ void PeerServer::VisitCounters(CounterVisitor& v) const {
   v.Counter("evicted_sessions", c.evicted_sessions,
             {"Peer sessions dropped to make room for a new one (at the bound on connections)."});
   v.Gauge("open_connections", static_cast<double>(c.open.load()), {"Peer sessions open."});
-  v.Flag("transport_failed", ucx_->wedged(),
-         {"1 if UCX failed on the serving side: this node serves no peer until it is remounted."});
+  v.Flag("transport_failed", ucx()->wedged(),
+         {"1 if UCX failed on the serving side and was not started again: this node serves no "
+          "peer until it is, or until it is remounted."});
+  v.Counter("transport_restarts", restarts_.load(),
+            {"Times UCX failed on the serving side and was started again."});
   v.Counter("forged", c.forged, {"Messages that did not open under their session's key."});
   v.Counter("replayed", c.replayed, {"Messages with a sequence number seen before."});
   v.Counter("send_timeouts", c.send_timeouts, {"Answers that could not be sent in time."});

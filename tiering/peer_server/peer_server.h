@@ -139,12 +139,28 @@ class PeerServer {
   const PeerServerCounters& counters() const { return counters_; }
   const PeerDoorCounters& door() const { return door_->counters(); }
   uint64_t refused(AuthVerdict v) const { return door().refused[static_cast<int>(v)].load(); }
+  // UCX failed under this server (an abort contained on its progress
+  // thread): it serves nobody until RestartTransport. Thread-safe.
+  bool transport_failed() const { return ucx()->wedged(); }
+  // A new UCX context and worker in place of a failed one, made within
+  // `limit` (peer_server_restart.cc): the failed worker and its thread are
+  // left as they are, never called again, with whatever they held; the
+  // sessions on it are dropped (their peers connect again through the
+  // door, which keeps its socket and names the new worker from now on).
+  // Thread-safe; an error if stopped or UCX cannot start.
+  Status RestartTransport(std::chrono::milliseconds limit = std::chrono::seconds(10));
+  uint64_t transport_restarts() const { return restarts_.load(); }
+  // Tests: the transport fails as after a contained abort (UcxWorker::WedgeForTest).
+  void WedgeForTest() { ucx()->WedgeForTest(); }
   // The "server" group: the counters above, the door's, and bytes served per peer.
   void VisitCounters(CounterVisitor& v) const;
 
  private:
   PeerServer(PeerAuth* auth, ChunkProvider* provider, PeerServerOptions options,
-             std::unique_ptr<UcxWorker> ucx);
+             std::string worker_address);
+  // Makes `ucx` this server's transport: its handler set, kept, current.
+  Status Attach(std::unique_ptr<UcxWorker> ucx) REQUIRES(restart_mu_);
+  UcxWorker* ucx() const { return ucx_.load(std::memory_order_acquire); }
   struct Connection;
   struct Forgotten;
   struct Job;
@@ -159,7 +175,9 @@ class PeerServer {
   void AdoptOffer(Connection& c, const std::shared_ptr<OfferJob>& job, const char* body);
   // Takes (or gives back) `bytes` of the budgets and a slot, for `session`.
   bool Reserve(Connection& c, uint64_t bytes);
-  void Unreserve(uint64_t session, uint64_t bytes);
+  // Of transport `epoch`: nothing if that transport has failed since
+  // (its budgets were reset).
+  void Unreserve(uint64_t session, uint64_t bytes, uint64_t epoch);
   ucs_status_t OnMessage(const void* header, size_t header_size, void* data, size_t size,
                          const ucp_am_recv_param_t* param);
   // Takes session m.session from the door if `open` accepts its keys (the
@@ -196,7 +214,16 @@ class PeerServer {
   PeerAuth* const auth_;
   ChunkProvider* const provider_;
   const PeerServerOptions options_;
-  std::unique_ptr<UcxWorker> ucx_;
+  // The transport: the worker in use, and every worker this server made.
+  // A failed one is kept, never called again nor destroyed before the
+  // server: UCX may still hold pointers into it.
+  std::atomic<UcxWorker*> ucx_{nullptr};
+  // Serialises Stop and RestartTransport; guards workers_. Taken before
+  // any other lock of the server's.
+  Mutex restart_mu_;
+  std::vector<std::unique_ptr<UcxWorker>> workers_ GUARDED_BY(restart_mu_);
+  std::atomic<uint64_t> restarts_{0};
+  bool stopped_ GUARDED_BY(restart_mu_) = false;
   TaskPool pool_;
   BufferPool buffers_;
   std::unique_ptr<PeerDoor> door_;
@@ -207,6 +234,9 @@ class PeerServer {
   std::unordered_map<uint64_t, Forgotten> forgotten_;  // at most kForgotten, oldest first out:
   std::deque<uint64_t> forgotten_order_;
   size_t in_flight_ = 0;  // requests queued, being read or sent
+  // Transports started so far (0: the first). A request or offer budgeted
+  // under an earlier one is not given back to this one's budgets.
+  uint64_t epoch_ = 0;
   std::chrono::steady_clock::time_point next_tick_;
 
   struct Served {

@@ -18,6 +18,7 @@ using peer_server_internal::SessionCrypto;
 struct PeerServer::Job {
   uint64_t request_id = 0;
   uint64_t session = 0;
+  uint64_t epoch = 0;  // the transport it was budgeted under
   std::string path;
   ChunkRef ref;  // ref.path views `path`
   std::string peer;
@@ -36,6 +37,7 @@ struct PeerServer::Job {
 // server's (an eager one is opened where UCX has it).
 struct PeerServer::OfferJob {
   uint64_t session = 0;
+  uint64_t epoch = 0;  // the transport it was budgeted under
   PeerMessage m;
   WireHeader header;
   size_t header_size = 0;
@@ -48,6 +50,7 @@ void PeerServer::OnRequest(Connection& c, const PeerMessage& m, std::string_view
   auto job = std::make_shared<Job>();
   job->request_id = m.request_id;
   job->session = c.session;
+  job->epoch = epoch_;
   job->path.assign(path);
   job->ref = m.chunk;
   job->ref.path = job->path;
@@ -81,7 +84,7 @@ void PeerServer::OnRequest(Connection& c, const PeerMessage& m, std::string_view
   job->deadline = job->start + std::chrono::milliseconds(m.timeout_ms);
   bool queued = pool_.Submit([this, job] { Run(job); });
   if (!queued) {
-    Unreserve(c.session, length);
+    Unreserve(c.session, length, epoch_);
     counters_.busy++;
     SendError(c, m.request_id, WireError::kBusy);
   }
@@ -101,7 +104,8 @@ bool PeerServer::Reserve(Connection& c, uint64_t bytes) {
   return true;
 }
 
-void PeerServer::Unreserve(uint64_t session, uint64_t bytes) {
+void PeerServer::Unreserve(uint64_t session, uint64_t bytes, uint64_t epoch) {
+  if (epoch != epoch_) return;
   --in_flight_;
   counters_.bytes_in_flight -= bytes;
   auto it = by_session_.find(session);
@@ -115,6 +119,7 @@ ucs_status_t PeerServer::OnOffer(const PeerMessage& m, const void* header, size_
                                  void* data, size_t size, const ucp_am_recv_param_t* param) {
   auto job = std::make_shared<OfferJob>();
   job->session = m.session;
+  job->epoch = epoch_;
   job->m = m;
   std::memcpy(job->header.data(), header, header_size);
   job->header_size = header_size;
@@ -146,9 +151,9 @@ ucs_status_t PeerServer::OnOffer(const PeerMessage& m, const void* header, size_
     return UcxWorker::Discard(param);
   }
   job->body = buffers_.Take(size);
-  return ucx_->ReceiveBody(data, job->body.get(), size, [this, job](ucs_status_t s) {
+  return ucx()->ReceiveBody(data, job->body.get(), size, [this, job](ucs_status_t s) {
     auto release = [this, job] {
-      Unreserve(job->session, job->size);
+      Unreserve(job->session, job->size, job->epoch);
       buffers_.Give(std::move(job->body));
     };
     if (s != UCS_OK) {
@@ -179,7 +184,7 @@ std::function<bool(const SessionKeys&)> PeerServer::OfferOpener(const OfferJob& 
 
 void PeerServer::AdoptOffer(Connection& c, const std::shared_ptr<OfferJob>& job, const char* body) {
   auto release = [this, job] {
-    Unreserve(job->session, job->size);
+    Unreserve(job->session, job->size, job->epoch);
     if (job->body.get() != nullptr) buffers_.Give(std::move(job->body));
   };
   ChunkRef ref = job->m.chunk;
@@ -227,13 +232,13 @@ void PeerServer::Run(const std::shared_ptr<Job>& job) {
     }
     if (job->data != job->buffer.get()) buffers_.Give(std::move(job->buffer));  // not sent from it
   }
-  ucx_->Post([this, job] { Answer(job->session, job); });
+  ucx()->Post([this, job] { Answer(job->session, job); });
 }
 
 void PeerServer::Answer(uint64_t session, std::shared_ptr<Job> job) {
   const uint64_t length = job->ref.length();
   auto finish = [this, session, job, length](bool served) {
-    Unreserve(session, length);
+    Unreserve(session, length, job->epoch);
     if (auto it = by_session_.find(session); it != by_session_.end())
       it->second->sending.erase(job->request_id);
     if (served) {
@@ -268,8 +273,8 @@ void PeerServer::Answer(uint64_t session, std::shared_ptr<Job> job) {
     return;
   }
   c.sending[job->request_id] = Clock::now();
-  ucx_->Send(c.ep, kPeerAmId, job->header, job->header_size, job->data, length, 0,
-             [finish](ucs_status_t s) { finish(s == UCS_OK); });
+  ucx()->Send(c.ep, kPeerAmId, job->header, job->header_size, job->data, length, 0,
+              [finish](ucs_status_t s) { finish(s == UCS_OK); });
 }
 
 void PeerServer::SendBare(Connection& c, MsgType type, uint64_t request_id) {
@@ -277,7 +282,7 @@ void PeerServer::SendBare(Connection& c, MsgType type, uint64_t request_id) {
   WireHeader h;
   size_t n = EncodeBare(type, WireIds{request_id, c.session, c.crypto->next_seq++}, &h);
   if (!SealWire(c.crypto->keys.send, &h, n, nullptr, 0, nullptr)) return;
-  ucx_->Send(c.ep, kPeerAmId, h, n, nullptr, 0, 0, [](ucs_status_t) {});
+  ucx()->Send(c.ep, kPeerAmId, h, n, nullptr, 0, 0, [](ucs_status_t) {});
 }
 
 void PeerServer::SendError(Connection& c, uint64_t request_id, WireError error) {
@@ -285,7 +290,7 @@ void PeerServer::SendError(Connection& c, uint64_t request_id, WireError error) 
   WireHeader h;
   size_t n = EncodeError(WireIds{request_id, c.session, c.crypto->next_seq++}, error, &h);
   if (!SealWire(c.crypto->keys.send, &h, n, nullptr, 0, nullptr)) return;
-  ucx_->Send(c.ep, kPeerAmId, h, n, nullptr, 0, 0, [](ucs_status_t) {});
+  ucx()->Send(c.ep, kPeerAmId, h, n, nullptr, 0, 0, [](ucs_status_t) {});
 }
 
 }  // namespace tierfs
