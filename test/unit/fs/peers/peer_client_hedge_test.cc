@@ -74,7 +74,7 @@ TEST_CASE(
   CHECK(s.client().Fetch(0, kRef, buf.data(), start + 5s, 0, &hedge) ==
         static_cast<ssize_t>(kChunk));
   CHECK(Since(start) >= 150ms);
-  CHECK(Since(start) < 1s);  // not the 5 s deadline
+  if (kTimed) CHECK(Since(start) < 1s);  // not the 5 s deadline
   CHECK(hedge.used);
   const PeerLinkCounters& c = s.client().counters(0);
   CHECK(c.hedges == 1);
@@ -95,7 +95,9 @@ TEST_CASE(
   CHECK(s.client().up(0));
   CHECK(c.forged == 0);
 
-  // A fetch it answers in time is not hedged.
+  // A fetch it answers in time is not hedged. (Under ThreadSanitizer an
+  // 8 MiB answer does not arrive within the 150 ms hedge time.)
+  if (!kTimed) return;
   auto f = std::async(std::launch::async, [&] {
     PeerClient::Hedge unused{[](char*) { return ssize_t{-EIO}; }};
     return s.client().Fetch(0, kRef, buf.data(), Clock::now() + 5s, 0, &unused);
@@ -132,7 +134,9 @@ TEST_CASE("peer client: a server that answers while SOURCE is read loses nothing
   CHECK(s.client().counters(0).hedges_lost == 1);
   CHECK(s.client().counters(0).hedges_won == 0);
 
-  // SOURCE fails: the server is waited for as without a hedge.
+  // SOURCE fails: the server is waited for as without a hedge. (Not under
+  // ThreadSanitizer: its answer would not come before a stall.)
+  if (!kTimed) return;
   PeerClient::Hedge failing{[](char*) { return ssize_t{-EIO}; }};
   auto f = std::async(std::launch::async, [&] {
     return s.client().Fetch(0, kRef, buf.data(), Clock::now() + 5s, 0, &failing);

@@ -27,8 +27,9 @@ class Fetchers {
         std::vector<char> buf(kChunk);
         while (!stop_.load()) {
           ssize_t r = client.Fetch(0, kRef, buf.data(), Clock::now() + 2s);
-          if (r == static_cast<ssize_t>(kChunk) && IsPattern("f", kChunk, buf.data(), kChunk)) {
-            whole++;
+          if (r == static_cast<ssize_t>(kChunk)) {
+            whole++;  // counted as it returns; its bytes checked after
+            if (!IsPattern("f", kChunk, buf.data(), kChunk)) torn++;
           } else {
             failed++;
             std::this_thread::sleep_for(5ms);  // the caller reads SOURCE
@@ -41,7 +42,7 @@ class Fetchers {
     stop_ = true;
     for (auto& t : threads_) t.join();
   }
-  std::atomic<int> whole{0}, failed{0};
+  std::atomic<int> whole{0}, failed{0}, torn{0};  // torn: returned whole, bytes wrong
 
  private:
   std::atomic<bool> stop_{false};
@@ -72,7 +73,7 @@ TEST_CASE(
   a.client().WedgeForTest();
   REQUIRE(Within(2s, [&] { return a.client().transport_failed(); }));
   CHECK(Within(1s, [&] { return fetchers.failed.load() >= failed_before + 4; }));
-  CHECK(Since(failed_at) < 1s);
+  if (kTimed) CHECK(Since(failed_at) < 1s);
   provider.Release();
   // Not asked while failed: nothing comes back whole.
   std::this_thread::sleep_for(200ms);
@@ -88,12 +89,13 @@ TEST_CASE(
   CHECK(a.client().transport_restarts() == 1);
   // Asked again within seconds, concurrently, bytes whole.
   CHECK(Within(5s, [&] { return fetchers.whole.load() >= whole_failed + 8; }));
-  CHECK(Since(restart_at) < 5s);
+  if (kTimed) CHECK(Since(restart_at) < 5s);
   CHECK(a.client().up(0));
   CHECK(a.client().counters(0).resumed >= 1);  // the connection made again by its ticket
   // A transport that has not failed is not started again.
   REQUIRE(a.client().RestartTransport().ok());
   CHECK(a.client().transport_restarts() == 1);
+  CHECK(fetchers.torn.load() == 0);
 }
 
 TEST_CASE("peer transport: a server whose UCX failed serves its peers again once started again",
