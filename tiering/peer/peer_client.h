@@ -134,6 +134,8 @@ struct PeerLinkCounters {
   std::atomic<uint64_t> hedges_lost{0};       // ... the peer had answered first: SOURCE's wasted
   std::atomic<uint64_t> hedge_bytes{0};       // bytes those hedges read from SOURCE
   std::atomic<uint64_t> probes{0};            // pings and connects made while reads wanted it
+  // Connections dropped and made afresh: stalled and silent while reads wanted it.
+  std::atomic<uint64_t> reconnects_after_silence{0};
 };
 
 class PeerClient {
@@ -266,6 +268,17 @@ class PeerClient {
   void CheckStall(Link& l, std::chrono::steady_clock::time_point now);
   // A message from `l` authenticated: it is alive (and no longer stalled).
   void Heard(Link& l);
+  // It answers again: no longer stalled nor slow.
+  void EndStall(Link& l);
+  // How long a peer with fetches waiting may answer nothing before it is
+  // stalled, and a stalled one before its connection is made afresh
+  // (peer_client_stall.cc).
+  std::chrono::milliseconds StallTime(const Link& l) const;
+  std::chrono::milliseconds SilenceBound(const Link& l) const;
+  // Stalled, wanted and silent for its silence bound: dropped, made afresh.
+  void Redial(Link& l, std::chrono::steady_clock::time_point now);
+  // Redialed, and silent for less than dead_after: a failed connect is no death.
+  bool SilentButNotDead(const Link& l, std::chrono::steady_clock::time_point now) const;
   // The state changed: wake the Fetches waiting for a connection.
   void Signal(Link& l);
   // Up to the caller's deadline for a connection to an idle or connecting

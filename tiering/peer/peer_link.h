@@ -117,6 +117,9 @@ struct PeerClient::Link {
   // Slow because it answered nothing, not even a ping (CheckStall): the
   // first message from it that authenticates ends that at once.
   bool stalled = false;
+  // Its connection was dropped for silence (PeerClient::Redial) and has
+  // not come up since: its failed connects are no death before dead_after.
+  bool redialing = false;
   // It said it is leaving the job (kLeaving): down quietly, taken for gone.
   bool left = false;
   std::chrono::steady_clock::time_point last_attempt;  // the last connect started
