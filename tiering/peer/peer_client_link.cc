@@ -68,7 +68,8 @@ void PeerClient::Tick() {
           Close(l);
         } else if (now - l.last_heard >= options_.dead_after) {
           Down(l, "silent for " + std::to_string(Ms(now - l.last_heard)) + " ms", /*dead=*/true);
-        } else if (l.stalled && Wanted(l, now) && now - l.last_heard >= SilenceBound(l)) {
+        } else if (l.stalled && Wanted(l, now) &&
+                   now - std::max(l.last_heard, l.connected_at) >= SilenceBound(l)) {
           Redial(l, now);  // down: made afresh at the next tick
           break;
         } else if (now - l.last_heard >= heartbeat && now - l.last_ping >= heartbeat) {
@@ -212,21 +213,31 @@ void PeerClient::Connect(Link& l) {
           l.dead = false;
           l.ever_up = true;
           l.left = false;
-          l.redialing = false;
-          EndStall(l);  // it answered the handshake: asked again at once
-          l.last_heard = Clock::now();
+          const auto up_at = Clock::now();
+          l.connected_at = up_at;
+          // Made afresh after a silence: heard, and asked again, once it
+          // answers this connection's first ping (its door may answer while
+          // its worker does not), so dead_after still counts from its last
+          // answer.
+          if (!l.redialing) {
+            l.last_heard = up_at;
+            EndStall(l);
+          }
           l.answered = false;
           l.counters.connect_us +=
               static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
-                                        l.last_heard - (l.deadline - 2 * options_.connect_timeout))
+                                        up_at - (l.deadline - 2 * options_.connect_timeout))
                                         .count());
           // Made now: used now (idle_close counts from here, not from its last use).
-          l.last_used.store(std::max(l.last_used.load(), l.last_heard.time_since_epoch().count()));
+          l.last_used.store(std::max(l.last_used.load(), up_at.time_since_epoch().count()));
           l.counters.ups++;
           // The session's first message: the server holds it from now on,
           // however long this node then stays quiet.
           Ping(l);
-          TIERFS_LOG(kInfo, "peer {} is up", l.address.name);
+          if (l.redialing)  // made afresh after a silence: its stall was logged
+            TIERFS_LOG(kDebug, "peer {} is up again", l.address.name);
+          else
+            TIERFS_LOG(kInfo, "peer {} is up", l.address.name);
           Signal(l);
         });
       });

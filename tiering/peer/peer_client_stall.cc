@@ -29,6 +29,7 @@ constexpr milliseconds kSilenceFloor(1000);
 void PeerClient::Heard(Link& l) {
   l.last_heard = Clock::now();
   l.answered = true;
+  l.redialing = false;
   EndStall(l);
 }
 
@@ -102,7 +103,8 @@ void PeerClient::CheckStall(Link& l, Clock::time_point now) {
   }
 }
 
-// Stalled, wanted, and silent for its silence bound: the connection is
+// Stalled, wanted, and silent for its silence bound (since its last
+// answer, and since this connection came up): the connection is
 // dropped (its requests end -ETIMEDOUT: their callers read SOURCE) and
 // made again at the next tick, then every `probe` while reads want it,
 // each attempt a fresh TCP connect bounded by probe_connect and resumed
@@ -120,7 +122,7 @@ void PeerClient::Redial(Link& l, Clock::time_point now) {
 }
 
 // A redialed peer's failed connects are not its death before it has been
-// silent for dead_after, as they would be on the connection it had.
+// silent for dead_after, as they would not be on the connection it had.
 bool PeerClient::SilentButNotDead(const Link& l, Clock::time_point now) const {
   return l.redialing && now - l.last_heard < options_.dead_after;
 }
