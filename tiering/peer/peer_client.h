@@ -26,7 +26,12 @@
 // dead_after / 40) to dead_after / 4) is stopped or cut
 // off: those fetches end -ETIMEDOUT at once and it is slow the same way;
 // one that answers pings is working on them (a home promoting from a slow
-// PFS) and they wait to their deadline. A peer that
+// PFS) and they wait to their deadline. A stalled peer that reads want and
+// that answers nothing for twice its stall time (from 1 s to dead_after / 2)
+// has its connection dropped and made afresh, resumed by its ticket: after
+// a cut, fresh SYNs get through as soon as the link is back, where the old
+// connection waits for TCP's backed-off resend; not dead before dead_after
+// of silence (peer_client_stall.cc). A peer that
 // never came up is dead only once `grace` has passed since Start, so a
 // node that starts a little late does not move the job's homes.
 //
