@@ -41,6 +41,7 @@ void PeerClient::Tick() {
       case kDown:
         if (!l.dead.load() && l.redialing && !SilentButNotDead(l, now)) {
           l.dead = true;
+          l.redialing = false;  // its next connection is heard when made
           l.counters.downs++;
           TIERFS_LOG(kWarning,
                      "peer {} is down (its chunks are kept by others meanwhile): "
@@ -313,6 +314,7 @@ void PeerClient::Leaving(Link& l) {
   Forget(l, kDown, -ECONNRESET);
   l.left = true;
   l.dead = true;
+  l.redialing = false;
   l.retrying = true;
   l.backoff = options_.retry_max;
   l.retry_at = Clock::now() + options_.retry_max;
@@ -323,6 +325,10 @@ void PeerClient::Down(Link& l, const std::string& why, bool dead) {
   const int was = Forget(l, kDown);
   l.retrying = true;
   l.dead = dead;
+  // Taken for gone: its next connection is heard when made (else, made
+  // after dead_after of silence, it would be down again before its first
+  // answer could come).
+  if (dead) l.redialing = false;
   l.retry_at = Clock::now() + l.backoff;
   l.backoff = std::min(l.backoff * 2, options_.retry_max);
   if (stopped_.load()) {

@@ -2,7 +2,8 @@
 // answers nothing, not even a ping, for its silence bound (at least 1 s)
 // after it stalled has its connection made afresh, resumed by its ticket
 // (no MUNGE), its fetches ending at once, and is dead only after
-// dead_after of silence however often its door lets it in again; one
+// dead_after of silence however often its door lets it in again, then
+// connected to as any lost peer is; one
 // that answers pings but not fetches (a loaded host) is skipped while
 // slow and never connected afresh.
 #include <algorithm>
@@ -75,6 +76,14 @@ TEST_CASE(
   CHECK(c.downs >= 1);
   // Connected afresh at most once per silence bound and stall: no loop.
   CHECK(c.reconnects_after_silence <= 6);
+
+  // Taken for gone, it is connected to again as any lost peer is, and
+  // that connection is heard when made: it stays up (its first answer
+  // could still come), not down again at once for the silence before.
+  REQUIRE(FetchUntil(a, 8s, 1500ms, [&] { return a.client().up(0); }));
+  std::this_thread::sleep_for(300ms);
+  CHECK(a.client().up(0));
+  CHECK_FALSE(a.client().dead(0));
 }
 
 TEST_CASE(
