@@ -142,12 +142,15 @@ void PeerClient::Connect(Link& l) {
   const auto queued_at = Clock::now();
   l.deadline = queued_at + 2 * options_.connect_timeout;
   size_t index = l.index;
-  // A ticket is offered once: whatever this attempt comes to, it is spent.
+  // A ticket is offered once: whatever this attempt comes to, it is spent
+  // (unless no connection was made: then it never left this node, and it
+  // is kept for the next attempt, so that retries through a cut resume).
   std::optional<ResumeTicket> ticket = std::move(l.ticket);
   l.ticket.reset();
   bool queued =
       pool_.Submit([this, index, generation, queued_at, tcp_limit, address = l.address, ticket] {
         auto session = std::make_shared<ClientSession>();
+        std::optional<ResumeTicket> unsent = ticket;
         HandshakeResult r = HandshakeResult::kLocal;
         std::string error;
         const auto start = Clock::now();
@@ -162,6 +165,7 @@ void PeerClient::Connect(Link& l) {
           r = HandshakeResult::kUnreachable;
           error = fd.status().message();
         } else {
+          unsent.reset();
           Result<ClientSession> made =
               RunClientHandshake(*fd, *auth_, address.name, deadline, ticket ? &*ticket : nullptr);
           ::close(*fd);
@@ -171,11 +175,12 @@ void PeerClient::Connect(Link& l) {
           else
             error = made.status().message();
         }
-        ucx()->Post([this, index, generation, r, session, error]() mutable {
+        ucx()->Post([this, index, generation, r, session, error, unsent]() mutable {
           Link& l = *links_[index];
           if (generation != l.generation || l.state.load() != kConnecting) return;
           if (stopped_.load())
             return;  // shutting down: no new endpoint (Stop's close_all downs it)
+          if (unsent && !l.ticket) l.ticket = std::move(unsent);
           const bool failure_is_death =
               r != HandshakeResult::kLocal &&
               (l.ever_up || Clock::now() - started_at_ >= options_.grace) &&
