@@ -418,6 +418,9 @@ void PeerClient::VisitCounters(CounterVisitor& v) const {
              Unit::kMicroseconds});
     v.Counter("probes", c.probes,
               {"Pings and connects made on a short timer while reads wanted the peer."});
+    v.Counter("reconnects_after_silence", c.reconnects_after_silence,
+              {"Connections to the peer dropped and made afresh: it answered nothing while "
+               "reads wanted it."});
     v.EndItem();
   }
   v.EndList();

@@ -26,7 +26,12 @@
 // dead_after / 40) to dead_after / 4) is stopped or cut
 // off: those fetches end -ETIMEDOUT at once and it is slow the same way;
 // one that answers pings is working on them (a home promoting from a slow
-// PFS) and they wait to their deadline. A peer that
+// PFS) and they wait to their deadline. A stalled peer that reads want and
+// that answers nothing for twice its stall time (from 1 s to dead_after / 2)
+// has its connection dropped and made afresh, resumed by its ticket: after
+// a cut, fresh SYNs get through as soon as the link is back, where the old
+// connection waits for TCP's backed-off resend; not dead before dead_after
+// of silence (peer_client_stall.cc). A peer that
 // never came up is dead only once `grace` has passed since Start, so a
 // node that starts a little late does not move the job's homes.
 //
@@ -134,6 +139,8 @@ struct PeerLinkCounters {
   std::atomic<uint64_t> hedges_lost{0};       // ... the peer had answered first: SOURCE's wasted
   std::atomic<uint64_t> hedge_bytes{0};       // bytes those hedges read from SOURCE
   std::atomic<uint64_t> probes{0};            // pings and connects made while reads wanted it
+  // Connections dropped and made afresh: stalled and silent while reads wanted it.
+  std::atomic<uint64_t> reconnects_after_silence{0};
 };
 
 class PeerClient {
@@ -266,6 +273,17 @@ class PeerClient {
   void CheckStall(Link& l, std::chrono::steady_clock::time_point now);
   // A message from `l` authenticated: it is alive (and no longer stalled).
   void Heard(Link& l);
+  // It answers again: no longer stalled nor slow.
+  void EndStall(Link& l);
+  // How long a peer with fetches waiting may answer nothing before it is
+  // stalled, and a stalled one before its connection is made afresh
+  // (peer_client_stall.cc).
+  std::chrono::milliseconds StallTime(const Link& l) const;
+  std::chrono::milliseconds SilenceBound(const Link& l) const;
+  // Stalled, wanted and silent for its silence bound: dropped, made afresh.
+  void Redial(Link& l, std::chrono::steady_clock::time_point now);
+  // Redialed, and silent for less than dead_after: a failed connect is no death.
+  bool SilentButNotDead(const Link& l, std::chrono::steady_clock::time_point now) const;
   // The state changed: wake the Fetches waiting for a connection.
   void Signal(Link& l);
   // Up to the caller's deadline for a connection to an idle or connecting

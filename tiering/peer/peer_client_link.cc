@@ -20,10 +20,6 @@ using std::chrono::milliseconds;
 
 long long Ms(Clock::duration d) { return std::chrono::duration_cast<milliseconds>(d).count(); }
 
-// No peer is taken for stalled sooner: 32 daemons on 2 cores answered
-// pings 50 ms late and more while working.
-constexpr milliseconds kStallFloor(250);
-
 }  // namespace
 
 void PeerClient::Tick() {
@@ -40,9 +36,18 @@ void PeerClient::Tick() {
       case kConnecting:
         // The handshake's own deadline has passed and its result is lost.
         if (now > l.deadline + milliseconds(500))
-          Down(l, "no handshake in time", grace_over || l.ever_up);
+          Down(l, "no handshake in time", (grace_over || l.ever_up) && !SilentButNotDead(l, now));
         break;
       case kDown:
+        if (!l.dead.load() && l.redialing && !SilentButNotDead(l, now)) {
+          l.dead = true;
+          l.redialing = false;  // its next connection is heard when made
+          l.counters.downs++;
+          TIERFS_LOG(kWarning,
+                     "peer {} is down (its chunks are kept by others meanwhile): "
+                     "silent for {} ms",
+                     l.address.name, Ms(now - l.last_heard));
+        }
         if (!l.dead.load() && !l.ever_up && grace_over) {
           l.dead = true;
           TIERFS_LOG(kWarning, "peer {} has not come up in {} s: its chunks are kept by others",
@@ -64,6 +69,10 @@ void PeerClient::Tick() {
           Close(l);
         } else if (now - l.last_heard >= options_.dead_after) {
           Down(l, "silent for " + std::to_string(Ms(now - l.last_heard)) + " ms", /*dead=*/true);
+        } else if (l.stalled && Wanted(l, now) &&
+                   now - std::max(l.last_heard, l.connected_at) >= SilenceBound(l)) {
+          Redial(l, now);  // down: made afresh at the next tick
+          break;
         } else if (now - l.last_heard >= heartbeat && now - l.last_ping >= heartbeat) {
           Ping(l);
         } else if (l.stalled && now.time_since_epoch().count() < l.slow_until.load() &&
@@ -87,88 +96,6 @@ void PeerClient::Tick() {
         break;
     }
   }
-}
-
-void PeerClient::Heard(Link& l) {
-  l.last_heard = Clock::now();
-  l.answered = true;
-  if (l.stalled) {  // it answers again: asked again at once
-    l.stalled = false;
-    l.slow_until.store(0);
-    l.slow_backoff = options_.retry_min;
-    TIERFS_LOG(kDebug, "peer {} answers again", l.address.name);
-  }
-}
-
-bool PeerClient::Wanted(const Link& l, Clock::time_point now) {
-  const auto at = Clock::time_point(Clock::duration(l.wanted_at.load(std::memory_order_relaxed)));
-  return now - at < std::chrono::seconds(1);
-}
-
-// A peer with fetches waiting that has been heard from since the oldest
-// was sent is working on them (a home promoting from a slow PFS still
-// answers pings from its progress thread at once): they wait up to their
-// deadline. One that answers nothing, not even a ping, for the stall time
-// is stopped or cut off: its waiting fetches end now (their callers read
-// SOURCE) and it is slow, skipped until it answers pings again. Not dead:
-// its chunks keep their home, and dead_after still decides death.
-void PeerClient::CheckStall(Link& l, Clock::time_point now) {
-  Clock::time_point oldest = Clock::time_point::max();
-  for (const auto& [id, p] : l.pending) {
-    if (p->phase == Pending::kWaiting) oldest = std::min(oldest, p->sent_at);
-  }
-  if (oldest == Clock::time_point::max() || l.last_heard >= oldest) return;
-  // The stall time: eight smoothed round trips, or the round trip and
-  // four of its deviations if more (a loaded host answers late, not never),
-  // within [max(250 ms, dead_after / 40), dead_after / 4]. The probe: a
-  // ping once the oldest fetch waited half of it with nothing heard.
-  const auto rtt =
-      std::chrono::duration_cast<milliseconds>(std::max(8 * l.srtt, l.srtt + 4 * l.rttvar));
-  const auto floor = std::max(kStallFloor, options_.dead_after / 40);
-  const auto stall = std::clamp(rtt, floor, std::max(floor, options_.dead_after / 4));
-  if (l.last_ping < oldest || l.last_ping <= l.last_heard) {
-    if (now - oldest >= stall / 2) Ping(l);
-    return;
-  }
-  if (now - l.last_ping < stall) return;
-  l.counters.stalls++;
-  MarkSlow(l, now);
-  l.stalled = true;
-  const size_t ended = EndWaiting(l, -ETIMEDOUT);
-  const uint64_t n = l.counters.stalls.load();
-  if (LogSampled(n)) {
-    TIERFS_LOG(kWarning,
-               "peer {} answered nothing for {} ms, not even a ping: {} fetches read here, and "
-               "its chunks read here until it answers",
-               l.address.name, Ms(now - oldest), ended);
-  }
-}
-
-void PeerClient::MarkSlow(Link& l, Clock::time_point now) {
-  l.slow_until.store((now + l.slow_backoff).time_since_epoch().count());
-  l.slow_backoff = std::min(l.slow_backoff * 2, options_.retry_max);
-}
-
-size_t PeerClient::EndWaiting(Link& l, ssize_t error) {
-  std::vector<std::shared_ptr<Pending>> ended;
-  for (auto& [id, p] : l.pending) {
-    if (p->phase == Pending::kWaiting) ended.push_back(p);
-  }
-  for (auto& p : ended) Complete(l, p, error);
-  return ended.size();
-}
-
-// The round trip smoothed as TCP does (RFC 6298): its mean and deviation.
-void PeerClient::OnPong(Link& l) {
-  const auto sample =
-      std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - l.last_ping);
-  if (l.srtt.count() == 0) {
-    l.srtt = sample;
-    l.rttvar = sample / 2;
-    return;
-  }
-  l.rttvar = (3 * l.rttvar + std::chrono::abs(l.srtt - sample)) / 4;
-  l.srtt = (7 * l.srtt + sample) / 8;
 }
 
 void PeerClient::Ping(Link& l) {
@@ -215,12 +142,15 @@ void PeerClient::Connect(Link& l) {
   const auto queued_at = Clock::now();
   l.deadline = queued_at + 2 * options_.connect_timeout;
   size_t index = l.index;
-  // A ticket is offered once: whatever this attempt comes to, it is spent.
+  // A ticket is offered once: whatever this attempt comes to, it is spent
+  // (unless no connection was made: then it never left this node, and it
+  // is kept for the next attempt, so that retries through a cut resume).
   std::optional<ResumeTicket> ticket = std::move(l.ticket);
   l.ticket.reset();
   bool queued =
       pool_.Submit([this, index, generation, queued_at, tcp_limit, address = l.address, ticket] {
         auto session = std::make_shared<ClientSession>();
+        std::optional<ResumeTicket> unsent = ticket;
         HandshakeResult r = HandshakeResult::kLocal;
         std::string error;
         const auto start = Clock::now();
@@ -235,6 +165,7 @@ void PeerClient::Connect(Link& l) {
           r = HandshakeResult::kUnreachable;
           error = fd.status().message();
         } else {
+          unsent.reset();
           Result<ClientSession> made =
               RunClientHandshake(*fd, *auth_, address.name, deadline, ticket ? &*ticket : nullptr);
           ::close(*fd);
@@ -244,13 +175,16 @@ void PeerClient::Connect(Link& l) {
           else
             error = made.status().message();
         }
-        ucx()->Post([this, index, generation, r, session, error]() mutable {
+        ucx()->Post([this, index, generation, r, session, error, unsent]() mutable {
           Link& l = *links_[index];
           if (generation != l.generation || l.state.load() != kConnecting) return;
           if (stopped_.load())
             return;  // shutting down: no new endpoint (Stop's close_all downs it)
-          const bool failure_is_death = r != HandshakeResult::kLocal &&
-                                        (l.ever_up || Clock::now() - started_at_ >= options_.grace);
+          if (unsent && !l.ticket) l.ticket = std::move(unsent);
+          const bool failure_is_death =
+              r != HandshakeResult::kLocal &&
+              (l.ever_up || Clock::now() - started_at_ >= options_.grace) &&
+              !SilentButNotDead(l, Clock::now());
           if (r != HandshakeResult::kOk) {
             if (r == HandshakeResult::kRefused || r == HandshakeResult::kBadPeer) {
               l.counters.refused++;
@@ -285,20 +219,31 @@ void PeerClient::Connect(Link& l) {
           l.dead = false;
           l.ever_up = true;
           l.left = false;
-          l.stalled = false;
-          l.last_heard = Clock::now();
+          const auto up_at = Clock::now();
+          l.connected_at = up_at;
+          // Made afresh after a silence: heard, and asked again, once it
+          // answers this connection's first ping (its door may answer while
+          // its worker does not), so dead_after still counts from its last
+          // answer.
+          if (!l.redialing) {
+            l.last_heard = up_at;
+            EndStall(l);
+          }
           l.answered = false;
           l.counters.connect_us +=
               static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
-                                        l.last_heard - (l.deadline - 2 * options_.connect_timeout))
+                                        up_at - (l.deadline - 2 * options_.connect_timeout))
                                         .count());
           // Made now: used now (idle_close counts from here, not from its last use).
-          l.last_used.store(std::max(l.last_used.load(), l.last_heard.time_since_epoch().count()));
+          l.last_used.store(std::max(l.last_used.load(), up_at.time_since_epoch().count()));
           l.counters.ups++;
           // The session's first message: the server holds it from now on,
           // however long this node then stays quiet.
           Ping(l);
-          TIERFS_LOG(kInfo, "peer {} is up", l.address.name);
+          if (l.redialing)  // made afresh after a silence: its stall was logged
+            TIERFS_LOG(kDebug, "peer {} is up again", l.address.name);
+          else
+            TIERFS_LOG(kInfo, "peer {} is up", l.address.name);
           Signal(l);
         });
       });
@@ -374,6 +319,7 @@ void PeerClient::Leaving(Link& l) {
   Forget(l, kDown, -ECONNRESET);
   l.left = true;
   l.dead = true;
+  l.redialing = false;
   l.retrying = true;
   l.backoff = options_.retry_max;
   l.retry_at = Clock::now() + options_.retry_max;
@@ -384,6 +330,10 @@ void PeerClient::Down(Link& l, const std::string& why, bool dead) {
   const int was = Forget(l, kDown);
   l.retrying = true;
   l.dead = dead;
+  // Taken for gone: its next connection is heard when made (else, made
+  // after dead_after of silence, it would be down again before its first
+  // answer could come).
+  if (dead) l.redialing = false;
   l.retry_at = Clock::now() + l.backoff;
   l.backoff = std::min(l.backoff * 2, options_.retry_max);
   if (stopped_.load()) {

@@ -107,9 +107,10 @@ struct PeerClient::Link {
   bool answered = false;
   std::chrono::steady_clock::time_point deadline;  // connecting: the handshake is due
   std::chrono::steady_clock::time_point retry_at;
-  std::chrono::steady_clock::time_point last_heard;  // up: the last message that authenticated
-  std::chrono::steady_clock::time_point last_ping;   // up: the last kPing sent
-  uint64_t ping_id = 0;                              // ... and its request id
+  std::chrono::steady_clock::time_point last_heard;    // up: the last message that authenticated
+  std::chrono::steady_clock::time_point last_ping;     // up: the last kPing sent
+  std::chrono::steady_clock::time_point connected_at;  // up: when this connection came up
+  uint64_t ping_id = 0;                                // ... and its request id
   // Smoothed ping round trip and its deviation (0: none measured yet).
   std::chrono::microseconds srtt{0}, rttvar{0};
   std::chrono::milliseconds backoff{0};
@@ -117,6 +118,10 @@ struct PeerClient::Link {
   // Slow because it answered nothing, not even a ping (CheckStall): the
   // first message from it that authenticates ends that at once.
   bool stalled = false;
+  // Its connection was dropped for silence (PeerClient::Redial) and it
+  // has not answered since: its failed connects are no death before
+  // dead_after, and a new connection's handshake is not an answer.
+  bool redialing = false;
   // It said it is leaving the job (kLeaving): down quietly, taken for gone.
   bool left = false;
   std::chrono::steady_clock::time_point last_attempt;  // the last connect started

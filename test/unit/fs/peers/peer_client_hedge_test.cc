@@ -183,15 +183,18 @@ TEST_CASE(
   options.dead_after = 8s;  // a heartbeat of 1 s; a stall after 250 ms
   options.retry_min = 3s;   // slow that long after the stall, unless it answers
   options.retry_max = 3s;
+  // It answers within its silence bound (1 s since it came up), before
+  // its connection would be made afresh (peer_client_silence_test.cc).
+  options.probe = 50ms;
   SilentServer s(options);
   std::vector<char> buf(kChunk);
   CHECK(s.client().Fetch(0, kRef, buf.data(), Clock::now() + 5s) == -ETIMEDOUT);
   REQUIRE(s.client().counters(0).stalls == 1);
-  // Reads want it: skipped at once, and it is pinged every probe (100 ms),
+  // Reads want it: skipped at once, and it is pinged every probe (50 ms),
   // not every heartbeat (1 s).
   const size_t pings = s.Count(MsgType::kPing);
   auto start = Clock::now();
-  while (Since(start) < 600ms) {
+  while (Since(start) < 300ms) {
     CHECK(s.client().Fetch(0, kRef, buf.data(), Clock::now() + 5s) == -EBUSY);
     std::this_thread::sleep_for(20ms);
   }
