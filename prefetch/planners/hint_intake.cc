@@ -70,16 +70,15 @@ void HintIntake::FlushLate(std::chrono::steady_clock::duration age,
     order_.TakeTails(age, &order_lines);
     stage_.TakeTails(age, &stage_lines);
   }
-  for (const auto& [writer, lines] : order_lines) {
-    HintParser::Result& r = (*order)[writer];
-    r.uid = lines.back().caller.uid;
-    Settle(order_, lines, &r, /*counted=*/true);
-  }
-  for (const auto& [writer, lines] : stage_lines) {
-    HintParser::Result& r = (*stage)[writer];
-    r.uid = lines.back().caller.uid;
-    Settle(stage_, lines, &r, /*counted=*/false);
-  }
+  auto settle_all = [this](HintParser& parser, const auto& by_writer, auto* results, bool counted) {
+    for (const auto& [writer, lines] : by_writer) {
+      HintParser::Result& r = (*results)[writer];
+      r.uid = lines.back().caller.uid;  // TakeTails gives each writer at least one line
+      Settle(parser, lines, &r, counted);
+    }
+  };
+  settle_all(order_, order_lines, order, /*counted=*/true);
+  settle_all(stage_, stage_lines, stage, /*counted=*/false);
 }
 
 uint64_t HintIntake::order_paths() const {
