@@ -256,14 +256,20 @@ TEST_CASE("peer server: a reconnection by a ticket does the work a flooded door 
     ::close(fd);
     CHECK(b.server().door().unsolved > unsolved);
     // With the work done, the same ticket resumes, flood or not, from the
-    // flood's own source. (Not under ThreadSanitizer: there the flood keeps
-    // the door from answering within its handshake's time.)
+    // flood's own source. The door turns a connection away at once when
+    // every place of its source is held by a connection too young to
+    // evict (the flood's), and a peer client dials again, as here: at most
+    // 5 times. (Not under ThreadSanitizer: there the flood keeps the door
+    // from answering within its handshake's time.)
     if (!kTimed) return;
     deadline = Clock::now() + 10s;
-    Result<int> conn = ConnectTcp("127.0.0.1", b.port(), deadline, SourcePort::kAny);
-    REQUIRE(conn.ok());
-    Result<ClientSession> again = RunClientHandshake(*conn, a, "b", deadline, &first->ticket);
-    ::close(*conn);
+    Result<ClientSession> again = Status::Error(EIO, "not tried");
+    for (int attempt = 0; attempt < 5 && !again.ok(); ++attempt) {
+      Result<int> conn = ConnectTcp("127.0.0.1", b.port(), deadline, SourcePort::kAny);
+      REQUIRE(conn.ok());
+      again = RunClientHandshake(*conn, a, "b", deadline, &first->ticket);
+      ::close(*conn);
+    }
     INFO(again.status().message());
     REQUIRE(again.ok());
     CHECK(again->resumed);
