@@ -12,8 +12,10 @@ happened in between.
 every peer the node had up before the cut is up and usable again
 (`peers_back`, from each daemon's peers.remote[] entries: up, not slow,
 not dead). `cut_summary` reads, after the run, what every daemon says of it: whether
-UCX failed on its asking or serving side (`transport_failed`: an abort
-inside UCX the daemon contained), whether the daemon is still alive, and
+UCX failed on its asking or serving side and stays failed
+(`transport_failed`: an abort inside UCX the daemon contained, and no
+restart left), how often a side's transport was started again after UCX
+failed (`transport_restarts`), whether the daemon is still alive, and
 how often the cut node and the others connected to each other (`ups`,
 `downs`) and took each other for gone (`dead`). A daemon that died is
 reported as such, never left out.
@@ -106,8 +108,8 @@ def _remote_sum(stats, name=None):
 
 
 def cut_summary(daemons, cut_node, read_stats):
-    """After a cut run: per node alive, exit, transport_failed (client,
-    server); the daemons alive; the cut node's remote[] ups, downs, dead,
+    """After a cut run: per node alive, exit, transport_failed and
+    transport_restarts (client, server); the daemons alive; the cut node's remote[] ups, downs, dead,
     stalls and timeouts summed (its view of the others) and the others'
     entries for it.
     read_stats(daemon) -> its .tierfs/stats (raises if unreadable)."""
@@ -132,6 +134,9 @@ def cut_summary(daemons, cut_node, read_stats):
             entry["client_transport_failed"] = bool(peers.get("transport_failed"))
             entry["server_transport_failed"] = bool((peers.get("server") or {})
                                                     .get("transport_failed"))
+            entry["transport_restarts"] = (int(peers.get("transport_restarts") or 0),
+                                           int((peers.get("server") or {})
+                                               .get("transport_restarts") or 0))
             entry["up"], entry["dead"] = peers.get("up"), peers.get("dead")
             if i == cut_node:
                 mine = _remote_sum(stats)
@@ -143,6 +148,8 @@ def cut_summary(daemons, cut_node, read_stats):
             "daemons": len(nodes),
             "transport_failed": [n["node"] for n in nodes
                                  if n["client_transport_failed"] or n["server_transport_failed"]],
+            "transport_restarts": {n["node"]: n["transport_restarts"] for n in nodes
+                                   if any(n.get("transport_restarts") or ())},
             "cut_node_remote": mine, "others_remote_for_cut_node": theirs}
 
 
@@ -167,6 +174,10 @@ def cut_markdown(name, cut, summary):
             lines.append(f"  - {what}: {_flags(n)}")
     lines.append("  - transport_failed: " + "; ".join(_flags(n) for n in summary["nodes"]
                                                          if n["alive"]))
+    restarts = summary.get("transport_restarts") or {}
+    lines.append("  - transport restarts (client, server): "
+                 + ("; ".join(f"node {i}: {c}, {s}" for i, (c, s) in sorted(restarts.items()))
+                    or "none"))
     back = cut.get("back_s") or {}
     if back:
         times = [v for v in back.values() if v is not None]
