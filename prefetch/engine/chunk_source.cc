@@ -15,7 +15,7 @@ ssize_t ChunkSource::Read(ChunkKey key, uint64_t off, size_t n, char* buf, HomeL
     // SOURCE won the race: the rest of the chunk comes from SOURCE too.
     if (from_source) *home = HomeLink::Source();
     if (from_source || r == static_cast<ssize_t>(n)) return r;
-    *home = HomeLink::Source();  // it failed us (JobPeers counts the fallback)
+    *home = HomeLink::Source();  // it failed us (the peers count the fallback)
   }
   return source_->Read(key.node, static_cast<uint64_t>(key.chunk) * chunk_size_ + off, n, buf);
 }

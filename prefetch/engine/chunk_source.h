@@ -1,13 +1,13 @@
 // ChunkSource: where the bytes of a chunk that no tier of this node holds
 // come from. With peers, a chunk another live node homes is fetched from that
 // node (it reads SOURCE for the whole job); a home that fails is counted by
-// JobPeers and SOURCE is read instead, for the rest of that chunk too.
+// the peers and SOURCE is read instead, for the rest of that chunk too.
 // Without peers, or for a chunk this node homes, SOURCE.
 //
 // The one "home, then SOURCE" decision: the promoter copies through it and
 // the read path forwards through it, so both fall back alike. A fetch from
 // a home that has not begun to answer within its hedge time is raced
-// with SOURCE (JobPeers::Fetch): a stalled home costs a reader that time,
+// with SOURCE (ChunkHomes::Fetch): a stalled home costs a reader that time,
 // not a peer_timeout.
 #pragma once
 
@@ -18,8 +18,8 @@
 #include <functional>
 #include <memory>
 
+#include "tiering/namespace/chunk_homes.h"
 #include "tiering/namespace/chunk_key.h"
-#include "tiering/peer/job_peers.h"
 #include "tiering/source/source_reader.h"
 
 namespace tierfs {
@@ -36,12 +36,12 @@ enum class Origin {
 };
 
 // Where the bytes of a chunk no tier here holds are fetched from: SOURCE,
-// or the link to the peer that homes the chunk (JobPeers's number for it).
+// or the link to the peer that homes the chunk (ChunkHomes's number for it).
 class HomeLink {
  public:
   static constexpr HomeLink Source() { return HomeLink(-1); }
-  // JobPeers's answer for a chunk's home: a link, or -1 for this node.
-  static constexpr HomeLink FromJobPeers(int link) { return HomeLink(link < 0 ? -1 : link); }
+  // ChunkHomes's answer for a chunk's home: a link, or -1 for this node.
+  static constexpr HomeLink FromHomes(int link) { return HomeLink(link < 0 ? -1 : link); }
   bool is_source() const { return link_ < 0; }
   // The peer link. REQUIRES: !is_source().
   int link() const { return link_; }
@@ -55,13 +55,13 @@ class HomeLink {
 class ChunkSource {
  public:
   // `source` and `peers` (which may be null: no peers) must outlive this.
-  ChunkSource(SourceReader* source, uint64_t chunk_size, JobPeers* peers = nullptr)
+  ChunkSource(SourceReader* source, uint64_t chunk_size, ChunkHomes* peers = nullptr)
       : source_(source), chunk_size_(chunk_size), peers_(peers) {}
 
   // The link to the peer that homes `key`, or SOURCE when this node does
   // (or there are no peers).
   HomeLink Home(ChunkKey key) const {
-    return peers_ != nullptr ? HomeLink::FromJobPeers(peers_->Home(key)) : HomeLink::Source();
+    return peers_ != nullptr ? HomeLink::FromHomes(peers_->Home(key)) : HomeLink::Source();
   }
   // Where a miss of `origin` on `key` gets its bytes: Home(key) for this
   // node, SOURCE for a peer.
@@ -138,7 +138,7 @@ class ChunkSource {
 
   SourceReader* const source_;
   const uint64_t chunk_size_;
-  JobPeers* const peers_;
+  ChunkHomes* const peers_;
   std::atomic<uint64_t> offer_held_{0};  // bytes of OfferBuffers alive
 };
 

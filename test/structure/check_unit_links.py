@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""Checks that the unit test runners of the tiering core link neither libfuse nor UCX.
+"""Checks that the unit test runners of the tiering core and of the read
+engine link neither libfuse nor UCX.
 
 Usage: check_unit_links.py BUILD_DIR RUNNER...
 
-The tests of tiering/base, io, namespace, source and store build and run
+The tests of tiering/base, io, namespace, source and store, and those of
+prefetch/engine (which knows the peers only as ChunkHomes), build and run
 without the FUSE adapter and the peers (docs/ARCHITECTURE.md, "Folders and
 libraries"). For each runner (a path to the built binary) this reads
   - its link line as CMake wrote it (Makefiles: CMakeFiles/NAME.dir/link.txt
@@ -11,9 +13,10 @@ libraries"). For each runner (a path to the built binary) this reads
     library given to the linker, used or not, and
   - the shared libraries it loads (`ldd`, transitive),
 and fails on libfuse, UCX (libucp, libucs, libuct, libucm) or a tierfs library
-that brings them (tierfs_fs, tierfs_peer, tierfs_peer_service,
-tierfs_parallel_dirops, tierfs_engine and above). Exit status 1 names each
-runner and what it links.
+that brings them (tierfs_fs, tierfs_peer, tierfs_peer_server,
+tierfs_peer_service, tierfs_parallel_dirops, tierfs_engine and above; a
+runner may link the library it is named after: unit_tests_engine,
+tierfs_engine). Exit status 1 names each runner and what it links.
 """
 import pathlib
 import re
@@ -22,9 +25,16 @@ import sys
 
 from structure_report import report, usage
 
-FORBIDDEN = re.compile(
-    r"libfuse3?\b|-lfuse3?\b|libuc[pstm]\b|-luc[pstm]\b"
-    r"|libtierfs_(fs|peer|peer_service|parallel_dirops|engine|planners|prefetch)\.a")
+TIERFS_ABOVE = ("fs", "peer", "peer_server", "peer_service", "parallel_dirops", "engine",
+                "planners", "prefetch")
+
+
+def forbidden(runner_name: str) -> re.Pattern:
+    """What `runner_name` may not link: all of TIERFS_ABOVE but its own library."""
+    own = runner_name.removeprefix("unit_tests_")
+    libs = "|".join(lib for lib in TIERFS_ABOVE if lib != own)
+    return re.compile(r"libfuse3?\b|-lfuse3?\b|libuc[pstm]\b|-luc[pstm]\b"
+                      rf"|libtierfs_({libs})\.a")
 
 
 def link_line(build: pathlib.Path, name: str) -> str:
@@ -42,20 +52,21 @@ def link_line(build: pathlib.Path, name: str) -> str:
 
 def problems(build: pathlib.Path, runner: pathlib.Path) -> list[str]:
     name = runner.name
+    not_allowed = forbidden(name)
     if not runner.exists():
         return [f"{runner}: not built"]
     found = []
     line = link_line(build, name)
     if not line:
         found.append(f"{name}: no link line found below {build}")
-    for m in sorted({x.group(0) for x in FORBIDDEN.finditer(line)}):
+    for m in sorted({x.group(0) for x in not_allowed.finditer(line)}):
         found.append(f"{name}: linked with {m} (link line)")
     ldd = subprocess.run(["ldd", str(runner)], capture_output=True, text=True)
     if ldd.returncode != 0:
         found.append(f"{name}: ldd failed: {ldd.stderr.strip()}")
     for lib in ldd.stdout.splitlines():
         lib = lib.strip().split(" ")[0]
-        if FORBIDDEN.search(lib):
+        if not_allowed.search(lib):
             found.append(f"{name}: loads {lib}")
     return found
 

@@ -32,6 +32,7 @@
 
 #include "tiering/base/counter_visitor.h"
 #include "tiering/base/status.h"
+#include "tiering/namespace/chunk_homes.h"
 #include "tiering/namespace/chunk_key.h"
 #include "tiering/namespace/namespace.h"
 #include "tiering/peer/peer_list.h"
@@ -61,11 +62,11 @@ struct JobPeersConfig {
   SourcePort source_ports = SourcePort::kReservedIfAllowed;
 };
 
-class JobPeers {
+class JobPeers final : public ChunkHomes {
  public:
   // No UCX yet (the daemon may fork after). `config.self` must be listed.
   JobPeers(JobPeersConfig config, const Namespace* ns);
-  ~JobPeers();  // Stop()
+  ~JobPeers() override;  // Stop()
 
   // Makes this node's identity, finds its address and starts connecting to
   // the others. An error leaves this node asking nobody (its chunks are
@@ -92,7 +93,7 @@ class JobPeers {
   // The client link of the peer that is `key`'s home among the peers not
   // dead, or -1 when that is this node (or this node asks nobody).
   // Lock-free; allocates the path.
-  int Home(ChunkKey key) const;
+  int Home(ChunkKey key) const override;
   // Fetches [off, off+n) of chunk `key` (off within the chunk) from peer
   // `link` into `dest`. n, or -errno (the caller reads SOURCE: counted as a
   // fallback). Blocks until the peer answers or the timeout. With
@@ -104,16 +105,15 @@ class JobPeers {
   // time (the p99 of its answers, within bounds) is raced with SOURCE:
   // n (or SOURCE's count) with *from_source set when SOURCE's bytes won;
   // they are not a fallback. PeerClient::Fetch tells the rest.
-  ssize_t Fetch(int link, ChunkKey key, uint64_t off, size_t n, char* dest,
-                bool if_resident = false, const std::function<ssize_t(char*)>& source = nullptr,
-                bool* from_source = nullptr);
+  ssize_t Fetch(int link, ChunkKey key, uint64_t off, size_t n, char* dest, bool if_resident,
+                const std::function<ssize_t(char*)>& source, bool* from_source) override;
   // Offers peer `link` chunk `key`, whose n bytes (the whole chunk) are at
   // `data`, without waiting (PeerClient::Offer). False if not sent.
-  bool Offer(int link, ChunkKey key, const char* data, size_t n);
+  bool Offer(int link, ChunkKey key, const char* data, size_t n) override;
   // Asks peer `link` for the first byte of chunk `key`, so that it promotes
   // the chunk now (look-ahead for a chunk this node has no room to copy).
   // True if it answered. Not a fallback when it fails: nothing waits on it.
-  bool AskAhead(int link, ChunkKey key);
+  bool AskAhead(int link, ChunkKey key) override;
 
   // The client's transport (PeerClient::transport_failed, RestartTransport,
   // WedgeForTest); false, or an error, before a successful Start.

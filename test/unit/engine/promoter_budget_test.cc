@@ -6,18 +6,33 @@
 // promoter_dir_tier_test.cc.
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <thread>
 #include <vector>
 
 #include "eventually.h"
 #include "fault_backend.h"
-#include "prefetch/assembly/tiered_store.h"
 #include "promotion_stack.h"
+#include "tiering/namespace/chunk_homes.h"
 
 namespace tierfs {
 namespace {
+
+// Homes that are all this node: enough for a ChunkSource "with peers" whose
+// offer budget alone is tested.
+class NoHomes final : public ChunkHomes {
+ public:
+  int Home(ChunkKey) const override { return -1; }
+  ssize_t Fetch(int, ChunkKey, uint64_t, size_t, char*, bool, const std::function<ssize_t(char*)>&,
+                bool*) override {
+    return -EIO;
+  }
+  bool Offer(int, ChunkKey, const char*, size_t) override { return false; }
+  bool AskAhead(int, ChunkKey) override { return false; }
+};
 
 using testing::kMiB;
 using testing::Op;
@@ -200,10 +215,7 @@ TEST_CASE("A chunk a peer offers is kept as a promotion, reads of it are hits, n
 
 TEST_CASE("Chunks kept whole for their offers hold a bounded amount of memory in all",
           "[promoter][read_path]") {
-  JobPeersConfig config;
-  config.peers = {{"a", "127.0.0.1", 1}, {"b", "127.0.0.1", 2}};
-  config.self = "a";
-  JobPeers peers(config, nullptr);  // not started: only the budget is used
+  NoHomes peers;  // only the budget is used
   ChunkSource with_peers(nullptr, 64 * kMiB, &peers);
   ChunkSource alone(nullptr, 64 * kMiB);
   CHECK(alone.TakeOfferBuffer(kMiB).data() == nullptr);  // no peers: nothing to offer to
