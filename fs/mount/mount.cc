@@ -11,6 +11,7 @@
 
 #include "fs/config/config_checks.h"
 #include "fs/fuse/passthrough_backing.h"
+#include "fs/mount/inherited_listener.h"
 #include "fs/mount/mount_checks.h"
 #include "fs/mount/scan_progress.h"
 #include "fs/mount/service_notify.h"
@@ -98,6 +99,10 @@ bool PermissionsBySource(const MountConfig& config) {
 }
 
 }  // namespace
+
+TierfsMount::~TierfsMount() {
+  if (peer_listener_ >= 0) ::close(peer_listener_);  // no peer service took it
+}
 
 MountFailure TierfsMount::Make() {
   if (MountFailure f = CheckCommandLine()) return f;
@@ -242,6 +247,7 @@ MountFailure TierfsMount::OpenStore() {
   // Its tiers' directories failing is theirs (exit 5), unless the device is.
   if (!opened.ok()) return Blamed(PathBlame(opened.status().code()), opened.status());
   store_ = std::move(opened).value();
+  if (store_->peers() != nullptr) peer_listener_ = TakeInheritedListener();
   return {};
 }
 

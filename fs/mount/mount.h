@@ -27,6 +27,7 @@ namespace tierfs {
 class TierfsMount {
  public:
   explicit TierfsMount(const MountConfig& config) : config_(config) {}
+  ~TierfsMount();
 
   // Each step in turn, up to a mounted FUSE session; the first failure.
   MountFailure Make();
@@ -72,6 +73,9 @@ class TierfsMount {
   std::unique_ptr<Namespace> ns_;
   std::unique_ptr<SourceReader> reader_;
   std::unique_ptr<TieredStore> store_;
+  // With peers: the job's port as handed over already bound, or -1; taken
+  // before the daemon forks, handed to the peer service when it starts.
+  int peer_listener_ = -1;
   std::unique_ptr<FsContext> ctx_;
   std::unique_ptr<SourcePermissions> permissions_;
   std::unique_ptr<FuseSession> session_;

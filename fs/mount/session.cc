@@ -14,6 +14,7 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 #include "fs/mount/detached_log.h"
 #include "fs/mount/idle_exit.h"
@@ -51,10 +52,11 @@ void SetReadAhead(const std::string& mountpoint, unsigned kb, const InitReplyPat
 
 // The second front door, once the store has started: it starts asking the
 // peers and answering them (PeerService owns both), or neither.
-std::unique_ptr<PeerService> StartPeerService(TieredStore* store, const Namespace* ns) {
+std::unique_ptr<PeerService> StartPeerService(TieredStore* store, const Namespace* ns,
+                                              int listener) {
   JobPeers* peers = store->peers();
   if (peers == nullptr) return nullptr;
-  auto service = PeerService::Start(peers, ns, &store->read_path());
+  auto service = PeerService::Start(peers, ns, &store->read_path(), listener);
   if (!service.ok()) {
     TIERFS_LOG(kError,
                "peers: {}; this node neither asks nor serves peers (its misses read SOURCE)",
@@ -140,7 +142,7 @@ int TierfsMount::Serve() {
   }
   Detach();
   store_->Start();  // threads only now: they would not survive the fork
-  peer_service_ = StartPeerService(store_.get(), ns_.get());
+  peer_service_ = StartPeerService(store_.get(), ns_.get(), std::exchange(peer_listener_, -1));
   ctx_->set_peer_service(peer_service_.get());
   if (metrics_) metrics_->Start();
   guard.Start();

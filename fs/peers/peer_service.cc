@@ -1,6 +1,7 @@
 #include "fs/peers/peer_service.h"
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -20,13 +21,16 @@ void OnFailSignal(int) { g_fail_asked.store(true); }
 }  // namespace
 
 Result<std::unique_ptr<PeerService>> PeerService::Start(JobPeers* peers, const Namespace* ns,
-                                                        ReadPath* reads) {
-  if (Status s = peers->Start(); !s.ok()) return s;
+                                                        ReadPath* reads, int listener) {
+  if (Status s = peers->Start(); !s.ok()) {
+    if (listener >= 0) ::close(listener);
+    return s;
+  }
   const JobPeersConfig& config = peers->config();
   PeerServerOptions so;
   so.listen_host = peers->listen_host();
   so.port = peers->listen_port();
-  so.inherited_fd = peers->TakeInheritedListenFd();
+  so.inherited_fd = listener;
   so.ucx.net_devices = peers->net_device();
   so.ucx.tls = config.ucx_tls;
   so.ucx.contain_aborts = true;  // a UCX abort here ends the serving, not the daemon
@@ -48,7 +52,10 @@ Result<std::unique_ptr<PeerService>> PeerService::Start(JobPeers* peers, const N
   // From here on the service owns asking: its destructor stops it.
   std::unique_ptr<PeerService> service(new PeerService(peers, ns, reads));
   auto server = PeerServer::Make(peers->auth(), &service->reader_, so);
-  if (!server.ok()) return server.status();
+  if (!server.ok()) {
+    if (listener >= 0) ::close(listener);
+    return server.status();
+  }
   service->server_ = std::move(server).value();
   // The door's errors name the address ("cannot listen on HOST:PORT: ...").
   if (Status s = service->server_->Start(); !s.ok()) return s;

@@ -37,8 +37,11 @@ class PeerService {
   // others cannot reach is not live to them, and should not count itself
   // so), and the error says why. A port another process holds is not an
   // error: the server retries it (the "server" counters say so).
+  // `listener`: a listening socket the daemon was handed for the job's port
+  // (fs/mount/inherited_listener.h), or -1 to bind the port itself; the
+  // service owns it from here, failed or not.
   static Result<std::unique_ptr<PeerService>> Start(JobPeers* peers, const Namespace* ns,
-                                                    ReadPath* reads);
+                                                    ReadPath* reads, int listener = -1);
   ~PeerService();  // Stop()
   // Stops listening, closes every connection and waits for the requests
   // being read, then stops asking (fetches in progress read SOURCE).

@@ -110,16 +110,19 @@ def tear_down(mounts, base):
 class Mount:
     """A foreground tierfs process serving SOURCE at MNT; unmounts on exit."""
 
-    def __init__(self, source, mnt, options=(), extra_args=(), umask=-1, prefix=()):
+    def __init__(self, source, mnt, options=(), extra_args=(), umask=-1, prefix=(),
+                 pass_fds=()):
         """umask: the daemon's (-1: this process's); prefix: a command that
-        runs it (nsenter into a network namespace, say)."""
+        runs it (nsenter into a network namespace, say); pass_fds: this
+        process's descriptors the command inherits."""
         self.source, self.mnt = source, mnt
         cmd = list(prefix) + [tierfs_bin(), source, mnt, "-f"]
         if options:
             cmd += ["-o", ",".join(options)]
         cmd += list(extra_args)
         self.log = tempfile.TemporaryFile(mode="w+")
-        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, umask=umask)
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, umask=umask,
+                                     pass_fds=pass_fds)
         try:
             wait_for(lambda: is_mounted(mnt) or self.proc.poll() is not None, what="the mount")
             if self.proc.poll() is not None:

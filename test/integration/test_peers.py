@@ -99,12 +99,13 @@ class Job:
     def mnt(self, i):
         return os.path.join(self.dir, f"mnt{i}")
 
-    def start(self, i, ram="64M", extra=(), prefix=()):
+    def start(self, i, ram="64M", extra=(), prefix=(), pass_fds=()):
         os.makedirs(self.mnt(i), exist_ok=True)
         opts = list(extra) + [f"ram={ram}", f"peers={self.peers_file}", f"peer_name={self.names[i]}",
                 f"peer_job={self.node_job.get(i, self.job)}", f"munge_socket={MUNGED.socket}",
                 f"peer_timeout={self.timeout}"]
-        self.mounts[i] = harness.Mount(self.pfs.mnt, self.mnt(i), opts, prefix=prefix)
+        self.mounts[i] = harness.Mount(self.pfs.mnt, self.mnt(i), opts, prefix=prefix,
+                                       pass_fds=pass_fds)
         return self.mounts[i]
 
     def peers(self, i):
@@ -665,6 +666,37 @@ class PeersTest(unittest.TestCase):
                 self.assertEqual(p["server"]["expired_sessions"], 0)
             # The pauses closed unused connections at both ends, by agreement.
             self.assertGreater(sum(job.peers(i)["server"]["byes"] for i in range(nodes)), 0)
+
+    def test_a_daemon_handed_its_bound_port_serves_its_peers_on_it(self):
+        """A privileged parent binds the job's port and hands it to the
+        daemon in systemd's convention (fd 3, LISTEN_PID its pid,
+        LISTEN_FDS=1), so no other user can take the port first: n1 serves
+        n0 on that socket. This test keeps its own copy of the socket open,
+        so a daemon that bound the port itself could not listen at all."""
+        with Job(2) as job:
+            held = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            held.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            held.bind(("127.0.0.1", job.ports[1]))
+            held.listen(64)
+            fd = held.fileno()
+            hand_over = ("import os, sys; fd = int(sys.argv[1]); os.dup2(fd, 3); "
+                         "os.close(fd) if fd != 3 else None; "
+                         "os.environ.update(LISTEN_PID=str(os.getpid()), LISTEN_FDS='1'); "
+                         "os.execvp(sys.argv[2], sys.argv[2:])")
+            try:
+                job.start(0)
+                job.start(1, prefix=["/usr/bin/python3", "-c", hand_over, str(fd)],
+                          pass_fds=(fd,))
+                job.wait_ready()
+                server = job.peers(1)["server"]
+                self.assertEqual(server.get("listen_error", ""), "", server)
+                job.read_all(1)  # n1 holds its share
+                job.read_all(0)  # n0 asks n1 for it, on the handed socket
+                self.assertGreater(remote(job, 0, "n1")["fetched_chunks"], 0,
+                                   "n0 fetched n1's share from n1")
+                self.assertNotIn("LISTEN_FDS", job.mounts[1].output())
+            finally:
+                held.close()
 
     def test_idle_connections_on_the_port_keep_no_node_out(self):
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)

@@ -28,36 +28,6 @@ std::vector<std::string> Names(const std::vector<PeerEntry>& peers) {
   return names;
 }
 
-// A listening TCP socket handed over by the process that started the
-// daemon, in systemd's convention (LISTEN_PID is this process, LISTEN_FDS=1,
-// the socket is fd 3): a privileged parent binds the job's port so that no
-// user can take it first. Taken once, before the daemon forks.
-int ListenFdFromEnvironment() {
-  const char* pid = std::getenv("LISTEN_PID");
-  const char* fds = std::getenv("LISTEN_FDS");
-  if (pid == nullptr || fds == nullptr || std::to_string(::getpid()) != pid ||
-      std::string_view(fds) != "1") {
-    return -1;
-  }
-  ::unsetenv("LISTEN_PID");
-  ::unsetenv("LISTEN_FDS");
-  ::unsetenv("LISTEN_FDNAMES");
-  constexpr int kFd = 3;
-  int accepting = 0, type = 0;
-  socklen_t len = sizeof accepting;
-  sockaddr_storage addr{};
-  socklen_t alen = sizeof addr;
-  if (::getsockopt(kFd, SOL_SOCKET, SO_ACCEPTCONN, &accepting, &len) != 0 || !accepting ||
-      ::getsockopt(kFd, SOL_SOCKET, SO_TYPE, &type, &(len = sizeof type)) != 0 ||
-      type != SOCK_STREAM || ::getsockname(kFd, reinterpret_cast<sockaddr*>(&addr), &alen) != 0 ||
-      addr.ss_family != AF_INET) {
-    TIERFS_LOG(kWarning, "LISTEN_FDS: fd 3 is not a listening IPv4 TCP socket; ignored");
-    return -1;
-  }
-  ::fcntl(kFd, F_SETFD, FD_CLOEXEC);
-  return kFd;
-}
-
 // The IPv4 address `host` names, or why not.
 Result<std::string> ResolveIpv4(const std::string& host) {
   struct addrinfo hints {};
@@ -149,13 +119,9 @@ JobPeers::JobPeers(JobPeersConfig config, const Namespace* ns)
   for (size_t i = 0; i < rendezvous_.size(); ++i) {
     link_of_.push_back(static_cast<int>(i) == self_index_ ? -1 : link++);
   }
-  inherited_fd_ = ListenFdFromEnvironment();
 }
 
-JobPeers::~JobPeers() {
-  Stop();
-  if (inherited_fd_ >= 0) ::close(inherited_fd_);  // no peer service took it
-}
+JobPeers::~JobPeers() { Stop(); }
 
 Status JobPeers::Start() {
   Status s = StartAsking();

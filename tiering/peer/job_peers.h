@@ -86,9 +86,6 @@ class JobPeers final : public ChunkHomes {
   uint16_t listen_port() const;  // this node's port in the list
   // The interface UCX's own TCP listeners are kept to ("" = UCX's choice).
   const std::string& net_device() const { return net_device_; }
-  // A listening socket handed to the daemon (LISTEN_FDS), or -1; the
-  // caller owns it. Once.
-  int TakeInheritedListenFd() { return std::exchange(inherited_fd_, -1); }
 
   // The client link of the peer that is `key`'s home among the peers not
   // dead, or -1 when that is this node (or this node asks nobody).
@@ -137,7 +134,6 @@ class JobPeers final : public ChunkHomes {
   std::string listen_host_, net_device_;
   std::atomic<bool> started_{false};
   std::atomic<bool> given_up_{false};  // Start failed, or Stop ran: this node asks nobody
-  int inherited_fd_ = -1;              // a listening socket handed over at start (LISTEN_FDS)
   Status StartAsking();
   // The chunk as the asker's snapshot names it: [off, off+n) of it.
   ChunkRef Ref(ChunkKey key, const std::string& path, uint64_t off, size_t n) const;
