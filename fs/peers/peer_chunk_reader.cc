@@ -4,19 +4,17 @@
 
 #include <cerrno>
 
+#include "tiering/namespace/file_identity.h"
+
 namespace tierfs {
 
 PeerChunkReader::FoundFile PeerChunkReader::Find(const ChunkRef& ref) const {
   auto id = ns_->Resolve(ref.path);
   if (!id || !S_ISREG(ns_->node(*id).mode)) return {0, -ENOENT};
   const Node& node = ns_->node(*id);
-  // Another identity: the asker's snapshot and ours differ (a rewrite that
-  // kept size and mtime changes ctime and, mostly, the inode); neither
+  // Another identity: the asker's snapshot and ours differ; neither
   // version's bytes may be passed off as the other's.
-  if (node.size != ref.file_size || node.mtime_ns != ref.mtime_ns ||
-      node.ctime_ns != ref.ctime_ns || node.ino != ref.ino) {
-    return {0, -ESTALE};
-  }
+  if (FileIdentity::Of(node) != ref.file()) return {0, -ESTALE};
   return {*id, 0};
 }
 

@@ -9,19 +9,15 @@
 #include <thread>
 
 #include "tiering/base/mutex.h"
+#include "tiering/namespace/file_identity.h"
 #include "tiering/namespace/namespace_open.h"
 
 namespace tierfs {
 
 const char* IdentityChange(const Node& n, const struct stat& st) {
   if ((st.st_mode & S_IFMT) != (n.mode & S_IFMT)) return "is no longer of the same type";
-  if (S_ISREG(n.mode)) {
-    if (n.ino != 0 && static_cast<uint64_t>(st.st_ino) != n.ino)
-      return "was replaced (another inode)";
-    if (static_cast<uint64_t>(st.st_size) != n.size) return "changed size";
-  } else if (!S_ISDIR(n.mode)) {
-    return nullptr;
-  }
+  if (S_ISREG(n.mode)) return FileIdentity::Of(n).ChangeIn(FileIdentity::Of(st));
+  if (!S_ISDIR(n.mode)) return nullptr;
   if (Nanos(st.st_mtim) != n.mtime_ns || Nanos(st.st_ctim) != n.ctime_ns) {
     return "was modified (mtime or ctime)";
   }

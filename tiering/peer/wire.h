@@ -62,6 +62,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "tiering/namespace/file_identity.h"
 #include "tiering/peer/peer_crypto.h"
 
 namespace tierfs {
@@ -131,6 +132,8 @@ struct ChunkRef {
   uint64_t range_off = 0;  // within the chunk
   uint64_t range_len = 0;  // 0: the whole chunk (range_off must then be 0)
 
+  // The version of the file the asker's snapshot holds.
+  FileIdentity file() const { return {file_size, mtime_ns, ctime_ns, ino}; }
   // Where the chunk starts in the file.
   uint64_t offset() const { return uint64_t{chunk} * chunk_size; }
   // Bytes in the chunk (the last one of a file may be short).

@@ -108,8 +108,7 @@ uint64_t ChunkStore::RecoverDirectoryTiers(const std::string& source) {
           auto id = ns->Resolve(o.path);
           if (!id || !S_ISREG(ns->node(*id).mode)) return std::nullopt;
           const Node& n = ns->node(*id);
-          if (n.size != o.file_size || n.mtime_ns != o.mtime_ns || n.ctime_ns != o.ctime_ns ||
-              n.ino != o.ino) {
+          if (FileIdentity::Of(n) != o.file()) {
             return std::nullopt;  // stale: another file now, or rewritten since the copy
           }
           if (o.chunk >= catalog->chunks(*id) || catalog->length(*id, o.chunk) != o.length ||

@@ -21,6 +21,7 @@
 
 #include "tiering/base/status.h"
 #include "tiering/namespace/chunk_key.h"
+#include "tiering/namespace/file_identity.h"
 #include "tiering/namespace/namespace.h"
 
 namespace tierfs {
@@ -38,6 +39,9 @@ struct ChunkOrigin {
   int64_t ctime_ns = 0;  // a rewrite that keeps size and mtime (cp -p) still moves ctime
   uint64_t ino = 0;
   uint64_t offset = 0;  // where the chunk starts in the file
+
+  // The version of the file the copy was made from.
+  FileIdentity file() const { return {file_size, mtime_ns, ctime_ns, ino}; }
 };
 
 // Streams one chunk into a tier. Nothing is visible to readers until Commit.

@@ -15,6 +15,7 @@
 #include "fault_backend.h"
 #include "namespace_index_fixture.h"
 #include "require_ok.h"
+#include "tiering/namespace/file_identity.h"
 
 namespace tierfs {
 namespace {
@@ -69,6 +70,21 @@ TEST_CASE("IdentityChange compares type, inode, size, mtime and ctime", "[freshn
   CHECK(IdentityChange(dir, st) == nullptr);
   st.st_mtim.tv_sec += 1;
   CHECK(IdentityChange(dir, st) != nullptr);
+}
+
+TEST_CASE("FileIdentity: two records of a version match in all four, inode 0 included",
+          "[freshness]") {
+  const Node n = FileNode();
+  const FileIdentity snapshot = FileIdentity::Of(n);
+  CHECK(snapshot == FileIdentity::Of(StatOf(n)));
+  FileIdentity copy = snapshot;  // a tier copy's or a peer's record of it
+  copy.ctime_ns += 1;
+  CHECK(copy != snapshot);
+  copy = snapshot;
+  copy.ino = 0;  // a record from a snapshot without stable inodes is another record
+  CHECK(copy != snapshot);
+  CHECK(copy.ChangeIn(snapshot) == nullptr);  // but a file found on SOURCE is not compared by it
+  CHECK(snapshot.ChangeIn(copy) != nullptr);
 }
 
 TEST_CASE("CheckFreshness of an unchanged SOURCE finds nothing", "[freshness]") {

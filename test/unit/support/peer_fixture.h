@@ -142,8 +142,7 @@ class PatternProvider : public ChunkProvider {
     auto it = files_.find(std::string(ref.path));
     if (it == files_.end()) return -ENOENT;
     const File& f = it->second;
-    if (f.size != ref.file_size || f.mtime_ns != ref.mtime_ns || f.ctime_ns != ref.ctime_ns ||
-        f.ino != ref.ino) {
+    if (FileIdentity{f.size, f.mtime_ns, f.ctime_ns, f.ino} != ref.file()) {
       return -ESTALE;
     }
     return ref.chunk_size != chunk_size_ ? -EINVAL : 0;
