@@ -67,7 +67,7 @@ void PassthroughOpens::Configure(PassthroughWant want, std::string why_not) {
 
 void PassthroughOpens::AtInit(bool offered, int dev_fd) {
   if (!wanted()) return;
-  dev_fd_ = dev_fd;
+  device_.dev_fd = dev_fd;
   if (!offered) {
     refused_.store(true, std::memory_order_release);
     return;
@@ -84,28 +84,37 @@ std::string PassthroughOpens::why_not() const {
   return "not negotiated yet";
 }
 
-int PassthroughOpens::Register(int fd) {
+int PassthroughOpens::FuseDevice::Open(int fd) {
   BackingMap map{fd, 0, 0};
-  int id = ::ioctl(dev_fd_, kBackingOpen, &map);
-  int err = id < 0 ? -errno : 0;
+  const int id = ::ioctl(dev_fd, kBackingOpen, &map);
+  if (id < 0) return -errno;
+  return id > 0 ? id : -EIO;  // the kernel's ids start at 1
+}
+
+int PassthroughOpens::FuseDevice::Close(int32_t id) {
+  uint32_t arg = static_cast<uint32_t>(id);
+  return ::ioctl(dev_fd, kBackingClose, &arg) == 0 ? 0 : -errno;
+}
+
+int PassthroughOpens::Register(int fd) {
+  const int id = registry_->Open(fd);
   ::close(fd);
-  if (err < 0) {
+  if (id < 0) {
     if (register_failed_.fetch_add(1, std::memory_order_relaxed) < 10) {
-      TIERFS_LOG(kWarning, "passthrough: cannot register a backing file: {}", std::strerror(-err));
+      TIERFS_LOG(kWarning, "passthrough: cannot register a backing file: {}", std::strerror(-id));
     }
-    return err;
+    return id;
   }
-  if (id <= 0) return -EIO;  // the kernel's ids start at 1
   backing_files_.fetch_add(1, std::memory_order_relaxed);
   registrations_.fetch_add(1, std::memory_order_relaxed);
   return id;
 }
 
 void PassthroughOpens::Unregister(int32_t id) {
-  uint32_t arg = static_cast<uint32_t>(id);
-  if (::ioctl(dev_fd_, kBackingClose, &arg) != 0) {
+  const int err = registry_->Close(id);
+  if (err < 0) {
     TIERFS_LOG(kWarning, "passthrough: cannot release backing file {}: {}", id,
-               std::strerror(errno));
+               std::strerror(-err));
   }
   backing_files_.fetch_sub(1, std::memory_order_relaxed);
 }

@@ -52,6 +52,18 @@ class BackingFiles {
   virtual int Open(fuse_ino_t ino, uint64_t token) = 0;
 };
 
+// The kernel's table of backing files: the registration ioctls on the
+// session's /dev/fuse. A test puts a double in its place. Thread-safe.
+class BackingRegistry {
+ public:
+  virtual ~BackingRegistry() = default;
+  // Registers the open descriptor `fd` (the caller closes it): the backing
+  // id (> 0), or -errno.
+  virtual int Open(int fd) = 0;
+  // Lets go of backing `id`: 0, or -errno.
+  virtual int Close(int32_t id) = 0;
+};
+
 // The passthrough state of one mount and its open files. Thread-safe.
 class PassthroughOpens {
  public:
@@ -64,6 +76,9 @@ class PassthroughOpens {
   // least recently opened go first); 0 (the default): none.
   // REQUIRES: before the session starts.
   void KeepIdle(size_t max_idle) { max_idle_ = max_idle; }
+  // Where backing files are registered in place of the session's /dev/fuse
+  // (a test's double). REQUIRES: before the session starts.
+  void UseRegistry(BackingRegistry* registry) { registry_ = registry; }
   // Whether the INIT reply should ask for FUSE_PASSTHROUGH.
   bool wanted() const { return want_ != PassthroughWant::kOff && why_not_.empty(); }
   PassthroughWant want() const { return want_; }
@@ -126,12 +141,21 @@ class PassthroughOpens {
   // Applies the removals noted since the last call.
   void TakeRemovals() REQUIRES(mu_);
 
+  // The ioctls on the session's /dev/fuse.
+  class FuseDevice final : public BackingRegistry {
+   public:
+    int Open(int fd) override;
+    int Close(int32_t id) override;
+    int dev_fd = -1;  // set at INIT
+  };
+
   PassthroughWant want_ = PassthroughWant::kAuto;
   std::string why_not_;       // set before the session; "" = may try
   std::string memory_files_;  // set before the session
   std::atomic<bool> active_{false};
   std::atomic<bool> refused_{false};  // wanted, and the kernel did not offer it
-  int dev_fd_ = -1;
+  FuseDevice device_;
+  BackingRegistry* registry_ = &device_;
   BackingFiles* files_ = nullptr;
   size_t max_idle_ = 0;
   // Guards opens_, idle_ and paged_. Taken before the tiers' locks (Pin,

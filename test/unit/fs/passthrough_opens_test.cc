@@ -1,0 +1,194 @@
+// PassthroughOpens, the passthrough state of a mount's open files, with a
+// double for the tiers' backing files and one for the kernel's table of
+// backing ids: one backing file per inode while it is open, cached answers
+// while a cached open lasts (the kernel refuses a mix), idle registrations
+// kept and let go when a chunk leaves its tier, and an open held in its tier
+// file's open or its registration holding up no other inode's open.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <future>
+#include <map>
+#include <set>
+
+#include "fs/fuse/passthrough.h"
+#include "tiering/base/mutex.h"
+
+namespace tierfs {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+// The tiers: files listed in `resident` are whole in one tier file. An open
+// of the tier file of `held` waits at a gate until Let() (10 s at most).
+class FakeTierFiles final : public BackingFiles {
+ public:
+  void Resident(fuse_ino_t ino, uint64_t token) {
+    MutexLock lock(mu_);
+    resident_[ino] = token;
+  }
+  void Hold(fuse_ino_t ino) {
+    MutexLock lock(mu_);
+    held_ = ino;
+  }
+  // Waits until the held open has reached the gate; false after 10 s.
+  bool Reached() {
+    MutexLock lock(mu_);
+    return cv_.WaitFor(mu_, 10s, [&]() REQUIRES(mu_) { return reached_; });
+  }
+  void Let() {
+    MutexLock lock(mu_);
+    let_ = true;
+    cv_.NotifyAll();
+  }
+  int pinned(fuse_ino_t ino) {
+    MutexLock lock(mu_);
+    return pins_[ino];
+  }
+
+  int Pin(fuse_ino_t ino, uint64_t* token) override {
+    MutexLock lock(mu_);
+    auto it = resident_.find(ino);
+    if (it == resident_.end()) return -ENOENT;
+    *token = it->second;
+    ++pins_[ino];
+    return 0;
+  }
+  void Unpin(fuse_ino_t ino, uint64_t) override {
+    MutexLock lock(mu_);
+    --pins_[ino];
+  }
+  int Open(fuse_ino_t ino, uint64_t) override {
+    MutexLock lock(mu_);
+    if (ino == held_) {
+      reached_ = true;
+      cv_.NotifyAll();
+      cv_.WaitFor(mu_, 10s, [&]() REQUIRES(mu_) { return let_; });
+    }
+    const int fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    return fd >= 0 ? fd : -errno;
+  }
+
+ private:
+  Mutex mu_;
+  CondVar cv_;
+  std::map<fuse_ino_t, uint64_t> resident_ GUARDED_BY(mu_);
+  std::map<fuse_ino_t, int> pins_ GUARDED_BY(mu_);
+  fuse_ino_t held_ GUARDED_BY(mu_) = 0;
+  bool reached_ GUARDED_BY(mu_) = false;
+  bool let_ GUARDED_BY(mu_) = false;
+};
+
+// The kernel's backing ids: each registration a new one.
+class FakeRegistry final : public BackingRegistry {
+ public:
+  int Open(int fd) override {
+    if (::fcntl(fd, F_GETFD) < 0) return -EBADF;
+    MutexLock lock(mu_);
+    live_.insert(++last_);
+    return last_;
+  }
+  int Close(int32_t id) override {
+    MutexLock lock(mu_);
+    return live_.erase(id) == 1 ? 0 : -EINVAL;
+  }
+  size_t live() {
+    MutexLock lock(mu_);
+    return live_.size();
+  }
+  int registered() {
+    MutexLock lock(mu_);
+    return last_;
+  }
+
+ private:
+  Mutex mu_;
+  std::set<int32_t> live_ GUARDED_BY(mu_);
+  int32_t last_ GUARDED_BY(mu_) = 0;
+};
+
+constexpr fuse_ino_t kA = 2, kB = 3;
+
+struct Mount {
+  explicit Mount(size_t keep_idle = 0) {
+    opens.Configure(PassthroughWant::kOn, "");
+    opens.AtInit(/*offered=*/true, /*dev_fd=*/-1);
+    opens.UseRegistry(&registry);
+    opens.UseBackingFiles(&files);
+    opens.KeepIdle(keep_idle);
+  }
+  int Open(fuse_ino_t ino) {
+    bool first = false;
+    return opens.Open(ino, &first);
+  }
+  FakeTierFiles files;
+  FakeRegistry registry;
+  PassthroughOpens opens;
+};
+
+TEST_CASE("PassthroughOpens passes a whole file through with one backing file per inode",
+          "[passthrough]") {
+  Mount m;
+  m.files.Resident(kA, 7);
+  bool first = false;
+  const int id = m.opens.Open(kA, &first);
+  REQUIRE(id > 0);
+  CHECK(first);
+  CHECK(m.opens.Open(kA, &first) == id);  // the kernel refuses a second backing file
+  CHECK_FALSE(first);
+  CHECK(m.registry.registered() == 1);
+  CHECK(m.files.pinned(kA) == 1);
+  CHECK_FALSE(m.opens.Release(kA, /*passthrough=*/true));
+  CHECK(m.registry.live() == 1);
+  CHECK_FALSE(m.opens.Release(kA, /*passthrough=*/true));
+  CHECK(m.registry.live() == 0);  // none kept idle
+  CHECK(m.files.pinned(kA) == 0);
+  CHECK_FALSE(m.opens.TakePaged(kA));
+}
+
+TEST_CASE("PassthroughOpens answers cached while a cached open of the inode lasts",
+          "[passthrough]") {
+  Mount m;
+  CHECK(m.Open(kA) == -ENOENT);  // not whole in a tier yet
+  m.files.Resident(kA, 7);
+  CHECK(m.Open(kA) == -EBUSY);
+  CHECK(m.registry.registered() == 0);
+  CHECK(m.files.pinned(kA) == 0);
+  CHECK_FALSE(m.opens.Release(kA, /*passthrough=*/false));
+  CHECK(m.opens.Release(kA, /*passthrough=*/false));  // the last cached open
+  CHECK(m.opens.TakePaged(kA));
+  CHECK(m.Open(kA) > 0);
+  CHECK(m.Open(kB) == -ENOENT);  // another inode is not held up
+}
+
+TEST_CASE("PassthroughOpens keeps an idle backing file until a chunk leaves its tier",
+          "[passthrough]") {
+  Mount m(/*keep_idle=*/1);
+  m.files.Resident(kA, 7);
+  m.files.Resident(kB, 8);
+  const int a = m.Open(kA);
+  REQUIRE(a > 0);
+  m.opens.Release(kA, true);
+  CHECK(m.registry.live() == 1);
+  CHECK(m.files.pinned(kA) == 0);
+  CHECK(m.Open(kA) == a);  // no open, no ioctl
+  CHECK(m.registry.registered() == 1);
+  m.opens.Release(kA, true);
+  const int b = m.Open(kB);  // one idle kept: A's goes when B's is idle
+  m.opens.Release(kB, true);
+  CHECK(m.registry.live() == 1);
+  m.opens.Removed(kB);
+  CHECK(m.Open(kA) > b);  // B's let go at this call; A registered again
+  CHECK(m.registry.live() == 1);
+  m.files.Resident(kA, 9);  // another tier file now
+  m.opens.Release(kA, true);
+  const int again = m.Open(kA);
+  CHECK(again == m.registry.registered());
+  CHECK(m.registry.live() == 1);
+}
+
+}  // namespace
+}  // namespace tierfs
