@@ -127,74 +127,114 @@ int PassthroughOpens::CachedOpen(fuse_ino_t ino, InodeOpens& e, int err) {
   return err;
 }
 
-int PassthroughOpens::PassOpen(fuse_ino_t ino, InodeOpens& e, uint64_t token, bool* first) {
-  if (e.passed > 0 || e.cached > 0) {  // another open came first
-    files_->Unpin(ino, token);
-    if (e.passed == 0) {
-      busy_.fetch_add(1, std::memory_order_relaxed);
-      return CachedOpen(ino, e, -EBUSY);  // the kernel refuses passthrough meanwhile
+int PassthroughOpens::Open(fuse_ino_t ino, bool* first) {
+  *first = false;
+  Deferred later;
+  Former former;
+  int answer = Begin(ino, &former, &later);
+  if (answer == kRegisters) {
+    uint64_t token = 0;
+    int id = -EIO;
+    try {
+      id = Prepare(ino, former, &token);
+    } catch (...) {
+      Abandon(ino);
+      throw;
     }
-    ++e.passed;
+    answer = Publish(ino, id, token, first, &later);
+  }
+  DoDeferred(later);
+  return answer;
+}
+
+int PassthroughOpens::Begin(fuse_ino_t ino, Former* former, Deferred* later) {
+  MutexLock lock(mu_);
+  TakeRemovals(later);
+  auto settled = [&]() REQUIRES(mu_) {
+    auto it = opens_.find(ino);
+    return it == opens_.end() || !it->second.registering;
+  };
+  if (!settled() &&
+      !registered_.WaitUntil(mu_, std::chrono::steady_clock::now() + registering_wait_, settled)) {
+    // Answered cached: the registering open then lets its backing file go.
+    waits_timed_out_.fetch_add(1, std::memory_order_relaxed);
+    return CachedOpen(ino, opens_[ino], -EBUSY);
+  }
+  InodeOpens& e = opens_[ino];
+  if (e.passed > 0) {
+    ++e.passed;  // the same backing file: the kernel refuses another
     passed_opens_.fetch_add(1, std::memory_order_relaxed);
     return e.backing_id;
   }
+  if (e.cached > 0) {
+    busy_.fetch_add(1, std::memory_order_relaxed);
+    return CachedOpen(ino, e, -EBUSY);  // the kernel refuses passthrough meanwhile
+  }
+  if (!active() || files_ == nullptr) return CachedOpen(ino, e, -ENOTSUP);
+  // This open registers; the former registration is its own meanwhile.
   if (e.idle) {
     idle_.erase(e.idle_at);
     e.idle = false;
   }
-  if (e.backing_id >= 0 && (e.token != token || e.removed)) {  // another file now
-    Unregister(e.backing_id);
-    e.backing_id = -1;
-  }
-  if (e.backing_id >= 0) {
-    reused_.fetch_add(1, std::memory_order_relaxed);
-  } else {
-    int fd = files_->Open(ino, token);
-    int id = fd < 0 ? fd : Register(fd);
-    if (id < 0) {
-      files_->Unpin(ino, token);
-      return CachedOpen(ino, e, id);
+  *former = Former{e.backing_id, e.token, e.removed};
+  e.backing_id = -1;
+  e.removed = false;
+  e.registering = true;
+  return kRegisters;
+}
+
+int PassthroughOpens::Prepare(fuse_ino_t ino, const Former& former, uint64_t* token) {
+  // Pin looks at every chunk of the file.
+  int pinned = files_->Pin(ino, token);
+  if (former.backing_id >= 0) {
+    if (pinned == 0 && former.token == *token && !former.removed) {
+      reused_.fetch_add(1, std::memory_order_relaxed);
+      return former.backing_id;
     }
-    e.backing_id = id;
-    e.token = token;
-    e.removed = false;
+    Unregister(former.backing_id);  // another file now, or none
   }
+  if (pinned < 0) return pinned;
+  const int fd = files_->Open(ino, *token);
+  const int id = fd < 0 ? fd : Register(fd);
+  if (id < 0) files_->Unpin(ino, *token);
+  return id;
+}
+
+int PassthroughOpens::Publish(fuse_ino_t ino, int id, uint64_t token, bool* first,
+                              Deferred* later) {
+  MutexLock lock(mu_);
+  auto it = opens_.find(ino);  // a registering entry stays
+  InodeOpens& e = it->second;
+  e.registering = false;
+  registered_.NotifyAll();
+  if (id >= 0 && e.cached > 0) {
+    // An open waited past its bound and was answered cached: the kernel
+    // refuses passthrough while it lasts.
+    later->unregister.push_back(id);
+    later->unpin.emplace_back(ino, token);
+    busy_.fetch_add(1, std::memory_order_relaxed);
+    return CachedOpen(ino, e, -EBUSY);
+  }
+  if (id < 0) return CachedOpen(ino, e, e.cached > 0 ? -EBUSY : id);
+  e.backing_id = id;
+  e.token = token;
   e.passed = 1;
   *first = true;
   passed_opens_.fetch_add(1, std::memory_order_relaxed);
-  return e.backing_id;
+  return id;
 }
 
-int PassthroughOpens::Open(fuse_ino_t ino, bool* first) {
-  *first = false;
-  {
-    MutexLock lock(mu_);
-    TakeRemovals();
-    auto it = opens_.find(ino);
-    if (it != opens_.end() && it->second.passed > 0) {
-      ++it->second.passed;  // the same backing file: the kernel refuses another
-      passed_opens_.fetch_add(1, std::memory_order_relaxed);
-      return it->second.backing_id;
-    }
-    if (it != opens_.end() && it->second.cached > 0) {
-      busy_.fetch_add(1, std::memory_order_relaxed);
-      return CachedOpen(ino, it->second, -EBUSY);  // the kernel refuses passthrough meanwhile
-    }
-  }
-  uint64_t token = 0;
-  // Outside the lock: it looks at every chunk of the file.
-  const int pinned = active() && files_ != nullptr ? files_->Pin(ino, &token) : -ENOTSUP;
+void PassthroughOpens::Abandon(fuse_ino_t ino) {
   MutexLock lock(mu_);
-  InodeOpens& e = opens_[ino];
-  if (pinned < 0) {
-    if (e.passed > 0) {  // another open came first, with a backing file
-      ++e.passed;
-      passed_opens_.fetch_add(1, std::memory_order_relaxed);
-      return e.backing_id;
-    }
-    return CachedOpen(ino, e, e.cached > 0 ? -EBUSY : pinned);
-  }
-  return PassOpen(ino, e, token, first);
+  auto it = opens_.find(ino);
+  it->second.registering = false;
+  registered_.NotifyAll();
+  ForgetUnused(it);
+}
+
+void PassthroughOpens::DoDeferred(const Deferred& later) {
+  for (int32_t id : later.unregister) Unregister(id);
+  for (const auto& [ino, token] : later.unpin) files_->Unpin(ino, token);
 }
 
 void PassthroughOpens::Removed(fuse_ino_t ino) {
@@ -203,7 +243,7 @@ void PassthroughOpens::Removed(fuse_ino_t ino) {
   any_removed_.store(true, std::memory_order_release);
 }
 
-void PassthroughOpens::TakeRemovals() {
+void PassthroughOpens::TakeRemovals(Deferred* later) {
   if (!any_removed_.load(std::memory_order_acquire)) return;
   std::vector<fuse_ino_t> removed;
   {
@@ -213,48 +253,68 @@ void PassthroughOpens::TakeRemovals() {
   }
   for (fuse_ino_t ino : removed) {
     auto it = opens_.find(ino);
-    if (it == opens_.end() || it->second.backing_id < 0) continue;
-    it->second.removed = true;
-    if (it->second.passed == 0) LetGo(it);
+    if (it == opens_.end()) continue;
+    InodeOpens& e = it->second;
+    if (e.registering) {
+      e.removed = true;  // its registration goes at its last close
+    } else if (e.backing_id >= 0) {
+      e.removed = true;
+      if (e.passed == 0) LetGo(it, later);
+    }
   }
 }
 
-void PassthroughOpens::LetGo(Opens::iterator it) {
+void PassthroughOpens::LetGo(Opens::iterator it, Deferred* later) {
   InodeOpens& e = it->second;
   if (e.idle) {
     idle_.erase(e.idle_at);
     e.idle = false;
   }
-  if (e.backing_id >= 0) Unregister(e.backing_id);
+  if (e.backing_id >= 0) later->unregister.push_back(e.backing_id);
   e.backing_id = -1;
-  if (e.passed == 0 && e.cached == 0) opens_.erase(it);
+  ForgetUnused(it);
+}
+
+void PassthroughOpens::ForgetUnused(Opens::iterator it) {
+  const InodeOpens& e = it->second;
+  if (e.passed == 0 && e.cached == 0 && e.backing_id < 0 && !e.registering) opens_.erase(it);
 }
 
 bool PassthroughOpens::Release(fuse_ino_t ino, bool passthrough) {
-  MutexLock lock(mu_);
-  TakeRemovals();
-  auto it = opens_.find(ino);
-  if (it == opens_.end()) return false;
-  InodeOpens& e = it->second;
+  Deferred later;
   bool last_cached = false;
+  {
+    MutexLock lock(mu_);
+    TakeRemovals(&later);
+    auto it = opens_.find(ino);
+    if (it != opens_.end()) last_cached = Drop(it, passthrough, &later);
+  }
+  DoDeferred(later);
+  return last_cached;
+}
+
+bool PassthroughOpens::Drop(Opens::iterator it, bool passthrough, Deferred* later) {
+  const fuse_ino_t ino = it->first;
+  InodeOpens& e = it->second;
   if (passthrough && e.passed > 0 && --e.passed == 0) {
-    files_->Unpin(ino, e.token);
+    later->unpin.emplace_back(ino, e.token);
     if (e.removed || max_idle_ == 0) {
-      LetGo(it);
+      LetGo(it, later);
       return false;
     }
     // Kept registered for the next open; the least recently opened goes.
     idle_.push_front(ino);
     e.idle = true;
     e.idle_at = idle_.begin();
-    if (idle_.size() > max_idle_) LetGo(opens_.find(idle_.back()));
+    if (idle_.size() > max_idle_) LetGo(opens_.find(idle_.back()), later);
     return false;
   }
+  bool last_cached = false;
   if (!passthrough && e.cached > 0) {
     last_cached = --e.cached == 0;
     cached_now_.fetch_sub(1, std::memory_order_relaxed);
   }
-  if (e.passed == 0 && e.cached == 0 && e.backing_id < 0) opens_.erase(it);
+  ForgetUnused(it);
   return last_cached;
 }
 
@@ -300,6 +360,9 @@ void PassthroughOpens::VisitCounters(CounterVisitor& v) const {
   v.Counter("busy", busy_.load(std::memory_order_relaxed),
             {"Opens of a resident file answered without passthrough because the file was open "
              "without it."});
+  v.Counter("slow_registrations", waits_timed_out_.load(std::memory_order_relaxed),
+            {"Opens answered without passthrough because another open of the file was still "
+             "registering its backing file after 1 s (a slow tier file open)."});
   v.Counter("cache_drops", cache_drops_.load(std::memory_order_relaxed),
             {"Files whose page cache in the mount was dropped because a tier file holds them "
              "(so their bytes are not held twice)."});

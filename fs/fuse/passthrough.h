@@ -13,7 +13,11 @@
 // zero-message open (ENOSYS) would stop every OPEN. The kernel refuses a
 // passthrough open of an inode open in cached mode, or with another backing
 // file: PassthroughOpens keeps one backing file per inode while it is open
-// and answers cached while a cached open lasts. A backing file stays
+// and answers cached while a cached open lasts. Its lock is held for the
+// bookkeeping alone: an inode's first passthrough open pins, opens and
+// registers its tier file outside it while later opens of that inode wait
+// (a bounded wait: past it they are answered cached, and the first lets its
+// backing file go). A backing file stays
 // registered after the last close (a bounded LRU of idle ones) while its
 // file stays whole in its tier, so a passthrough open of a file opened
 // before costs the round trip alone: no file open, no ioctl.
@@ -22,6 +26,7 @@
 #include <fuse_lowlevel.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <list>
 #include <string>
@@ -79,6 +84,11 @@ class PassthroughOpens {
   // Where backing files are registered in place of the session's /dev/fuse
   // (a test's double). REQUIRES: before the session starts.
   void UseRegistry(BackingRegistry* registry) { registry_ = registry; }
+  // How long an open waits for another open of its inode to register the
+  // backing file (kRegisteringWait unless a test says); past it, it is
+  // answered cached. REQUIRES: before the session starts.
+  void BoundRegisteringWait(std::chrono::milliseconds wait) { registering_wait_ = wait; }
+  static constexpr std::chrono::milliseconds kRegisteringWait{1000};
   // Whether the INIT reply should ask for FUSE_PASSTHROUGH.
   bool wanted() const { return want_ != PassthroughWant::kOff && why_not_.empty(); }
   PassthroughWant want() const { return want_; }
@@ -124,22 +134,50 @@ class PassthroughOpens {
     uint64_t token = 0;       // the backing file registered (pinned while passed > 0)
     bool removed = false;     // a chunk left the tier since: not kept idle
     bool idle = false;        // in idle_ (passed == 0, backing_id registered)
+    // An open is pinning, opening and registering the backing file outside
+    // mu_ (passed == 0; it holds the entry's former backing id meanwhile).
+    bool registering = false;
     std::list<fuse_ino_t>::iterator idle_at;
   };
   using Opens = std::unordered_map<fuse_ino_t, InodeOpens>;
+  // I/O decided under mu_ and done once it is released.
+  struct Deferred {
+    std::vector<int32_t> unregister;                     // backing ids
+    std::vector<std::pair<fuse_ino_t, uint64_t>> unpin;  // inode, token
+  };
+  // What the open that registers an inode's backing file took from its
+  // entry: the former registration, to reuse or let go.
+  struct Former {
+    int32_t backing_id = -1;
+    uint64_t token = 0;
+    bool removed = false;
+  };
+  static constexpr int kRegisters = 1 << 30;  // Begin's answer: this open registers
   // Registers `fd` (closed here) with the kernel: the backing id or -errno.
   int Register(int fd);
   void Unregister(int32_t id);
-  // The passthrough open of `ino` pinned as `token`: the backing id, or
-  // -errno (then unpinned).
-  int PassOpen(fuse_ino_t ino, InodeOpens& e, uint64_t token, bool* first) REQUIRES(mu_);
+  // An open's answer when the inode's state decides it (waiting while
+  // another open registers), else kRegisters with *former set.
+  int Begin(fuse_ino_t ino, Former* former, Deferred* later) EXCLUDES(mu_);
+  // Outside mu_: the tier file pinned, opened and registered (or the former
+  // registration reused). The backing id, or -errno (then unpinned).
+  int Prepare(fuse_ino_t ino, const Former& former, uint64_t* token);
+  // The registering open's answer published: `id` from Prepare.
+  int Publish(fuse_ino_t ino, int id, uint64_t token, bool* first, Deferred* later) EXCLUDES(mu_);
+  // The registering open threw: its entry is let be.
+  void Abandon(fuse_ino_t ino) EXCLUDES(mu_);
+  // One open of `it` released (Release's work under mu_).
+  bool Drop(Opens::iterator it, bool passthrough, Deferred* later) REQUIRES(mu_);
   // An answer without passthrough.
   int CachedOpen(fuse_ino_t ino, InodeOpens& e, int err) REQUIRES(mu_);
   // Lets go of an entry's registered backing file and forgets the entry
   // if nothing else holds it.
-  void LetGo(Opens::iterator it) REQUIRES(mu_);
+  void LetGo(Opens::iterator it, Deferred* later) REQUIRES(mu_);
+  // Forgets the entry if nothing holds it.
+  void ForgetUnused(Opens::iterator it) REQUIRES(mu_);
   // Applies the removals noted since the last call.
-  void TakeRemovals() REQUIRES(mu_);
+  void TakeRemovals(Deferred* later) REQUIRES(mu_);
+  void DoDeferred(const Deferred& later) EXCLUDES(mu_);
 
   // The ioctls on the session's /dev/fuse.
   class FuseDevice final : public BackingRegistry {
@@ -158,9 +196,12 @@ class PassthroughOpens {
   BackingRegistry* registry_ = &device_;
   BackingFiles* files_ = nullptr;
   size_t max_idle_ = 0;
-  // Guards opens_, idle_ and paged_. Taken before the tiers' locks (Pin,
-  // Open and Unpin of files_ run under it, and the registration ioctls).
+  std::chrono::milliseconds registering_wait_ = kRegisteringWait;
+  // Guards opens_, idle_ and paged_. No I/O under it: files_ (and the
+  // tiers' locks) and the registration ioctls are called after it is
+  // released. Takes removed_mu_ under it.
   Mutex mu_ ACQUIRED_BEFORE(removed_mu_);
+  CondVar registered_;  // an entry's registering ended (under mu_)
   Opens opens_ GUARDED_BY(mu_);
   std::list<fuse_ino_t> idle_
       GUARDED_BY(mu_);  // inodes with a registered backing file and no open; newest first
@@ -174,8 +215,8 @@ class PassthroughOpens {
   static constexpr size_t kMaxPaged = 1 << 16;
   std::unordered_set<fuse_ino_t> paged_ GUARDED_BY(mu_);
   std::atomic<uint64_t> cache_drops_{0}, cached_now_{0}, opened_bytes_{0}, passed_opens_{0},
-      cached_opens_{0}, busy_{0}, register_failed_{0}, backing_files_{0}, registrations_{0},
-      reused_{0};
+      cached_opens_{0}, busy_{0}, waits_timed_out_{0}, register_failed_{0}, backing_files_{0},
+      registrations_{0}, reused_{0};
 };
 
 }  // namespace tierfs

@@ -14,6 +14,7 @@
 #include <set>
 
 #include "fs/fuse/passthrough.h"
+#include "fs/telemetry/counter_json.h"
 #include "tiering/base/mutex.h"
 
 namespace tierfs {
@@ -188,6 +189,81 @@ TEST_CASE("PassthroughOpens keeps an idle backing file until a chunk leaves its 
   const int again = m.Open(kA);
   CHECK(again == m.registry.registered());
   CHECK(m.registry.live() == 1);
+}
+
+// Opens on threads of their own, as FUSE workers make them.
+std::future<int> OpenOn(Mount& m, fuse_ino_t ino) {
+  return std::async(std::launch::async, [&m, ino] { return m.Open(ino); });
+}
+
+// An open of resident `ino` held in its tier file's open, waiting is bounded by `wait`.
+std::future<int> OpenHeld(Mount& m, fuse_ino_t ino, std::chrono::milliseconds wait) {
+  m.opens.BoundRegisteringWait(wait);
+  m.files.Resident(ino, 7);
+  m.files.Hold(ino);
+  std::future<int> held = OpenOn(m, ino);
+  REQUIRE(m.files.Reached());
+  return held;
+}
+
+std::string Stats(const PassthroughOpens& opens) {
+  JsonCounterWriter json;
+  opens.VisitCounters(json);
+  return json.Finish();
+}
+
+TEST_CASE("an open held in its tier file's open holds up no other inode's open", "[passthrough]") {
+  Mount m;
+  m.files.Resident(kB, 8);
+  std::future<int> a = OpenHeld(m, kA, PassthroughOpens::kRegisteringWait);
+  std::future<int> b = OpenOn(m, kB);
+  const bool b_done = b.wait_for(2s) == std::future_status::ready;
+  m.files.Let();
+  CHECK(b_done);
+  CHECK(b.get() > 0);
+  CHECK(a.get() > 0);
+  CHECK(m.registry.live() == 2);
+}
+
+TEST_CASE("a second open of an inode being registered waits for it and shares its backing file",
+          "[passthrough]") {
+  Mount m;
+  std::future<int> first = OpenHeld(m, kA, 10s);
+  std::future<int> second = OpenOn(m, kA);
+  CHECK(second.wait_for(200ms) == std::future_status::timeout);  // it waits
+  m.files.Let();
+  const int id = first.get();
+  CHECK(id > 0);
+  CHECK(second.get() == id);
+  CHECK(m.registry.registered() == 1);
+  CHECK_FALSE(m.opens.Release(kA, true));
+  CHECK_FALSE(m.opens.Release(kA, true));
+  CHECK(m.registry.live() == 0);
+  CHECK(m.files.pinned(kA) == 0);
+}
+
+TEST_CASE("past the wait's bound a second open is cached and the registering one lets go",
+          "[passthrough]") {
+  Mount m;
+  std::future<int> first = OpenHeld(m, kA, 100ms);
+  const auto start = Clock::now();
+  std::future<int> second = OpenOn(m, kA);
+  const bool second_done = second.wait_for(5s) == std::future_status::ready;
+  const auto waited = Clock::now() - start;
+  m.files.Let();
+  REQUIRE(second_done);
+  CHECK(second.get() == -EBUSY);  // cached: the kernel then refuses passthrough
+  CHECK(waited >= 100ms);
+  CHECK(first.get() == -EBUSY);   // no mix of modes on one inode
+  CHECK(m.registry.live() == 0);  // its backing file let go
+  CHECK(m.files.pinned(kA) == 0);
+  INFO(Stats(m.opens));
+  CHECK(Stats(m.opens).find("\"slow_registrations\": 1,") != std::string::npos);
+  CHECK(Stats(m.opens).find("\"busy\": 1,") != std::string::npos);
+  CHECK_FALSE(m.opens.Release(kA, false));
+  CHECK(m.opens.Release(kA, false));
+  CHECK(m.opens.TakePaged(kA));
+  CHECK(m.Open(kA) > 0);  // no cached open left: passthrough again
 }
 
 }  // namespace
