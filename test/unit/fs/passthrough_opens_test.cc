@@ -11,7 +11,10 @@
 #include <chrono>
 #include <future>
 #include <map>
+#include <random>
 #include <set>
+#include <thread>
+#include <vector>
 
 #include "fs/fuse/passthrough.h"
 #include "fs/telemetry/counter_json.h"
@@ -30,6 +33,15 @@ class FakeTierFiles final : public BackingFiles {
   void Resident(fuse_ino_t ino, uint64_t token) {
     MutexLock lock(mu_);
     resident_[ino] = token;
+  }
+  void Gone(fuse_ino_t ino) {
+    MutexLock lock(mu_);
+    resident_.erase(ino);
+  }
+  // Each open of a tier file takes `slow` (outside the double's lock).
+  void Slow(std::chrono::microseconds slow) {
+    MutexLock lock(mu_);
+    slow_ = slow;
   }
   void Hold(fuse_ino_t ino) {
     MutexLock lock(mu_);
@@ -69,6 +81,12 @@ class FakeTierFiles final : public BackingFiles {
       cv_.NotifyAll();
       cv_.WaitFor(mu_, 10s, [&]() REQUIRES(mu_) { return let_; });
     }
+    if (slow_.count() > 0) {
+      const auto slow = slow_;
+      lock.Unlock();
+      std::this_thread::sleep_for(slow);
+      lock.Lock();
+    }
     const int fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
     return fd >= 0 ? fd : -errno;
   }
@@ -79,6 +97,7 @@ class FakeTierFiles final : public BackingFiles {
   std::map<fuse_ino_t, uint64_t> resident_ GUARDED_BY(mu_);
   std::map<fuse_ino_t, int> pins_ GUARDED_BY(mu_);
   fuse_ino_t held_ GUARDED_BY(mu_) = 0;
+  std::chrono::microseconds slow_ GUARDED_BY(mu_){0};
   bool reached_ GUARDED_BY(mu_) = false;
   bool let_ GUARDED_BY(mu_) = false;
 };
@@ -264,6 +283,84 @@ TEST_CASE("past the wait's bound a second open is cached and the registering one
   CHECK(m.opens.Release(kA, false));
   CHECK(m.opens.TakePaged(kA));
   CHECK(m.Open(kA) > 0);  // no cached open left: passthrough again
+}
+
+// What the opens of a stress test were answered, per inode: never both
+// modes at once, one backing id while passed through.
+class Answers {
+ public:
+  void Opened(fuse_ino_t ino, int answer) {
+    MutexLock lock(mu_);
+    Modes& m = modes_[ino];
+    if (answer > 0) {
+      if (m.passed > 0 && m.id != answer) ++mixed_;
+      m.id = answer;
+      ++m.passed;
+    } else {
+      ++m.cached;
+    }
+    if (m.passed > 0 && m.cached > 0) ++mixed_;
+  }
+  void Released(fuse_ino_t ino, int answer) {
+    MutexLock lock(mu_);
+    Modes& m = modes_[ino];
+    --(answer > 0 ? m.passed : m.cached);
+  }
+  int mixed() {
+    MutexLock lock(mu_);
+    return mixed_;
+  }
+
+ private:
+  struct Modes {
+    int passed = 0, cached = 0, id = 0;
+  };
+  Mutex mu_;
+  std::map<fuse_ino_t, Modes> modes_ GUARDED_BY(mu_);
+  int mixed_ GUARDED_BY(mu_) = 0;
+};
+
+TEST_CASE("PassthroughOpens keeps one mode and one backing file per inode under racing opens",
+          "[passthrough]") {
+  Mount m(/*keep_idle=*/2);
+  m.opens.BoundRegisteringWait(1ms);  // some waits pass their bound
+  m.files.Slow(1500us);
+  for (fuse_ino_t ino = 2; ino < 6; ++ino) m.files.Resident(ino, 7);
+  Answers answers;
+  std::vector<std::thread> threads;
+  for (unsigned t = 0; t < 6; ++t) {  // 3,000 opens and releases each
+    threads.emplace_back([&m, &answers, t] {
+      std::minstd_rand random(t + 1);
+      std::vector<std::pair<fuse_ino_t, int>> open;
+      for (int i = 0; i < 3000; ++i) {
+        const fuse_ino_t ino = 2 + random() % 4;
+        if (random() % 3 != 0 || open.empty()) {
+          const int answer = m.Open(ino);
+          answers.Opened(ino, answer);
+          open.emplace_back(ino, answer);
+        }
+        if (random() % 3 == 0 || open.size() > 3) {
+          const size_t at = random() % open.size();
+          auto [gone, answer] = open[at];
+          open.erase(open.begin() + static_cast<std::ptrdiff_t>(at));
+          answers.Released(gone, answer);
+          m.opens.Release(gone, answer > 0);
+        }
+        if (random() % 50 == 0) m.opens.Removed(ino);
+        if (random() % 100 == 0) m.files.Resident(ino, 7 + random() % 2);  // another tier file
+        if (random() % 200 == 0) m.files.Gone(ino);  // opened cached until resident again
+      }
+      for (auto [ino, answer] : open) {
+        answers.Released(ino, answer);
+        m.opens.Release(ino, answer > 0);
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  INFO(Stats(m.opens));
+  CHECK(answers.mixed() == 0);
+  for (fuse_ino_t ino = 2; ino < 6; ++ino) CHECK(m.files.pinned(ino) == 0);
+  CHECK(m.registry.live() <= 2);  // the idle ones kept, no more
 }
 
 }  // namespace
