@@ -10,7 +10,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
+#include <utility>
 
 #include "tiering/base/log.h"
 
@@ -131,23 +131,23 @@ int PassthroughOpens::Open(fuse_ino_t ino, bool* first) {
   *first = false;
   Deferred later;
   Former former;
-  int answer = Begin(ino, &former, &later);
-  if (answer == kRegisters) {
+  int answer = 0;
+  if (Begin(ino, &answer, &former, &later)) {
     uint64_t token = 0;
     int id = -EIO;
     try {
-      id = Prepare(ino, former, &token);
+      id = Prepare(ino, &former, &token);
     } catch (...) {
       Abandon(ino);
       throw;
     }
-    answer = Publish(ino, id, token, first, &later);
+    answer = Publish(ino, id, token, former, first, &later);
   }
   DoDeferred(later);
   return answer;
 }
 
-int PassthroughOpens::Begin(fuse_ino_t ino, Former* former, Deferred* later) {
+bool PassthroughOpens::Begin(fuse_ino_t ino, int* answer, Former* former, Deferred* later) {
   MutexLock lock(mu_);
   TakeRemovals(later);
   auto settled = [&]() REQUIRES(mu_) {
@@ -157,20 +157,26 @@ int PassthroughOpens::Begin(fuse_ino_t ino, Former* former, Deferred* later) {
   if (!settled() &&
       !registered_.WaitUntil(mu_, std::chrono::steady_clock::now() + registering_wait_, settled)) {
     // Answered cached: the registering open then lets its backing file go.
-    waits_timed_out_.fetch_add(1, std::memory_order_relaxed);
-    return CachedOpen(ino, opens_[ino], -EBUSY);
+    slow_registrations_.fetch_add(1, std::memory_order_relaxed);
+    *answer = CachedOpen(ino, opens_[ino], -EBUSY);
+    return false;
   }
   InodeOpens& e = opens_[ino];
   if (e.passed > 0) {
     ++e.passed;  // the same backing file: the kernel refuses another
     passed_opens_.fetch_add(1, std::memory_order_relaxed);
-    return e.backing_id;
+    *answer = e.backing_id;
+    return false;
   }
   if (e.cached > 0) {
     busy_.fetch_add(1, std::memory_order_relaxed);
-    return CachedOpen(ino, e, -EBUSY);  // the kernel refuses passthrough meanwhile
+    *answer = CachedOpen(ino, e, -EBUSY);  // the kernel refuses passthrough meanwhile
+    return false;
   }
-  if (!active() || files_ == nullptr) return CachedOpen(ino, e, -ENOTSUP);
+  if (!active() || files_ == nullptr) {
+    *answer = CachedOpen(ino, e, -ENOTSUP);
+    return false;
+  }
   // This open registers; the former registration is its own meanwhile.
   if (e.idle) {
     idle_.erase(e.idle_at);
@@ -180,28 +186,29 @@ int PassthroughOpens::Begin(fuse_ino_t ino, Former* former, Deferred* later) {
   e.backing_id = -1;
   e.removed = false;
   e.registering = true;
-  return kRegisters;
+  return true;
 }
 
-int PassthroughOpens::Prepare(fuse_ino_t ino, const Former& former, uint64_t* token) {
+int PassthroughOpens::Prepare(fuse_ino_t ino, Former* former, uint64_t* token) {
   // Pin looks at every chunk of the file.
-  int pinned = files_->Pin(ino, token);
-  if (former.backing_id >= 0) {
-    if (pinned == 0 && former.token == *token && !former.removed) {
+  const int pinned = files_->Pin(ino, token);
+  if (pinned < 0) return pinned;  // the former registration stays, idle
+  if (former->backing_id >= 0) {
+    const int32_t id = std::exchange(former->backing_id, -1);
+    if (former->token == *token && !former->removed) {
       reused_.fetch_add(1, std::memory_order_relaxed);
-      return former.backing_id;
+      return id;
     }
-    Unregister(former.backing_id);  // another file now, or none
+    Unregister(id);  // another file now
   }
-  if (pinned < 0) return pinned;
   const int fd = files_->Open(ino, *token);
   const int id = fd < 0 ? fd : Register(fd);
   if (id < 0) files_->Unpin(ino, *token);
   return id;
 }
 
-int PassthroughOpens::Publish(fuse_ino_t ino, int id, uint64_t token, bool* first,
-                              Deferred* later) {
+int PassthroughOpens::Publish(fuse_ino_t ino, int id, uint64_t token, const Former& former,
+                              bool* first, Deferred* later) {
   MutexLock lock(mu_);
   auto it = opens_.find(ino);  // a registering entry stays
   InodeOpens& e = it->second;
@@ -215,7 +222,16 @@ int PassthroughOpens::Publish(fuse_ino_t ino, int id, uint64_t token, bool* firs
     busy_.fetch_add(1, std::memory_order_relaxed);
     return CachedOpen(ino, e, -EBUSY);
   }
-  if (id < 0) return CachedOpen(ino, e, e.cached > 0 ? -EBUSY : id);
+  if (id < 0) {
+    const int answer = CachedOpen(ino, e, e.cached > 0 ? -EBUSY : id);
+    if (former.backing_id >= 0) {  // not pinned: kept for a later open, as it was
+      e.backing_id = former.backing_id;
+      e.token = former.token;
+      e.removed = e.removed || former.removed;
+      Idle(it, later);  // the entry stays: it counts this open
+    }
+    return answer;
+  }
   e.backing_id = id;
   e.token = token;
   e.passed = 1;
@@ -298,15 +314,7 @@ bool PassthroughOpens::Drop(Opens::iterator it, bool passthrough, Deferred* late
   InodeOpens& e = it->second;
   if (passthrough && e.passed > 0 && --e.passed == 0) {
     later->unpin.emplace_back(ino, e.token);
-    if (e.removed || max_idle_ == 0) {
-      LetGo(it, later);
-      return false;
-    }
-    // Kept registered for the next open; the least recently opened goes.
-    idle_.push_front(ino);
-    e.idle = true;
-    e.idle_at = idle_.begin();
-    if (idle_.size() > max_idle_) LetGo(opens_.find(idle_.back()), later);
+    Idle(it, later);
     return false;
   }
   bool last_cached = false;
@@ -318,68 +326,22 @@ bool PassthroughOpens::Drop(Opens::iterator it, bool passthrough, Deferred* late
   return last_cached;
 }
 
+void PassthroughOpens::Idle(Opens::iterator it, Deferred* later) {
+  InodeOpens& e = it->second;
+  if (e.removed || max_idle_ == 0) {
+    LetGo(it, later);
+    return;
+  }
+  // Kept registered for the next open; the least recently opened goes.
+  idle_.push_front(it->first);
+  e.idle = true;
+  e.idle_at = idle_.begin();
+  if (idle_.size() > max_idle_) LetGo(opens_.find(idle_.back()), later);
+}
+
 bool PassthroughOpens::TakePaged(fuse_ino_t ino) {
   MutexLock lock(mu_);
   return paged_.erase(ino) > 0;
-}
-
-namespace {
-
-// The administrator's setting for huge pages in shared memory, the
-// bracketed word of shmem_enabled ("never", "advise", ...), or "" if this
-// kernel has none. The RAM tier's memory files ask for them (advise): with
-// "never", passthrough reads of large files copy from 4 KiB pages.
-std::string ShmemHugePages() {
-  std::ifstream in("/sys/kernel/mm/transparent_hugepage/shmem_enabled");
-  std::string line;
-  if (!std::getline(in, line)) return "";
-  const size_t open = line.find('['), close = line.find(']');
-  return open != std::string::npos && close != std::string::npos && close > open
-             ? line.substr(open + 1, close - open - 1)
-             : "";
-}
-
-}  // namespace
-
-void PassthroughOpens::VisitCounters(CounterVisitor& v) const {
-  v.BeginGroup("passthrough");
-  v.Flag("active", active(),
-         {"1 if files wholly in one tier file are read by the kernel from that file (FUSE "
-          "passthrough)."});
-  v.Note("why_not", why_not());
-  v.Text("shmem_huge_pages", ShmemHugePages(), "passthrough_shmem_huge_pages");
-  v.Text("memory_files", memory_files_, "passthrough_memory_files");
-  v.Counter("opens", passed_opens_.load(std::memory_order_relaxed),
-            {"Opens answered in passthrough mode: their reads never reach the daemon."});
-  v.Counter("opened_bytes", opened_bytes_.load(std::memory_order_relaxed),
-            {"Sizes of the files opened in passthrough mode, added up at each open (the kernel "
-             "reads them from the tier without the daemon: tier hits do not count them).",
-             Unit::kBytes, "opened"});
-  v.Counter("cached_opens", cached_opens_.load(std::memory_order_relaxed),
-            {"Opens answered without passthrough (the file was not wholly in one tier file)."});
-  v.Counter("busy", busy_.load(std::memory_order_relaxed),
-            {"Opens of a resident file answered without passthrough because the file was open "
-             "without it."});
-  v.Counter("slow_registrations", waits_timed_out_.load(std::memory_order_relaxed),
-            {"Opens answered without passthrough because another open of the file was still "
-             "registering its backing file after 1 s (a slow tier file open)."});
-  v.Counter("cache_drops", cache_drops_.load(std::memory_order_relaxed),
-            {"Files whose page cache in the mount was dropped because a tier file holds them "
-             "(so their bytes are not held twice)."});
-  v.Counter("register_failures", register_failed_.load(std::memory_order_relaxed),
-            {"Backing files the kernel refused to register."});
-  v.Gauge("cached_open_files", static_cast<double>(cached_now_.load(std::memory_order_relaxed)),
-          {"Files open now without passthrough (not yet released by the kernel)."});
-  v.Counter("registrations", registrations_.load(std::memory_order_relaxed),
-            {"Backing files registered with the kernel (an open of the tier file and an ioctl "
-             "each)."});
-  v.Counter("reused_registrations", reused_.load(std::memory_order_relaxed),
-            {"Passthrough opens that found their file's backing file registered still (no open "
-             "of a tier file, no ioctl)."});
-  v.Gauge("backing_files", static_cast<double>(backing_files_.load(std::memory_order_relaxed)),
-          {"Backing files registered now: one per file open in passthrough mode, and those kept "
-           "for closed files still whole in their tier."});
-  v.EndGroup();
 }
 
 }  // namespace tierfs

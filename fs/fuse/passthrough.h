@@ -152,18 +152,21 @@ class PassthroughOpens {
     uint64_t token = 0;
     bool removed = false;
   };
-  static constexpr int kRegisters = 1 << 30;  // Begin's answer: this open registers
   // Registers `fd` (closed here) with the kernel: the backing id or -errno.
   int Register(int fd);
   void Unregister(int32_t id);
-  // An open's answer when the inode's state decides it (waiting while
-  // another open registers), else kRegisters with *former set.
-  int Begin(fuse_ino_t ino, Former* former, Deferred* later) EXCLUDES(mu_);
-  // Outside mu_: the tier file pinned, opened and registered (or the former
-  // registration reused). The backing id, or -errno (then unpinned).
-  int Prepare(fuse_ino_t ino, const Former& former, uint64_t* token);
-  // The registering open's answer published: `id` from Prepare.
-  int Publish(fuse_ino_t ino, int id, uint64_t token, bool* first, Deferred* later) EXCLUDES(mu_);
+  // True if this open is to register the inode's backing file (*former
+  // set), else false with *answer the open's answer as the inode's state
+  // decides it (waiting while another open registers).
+  bool Begin(fuse_ino_t ino, int* answer, Former* former, Deferred* later) EXCLUDES(mu_);
+  // Outside mu_: the tier file pinned, opened and registered, or the former
+  // registration reused (then taken from *former, as one let go is). The
+  // backing id, or -errno (then unpinned).
+  int Prepare(fuse_ino_t ino, Former* former, uint64_t* token);
+  // The registering open's answer published: `id` from Prepare; a former
+  // registration left (the file was not pinned) is idle again.
+  int Publish(fuse_ino_t ino, int id, uint64_t token, const Former& former, bool* first,
+              Deferred* later) EXCLUDES(mu_);
   // The registering open threw: its entry is let be.
   void Abandon(fuse_ino_t ino) EXCLUDES(mu_);
   // One open of `it` released (Release's work under mu_).
@@ -173,6 +176,9 @@ class PassthroughOpens {
   // Lets go of an entry's registered backing file and forgets the entry
   // if nothing else holds it.
   void LetGo(Opens::iterator it, Deferred* later) REQUIRES(mu_);
+  // An entry's registration with no open left: kept idle, or let go if a
+  // chunk left its tier or none are kept.
+  void Idle(Opens::iterator it, Deferred* later) REQUIRES(mu_);
   // Forgets the entry if nothing holds it.
   void ForgetUnused(Opens::iterator it) REQUIRES(mu_);
   // Applies the removals noted since the last call.
@@ -215,7 +221,7 @@ class PassthroughOpens {
   static constexpr size_t kMaxPaged = 1 << 16;
   std::unordered_set<fuse_ino_t> paged_ GUARDED_BY(mu_);
   std::atomic<uint64_t> cache_drops_{0}, cached_now_{0}, opened_bytes_{0}, passed_opens_{0},
-      cached_opens_{0}, busy_{0}, waits_timed_out_{0}, register_failed_{0}, backing_files_{0},
+      cached_opens_{0}, busy_{0}, slow_registrations_{0}, register_failed_{0}, backing_files_{0},
       registrations_{0}, reused_{0};
 };
 

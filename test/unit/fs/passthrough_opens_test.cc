@@ -210,6 +210,22 @@ TEST_CASE("PassthroughOpens keeps an idle backing file until a chunk leaves its 
   CHECK(m.registry.live() == 1);
 }
 
+TEST_CASE("PassthroughOpens keeps an idle backing file through an open that cannot pin it",
+          "[passthrough]") {
+  Mount m(/*keep_idle=*/1);
+  m.files.Resident(kA, 7);
+  const int a = m.Open(kA);
+  REQUIRE(a > 0);
+  m.opens.Release(kA, true);
+  m.files.Gone(kA);  // not whole in a tier for a while, no chunk removed
+  CHECK(m.Open(kA) == -ENOENT);
+  CHECK(m.registry.live() == 1);
+  CHECK(m.opens.Release(kA, false));
+  m.files.Resident(kA, 7);
+  CHECK(m.Open(kA) == a);  // reused
+  CHECK(m.registry.registered() == 1);
+}
+
 // Opens on threads of their own, as FUSE workers make them.
 std::future<int> OpenOn(Mount& m, fuse_ino_t ino) {
   return std::async(std::launch::async, [&m, ino] { return m.Open(ino); });
