@@ -10,7 +10,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
+#include <utility>
 
 #include "tiering/base/log.h"
 
@@ -67,7 +67,7 @@ void PassthroughOpens::Configure(PassthroughWant want, std::string why_not) {
 
 void PassthroughOpens::AtInit(bool offered, int dev_fd) {
   if (!wanted()) return;
-  dev_fd_ = dev_fd;
+  device_.dev_fd = dev_fd;
   if (!offered) {
     refused_.store(true, std::memory_order_release);
     return;
@@ -84,28 +84,37 @@ std::string PassthroughOpens::why_not() const {
   return "not negotiated yet";
 }
 
-int PassthroughOpens::Register(int fd) {
+int PassthroughOpens::FuseDevice::Open(int fd) {
   BackingMap map{fd, 0, 0};
-  int id = ::ioctl(dev_fd_, kBackingOpen, &map);
-  int err = id < 0 ? -errno : 0;
+  const int id = ::ioctl(dev_fd, kBackingOpen, &map);
+  if (id < 0) return -errno;
+  return id > 0 ? id : -EIO;  // the kernel's ids start at 1
+}
+
+int PassthroughOpens::FuseDevice::Close(int32_t id) {
+  uint32_t arg = static_cast<uint32_t>(id);
+  return ::ioctl(dev_fd, kBackingClose, &arg) == 0 ? 0 : -errno;
+}
+
+int PassthroughOpens::Register(int fd) {
+  const int id = registry_->Open(fd);
   ::close(fd);
-  if (err < 0) {
+  if (id < 0) {
     if (register_failed_.fetch_add(1, std::memory_order_relaxed) < 10) {
-      TIERFS_LOG(kWarning, "passthrough: cannot register a backing file: {}", std::strerror(-err));
+      TIERFS_LOG(kWarning, "passthrough: cannot register a backing file: {}", std::strerror(-id));
     }
-    return err;
+    return id;
   }
-  if (id <= 0) return -EIO;  // the kernel's ids start at 1
   backing_files_.fetch_add(1, std::memory_order_relaxed);
   registrations_.fetch_add(1, std::memory_order_relaxed);
   return id;
 }
 
 void PassthroughOpens::Unregister(int32_t id) {
-  uint32_t arg = static_cast<uint32_t>(id);
-  if (::ioctl(dev_fd_, kBackingClose, &arg) != 0) {
+  const int err = registry_->Close(id);
+  if (err < 0) {
     TIERFS_LOG(kWarning, "passthrough: cannot release backing file {}: {}", id,
-               std::strerror(errno));
+               std::strerror(-err));
   }
   backing_files_.fetch_sub(1, std::memory_order_relaxed);
 }
@@ -118,74 +127,130 @@ int PassthroughOpens::CachedOpen(fuse_ino_t ino, InodeOpens& e, int err) {
   return err;
 }
 
-int PassthroughOpens::PassOpen(fuse_ino_t ino, InodeOpens& e, uint64_t token, bool* first) {
-  if (e.passed > 0 || e.cached > 0) {  // another open came first
-    files_->Unpin(ino, token);
-    if (e.passed == 0) {
-      busy_.fetch_add(1, std::memory_order_relaxed);
-      return CachedOpen(ino, e, -EBUSY);  // the kernel refuses passthrough meanwhile
+int PassthroughOpens::Open(fuse_ino_t ino, bool* first) {
+  *first = false;
+  Deferred later;
+  Former former;
+  int answer = 0;
+  if (Begin(ino, &answer, &former, &later)) {
+    uint64_t token = 0;
+    int id = -EIO;
+    try {
+      id = Prepare(ino, &former, &token);
+    } catch (...) {
+      Abandon(ino);
+      throw;
     }
-    ++e.passed;
-    passed_opens_.fetch_add(1, std::memory_order_relaxed);
-    return e.backing_id;
+    answer = Publish(ino, id, token, former, first, &later);
   }
+  DoDeferred(later);
+  return answer;
+}
+
+bool PassthroughOpens::Begin(fuse_ino_t ino, int* answer, Former* former, Deferred* later) {
+  MutexLock lock(mu_);
+  TakeRemovals(later);
+  auto settled = [&]() REQUIRES(mu_) {
+    auto it = opens_.find(ino);
+    return it == opens_.end() || !it->second.registering;
+  };
+  if (!settled() &&
+      !registered_.WaitUntil(mu_, std::chrono::steady_clock::now() + registering_wait_, settled)) {
+    // Answered cached: the registering open then lets its backing file go.
+    slow_registrations_.fetch_add(1, std::memory_order_relaxed);
+    *answer = CachedOpen(ino, opens_[ino], -EBUSY);
+    return false;
+  }
+  InodeOpens& e = opens_[ino];
+  if (e.passed > 0) {
+    ++e.passed;  // the same backing file: the kernel refuses another
+    passed_opens_.fetch_add(1, std::memory_order_relaxed);
+    *answer = e.backing_id;
+    return false;
+  }
+  if (e.cached > 0) {
+    busy_.fetch_add(1, std::memory_order_relaxed);
+    *answer = CachedOpen(ino, e, -EBUSY);  // the kernel refuses passthrough meanwhile
+    return false;
+  }
+  if (!active() || files_ == nullptr) {
+    *answer = CachedOpen(ino, e, -ENOTSUP);
+    return false;
+  }
+  // This open registers; the former registration is its own meanwhile.
   if (e.idle) {
     idle_.erase(e.idle_at);
     e.idle = false;
   }
-  if (e.backing_id >= 0 && (e.token != token || e.removed)) {  // another file now
-    Unregister(e.backing_id);
-    e.backing_id = -1;
-  }
-  if (e.backing_id >= 0) {
-    reused_.fetch_add(1, std::memory_order_relaxed);
-  } else {
-    int fd = files_->Open(ino, token);
-    int id = fd < 0 ? fd : Register(fd);
-    if (id < 0) {
-      files_->Unpin(ino, token);
-      return CachedOpen(ino, e, id);
+  *former = Former{e.backing_id, e.token, e.removed};
+  e.backing_id = -1;
+  e.removed = false;
+  e.registering = true;
+  return true;
+}
+
+int PassthroughOpens::Prepare(fuse_ino_t ino, Former* former, uint64_t* token) {
+  // Pin looks at every chunk of the file.
+  const int pinned = files_->Pin(ino, token);
+  if (pinned < 0) return pinned;  // the former registration stays, idle
+  if (former->backing_id >= 0) {
+    const int32_t id = std::exchange(former->backing_id, -1);
+    if (former->token == *token && !former->removed) {
+      reused_.fetch_add(1, std::memory_order_relaxed);
+      return id;
     }
-    e.backing_id = id;
-    e.token = token;
-    e.removed = false;
+    Unregister(id);  // another file now
   }
+  const int fd = files_->Open(ino, *token);
+  const int id = fd < 0 ? fd : Register(fd);
+  if (id < 0) files_->Unpin(ino, *token);
+  return id;
+}
+
+int PassthroughOpens::Publish(fuse_ino_t ino, int id, uint64_t token, const Former& former,
+                              bool* first, Deferred* later) {
+  MutexLock lock(mu_);
+  auto it = opens_.find(ino);  // a registering entry stays
+  InodeOpens& e = it->second;
+  e.registering = false;
+  registered_.NotifyAll();
+  if (id >= 0 && e.cached > 0) {
+    // An open waited past its bound and was answered cached: the kernel
+    // refuses passthrough while it lasts.
+    later->unregister.push_back(id);
+    later->unpin.emplace_back(ino, token);
+    busy_.fetch_add(1, std::memory_order_relaxed);
+    return CachedOpen(ino, e, -EBUSY);
+  }
+  if (id < 0) {
+    const int answer = CachedOpen(ino, e, e.cached > 0 ? -EBUSY : id);
+    if (former.backing_id >= 0) {  // not pinned: kept for a later open, as it was
+      e.backing_id = former.backing_id;
+      e.token = former.token;
+      e.removed = e.removed || former.removed;
+      Idle(it, later);  // the entry stays: it counts this open
+    }
+    return answer;
+  }
+  e.backing_id = id;
+  e.token = token;
   e.passed = 1;
   *first = true;
   passed_opens_.fetch_add(1, std::memory_order_relaxed);
-  return e.backing_id;
+  return id;
 }
 
-int PassthroughOpens::Open(fuse_ino_t ino, bool* first) {
-  *first = false;
-  {
-    MutexLock lock(mu_);
-    TakeRemovals();
-    auto it = opens_.find(ino);
-    if (it != opens_.end() && it->second.passed > 0) {
-      ++it->second.passed;  // the same backing file: the kernel refuses another
-      passed_opens_.fetch_add(1, std::memory_order_relaxed);
-      return it->second.backing_id;
-    }
-    if (it != opens_.end() && it->second.cached > 0) {
-      busy_.fetch_add(1, std::memory_order_relaxed);
-      return CachedOpen(ino, it->second, -EBUSY);  // the kernel refuses passthrough meanwhile
-    }
-  }
-  uint64_t token = 0;
-  // Outside the lock: it looks at every chunk of the file.
-  const int pinned = active() && files_ != nullptr ? files_->Pin(ino, &token) : -ENOTSUP;
+void PassthroughOpens::Abandon(fuse_ino_t ino) {
   MutexLock lock(mu_);
-  InodeOpens& e = opens_[ino];
-  if (pinned < 0) {
-    if (e.passed > 0) {  // another open came first, with a backing file
-      ++e.passed;
-      passed_opens_.fetch_add(1, std::memory_order_relaxed);
-      return e.backing_id;
-    }
-    return CachedOpen(ino, e, e.cached > 0 ? -EBUSY : pinned);
-  }
-  return PassOpen(ino, e, token, first);
+  auto it = opens_.find(ino);
+  it->second.registering = false;
+  registered_.NotifyAll();
+  ForgetUnused(it);
+}
+
+void PassthroughOpens::DoDeferred(const Deferred& later) {
+  for (int32_t id : later.unregister) Unregister(id);
+  for (const auto& [ino, token] : later.unpin) files_->Unpin(ino, token);
 }
 
 void PassthroughOpens::Removed(fuse_ino_t ino) {
@@ -194,7 +259,7 @@ void PassthroughOpens::Removed(fuse_ino_t ino) {
   any_removed_.store(true, std::memory_order_release);
 }
 
-void PassthroughOpens::TakeRemovals() {
+void PassthroughOpens::TakeRemovals(Deferred* later) {
   if (!any_removed_.load(std::memory_order_acquire)) return;
   std::vector<fuse_ino_t> removed;
   {
@@ -204,110 +269,79 @@ void PassthroughOpens::TakeRemovals() {
   }
   for (fuse_ino_t ino : removed) {
     auto it = opens_.find(ino);
-    if (it == opens_.end() || it->second.backing_id < 0) continue;
-    it->second.removed = true;
-    if (it->second.passed == 0) LetGo(it);
+    if (it == opens_.end()) continue;
+    InodeOpens& e = it->second;
+    if (e.registering) {
+      e.removed = true;  // its registration goes at its last close
+    } else if (e.backing_id >= 0) {
+      e.removed = true;
+      if (e.passed == 0) LetGo(it, later);
+    }
   }
 }
 
-void PassthroughOpens::LetGo(Opens::iterator it) {
+void PassthroughOpens::LetGo(Opens::iterator it, Deferred* later) {
   InodeOpens& e = it->second;
   if (e.idle) {
     idle_.erase(e.idle_at);
     e.idle = false;
   }
-  if (e.backing_id >= 0) Unregister(e.backing_id);
+  if (e.backing_id >= 0) later->unregister.push_back(e.backing_id);
   e.backing_id = -1;
-  if (e.passed == 0 && e.cached == 0) opens_.erase(it);
+  ForgetUnused(it);
+}
+
+void PassthroughOpens::ForgetUnused(Opens::iterator it) {
+  const InodeOpens& e = it->second;
+  if (e.passed == 0 && e.cached == 0 && e.backing_id < 0 && !e.registering) opens_.erase(it);
 }
 
 bool PassthroughOpens::Release(fuse_ino_t ino, bool passthrough) {
-  MutexLock lock(mu_);
-  TakeRemovals();
-  auto it = opens_.find(ino);
-  if (it == opens_.end()) return false;
-  InodeOpens& e = it->second;
+  Deferred later;
   bool last_cached = false;
+  {
+    MutexLock lock(mu_);
+    TakeRemovals(&later);
+    auto it = opens_.find(ino);
+    if (it != opens_.end()) last_cached = Drop(it, passthrough, &later);
+  }
+  DoDeferred(later);
+  return last_cached;
+}
+
+bool PassthroughOpens::Drop(Opens::iterator it, bool passthrough, Deferred* later) {
+  const fuse_ino_t ino = it->first;
+  InodeOpens& e = it->second;
   if (passthrough && e.passed > 0 && --e.passed == 0) {
-    files_->Unpin(ino, e.token);
-    if (e.removed || max_idle_ == 0) {
-      LetGo(it);
-      return false;
-    }
-    // Kept registered for the next open; the least recently opened goes.
-    idle_.push_front(ino);
-    e.idle = true;
-    e.idle_at = idle_.begin();
-    if (idle_.size() > max_idle_) LetGo(opens_.find(idle_.back()));
+    later->unpin.emplace_back(ino, e.token);
+    Idle(it, later);
     return false;
   }
+  bool last_cached = false;
   if (!passthrough && e.cached > 0) {
     last_cached = --e.cached == 0;
     cached_now_.fetch_sub(1, std::memory_order_relaxed);
   }
-  if (e.passed == 0 && e.cached == 0 && e.backing_id < 0) opens_.erase(it);
+  ForgetUnused(it);
   return last_cached;
+}
+
+void PassthroughOpens::Idle(Opens::iterator it, Deferred* later) {
+  InodeOpens& e = it->second;
+  if (e.removed || max_idle_ == 0) {
+    LetGo(it, later);
+    return;
+  }
+  // Kept registered for the next open; the least recently opened goes.
+  idle_.push_front(it->first);
+  e.idle = true;
+  e.idle_at = idle_.begin();
+  if (idle_.size() > max_idle_) LetGo(opens_.find(idle_.back()), later);
 }
 
 bool PassthroughOpens::TakePaged(fuse_ino_t ino) {
   MutexLock lock(mu_);
   return paged_.erase(ino) > 0;
-}
-
-namespace {
-
-// The administrator's setting for huge pages in shared memory, the
-// bracketed word of shmem_enabled ("never", "advise", ...), or "" if this
-// kernel has none. The RAM tier's memory files ask for them (advise): with
-// "never", passthrough reads of large files copy from 4 KiB pages.
-std::string ShmemHugePages() {
-  std::ifstream in("/sys/kernel/mm/transparent_hugepage/shmem_enabled");
-  std::string line;
-  if (!std::getline(in, line)) return "";
-  const size_t open = line.find('['), close = line.find(']');
-  return open != std::string::npos && close != std::string::npos && close > open
-             ? line.substr(open + 1, close - open - 1)
-             : "";
-}
-
-}  // namespace
-
-void PassthroughOpens::VisitCounters(CounterVisitor& v) const {
-  v.BeginGroup("passthrough");
-  v.Flag("active", active(),
-         {"1 if files wholly in one tier file are read by the kernel from that file (FUSE "
-          "passthrough)."});
-  v.Note("why_not", why_not());
-  v.Text("shmem_huge_pages", ShmemHugePages(), "passthrough_shmem_huge_pages");
-  v.Text("memory_files", memory_files_, "passthrough_memory_files");
-  v.Counter("opens", passed_opens_.load(std::memory_order_relaxed),
-            {"Opens answered in passthrough mode: their reads never reach the daemon."});
-  v.Counter("opened_bytes", opened_bytes_.load(std::memory_order_relaxed),
-            {"Sizes of the files opened in passthrough mode, added up at each open (the kernel "
-             "reads them from the tier without the daemon: tier hits do not count them).",
-             Unit::kBytes, "opened"});
-  v.Counter("cached_opens", cached_opens_.load(std::memory_order_relaxed),
-            {"Opens answered without passthrough (the file was not wholly in one tier file)."});
-  v.Counter("busy", busy_.load(std::memory_order_relaxed),
-            {"Opens of a resident file answered without passthrough because the file was open "
-             "without it."});
-  v.Counter("cache_drops", cache_drops_.load(std::memory_order_relaxed),
-            {"Files whose page cache in the mount was dropped because a tier file holds them "
-             "(so their bytes are not held twice)."});
-  v.Counter("register_failures", register_failed_.load(std::memory_order_relaxed),
-            {"Backing files the kernel refused to register."});
-  v.Gauge("cached_open_files", static_cast<double>(cached_now_.load(std::memory_order_relaxed)),
-          {"Files open now without passthrough (not yet released by the kernel)."});
-  v.Counter("registrations", registrations_.load(std::memory_order_relaxed),
-            {"Backing files registered with the kernel (an open of the tier file and an ioctl "
-             "each)."});
-  v.Counter("reused_registrations", reused_.load(std::memory_order_relaxed),
-            {"Passthrough opens that found their file's backing file registered still (no open "
-             "of a tier file, no ioctl)."});
-  v.Gauge("backing_files", static_cast<double>(backing_files_.load(std::memory_order_relaxed)),
-          {"Backing files registered now: one per file open in passthrough mode, and those kept "
-           "for closed files still whole in their tier."});
-  v.EndGroup();
 }
 
 }  // namespace tierfs

@@ -13,7 +13,11 @@
 // zero-message open (ENOSYS) would stop every OPEN. The kernel refuses a
 // passthrough open of an inode open in cached mode, or with another backing
 // file: PassthroughOpens keeps one backing file per inode while it is open
-// and answers cached while a cached open lasts. A backing file stays
+// and answers cached while a cached open lasts. Its lock is held for the
+// bookkeeping alone: an inode's first passthrough open pins, opens and
+// registers its tier file outside it while later opens of that inode wait
+// (a bounded wait: past it they are answered cached, and the first lets its
+// backing file go). A backing file stays
 // registered after the last close (a bounded LRU of idle ones) while its
 // file stays whole in its tier, so a passthrough open of a file opened
 // before costs the round trip alone: no file open, no ioctl.
@@ -22,6 +26,7 @@
 #include <fuse_lowlevel.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <list>
 #include <string>
@@ -52,6 +57,18 @@ class BackingFiles {
   virtual int Open(fuse_ino_t ino, uint64_t token) = 0;
 };
 
+// The kernel's table of backing files: the registration ioctls on the
+// session's /dev/fuse. A test puts a double in its place. Thread-safe.
+class BackingRegistry {
+ public:
+  virtual ~BackingRegistry() = default;
+  // Registers the open descriptor `fd` (the caller closes it): the backing
+  // id (> 0), or -errno.
+  virtual int Open(int fd) = 0;
+  // Lets go of backing `id`: 0, or -errno.
+  virtual int Close(int32_t id) = 0;
+};
+
 // The passthrough state of one mount and its open files. Thread-safe.
 class PassthroughOpens {
  public:
@@ -64,6 +81,14 @@ class PassthroughOpens {
   // least recently opened go first); 0 (the default): none.
   // REQUIRES: before the session starts.
   void KeepIdle(size_t max_idle) { max_idle_ = max_idle; }
+  // Where backing files are registered in place of the session's /dev/fuse
+  // (a test's double). REQUIRES: before the session starts.
+  void UseRegistry(BackingRegistry* registry) { registry_ = registry; }
+  // How long an open waits for another open of its inode to register the
+  // backing file (kRegisteringWait unless a test says); past it, it is
+  // answered cached. REQUIRES: before the session starts.
+  void BoundRegisteringWait(std::chrono::milliseconds wait) { registering_wait_ = wait; }
+  static constexpr std::chrono::milliseconds kRegisteringWait{1000};
   // Whether the INIT reply should ask for FUSE_PASSTHROUGH.
   bool wanted() const { return want_ != PassthroughWant::kOff && why_not_.empty(); }
   PassthroughWant want() const { return want_; }
@@ -109,34 +134,80 @@ class PassthroughOpens {
     uint64_t token = 0;       // the backing file registered (pinned while passed > 0)
     bool removed = false;     // a chunk left the tier since: not kept idle
     bool idle = false;        // in idle_ (passed == 0, backing_id registered)
+    // An open is pinning, opening and registering the backing file outside
+    // mu_ (passed == 0; it holds the entry's former backing id meanwhile).
+    bool registering = false;
     std::list<fuse_ino_t>::iterator idle_at;
   };
   using Opens = std::unordered_map<fuse_ino_t, InodeOpens>;
+  // I/O decided under mu_ and done once it is released.
+  struct Deferred {
+    std::vector<int32_t> unregister;                     // backing ids
+    std::vector<std::pair<fuse_ino_t, uint64_t>> unpin;  // inode, token
+  };
+  // What the open that registers an inode's backing file took from its
+  // entry: the former registration, to reuse or let go.
+  struct Former {
+    int32_t backing_id = -1;
+    uint64_t token = 0;
+    bool removed = false;
+  };
   // Registers `fd` (closed here) with the kernel: the backing id or -errno.
   int Register(int fd);
   void Unregister(int32_t id);
-  // The passthrough open of `ino` pinned as `token`: the backing id, or
-  // -errno (then unpinned).
-  int PassOpen(fuse_ino_t ino, InodeOpens& e, uint64_t token, bool* first) REQUIRES(mu_);
+  // True if this open is to register the inode's backing file (*former
+  // set), else false with *answer the open's answer as the inode's state
+  // decides it (waiting while another open registers).
+  bool Begin(fuse_ino_t ino, int* answer, Former* former, Deferred* later) EXCLUDES(mu_);
+  // Outside mu_: the tier file pinned, opened and registered, or the former
+  // registration reused (then taken from *former, as one let go is). The
+  // backing id, or -errno (then unpinned).
+  int Prepare(fuse_ino_t ino, Former* former, uint64_t* token);
+  // The registering open's answer published: `id` from Prepare; a former
+  // registration left (the file was not pinned) is idle again.
+  int Publish(fuse_ino_t ino, int id, uint64_t token, const Former& former, bool* first,
+              Deferred* later) EXCLUDES(mu_);
+  // The registering open threw: its entry is let be.
+  void Abandon(fuse_ino_t ino) EXCLUDES(mu_);
+  // One open of `it` released (Release's work under mu_).
+  bool Drop(Opens::iterator it, bool passthrough, Deferred* later) REQUIRES(mu_);
   // An answer without passthrough.
   int CachedOpen(fuse_ino_t ino, InodeOpens& e, int err) REQUIRES(mu_);
   // Lets go of an entry's registered backing file and forgets the entry
   // if nothing else holds it.
-  void LetGo(Opens::iterator it) REQUIRES(mu_);
+  void LetGo(Opens::iterator it, Deferred* later) REQUIRES(mu_);
+  // An entry's registration with no open left: kept idle, or let go if a
+  // chunk left its tier or none are kept.
+  void Idle(Opens::iterator it, Deferred* later) REQUIRES(mu_);
+  // Forgets the entry if nothing holds it.
+  void ForgetUnused(Opens::iterator it) REQUIRES(mu_);
   // Applies the removals noted since the last call.
-  void TakeRemovals() REQUIRES(mu_);
+  void TakeRemovals(Deferred* later) REQUIRES(mu_);
+  void DoDeferred(const Deferred& later) EXCLUDES(mu_);
+
+  // The ioctls on the session's /dev/fuse.
+  class FuseDevice final : public BackingRegistry {
+   public:
+    int Open(int fd) override;
+    int Close(int32_t id) override;
+    int dev_fd = -1;  // set at INIT
+  };
 
   PassthroughWant want_ = PassthroughWant::kAuto;
   std::string why_not_;       // set before the session; "" = may try
   std::string memory_files_;  // set before the session
   std::atomic<bool> active_{false};
   std::atomic<bool> refused_{false};  // wanted, and the kernel did not offer it
-  int dev_fd_ = -1;
+  FuseDevice device_;
+  BackingRegistry* registry_ = &device_;
   BackingFiles* files_ = nullptr;
   size_t max_idle_ = 0;
-  // Guards opens_, idle_ and paged_. Taken before the tiers' locks (Pin,
-  // Open and Unpin of files_ run under it, and the registration ioctls).
+  std::chrono::milliseconds registering_wait_ = kRegisteringWait;
+  // Guards opens_, idle_ and paged_. No I/O under it: files_ (and the
+  // tiers' locks) and the registration ioctls are called after it is
+  // released. Takes removed_mu_ under it.
   Mutex mu_ ACQUIRED_BEFORE(removed_mu_);
+  CondVar registered_;  // an entry's registering ended (under mu_)
   Opens opens_ GUARDED_BY(mu_);
   std::list<fuse_ino_t> idle_
       GUARDED_BY(mu_);  // inodes with a registered backing file and no open; newest first
@@ -150,8 +221,8 @@ class PassthroughOpens {
   static constexpr size_t kMaxPaged = 1 << 16;
   std::unordered_set<fuse_ino_t> paged_ GUARDED_BY(mu_);
   std::atomic<uint64_t> cache_drops_{0}, cached_now_{0}, opened_bytes_{0}, passed_opens_{0},
-      cached_opens_{0}, busy_{0}, register_failed_{0}, backing_files_{0}, registrations_{0},
-      reused_{0};
+      cached_opens_{0}, busy_{0}, slow_registrations_{0}, register_failed_{0}, backing_files_{0},
+      registrations_{0}, reused_{0};
 };
 
 }  // namespace tierfs

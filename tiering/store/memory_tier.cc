@@ -186,8 +186,8 @@ class MemoryTier final : public Tier {
   int huge_fs_ = -1;        // set before any store
   const std::shared_ptr<FileCount> files_count_ = std::make_shared<FileCount>(0);
   // Guards chunks_, files_, tokens_ and the counts of every MemFile. Takes a
-  // memory file's ChunkRanges::mu_ under it (Pin, Unpin, pinned); taken under
-  // PassthroughOpens::mu_ (docs/ARCHITECTURE.md, "Concurrency and lock order").
+  // memory file's ChunkRanges::mu_ under it (Pin, Unpin, pinned); taken
+  // under no other lock (docs/ARCHITECTURE.md, "Concurrency and lock order").
   mutable SharedMutex mu_;
   std::unordered_map<ChunkKey, std::shared_ptr<const MemChunk>, ChunkKeyHash> chunks_
       GUARDED_BY(mu_);
