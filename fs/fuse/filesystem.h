@@ -12,6 +12,8 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <utility>
 
 #include "fs/config/mount_modes.h"
 #include "fs/fuse/caller_access.h"
@@ -57,16 +59,47 @@ struct FsTimeouts {
   double attr = 86400;
 };
 
+// What a mount's handlers are made of, given once: none of it changes
+// while the session runs. Pointers outlive the FsContext.
+struct FsParts {
+  const Namespace* ns = nullptr;
+  SourceReader* reader = nullptr;
+  TieredStore* store = nullptr;
+  const SourceCounters* source = nullptr;
+  FsTimeouts timeouts;
+  // The control files belong to `owner` and `group`; with `anyone_hints`
+  // every user may write order and stage (each write acts as its writer).
+  uid_t owner = 0;
+  gid_t group = 0;
+  bool anyone_hints = false;
+  ReaddirMode readdir = ReaddirMode::kPlus;  // read by the init handler
+  // Whether the daemon checks permissions itself at open. On for a mount
+  // the daemon did not make (mount.fuse3 -o drop_privileges hands over
+  // /dev/fd/N): the kernel checks nothing unless the fstab line said
+  // default_permissions, so open and opendir are answered (no zero-message
+  // open) after a check of the file and every directory above it.
+  bool check_access = false;
+  // Set: every open and opendir is answered (no zero-message open) after
+  // SOURCE, asked as the caller, allows it (fs/fuse/source_permissions.h);
+  // so are the paths written to the control files. Null: the snapshot's
+  // mode bits decide.
+  SourcePermissions* source_permissions = nullptr;
+  // SOURCE, for .tierfs/changes (the snapshot compared with SOURCE now,
+  // `changes_threads` stats in flight; 0: kValidateThreads). Null: the
+  // file says {"error":...}.
+  Backend* changes_backend = nullptr;
+  unsigned changes_threads = 0;
+  // What this mount serves and where: in the stats and tierfs_info's
+  // labels, so that two mounts on a node can be told apart.
+  std::string source_path, mount_path;
+};
+
 // Everything the handlers need. Owned by the mount session; outlives the loop.
 class FsContext {
  public:
   // The writers of the store's order and stage files may name what they
   // could open through the mount (CallerAccess), from now until destroyed.
-  // The control files belong to `owner` and `group`; with `anyone_hints`
-  // every user may write order and stage (each write acts as its writer).
-  FsContext(const Namespace* ns, SourceReader* reader, TieredStore* store,
-            const SourceCounters* source, FsTimeouts timeouts, uid_t owner, gid_t group,
-            bool anyone_hints);
+  explicit FsContext(FsParts parts);
   ~FsContext();
   FsContext(const FsContext&) = delete;
   FsContext& operator=(const FsContext&) = delete;
@@ -77,49 +110,20 @@ class FsContext {
   const FsTimeouts& timeouts() const { return timeouts_; }
   RequestCounters& requests() { return requests_; }
   ControlDir& control() { return control_; }
-  ReaddirMode readdir_mode() const { return readdir_mode_; }
-  // REQUIRES: before the session starts (read by the init handler).
-  void set_readdir_mode(ReaddirMode mode) { readdir_mode_ = mode; }
-  // Whether the daemon checks permissions itself at open. On for a mount
-  // the daemon did not make (mount.fuse3 -o drop_privileges hands over
-  // /dev/fd/N): the kernel checks nothing unless the fstab line said
-  // default_permissions, so open and opendir are answered (no zero-message
-  // open) after a check of the file and every directory above it.
-  // REQUIRES: before the session starts.
-  void set_check_access(bool on) { check_access_ = on; }
-  bool check_access() const { return check_access_; }
-  // With `p`, every open and opendir is answered (no zero-message open)
-  // after SOURCE, asked as the caller, allows it (fs/fuse/source_permissions.h);
-  // so are the paths written to the control files.
-  // REQUIRES: before the session starts; `p` outlives it.
-  void set_source_permissions(SourcePermissions* p) {
-    source_permissions_ = p;
-    access_.set_source_permissions(p);
-  }
-  // The peer front door, for its figures; set before the loop and the
+  ReaddirMode readdir_mode() const { return parts_.readdir; }
+  bool check_access() const { return parts_.check_access; }
+  SourcePermissions* source_permissions() const { return parts_.source_permissions; }
+  // Two parts come later than the rest. The peer front door, for its
+  // figures: it starts after the daemon forks; set before the loop and the
   // metrics endpoint start (null: this node does not serve).
   void set_peer_service(const PeerService* s) { peer_service_ = s; }
-  SourcePermissions* source_permissions() const { return source_permissions_; }
-  // SOURCE, for .tierfs/changes (the snapshot compared with SOURCE now,
-  // `threads` stats in flight; 0: kValidateThreads). Unset: the file says
-  // {"error":...}. REQUIRES: before the session starts; `b` outlives it.
-  void set_source_backend(Backend* b, unsigned threads) {
-    changes_backend_ = b;
-    changes_threads_ = threads;
-  }
-  // What this mount serves and where: in the stats and tierfs_info's
-  // labels, so that two mounts on a node can be told apart.
-  // REQUIRES: before the session starts.
-  void set_identity(std::string source, std::string mount) {
-    source_path_ = std::move(source);
-    mount_path_ = std::move(mount);
-  }
   // The INIT exchange, for NegotiateParallelDirops<FsContext>.
   InitReplyPatch& init_patch() { return init_patch_; }
   // FUSE passthrough: its state and the files open in it.
   PassthroughOpens& passthrough() { return passthrough_; }
   // The session (for notifications) and its /dev/fuse descriptor (backing
-  // files are registered on it). REQUIRES: set before the session starts.
+  // files are registered on it): made with this context as its userdata,
+  // so set after. REQUIRES: set before the session starts.
   void set_session(fuse_session* se) {
     session_ = se;
     device_fd_ = fuse_session_fd(se);
@@ -159,6 +163,7 @@ class FsContext {
   // changed paths logged.
   std::string ChangesJson();
 
+  const FsParts parts_;
   const Namespace* const ns_;
   SourceReader* const reader_;
   TieredStore* const store_;
@@ -168,14 +173,8 @@ class FsContext {
   RequestCounters requests_;
   CallerAccess access_;  // before control_: its files' writers are checked with it
   ControlDir control_;
-  ReaddirMode readdir_mode_ = ReaddirMode::kPlus;
-  bool check_access_ = false;
-  SourcePermissions* source_permissions_ = nullptr;
   const PeerService* peer_service_ = nullptr;
-  Backend* changes_backend_ = nullptr;
-  unsigned changes_threads_ = 0;
   std::atomic<bool> checking_{false};  // a .tierfs/changes check runs
-  std::string source_path_, mount_path_;
   InitReplyPatch init_patch_;
   TierBackingFiles backing_;
   PassthroughOpens passthrough_;

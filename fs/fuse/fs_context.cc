@@ -14,18 +14,19 @@
 
 namespace tierfs {
 
-FsContext::FsContext(const Namespace* ns, SourceReader* reader, TieredStore* store,
-                     const SourceCounters* source, FsTimeouts timeouts, uid_t owner, gid_t group,
-                     bool anyone_hints)
-    : ns_(ns),
-      reader_(reader),
-      store_(store),
-      source_(source),
-      timeouts_(timeouts),
+FsContext::FsContext(FsParts parts)
+    : parts_(std::move(parts)),
+      ns_(parts_.ns),
+      reader_(parts_.reader),
+      store_(parts_.store),
+      source_(parts_.source),
+      timeouts_(parts_.timeouts),
       started_(std::chrono::steady_clock::now()),
-      access_(ns),
-      control_(static_cast<uint64_t>(ns->size()) + 1, owner, group, ControlFiles(anyone_hints)),
-      backing_(ns, store->chunks()) {
+      access_(ns_),
+      control_(static_cast<uint64_t>(ns_->size()) + 1, parts_.owner, parts_.group,
+               ControlFiles(parts_.anyone_hints)),
+      backing_(ns_, store_->chunks()) {
+  access_.set_source_permissions(parts_.source_permissions);
   store_->prefetcher().set_hint_access(&access_);
   passthrough_.UseBackingFiles(&backing_);
 }
@@ -52,7 +53,7 @@ std::vector<ControlFile> FsContext::ControlFiles(bool anyone_hints) {
       // Any write forgets SOURCE's permission answers (permissions=source).
       {"revalidate", [](uid_t) { return std::string(); },
        [this](const HintWriter&, uint64_t, std::string_view d) {
-         if (source_permissions_ != nullptr) source_permissions_->Revalidate();
+         if (parts_.source_permissions != nullptr) parts_.source_permissions->Revalidate();
          return static_cast<ssize_t>(d.size());
        },
        nullptr},
@@ -62,13 +63,15 @@ std::vector<ControlFile> FsContext::ControlFiles(bool anyone_hints) {
 }
 
 std::string FsContext::ChangesJson() {
-  if (changes_backend_ == nullptr) return "{\"error\":\"SOURCE is not known to this mount\"}\n";
+  if (parts_.changes_backend == nullptr)
+    return "{\"error\":\"SOURCE is not known to this mount\"}\n";
   if (checking_.exchange(true)) return "{\"error\":\"busy: another check is running\"}\n";
   struct Done {
     std::atomic<bool>* flag;
     ~Done() { *flag = false; }  // also when the check throws (the handler answers that)
   } done{&checking_};
-  const FreshnessReport report = CheckFreshness(changes_backend_, *ns_, changes_threads_);
+  const FreshnessReport report =
+      CheckFreshness(parts_.changes_backend, *ns_, parts_.changes_threads);
   TIERFS_LOG_SAMPLED(kInfo,
                      "changes since the mount's snapshot: {} of {} files and {} of {} directories "
                      "changed, {} gone, {} errors ({:.2f} s)",
@@ -100,8 +103,8 @@ void RequestCounters::VisitCounters(CounterVisitor& v) const {
 void FsContext::VisitCounters(CounterVisitor& v) const {
   v.Text("version", TIERFS_VERSION, "version");
   // Not "source": that is the group of SOURCE's counters.
-  if (!source_path_.empty()) v.Text("source_path", source_path_, "source");
-  if (!mount_path_.empty()) v.Text("mountpoint", mount_path_, "mount");
+  if (!parts_.source_path.empty()) v.Text("source_path", parts_.source_path, "source");
+  if (!parts_.mount_path.empty()) v.Text("mountpoint", parts_.mount_path, "mount");
   v.Gauge("uptime_seconds",
           std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count(),
           {"Time since the mount started.", Unit::kSeconds});
@@ -121,7 +124,7 @@ void FsContext::VisitCounters(CounterVisitor& v) const {
   v.Counter("failed_reads", reader_->failed_reads(),
             {"Reads from SOURCE that failed and were answered with an error."});
   v.EndGroup();
-  if (source_permissions_ != nullptr) source_permissions_->VisitCounters(v);
+  if (parts_.source_permissions != nullptr) parts_.source_permissions->VisitCounters(v);
   v.BeginGroup("requests");
   requests_.VisitCounters(v);
   v.EndGroup();

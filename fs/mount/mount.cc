@@ -254,16 +254,21 @@ MountFailure TierfsMount::OpenStore() {
 // The handlers' context: who may steer the mount, who decides opens, how
 // directories are listed, passthrough.
 void TierfsMount::ConfigureContext() {
-  const uid_t control_uid =
-      config_.control_uid >= 0 ? static_cast<uid_t>(config_.control_uid) : ::getuid();
-  const gid_t control_gid =
-      config_.control_gid >= 0 ? static_cast<gid_t>(config_.control_gid) : ::getgid();
-  ctx_ = std::make_unique<FsContext>(ns_.get(), reader_.get(), store_.get(), &backend_->counters(),
-                                     FsTimeouts{config_.entry_timeout, config_.attr_timeout},
-                                     control_uid, control_gid, config_.control_any);
-  ctx_->set_source_backend(backend_.get(), config_.scan_threads);
-  ctx_->set_check_access(fd_mount_);
-  ctx_->set_identity(source_, mountpoint_);
+  FsParts parts;
+  parts.ns = ns_.get();
+  parts.reader = reader_.get();
+  parts.store = store_.get();
+  parts.source = &backend_->counters();
+  parts.timeouts = FsTimeouts{config_.entry_timeout, config_.attr_timeout};
+  parts.owner = config_.control_uid >= 0 ? static_cast<uid_t>(config_.control_uid) : ::getuid();
+  parts.group = config_.control_gid >= 0 ? static_cast<gid_t>(config_.control_gid) : ::getgid();
+  parts.anyone_hints = config_.control_any;
+  parts.readdir = config_.readdir;
+  parts.check_access = fd_mount_;
+  parts.changes_backend = backend_.get();
+  parts.changes_threads = config_.scan_threads;
+  parts.source_path = source_;
+  parts.mount_path = mountpoint_;
   // A root daemon serving other users decides opens as SOURCE would for each.
   if (PermissionsBySource(config_)) {
     if (::geteuid() != 0) {
@@ -274,7 +279,7 @@ void TierfsMount::ConfigureContext() {
       permissions_ = std::make_unique<SourcePermissions>(
           backend_.get(), ns_.get(),
           std::chrono::milliseconds(static_cast<int64_t>(config_.perm_ttl * 1000)));
-      ctx_->set_source_permissions(permissions_.get());
+      parts.source_permissions = permissions_.get();
       TIERFS_LOG(kInfo,
                  "opens are decided by SOURCE as each caller (permissions=source, answers kept "
                  "{})",
@@ -282,7 +287,7 @@ void TierfsMount::ConfigureContext() {
                                       : std::string("until revalidated"));
     }
   }
-  ctx_->set_readdir_mode(config_.readdir);
+  ctx_ = std::make_unique<FsContext>(std::move(parts));
   ctx_->passthrough().Configure(
       config_.passthrough, config_.passthrough == PassthroughWant::kAuto && no_passthrough_.empty()
                                ? PassthroughNotPaying(*ns_, store_->chunks(), NodeMemory())

@@ -76,8 +76,8 @@ class TierfsMount {
   // With peers: the job's port as handed over already bound, or -1; taken
   // before the daemon forks, handed to the peer service when it starts.
   int peer_listener_ = -1;
-  std::unique_ptr<FsContext> ctx_;
   std::unique_ptr<SourcePermissions> permissions_;
+  std::unique_ptr<FsContext> ctx_;
   std::unique_ptr<FuseSession> session_;
   std::unique_ptr<PeerService> peer_service_;
 };

@@ -164,7 +164,12 @@ TEST_CASE("Every counter appears in the stats JSON and in Prometheus with one va
   config.dirs.push_back({tier_dir.root(), 1 << 20});
   auto store = RequireOk(TieredStore::Open(config, ns.get(), &reader, 0));
   store->Start();
-  FsContext ctx(ns.get(), &reader, store.get(), &backend.counters(), FsTimeouts{}, 0, 0, false);
+  FsParts parts;
+  parts.ns = ns.get();
+  parts.reader = &reader;
+  parts.store = store.get();
+  parts.source = &backend.counters();
+  FsContext ctx(std::move(parts));
   std::vector<char> scratch(1 << 16);
   for (int i = 0; i < 6; ++i) {
     TierRead out;
