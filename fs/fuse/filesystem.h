@@ -134,7 +134,7 @@ class FsContext {
   // own offsets (its next opens pass through).
   bool InOneTierFile(NodeId id);
   // A file opened in passthrough mode will be read without the daemon
-  // hearing of it: the planner and the eviction policy hear of it now.
+  // hearing of it: counted, and the read path told (ReadPath::NoteReadElsewhere).
   void NotePassthroughOpen(NodeId id);
   // Whether the process behind `req` may access node `id` with `mask`
   // (R_OK, W_OK, X_OK) and search every directory above it, by the

@@ -181,13 +181,8 @@ bool FsContext::InOneTierFile(NodeId id) {
 }
 
 void FsContext::NotePassthroughOpen(NodeId id) {
-  const uint64_t size = ns_->node(id).size;
-  passthrough_.CountOpened(size);
-  if (ChunkStore* chunks = store_->chunks()) {
-    const uint32_t n = chunks->catalog().chunks(id);
-    for (uint32_t c = 0; c < n; ++c) chunks->policy().Touched(ChunkKey{id, c});
-  }
-  store_->prefetcher().OnRead(id, 0, size, true);
+  passthrough_.CountOpened(ns_->node(id).size);
+  store_->read_path().NoteReadElsewhere(id);
 }
 
 AccessCaller CallerOf(fuse_req_t req) {

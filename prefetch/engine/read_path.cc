@@ -27,6 +27,16 @@ int ReadPath::Adopt(NodeId id, uint32_t chunk, const char* data, size_t n) {
   return promoter_->Adopt(ChunkKey{id, chunk}, data, n);
 }
 
+void ReadPath::NoteReadElsewhere(NodeId id) {
+  if (store_ != nullptr) {
+    const uint32_t n = store_->catalog().chunks(id);
+    for (uint32_t c = 0; c < n; ++c) store_->policy().Touched(ChunkKey{id, c});
+  }
+  if (ReadObserver* observer = observer_.load(std::memory_order_relaxed)) {
+    observer->OnRead(id, 0, ns_->node(id).size, true);
+  }
+}
+
 ssize_t ReadPath::Read(NodeId id, uint64_t off, size_t size, char* scratch, TierRead* out) {
   bool hit = true;
   ssize_t n = ReadRange(id, off, size, scratch, out, &hit, Origin::kThisNode);

@@ -74,6 +74,12 @@ class ReadPath {
   // SOURCE by a peer that offered it (Promoter::Adopt): 0, or -errno.
   int Adopt(NodeId id, uint32_t chunk, const char* data, size_t n);
 
+  // The whole of regular file `id` is about to be read without passing
+  // through here (a passthrough open: the kernel reads its tier file
+  // itself): its chunks count as used now for eviction, and the observer
+  // hears of a whole read from the tiers. Lock-free, no I/O.
+  void NoteReadElsewhere(NodeId id);
+
   const ReadCounters& counters() const { return counters_; }
   // The "reads" group's figures.
   void VisitCounters(CounterVisitor& v) const;

@@ -121,6 +121,41 @@ TEST_CASE("lru evicts through the store and keeps within the budget", "[promoter
   CHECK(stack.tier(0).chunks() == 3);
 }
 
+TEST_CASE(
+    "A file read elsewhere (a passthrough open) counts as used: lru keeps it, the "
+    "observer hears a whole read",
+    "[promoter][read_path]") {
+  std::vector<size_t> sizes(4, 10000);
+  Source source(sizes);
+  Stack stack(&source, Ram(35000), kMiB, "lru");  // three files
+  struct Heard : ReadObserver {
+    void OnRead(NodeId id, uint64_t off, uint64_t len, bool hit) override {
+      reads.push_back({id, off, len, hit});
+    }
+    struct Read {
+      NodeId id;
+      uint64_t off, len;
+      bool hit;
+    };
+    std::vector<Read> reads;
+  } heard;
+  for (size_t i = 0; i < 3; ++i) stack.ReadFile(i);
+  stack.read_path().SetObserver(&heard);
+  // File 0, the least recently used, is opened in passthrough: the kernel
+  // reads it from its tier file, the read path never sees those reads.
+  stack.read_path().NoteReadElsewhere(source.Id(0));
+  REQUIRE(heard.reads.size() == 1);
+  CHECK(heard.reads[0].id == source.Id(0));
+  CHECK(heard.reads[0].off == 0);
+  CHECK(heard.reads[0].len == 10000);
+  CHECK(heard.reads[0].hit);
+  stack.read_path().SetObserver(nullptr);
+  stack.ReadFile(3);  // evicts the least recently used: file 1 now, not 0
+  CHECK(stack.Resident(0));
+  CHECK_FALSE(stack.Resident(1));
+  CHECK(stack.Resident(3));
+}
+
 TEST_CASE("lru: the first read of a huge file evicts only for promotions it can queue (issue 11)",
           "[promoter][read_path]") {
   constexpr uint64_t kChunk = 4096;
