@@ -11,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -23,7 +24,6 @@
 #include "fs/fuse/passthrough_backing.h"
 #include "fs/fuse/reads_by_uid.h"
 #include "fs/fuse/source_permissions.h"
-#include "fs/peers/peer_service.h"
 #include "prefetch/assembly/tiered_store.h"
 #include "tiering/base/latency_histogram.h"
 #include "tiering/io/counting_backend.h"
@@ -89,9 +89,9 @@ struct FsParts {
   // file says {"error":...}.
   Backend* changes_backend = nullptr;
   unsigned changes_threads = 0;
-  // What this mount serves and where: in the stats and tierfs_info's
-  // labels, so that two mounts on a node can be told apart.
-  std::string source_path, mount_path;
+  // The text of .tierfs/stats as a reader sees it (the mount's figures,
+  // fs/mount/mount_stats.h). Unset: the file says {"error":...}.
+  std::function<std::string(uid_t reader)> stats;
 };
 
 // Everything the handlers need. Owned by the mount session; outlives the loop.
@@ -109,14 +109,11 @@ class FsContext {
   const SourceCounters& source() const { return *source_; }
   const FsTimeouts& timeouts() const { return timeouts_; }
   RequestCounters& requests() { return requests_; }
+  const RequestCounters& requests() const { return requests_; }
   ControlDir& control() { return control_; }
   ReaddirMode readdir_mode() const { return parts_.readdir; }
   bool check_access() const { return parts_.check_access; }
   SourcePermissions* source_permissions() const { return parts_.source_permissions; }
-  // Two parts come later than the rest. The peer front door, for its
-  // figures: it starts after the daemon forks; set before the loop and the
-  // metrics endpoint start (null: this node does not serve).
-  void set_peer_service(const PeerService* s) { peer_service_ = s; }
   // The INIT exchange, for NegotiateParallelDirops<FsContext>.
   InitReplyPatch& init_patch() { return init_patch_; }
   // FUSE passthrough: its state and the files open in it.
@@ -145,16 +142,11 @@ class FsContext {
   static NodeId NodeOf(fuse_ino_t ino) { return static_cast<NodeId>(ino - 1); }
   static fuse_ino_t InoOf(NodeId id) { return static_cast<fuse_ino_t>(id) + 1; }
 
-  // Every figure of the daemon, in the layout of .tierfs/stats: the
-  // node's totals, which every user may see.
-  void VisitCounters(CounterVisitor& v) const;
+  // The adapter's figures of its session: what the kernel negotiated, the
+  // control files' snapshots, passthrough (MountStats walks the rest).
+  void VisitSession(CounterVisitor& v) const;
   // The "you" group: `reader`'s own data reads, and nobody else's.
   void VisitReader(CounterVisitor& v, uid_t reader) const;
-  // The JSON text of .tierfs/stats as `reader` sees it (the totals and
-  // her "you" group; ControlDir::kListing: the totals only), and the
-  // Prometheus text of /metrics (the totals only).
-  std::string StatsJson(uid_t reader) const;
-  std::string PrometheusText() const;
 
  private:
   std::vector<ControlFile> ControlFiles(bool anyone_hints);
@@ -169,11 +161,9 @@ class FsContext {
   TieredStore* const store_;
   const SourceCounters* const source_;
   const FsTimeouts timeouts_;
-  const std::chrono::steady_clock::time_point started_;
   RequestCounters requests_;
   CallerAccess access_;  // before control_: its files' writers are checked with it
   ControlDir control_;
-  const PeerService* peer_service_ = nullptr;
   std::atomic<bool> checking_{false};  // a .tierfs/changes check runs
   InitReplyPatch init_patch_;
   TierBackingFiles backing_;

@@ -1,14 +1,10 @@
-// FsContext: its counters (the walk behind .tierfs/stats and /metrics) and
-// the permission check of mounts without the kernel's (MayAccess).
+// FsContext: its own figures (the session's; MountStats walks the daemon's)
+// and the permission check of mounts without the kernel's (MayAccess).
 #include <unistd.h>
 
 #include <algorithm>
 
 #include "fs/fuse/filesystem.h"
-#include "fs/telemetry/counter_json.h"
-#include "fs/telemetry/prometheus.h"
-#include "tierfs/version.h"
-#include "tiering/base/log_cap.h"
 #include "tiering/base/log_limiter.h"
 #include "tiering/namespace/namespace_freshness.h"
 
@@ -21,7 +17,6 @@ FsContext::FsContext(FsParts parts)
       store_(parts_.store),
       source_(parts_.source),
       timeouts_(parts_.timeouts),
-      started_(std::chrono::steady_clock::now()),
       access_(ns_),
       control_(static_cast<uint64_t>(ns_->size()) + 1, parts_.owner, parts_.group,
                ControlFiles(parts_.anyone_hints)),
@@ -36,7 +31,12 @@ FsContext::~FsContext() { store_->prefetcher().set_hint_access(nullptr); }
 std::vector<ControlFile> FsContext::ControlFiles(bool anyone_hints) {
   Prefetcher* p = &store_->prefetcher();
   return {
-      {"stats", [this](uid_t reader) { return StatsJson(reader); }, nullptr, nullptr},
+      {"stats",
+       [this](uid_t reader) {
+         return parts_.stats ? parts_.stats(reader)
+                             : std::string("{\"error\":\"no figures for this mount\"}\n");
+       },
+       nullptr, nullptr},
       // Each line written names files as its writer may (CallerAccess).
       {"order", [](uid_t) { return std::string(); },
        [p](const HintWriter& w, uint64_t off, std::string_view d) {
@@ -100,14 +100,7 @@ void RequestCounters::VisitCounters(CounterVisitor& v) const {
   by_uid.VisitCounters(v);
 }
 
-void FsContext::VisitCounters(CounterVisitor& v) const {
-  v.Text("version", TIERFS_VERSION, "version");
-  // Not "source": that is the group of SOURCE's counters.
-  if (!parts_.source_path.empty()) v.Text("source_path", parts_.source_path, "source");
-  if (!parts_.mount_path.empty()) v.Text("mountpoint", parts_.mount_path, "mount");
-  v.Gauge("uptime_seconds",
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count(),
-          {"Time since the mount started.", Unit::kSeconds});
+void FsContext::VisitSession(CounterVisitor& v) const {
   v.Flag("parallel_dirops", init_patch_.negotiated(),
          {"1 if the kernel runs the LOOKUPs of one directory in parallel."});
   v.Gauge("max_request_bytes", init_patch_.max_pages_replied() * 4096.0,
@@ -116,34 +109,6 @@ void FsContext::VisitCounters(CounterVisitor& v) const {
   v.Gauge("control_snapshots", static_cast<double>(control_.held_snapshots()),
           {"Snapshots of .tierfs files held for their readers (bounded)."});
   passthrough_.VisitCounters(v);
-  v.BeginGroup("namespace");
-  ns_->VisitCounters(v);
-  v.EndGroup();
-  v.BeginGroup("source");
-  source_->VisitCounters(v);
-  v.Counter("failed_reads", reader_->failed_reads(),
-            {"Reads from SOURCE that failed and were answered with an error."});
-  v.EndGroup();
-  if (parts_.source_permissions != nullptr) parts_.source_permissions->VisitCounters(v);
-  v.BeginGroup("requests");
-  requests_.VisitCounters(v);
-  v.EndGroup();
-  store_->VisitCounters(v);
-  if (const JobPeers* peers = store_->peers()) {
-    v.BeginGroup("peers");
-    peers->VisitCounters(v);
-    PeerService::VisitCounters(peer_service_, v);
-    v.EndGroup();
-  }
-  v.BeginGroup("open_files");
-  reader_->open_files().VisitCounters(v);
-  v.EndGroup();
-  v.BeginGroup("log");
-  v.Counter("suppressed_lines", LogSuppressedLines(),
-            {"Log lines a user's actions caused that sampling left out."});
-  v.Counter("dropped_lines", LogDroppedLines(),
-            {"Log lines dropped because the log file reached its size cap."});
-  v.EndGroup();
 }
 
 void FsContext::VisitReader(CounterVisitor& v, uid_t reader) const {
@@ -156,20 +121,6 @@ void FsContext::VisitReader(CounterVisitor& v, uid_t reader) const {
   v.Flag("counted", mine.own_row || requests_.by_uid.uids() < ReadsByUid::kMaxUids,
          {"Whether the reader's reads are counted apart."});
   v.EndGroup();
-}
-
-std::string FsContext::StatsJson(uid_t reader) const {
-  JsonCounterWriter json;
-  VisitCounters(json);
-  // JSON only: /metrics is one text for everyone, and names no user.
-  if (reader != ControlDir::kListing) VisitReader(json, reader);
-  return json.Finish();
-}
-
-std::string FsContext::PrometheusText() const {
-  PrometheusCounterWriter prometheus;
-  VisitCounters(prometheus);
-  return prometheus.Finish();
 }
 
 bool FsContext::InOneTierFile(NodeId id) {

@@ -130,7 +130,7 @@ MountFailure TierfsMount::CheckCommandLine() {
   }
   if (config_.metrics.empty()) return {};
   Result<std::unique_ptr<MetricsServer>> bound = MetricsServer::Bind(
-      config_.metrics, [this] { return ctx_ ? ctx_->PrometheusText() : std::string(); });
+      config_.metrics, [this] { return stats_ ? stats_->Prometheus() : std::string(); });
   if (!bound.ok()) return Blamed(Blame::kCommandLine, bound.status());
   metrics_ = std::move(bound).value();
   return {};
@@ -267,8 +267,7 @@ void TierfsMount::ConfigureContext() {
   parts.check_access = fd_mount_;
   parts.changes_backend = backend_.get();
   parts.changes_threads = config_.scan_threads;
-  parts.source_path = source_;
-  parts.mount_path = mountpoint_;
+  parts.stats = [this](uid_t reader) { return stats_->Json(reader); };
   // A root daemon serving other users decides opens as SOURCE would for each.
   if (PermissionsBySource(config_)) {
     if (::geteuid() != 0) {
@@ -288,6 +287,16 @@ void TierfsMount::ConfigureContext() {
     }
   }
   ctx_ = std::make_unique<FsContext>(std::move(parts));
+  MountStatsParts figures;
+  figures.fs = ctx_.get();
+  figures.ns = ns_.get();
+  figures.source = &backend_->counters();
+  figures.reader = reader_.get();
+  figures.permissions = permissions_.get();
+  figures.store = store_.get();
+  figures.source_path = source_;
+  figures.mount_path = mountpoint_;
+  stats_ = std::make_unique<MountStats>(std::move(figures));
   ctx_->passthrough().Configure(
       config_.passthrough, config_.passthrough == PassthroughWant::kAuto && no_passthrough_.empty()
                                ? PassthroughNotPaying(*ns_, store_->chunks(), NodeMemory())

@@ -15,6 +15,7 @@
 #include "fs/mount/fuse_session.h"
 #include "fs/mount/idle_exit.h"
 #include "fs/mount/mount_failure.h"
+#include "fs/mount/mount_stats.h"
 #include "fs/mount/open_as.h"
 #include "fs/telemetry/metrics_server.h"
 #include "tiering/io/counting_backend.h"
@@ -78,6 +79,7 @@ class TierfsMount {
   int peer_listener_ = -1;
   std::unique_ptr<SourcePermissions> permissions_;
   std::unique_ptr<FsContext> ctx_;
+  std::unique_ptr<MountStats> stats_;  // .tierfs/stats and /metrics
   std::unique_ptr<FuseSession> session_;
   std::unique_ptr<PeerService> peer_service_;
 };

@@ -143,7 +143,7 @@ int TierfsMount::Serve() {
   Detach();
   store_->Start();  // threads only now: they would not survive the fork
   peer_service_ = StartPeerService(store_.get(), ns_.get(), std::exchange(peer_listener_, -1));
-  ctx_->set_peer_service(peer_service_.get());
+  stats_->set_peer_service(peer_service_.get());
   if (metrics_) metrics_->Start();
   guard.Start();
   std::thread tune([this] {

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "fs/fuse/filesystem.h"
+#include "fs/mount/mount_stats.h"
 #include "fs/telemetry/counter_json.h"
 #include "fs/telemetry/prometheus.h"
 #include "require_ok.h"
@@ -182,7 +183,13 @@ TEST_CASE("Every counter appears in the stats JSON and in Prometheus with one va
   JsonCounterWriter json;
   PrometheusCounterWriter prometheus;
   TeeVisitor tee(&json, &prometheus);
-  ctx.VisitCounters(tee);
+  MountStatsParts figures;
+  figures.fs = &ctx;
+  figures.ns = ns.get();
+  figures.source = &backend.counters();
+  figures.reader = &reader;
+  figures.store = store.get();
+  MountStats(std::move(figures)).VisitCounters(tee);
   const std::string json_text = json.Finish();
   const std::string prom_text = prometheus.Finish();
 
