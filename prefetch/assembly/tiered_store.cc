@@ -32,17 +32,6 @@ Result<std::vector<std::unique_ptr<Tier>>> TieredStore::OpenTiers(const TieringC
   return tiers;
 }
 
-Status TieringConfig::CheckNeedsTier() const {
-  if (enabled()) return Status::Ok();
-  if (peers_enabled()) return Status::Error(EINVAL, "peers= needs a tier to share (ram= or tier=)");
-  if (prefetch.mode != PrefetchMode::kOnAccess) {
-    return Status::Error(EINVAL,
-                         fmt::format("prefetch={} needs a tier to promote into (ram= or tier=)",
-                                     PrefetchModeName(prefetch.mode)));
-  }
-  return Status::Ok();
-}
-
 Result<std::unique_ptr<TieredStore>> TieredStore::Open(const TieringConfig& config,
                                                        const Namespace* ns, SourceReader* source,
                                                        dev_t source_dev) {

@@ -1,19 +1,21 @@
 #!/usr/bin/env python3
-"""Checks that the unit test runners of the tiering core link neither libfuse nor UCX.
+"""Checks that the unit test runners of the core and the option parser link no FUSE or peer library.
 
 Usage: check_unit_links.py BUILD_DIR RUNNER...
 
-The tests of tiering/base, io, namespace, source and store build and run
-without the FUSE adapter and the peers (docs/ARCHITECTURE.md, "Folders and
-libraries"). For each runner (a path to the built binary) this reads
+The tests of tiering/base, io, namespace, source and store, and of the
+option parser (fs/config's tierfs_fs_options, also the options fuzz target)
+build and run without the FUSE adapter and the peers (docs/ARCHITECTURE.md,
+"Folders and libraries"). For each runner (a path to the built binary) this
+reads
   - its link line as CMake wrote it (Makefiles: CMakeFiles/NAME.dir/link.txt
     below BUILD_DIR; Ninja: build.ninja's LINK_LIBRARIES), which names every
     library given to the linker, used or not, and
   - the shared libraries it loads (`ldd`, transitive),
-and fails on libfuse, UCX (libucp, libucs, libuct, libucm) or a tierfs library
-that brings them (tierfs_fs, tierfs_peer, tierfs_peer_service,
-tierfs_parallel_dirops, tierfs_engine and above). Exit status 1 names each
-runner and what it links.
+and fails on libfuse, UCX (libucp, libucs, libuct, libucm), MUNGE, libcrypto
+or a tierfs library that brings them (tierfs_fs, tierfs_peer,
+tierfs_peer_service, tierfs_parallel_dirops, tierfs_engine and above). Exit
+status 1 names each runner and what it links.
 """
 import pathlib
 import re
@@ -23,7 +25,8 @@ import sys
 from structure_report import report, usage
 
 FORBIDDEN = re.compile(
-    r"libfuse3?\b|-lfuse3?\b|libuc[pstm]\b|-luc[pstm]\b"
+    r"libfuse3?\b|-lfuse3?\b|libuc[pstm]\b|-luc[pstm]\b|libmunge\b|-lmunge\b"
+    r"|libcrypto\b|-lcrypto\b"
     r"|libtierfs_(fs|peer|peer_service|parallel_dirops|engine|planners|prefetch)\.a")
 
 
