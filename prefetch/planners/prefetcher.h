@@ -47,16 +47,22 @@
 
 namespace tierfs {
 
+// What a prefetcher works with, each outliving it. Without tiers only `ns`
+// is set: hints are parsed and counted but nothing is promoted.
+struct PrefetcherParts {
+  const Namespace* ns = nullptr;  // always
+  const ChunkStore* store = nullptr;
+  Promoter* promoter = nullptr;
+  Executor* executor = nullptr;
+  BeladyPolicy* policy = nullptr;       // null unless the eviction policy is the Belady one
+  NextUseTable* next_uses = nullptr;    // the store's: written with every file's declared uses
+  const ReadCounters* reads = nullptr;  // the read path's, for the tuner
+  const SourceReader* source = nullptr;
+};
+
 class Prefetcher final : public ReadObserver {
  public:
-  // With a null promoter (no tiers) hints are parsed and counted but nothing
-  // is promoted. All pointers must outlive the prefetcher.
-  // `policy` is null unless the eviction policy is the Belady one;
-  // `next_uses` (the store's, or null without tiers) is written with every
-  // file's declared uses.
-  Prefetcher(const PrefetchConfig& config, const Namespace* ns, const ChunkStore* store,
-             Promoter* promoter, Executor* executor, BeladyPolicy* policy, NextUseTable* next_uses,
-             const ReadCounters* reads, const SourceReader* source);
+  Prefetcher(const PrefetchConfig& config, const PrefetcherParts& parts);
   ~Prefetcher() override;
 
   void Start();     // the planner thread; after the daemon forks
