@@ -12,7 +12,6 @@
 #include <cstring>
 #include <fstream>
 
-#include "prefetch/planners/prefetcher.h"
 #include "tiering/io/file_io.h"
 #include "tiering/store/tier.h"
 

@@ -2,7 +2,9 @@
 // options are parsed and validated here; standard FUSE/mount options are
 // checked against a list and handed to libfuse. Pure: no file, host name or
 // environment variable is read here (fs/mount/mount_inputs.h reads what peers=
-// refers to). No FUSE include: unit-tested and fuzzed.
+// refers to). No FUSE include and no engine: it includes only the config
+// leaf headers and the base, so that it is unit-tested and fuzzed without
+// UCX, MUNGE or libcrypto (tierfs_fs_options).
 #pragma once
 
 #include <cstdint>
@@ -10,10 +12,10 @@
 #include <vector>
 
 #include "fs/config/mount_modes.h"
-#include "prefetch/assembly/tiered_store.h"
+#include "prefetch/assembly/tiering_config.h"
 #include "tiering/base/log.h"
 #include "tiering/base/status.h"
-#include "tiering/namespace/namespace_open.h"
+#include "tiering/namespace/index_check.h"
 
 namespace tierfs {
 

@@ -17,6 +17,7 @@
 #include "fs/mount/service_notify.h"
 #include "tiering/base/log.h"
 #include "tiering/base/units.h"
+#include "tiering/namespace/namespace_open.h"
 
 namespace tierfs {
 namespace {

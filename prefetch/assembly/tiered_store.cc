@@ -32,17 +32,6 @@ Result<std::vector<std::unique_ptr<Tier>>> TieredStore::OpenTiers(const TieringC
   return tiers;
 }
 
-Status TieringConfig::CheckNeedsTier() const {
-  if (enabled()) return Status::Ok();
-  if (peers_enabled()) return Status::Error(EINVAL, "peers= needs a tier to share (ram= or tier=)");
-  if (prefetch.mode != PrefetchMode::kOnAccess) {
-    return Status::Error(EINVAL,
-                         fmt::format("prefetch={} needs a tier to promote into (ram= or tier=)",
-                                     PrefetchModeName(prefetch.mode)));
-  }
-  return Status::Ok();
-}
-
 Result<std::unique_ptr<TieredStore>> TieredStore::Open(const TieringConfig& config,
                                                        const Namespace* ns, SourceReader* source,
                                                        dev_t source_dev) {
@@ -53,8 +42,7 @@ Result<std::unique_ptr<TieredStore>> TieredStore::Open(const TieringConfig& conf
     store->source_ = std::make_unique<ChunkSource>(source, config.chunk_size);
     store->read_path_ = std::make_unique<ReadPath>(ns, store->source_.get(), nullptr, nullptr);
     // Hints are still parsed and counted, so helpers work against any mount.
-    store->prefetcher_ = std::make_unique<Prefetcher>(config.prefetch, ns, nullptr, nullptr,
-                                                      nullptr, nullptr, nullptr, nullptr, nullptr);
+    store->prefetcher_ = std::make_unique<Prefetcher>(config.prefetch, PrefetcherParts{.ns = ns});
     return store;
   }
   Result<std::vector<std::unique_ptr<Tier>>> opened = OpenTiers(config, source_dev);
@@ -102,8 +90,14 @@ Result<std::unique_ptr<TieredStore>> TieredStore::Open(const TieringConfig& conf
         std::max<uint64_t>(store->chunks_->tier_bytes() / 100 * config.stage_share_percent, 1);
   }
   store->prefetcher_ = std::make_unique<Prefetcher>(
-      prefetch, ns, store->chunks_.get(), store->promoter_.get(), store->executor_.get(), belady,
-      &store->chunks_->next_uses(), &store->read_path_->counters(), source);
+      prefetch, PrefetcherParts{.ns = ns,
+                                .store = store->chunks_.get(),
+                                .promoter = store->promoter_.get(),
+                                .executor = store->executor_.get(),
+                                .policy = belady,
+                                .next_uses = &store->chunks_->next_uses(),
+                                .reads = &store->read_path_->counters(),
+                                .source = source});
   store->read_path_->SetObserver(store->prefetcher_.get());
   return store;
 }

@@ -10,41 +10,22 @@
 #include "tiering/base/log_limiter.h"
 
 namespace tierfs {
-namespace {
 
-constexpr const char* kModeNames[] = {"on-access", "stage-in", "order"};
-
-}  // namespace
-
-const char* PrefetchModeName(PrefetchMode mode) { return kModeNames[static_cast<int>(mode)]; }
-
-bool ParsePrefetchMode(std::string_view name, PrefetchMode* out) {
-  for (int i = 0; i < 3; ++i) {
-    if (name == kModeNames[i]) {
-      *out = static_cast<PrefetchMode>(i);
-      return true;
-    }
-  }
-  return false;
-}
-
-Prefetcher::Prefetcher(const PrefetchConfig& config, const Namespace* ns, const ChunkStore* store,
-                       Promoter* promoter, Executor* executor, BeladyPolicy* policy,
-                       NextUseTable* next_uses, const ReadCounters* reads,
-                       const SourceReader* source)
+Prefetcher::Prefetcher(const PrefetchConfig& config, const PrefetcherParts& parts)
     : config_(config),
-      ns_(ns),
-      catalog_(store ? &store->catalog() : nullptr),
-      promoter_(promoter),
-      executor_(executor),
-      policy_(policy),
+      ns_(parts.ns),
+      catalog_(parts.store ? &parts.store->catalog() : nullptr),
+      promoter_(parts.promoter),
+      executor_(parts.executor),
+      policy_(parts.policy),
       mode_(PrefetchMode::kOnAccess),
-      intake_(ns, config.mountpoint, /*show_rejected_lines=*/!config.shared_control),
-      model_(ns->size(), config.max_order_entries, catalog_, next_uses, policy),
-      tuner_(executor, store, reads, source, config.tune_parallelism, config.lookahead),
-      stage_(ns, catalog_, config.stage_share_bytes) {
+      intake_(parts.ns, config.mountpoint, /*show_rejected_lines=*/!config.shared_control),
+      model_(parts.ns->size(), config.max_order_entries, catalog_, parts.next_uses, parts.policy),
+      tuner_(parts.executor, parts.store, parts.reads, parts.source, config.tune_parallelism,
+             config.lookahead),
+      stage_(parts.ns, catalog_, config.stage_share_bytes) {
   model_.set_show_stream_names(!config.shared_control);
-  stage_.set_store(store);
+  stage_.set_store(parts.store);
   if (policy_) policy_->SetTransientLimit(tuner_.window());
   SetMode(config.mode);
 }

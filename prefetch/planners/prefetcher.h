@@ -38,6 +38,7 @@
 #include "prefetch/planners/hint_intake.h"
 #include "prefetch/planners/hint_parser.h"
 #include "prefetch/planners/order_model.h"
+#include "prefetch/planners/prefetch_config.h"
 #include "prefetch/planners/stage_planner.h"
 #include "prefetch/planners/stream_planner.h"
 #include "tiering/base/mutex.h"
@@ -46,38 +47,22 @@
 
 namespace tierfs {
 
-enum class PrefetchMode { kOnAccess = 0, kStageIn = 1, kOrder = 2 };
-const char* PrefetchModeName(PrefetchMode mode);
-bool ParsePrefetchMode(std::string_view name, PrefetchMode* out);
-
-struct PrefetchConfig {
-  PrefetchMode mode = PrefetchMode::kOnAccess;
-  unsigned lookahead = 0;        // files ahead of the reader; 0 = auto-tuned
-  bool tune_parallelism = true;  // off when promote_threads is fixed by the user
-  size_t max_order_entries = 64u << 20;
-  // Bytes the look-ahead may hold ahead of the reader (set from the tiers'
-  // size): a window of files larger than the tiers would only thrash.
-  uint64_t max_lookahead_bytes = UINT64_MAX;
-  std::string mountpoint;  // absolute hint paths below it are accepted
-  // Every user may write hints (control_owner=any): the stats, which every
-  // user may read, say why a line was rejected but never the line, and
-  // name declared streams by slot only ("stream-K").
-  bool shared_control = false;
-  // Bytes one user (not root) may ask to stage (files another asked for
-  // first cost nothing); 0: no limit (stage_share=).
-  uint64_t stage_share_bytes = 0;
+// What a prefetcher works with, each outliving it. Without tiers only `ns`
+// is set: hints are parsed and counted but nothing is promoted.
+struct PrefetcherParts {
+  const Namespace* ns = nullptr;  // always
+  const ChunkStore* store = nullptr;
+  Promoter* promoter = nullptr;
+  Executor* executor = nullptr;
+  BeladyPolicy* policy = nullptr;       // null unless the eviction policy is the Belady one
+  NextUseTable* next_uses = nullptr;    // the store's: written with every file's declared uses
+  const ReadCounters* reads = nullptr;  // the read path's, for the tuner
+  const SourceReader* source = nullptr;
 };
 
 class Prefetcher final : public ReadObserver {
  public:
-  // With a null promoter (no tiers) hints are parsed and counted but nothing
-  // is promoted. All pointers must outlive the prefetcher.
-  // `policy` is null unless the eviction policy is the Belady one;
-  // `next_uses` (the store's, or null without tiers) is written with every
-  // file's declared uses.
-  Prefetcher(const PrefetchConfig& config, const Namespace* ns, const ChunkStore* store,
-             Promoter* promoter, Executor* executor, BeladyPolicy* policy, NextUseTable* next_uses,
-             const ReadCounters* reads, const SourceReader* source);
+  Prefetcher(const PrefetchConfig& config, const PrefetcherParts& parts);
   ~Prefetcher() override;
 
   void Start();     // the planner thread; after the daemon forks

@@ -6,7 +6,8 @@ Each folder of tiering/, prefetch/ and fs/ is one library (docs/ARCHITECTURE.md,
 the folders below it (tiering/peer_server sits on tiering/peer), never of one
 above or beside it, and a library links only
 the libraries of those folders (the CMakeLists.txt of the three layers). FUSE
-headers appear only in fs/fuse and fs/mount (and tools/). Exit status 1 lists
+headers appear only in fs/fuse and fs/mount (and tools/); the config leaves
+include only tiering/base and each other. Exit status 1 lists
 every include and link that breaks this. check_layers_test.py checks that it
 does.
 """
@@ -41,6 +42,22 @@ BELOW["fs/peers"] = TIERING | {"prefetch/engine"}
 BELOW["fs/fuse"] = TIERING | PREFETCH | {"fs/peers", "fs/telemetry", "fs/config"}
 BELOW["fs/mount"] = TIERING | PREFETCH | {"fs/peers", "fs/telemetry", "fs/config", "fs/fuse"}
 FUSE_FOLDERS = {"fs/fuse", "fs/mount"}
+# The config leaves: what the mount's options fill in, read by the option
+# parser (tierfs_fs_options) and its fuzz target without the engine. A leaf
+# includes only tiering/base and other leaves, so that the parser links no
+# UCX, MUNGE or libcrypto (structure.unit_links checks the link).
+CONFIG_LEAVES = {
+    "tiering/namespace/index_check.h",
+    "tiering/store/policy_names.h",
+    "tiering/peer/peer_list.h",
+    "tiering/peer/source_port.h",
+    "tiering/peer/job_peers_config.h",
+    "prefetch/planners/prefetch_config.h",
+    "prefetch/assembly/tiering_config.h",
+    "fs/config/mount_modes.h",
+    "fs/config/options.h",
+    "fs/config/option_table.h",
+}
 LAYERS = ("tiering", "prefetch", "fs")
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^">]+)[">]', re.M)
@@ -73,6 +90,19 @@ def check_includes(root: pathlib.Path, problems: list) -> int:
                 if target not in allowed:
                     problems.append(f"{rel}: includes {inc} ({target} is not below {folder})")
     return checked
+
+
+def check_leaves(root: pathlib.Path, problems: list):
+    for leaf in sorted(CONFIG_LEAVES):
+        path = root / leaf
+        if not path.exists():
+            problems.append(f"{leaf}: a config leaf that is gone (the leaf list is out of date)")
+            continue
+        for inc in INCLUDE.findall(path.read_text(errors="replace")):
+            if folder_of(inc) in BELOW and folder_of(inc) != "tiering/base" \
+                    and inc not in CONFIG_LEAVES:
+                problems.append(f"{leaf}: a config leaf includes {inc} (only tiering/base "
+                                "and the other leaves)")
 
 
 def read_libraries(root: pathlib.Path, problems: list):
@@ -133,6 +163,7 @@ def main() -> int:
     root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else ".").resolve()
     problems = []
     checked = check_includes(root, problems)
+    check_leaves(root, problems)
     libraries = check_links(root, problems)
     check_folders(root, problems)
     for p in problems:

@@ -3,8 +3,8 @@
 
 Builds a small tree with one header in every folder of the layer table, which
 must pass, then breaks it one way at a time (a sideways include, an include
-upwards, a FUSE header where none belongs, a sideways link, a stray source, an
-unknown folder) and expects exit status 1 and a line naming the fault.
+upwards, a FUSE header where none belongs, a config leaf on the engine, a
+sideways link, a stray source, an unknown folder) and expects exit status 1 and a line naming the fault.
 """
 import pathlib
 import subprocess
@@ -49,6 +49,12 @@ BREAKS = {
     "upward link through a group": ({"fs/CMakeLists.txt": FS_CMAKE.replace(
         "PUBLIC tierfs_prefetch", "PUBLIC tierfs_prefetch tierfs_fs")},
         "tierfs_fs_config (fs/config): links tierfs_fs (fs/fuse is not below fs/config)"),
+    "config leaf on the engine": ({"prefetch/assembly/tiering_config.h":
+                                   '#include "prefetch/engine/x.h"\n'},
+                                  "prefetch/assembly/tiering_config.h: a config leaf includes "
+                                  "prefetch/engine/x.h"),
+    "config leaf gone": ({"tiering/peer/source_port.h": None},
+                         "tiering/peer/source_port.h: a config leaf that is gone"),
     "stray source": ({"fs/loose.cc": ""}, "a source outside the layer's folders"),
     "unknown folder": ({"fs/newthing/a.h": ""},
                        "fs/newthing: a folder the layer table does not know"),
@@ -60,6 +66,8 @@ def make_tree(root: pathlib.Path):
     for folder in check_layers.BELOW:
         (root / folder).mkdir(parents=True)
         (root / folder / "x.h").write_text("#pragma once\n#include <string>\n")
+    for leaf in check_layers.CONFIG_LEAVES:
+        (root / leaf).write_text('#pragma once\n#include "tiering/base/x.h"\n')
     for name in ("fs/config/options.cc", "fs/fuse/ops.cc", "fs/telemetry/prometheus.cc",
                  "prefetch/assembly/store.cc"):
         (root / name).write_text('#include "tiering/base/x.h"\n')

@@ -1,22 +1,25 @@
 #!/usr/bin/env python3
-"""Checks that the unit test runners of the tiering core and of the read
-engine link neither libfuse nor UCX.
+"""Checks that the unit test runners of the core, the read engine and the
+option parser link no FUSE or peer library.
 
 Usage: check_unit_links.py BUILD_DIR RUNNER...
 
-The tests of tiering/base, io, namespace, source and store, and those of
-prefetch/engine (which knows the peers only as ChunkHomes), build and run
-without the FUSE adapter and the peers (docs/ARCHITECTURE.md, "Folders and
-libraries"). For each runner (a path to the built binary) this reads
+The tests of tiering/base, io, namespace, source and store, those of
+prefetch/engine (which knows the peers only as ChunkHomes) and those of the
+option parser (fs/config's tierfs_fs_options, also the options fuzz target)
+build and run without the FUSE adapter and the peers (docs/ARCHITECTURE.md,
+"Folders and libraries"). For each runner (a path to the built binary) this
+reads
   - its link line as CMake wrote it (Makefiles: CMakeFiles/NAME.dir/link.txt
     below BUILD_DIR; Ninja: build.ninja's LINK_LIBRARIES), which names every
     library given to the linker, used or not, and
   - the shared libraries it loads (`ldd`, transitive),
-and fails on libfuse, UCX (libucp, libucs, libuct, libucm) or a tierfs library
-that brings them (tierfs_fs, tierfs_peer, tierfs_peer_server,
-tierfs_peer_service, tierfs_parallel_dirops, tierfs_engine and above; a
-runner may link the library it is named after: unit_tests_engine,
-tierfs_engine). Exit status 1 names each runner and what it links.
+and fails on libfuse, UCX (libucp, libucs, libuct, libucm), MUNGE, libcrypto
+or a tierfs library that brings them (tierfs_fs, tierfs_peer,
+tierfs_peer_server, tierfs_peer_service, tierfs_parallel_dirops,
+tierfs_engine and above; a runner may link the library it is named after:
+unit_tests_engine, tierfs_engine). Exit status 1 names each runner and what
+it links.
 """
 import pathlib
 import re
@@ -33,7 +36,8 @@ def forbidden(runner_name: str) -> re.Pattern:
     """What `runner_name` may not link: all of TIERFS_ABOVE but its own library."""
     own = runner_name.removeprefix("unit_tests_")
     libs = "|".join(lib for lib in TIERFS_ABOVE if lib != own)
-    return re.compile(r"libfuse3?\b|-lfuse3?\b|libuc[pstm]\b|-luc[pstm]\b"
+    return re.compile(r"libfuse3?\b|-lfuse3?\b|libuc[pstm]\b|-luc[pstm]\b|libmunge\b|-lmunge\b"
+                      r"|libcrypto\b|-lcrypto\b"
                       rf"|libtierfs_({libs})\.a")
 
 

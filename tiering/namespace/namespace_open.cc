@@ -127,19 +127,6 @@ double Since(Clock::time_point start) {
 
 }  // namespace
 
-bool ParseIndexCheck(const std::string& text, IndexCheck* out) {
-  if (text == "full") {
-    *out = IndexCheck::kFull;
-  } else if (text == "dirs") {
-    *out = IndexCheck::kDirs;
-  } else if (text == "none") {
-    *out = IndexCheck::kNone;
-  } else {
-    return false;
-  }
-  return true;
-}
-
 std::vector<NodeId> ChangedDirectories(Backend* backend, const Namespace& ns, unsigned threads,
                                        int64_t racy_after_ns, uint64_t* stats) {
   std::vector<NodeId> dirs;

@@ -22,20 +22,17 @@
 #include <string>
 #include <vector>
 
+#include "tiering/namespace/index_check.h"
 #include "tiering/namespace/namespace.h"
 #include "tiering/namespace/namespace_index.h"
 
 namespace tierfs {
 
-enum class IndexCheck { kFull, kDirs, kNone };
 // The margin below an index's creation time inside which directory changes
 // are treated as possibly racy (coarse file system timestamps).
 inline constexpr int64_t kRacyMarginNs = 2'000'000'000;
 // Stats in flight when validating an index with scan_threads=auto.
 inline constexpr unsigned kValidateThreads = 128;
-
-// "full", "dirs", "none".
-bool ParseIndexCheck(const std::string& text, IndexCheck* out);
 
 struct OpenOptions {
   std::string index;  // index file; "" = no index (scan only)

@@ -35,6 +35,7 @@
 #include "tiering/namespace/chunk_homes.h"
 #include "tiering/namespace/chunk_key.h"
 #include "tiering/namespace/namespace.h"
+#include "tiering/peer/job_peers_config.h"
 #include "tiering/peer/peer_list.h"
 #include "tiering/peer/rendezvous.h"
 #include "tiering/peer/source_ports.h"
@@ -44,23 +45,6 @@ namespace tierfs {
 
 class PeerAuth;
 class PeerClient;
-
-struct JobPeersConfig {
-  std::vector<PeerEntry> peers;                   // the whole job, this node included
-  std::string self;                               // this node's name in `peers`
-  std::string listen;                             // "" = this node's address from `peers`
-  std::string job;                                // the job's identity, the same on every node
-  std::string munge_socket;                       // "" = libmunge's default
-  std::chrono::milliseconds timeout{5000};        // a fetch's deadline
-  std::chrono::milliseconds dead_after{10000};    // a peer silent this long is dead
-  std::chrono::milliseconds idle_close{1800000};  // a connection unused this long is closed
-  size_t max_connections = 1024;                  // connections to peers open at once, each way
-  uint64_t chunk_size = 8 << 20;
-  unsigned server_threads = 16;  // provider calls at once
-  std::string ucx_tls;           // "" = UCX's choice (or UCX_TLS)
-  // The ports below 1024 this node connects from when root (source_ports.h).
-  SourcePort source_ports = SourcePort::kReservedIfAllowed;
-};
 
 class JobPeers final : public ChunkHomes {
  public:

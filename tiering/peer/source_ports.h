@@ -7,37 +7,19 @@
 // (peer_source_ports=, 600-1023 by default, as bindresvport does), skipping
 // those the site keeps for its services (net.ipv4.ip_local_reserved_ports);
 // a daemon that may not bind them, or told `off`, connects from any port.
+// The range itself and its parsing: source_port.h.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <string_view>
-#include <utility>
 #include <vector>
 
 #include "tiering/peer/peer_auth.h"
+#include "tiering/peer/source_port.h"
 
 namespace tierfs {
 
-// A range of source ports, first..last (within 1..1023); 0..0: any port.
-struct SourcePort {
-  uint16_t first = 0, last = 0;
-  bool reserved() const { return first != 0; }
-  friend bool operator==(const SourcePort&, const SourcePort&) = default;
-  static const SourcePort kAny;
-  static const SourcePort kReservedIfAllowed;  // 600-1023
-};
-inline constexpr SourcePort SourcePort::kAny{0, 0};
-inline constexpr SourcePort SourcePort::kReservedIfAllowed{600, 1023};
-
-// "LO-HI" (1 <= LO <= HI <= 1023) or "off"; false with `why` otherwise.
-bool ParseSourcePorts(std::string_view text, SourcePort* out, std::string* why);
-std::string SourcePortsText(SourcePort ports);  // "600-1023" or "off"
-
-// Port ranges as /proc/sys/net/ipv4/ip_local_reserved_ports lists them
-// ("8080,9000-9100", or empty). Entries that do not parse are skipped.
-using PortRanges = std::vector<std::pair<uint16_t, uint16_t>>;
-PortRanges ParsePortRanges(std::string_view text);
 // This node's (its network namespace's), read at each call: a connection
 // is rare, the file small (empty if unreadable).
 PortRanges LocalReservedPorts();

@@ -63,6 +63,7 @@
 #include <string_view>
 
 #include "tiering/namespace/file_identity.h"
+#include "tiering/peer/job_peers_config.h"  // kMinWireChunk, kMaxWireChunk
 #include "tiering/peer/peer_crypto.h"
 
 namespace tierfs {
@@ -77,8 +78,6 @@ inline constexpr size_t kMaxHeader = 112;  // the largest header (kRequest)
 inline constexpr size_t kWireTag = 16;     // the GCM tag at the end of every header
 inline constexpr size_t kMaxPeerPath = 4095;
 inline constexpr size_t kMaxCredential = 4096;
-inline constexpr uint64_t kMinWireChunk = 4096;
-inline constexpr uint64_t kMaxWireChunk = uint64_t{1} << 30;
 
 enum class MsgType : uint8_t {
   kRequest = 3,

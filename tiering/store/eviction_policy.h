@@ -12,6 +12,7 @@
 
 #include "tiering/store/catalog.h"
 #include "tiering/store/next_use_table.h"
+#include "tiering/store/policy_names.h"
 #include "tiering/store/tier.h"
 
 namespace tierfs {
@@ -78,13 +79,6 @@ std::unique_ptr<BeladyPolicy> NewBeladyPolicy(int tiers, const Catalog* catalog,
 // Least recently read chunks go first.
 std::unique_ptr<EvictionPolicy> NewLruPolicy(int tiers);
 
-// The policies' names ("next-use" is the Belady policy).
-const std::vector<std::string>& EvictionPolicyNames();
-// The name `name` stands for ("first-fit" is next-use's earlier name); "" if
-// none.
-std::string CanonicalPolicyName(const std::string& name);
-// True for the clairvoyant policy (NewBeladyPolicy), by any of its names.
-bool IsNextUsePolicy(const std::string& name);
 // nullptr for an unknown name.
 std::unique_ptr<EvictionPolicy> NewEvictionPolicy(const std::string& name, int tiers,
                                                   const Catalog* catalog,
