@@ -24,7 +24,7 @@
 #include "fs/fuse/passthrough_backing.h"
 #include "fs/fuse/reads_by_uid.h"
 #include "fs/fuse/source_permissions.h"
-#include "prefetch/assembly/tiered_store.h"
+#include "prefetch/assembly/engine.h"
 #include "tiering/base/latency_histogram.h"
 #include "tiering/io/counting_backend.h"
 #include "tiering/namespace/namespace.h"
@@ -64,7 +64,7 @@ struct FsTimeouts {
 struct FsParts {
   const Namespace* ns = nullptr;
   SourceReader* reader = nullptr;
-  TieredStore* store = nullptr;
+  Engine* engine = nullptr;
   const SourceCounters* source = nullptr;
   FsTimeouts timeouts;
   // The control files belong to `owner` and `group`; with `anyone_hints`
@@ -105,7 +105,7 @@ class FsContext {
   FsContext& operator=(const FsContext&) = delete;
 
   const Namespace& ns() const { return *ns_; }
-  ReadPath& read_path() { return store_->read_path(); }
+  ReadPath& read_path() { return engine_->read_path(); }
   const SourceCounters& source() const { return *source_; }
   const FsTimeouts& timeouts() const { return timeouts_; }
   RequestCounters& requests() { return requests_; }
@@ -114,7 +114,7 @@ class FsContext {
   ReaddirMode readdir_mode() const { return parts_.readdir; }
   bool check_access() const { return parts_.check_access; }
   SourcePermissions* source_permissions() const { return parts_.source_permissions; }
-  // The INIT exchange, for NegotiateParallelDirops<FsContext>.
+  // The INIT exchange, for InstallReplyPatch<FsContext>.
   InitReplyPatch& init_patch() { return init_patch_; }
   // FUSE passthrough: its state and the files open in it.
   PassthroughOpens& passthrough() { return passthrough_; }
@@ -158,7 +158,7 @@ class FsContext {
   const FsParts parts_;
   const Namespace* const ns_;
   SourceReader* const reader_;
-  TieredStore* const store_;
+  Engine* const engine_;
   const SourceCounters* const source_;
   const FsTimeouts timeouts_;
   RequestCounters requests_;

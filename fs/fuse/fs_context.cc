@@ -14,22 +14,22 @@ FsContext::FsContext(FsParts parts)
     : parts_(std::move(parts)),
       ns_(parts_.ns),
       reader_(parts_.reader),
-      store_(parts_.store),
+      engine_(parts_.engine),
       source_(parts_.source),
       timeouts_(parts_.timeouts),
       access_(ns_),
       control_(static_cast<uint64_t>(ns_->size()) + 1, parts_.owner, parts_.group,
                ControlFiles(parts_.anyone_hints)),
-      backing_(ns_, store_->chunks()) {
+      backing_(ns_, engine_->chunks()) {
   access_.set_source_permissions(parts_.source_permissions);
-  store_->prefetcher().set_hint_access(&access_);
+  engine_->prefetcher().set_hint_access(&access_);
   passthrough_.UseBackingFiles(&backing_);
 }
 
-FsContext::~FsContext() { store_->prefetcher().set_hint_access(nullptr); }
+FsContext::~FsContext() { engine_->prefetcher().set_hint_access(nullptr); }
 
 std::vector<ControlFile> FsContext::ControlFiles(bool anyone_hints) {
-  Prefetcher* p = &store_->prefetcher();
+  Prefetcher* p = &engine_->prefetcher();
   return {
       {"stats",
        [this](uid_t reader) {
@@ -133,7 +133,7 @@ bool FsContext::InOneTierFile(NodeId id) {
 
 void FsContext::NotePassthroughOpen(NodeId id) {
   passthrough_.CountOpened(ns_->node(id).size);
-  store_->read_path().NoteReadElsewhere(id);
+  engine_->read_path().NoteReadElsewhere(id);
 }
 
 AccessCaller CallerOf(fuse_req_t req) {

@@ -75,10 +75,12 @@ class InitReplyPatch {
   std::atomic<uint16_t> max_pages_{0}, max_pages_replied_{0};
 };
 
-// Routes the session's I/O through `Fs::init_patch()`. `se` must be mounted
-// (fuse_session_mount) and its userdata an `Fs*`. Returns 0 or -errno.
+// Installs the reply patch: routes the session's I/O through
+// `Fs::init_patch()` (INIT and OPEN replies patched, the rest untouched).
+// `se` must be mounted (fuse_session_mount) and its userdata an `Fs*`.
+// Returns 0 or -errno.
 template <class Fs>
-int NegotiateParallelDirops(fuse_session* se) {
+int InstallReplyPatch(fuse_session* se) {
   static const fuse_custom_io io = {
       .writev = [](int fd, struct iovec* iov, int count, void* userdata) -> ssize_t {
         return static_cast<Fs*>(userdata)->init_patch().Writev(fd, iov, count);

@@ -243,12 +243,12 @@ MountFailure TierfsMount::OpenStore() {
   // A daemon unmounted a moment ago may hold the tiers for up to its
   // shutdown_timeout (30 s by default) while it finishes its promotions.
   tiering.lock_wait_s = config_.shutdown_timeout + 5;
-  Result<std::unique_ptr<TieredStore>> opened =
-      TieredStore::Open(tiering, ns_.get(), reader_.get(), source_st_.st_dev);
+  Result<std::unique_ptr<Engine>> opened =
+      Engine::Open(tiering, ns_.get(), reader_.get(), source_st_.st_dev);
   // Its tiers' directories failing is theirs (exit 5), unless the device is.
   if (!opened.ok()) return Blamed(PathBlame(opened.status().code()), opened.status());
-  store_ = std::move(opened).value();
-  if (store_->peers() != nullptr) peer_listener_ = TakeInheritedListener();
+  engine_ = std::move(opened).value();
+  if (engine_->peers() != nullptr) peer_listener_ = TakeInheritedListener();
   return {};
 }
 
@@ -258,7 +258,7 @@ void TierfsMount::ConfigureContext() {
   FsParts parts;
   parts.ns = ns_.get();
   parts.reader = reader_.get();
-  parts.store = store_.get();
+  parts.engine = engine_.get();
   parts.source = &backend_->counters();
   parts.timeouts = FsTimeouts{config_.entry_timeout, config_.attr_timeout};
   parts.owner = config_.control_uid >= 0 ? static_cast<uid_t>(config_.control_uid) : ::getuid();
@@ -294,21 +294,21 @@ void TierfsMount::ConfigureContext() {
   figures.source = &backend_->counters();
   figures.reader = reader_.get();
   figures.permissions = permissions_.get();
-  figures.store = store_.get();
+  figures.engine = engine_.get();
   figures.source_path = source_;
   figures.mount_path = mountpoint_;
   stats_ = std::make_unique<MountStats>(std::move(figures));
   ctx_->passthrough().Configure(
       config_.passthrough, config_.passthrough == PassthroughWant::kAuto && no_passthrough_.empty()
-                               ? PassthroughNotPaying(*ns_, store_->chunks(), NodeMemory())
+                               ? PassthroughNotPaying(*ns_, engine_->chunks(), NodeMemory())
                                : no_passthrough_);
   ctx_->init_patch().WantPassthrough(ctx_->passthrough().wanted());
   ctx_->init_patch().SetMaxPages(MaxPagesLimit());
-  if (ctx_->passthrough().wanted() && store_->chunks() != nullptr) {
+  if (ctx_->passthrough().wanted() && engine_->chunks() != nullptr) {
     // The RAM tier keeps each file in a memory file that can be a backing
     // file, as many as the open-file limit leaves room for.
-    UseTierFiles(store_->chunks(), &ctx_->passthrough(),
-                 MemoryFileBudget(fd_limit_, max_open_, *posix_, store_->chunks()->tiers()));
+    UseTierFiles(engine_->chunks(), &ctx_->passthrough(),
+                 MemoryFileBudget(fd_limit_, max_open_, *posix_, engine_->chunks()->tiers()));
   }
 }
 
@@ -333,7 +333,7 @@ MountFailure TierfsMount::MountFuse() {
     return {Blame::kMachine,
             fmt::format("cannot mount on '{}' (libfuse gave no reason)", mountpoint_)};
   }
-  if (int err = NegotiateParallelDirops<FsContext>(session_->get()); err != 0) {
+  if (int err = InstallReplyPatch<FsContext>(session_->get()); err != 0) {
     return {Blame::kMachine,
             fmt::format("cannot set up the FUSE session's I/O: {}", std::strerror(-err))};
   }

@@ -73,7 +73,7 @@ class TierfsMount {
   struct stat source_st_ {};
   std::unique_ptr<Namespace> ns_;
   std::unique_ptr<SourceReader> reader_;
-  std::unique_ptr<TieredStore> store_;
+  std::unique_ptr<Engine> engine_;
   // With peers: the job's port as handed over already bound, or -1; taken
   // before the daemon forks, handed to the peer service when it starts.
   int peer_listener_ = -1;

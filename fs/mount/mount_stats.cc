@@ -30,8 +30,8 @@ void MountStats::VisitCounters(CounterVisitor& v) const {
   v.BeginGroup("requests");
   parts_.fs->requests().VisitCounters(v);
   v.EndGroup();
-  parts_.store->VisitCounters(v);
-  if (const JobPeers* peers = parts_.store->peers()) {
+  parts_.engine->VisitCounters(v);
+  if (const JobPeers* peers = parts_.engine->peers()) {
     v.BeginGroup("peers");
     peers->VisitCounters(v);
     PeerService::VisitCounters(peer_service_.load(), v);

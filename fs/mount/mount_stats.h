@@ -14,7 +14,7 @@
 
 #include "fs/fuse/filesystem.h"
 #include "fs/peers/peer_service.h"
-#include "prefetch/assembly/tiered_store.h"
+#include "prefetch/assembly/engine.h"
 #include "tiering/base/counter_visitor.h"
 #include "tiering/io/counting_backend.h"
 #include "tiering/namespace/namespace.h"
@@ -30,7 +30,7 @@ struct MountStatsParts {
   const SourceCounters* source = nullptr;
   const SourceReader* reader = nullptr;
   const SourcePermissions* permissions = nullptr;
-  const TieredStore* store = nullptr;
+  const Engine* engine = nullptr;
   // What this mount serves and where: labels that tell two mounts apart.
   std::string source_path, mount_path;
 };

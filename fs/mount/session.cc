@@ -52,8 +52,7 @@ void SetReadAhead(const std::string& mountpoint, unsigned kb, const InitReplyPat
 
 // The second front door, once the store has started: it starts asking the
 // peers and answering them (PeerService owns both), or neither.
-std::unique_ptr<PeerService> StartPeerService(TieredStore* store, const Namespace* ns,
-                                              int listener) {
+std::unique_ptr<PeerService> StartPeerService(Engine* store, const Namespace* ns, int listener) {
   JobPeers* peers = store->peers();
   if (peers == nullptr) return nullptr;
   auto service = PeerService::Start(peers, ns, &store->read_path(), listener);
@@ -132,7 +131,7 @@ void TierfsMount::Detach() {
 void TierfsMount::FinishPromotions() {
   if (metrics_) metrics_->Stop();
   if (peer_service_) peer_service_->Stop();  // its requests read through the store
-  store_->Shutdown();
+  engine_->Shutdown();
 }
 
 int TierfsMount::Serve() {
@@ -141,8 +140,8 @@ int TierfsMount::Serve() {
     guard.set_unmount([this] { return opened_as_.Unmount(fuse_session_fd(session_->get())); });
   }
   Detach();
-  store_->Start();  // threads only now: they would not survive the fork
-  peer_service_ = StartPeerService(store_.get(), ns_.get(), std::exchange(peer_listener_, -1));
+  engine_->Start();  // threads only now: they would not survive the fork
+  peer_service_ = StartPeerService(engine_.get(), ns_.get(), std::exchange(peer_listener_, -1));
   stats_->set_peer_service(peer_service_.get());
   if (metrics_) metrics_->Start();
   guard.Start();

@@ -1,7 +1,7 @@
 // TieringConfig: the tiers, promotion, prefetching and the peers as the
 // mount's options give them (-o ram=, tier=, policy=, prefetch=, peers=,
 // ...). A leaf: the option parser and its fuzz target read it without the
-// engine; TieredStore (tiered_store.h) is built from it.
+// engine; Engine (engine.h) is built from it.
 #pragma once
 
 #include <cstddef>

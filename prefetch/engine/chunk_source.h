@@ -26,7 +26,7 @@ namespace tierfs {
 
 // Whom a read or a promotion serves, which decides where its bytes may come
 // from when no tier here holds them.
-enum class Origin {
+enum class Serving {
   // This node (a reader of the mount, a planner): from the chunk's home if
   // another node homes it, else from SOURCE.
   kThisNode,
@@ -63,10 +63,10 @@ class ChunkSource {
   HomeLink Home(ChunkKey key) const {
     return peers_ != nullptr ? HomeLink::FromHomes(peers_->Home(key)) : HomeLink::Source();
   }
-  // Where a miss of `origin` on `key` gets its bytes: Home(key) for this
+  // Where a miss on `key` that serves `serving` gets its bytes: Home(key) for this
   // node, SOURCE for a peer.
-  HomeLink HomeFor(ChunkKey key, Origin origin) const {
-    return origin == Origin::kThisNode ? Home(key) : HomeLink::Source();
+  HomeLink HomeFor(ChunkKey key, Serving serving) const {
+    return serving == Serving::kThisNode ? Home(key) : HomeLink::Source();
   }
   bool HomedHere(ChunkKey key) const { return Home(key).is_source(); }
 

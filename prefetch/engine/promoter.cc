@@ -11,7 +11,7 @@ namespace tierfs {
 Promoter::Promoter(ChunkStore* store, ChunkSource* source, Executor* executor)
     : store_(store), source_(source), executor_(executor) {}
 
-Promoter::Outcome Promoter::Request(ChunkKey key, Executor::Lane lane, Origin origin) {
+Promoter::Outcome Promoter::Request(ChunkKey key, Executor::Lane lane, Serving serving) {
   // A full lane would reject the job after the claim made room for it:
   // look first, so that no chunk is evicted for a promotion never made.
   if (executor_->queued(lane) >= executor_->capacity()) {
@@ -20,7 +20,7 @@ Promoter::Outcome Promoter::Request(ChunkKey key, Executor::Lane lane, Origin or
     return store_->state(key) == Catalog::kOnSource ? Outcome::kLaneFull : Outcome::kBusy;
   }
   auto q = std::make_shared<Queued>();
-  if (Outcome claimed = ClaimFor(key, origin, &q->claim, &q->home); claimed != Outcome::kStarted) {
+  if (Outcome claimed = ClaimFor(key, serving, &q->claim, &q->home); claimed != Outcome::kStarted) {
     return claimed;
   }
   const bool may_hurry = lane != Executor::Lane::kForeground;
@@ -76,11 +76,11 @@ bool Promoter::Hurry(ChunkKey key) {
   return true;
 }
 
-Promoter::Outcome Promoter::ClaimFor(ChunkKey key, Origin origin, ChunkClaim* claim,
+Promoter::Outcome Promoter::ClaimFor(ChunkKey key, Serving serving, ChunkClaim* claim,
                                      HomeLink* home) {
   // Cheap before the claim: a chunk resident or in flight needs no home.
   if (store_->state(key) != Catalog::kOnSource) return Outcome::kBusy;
-  *home = source_->HomeFor(key, origin);
+  *home = source_->HomeFor(key, serving);
   switch (store_->Claim(key, claim, home->is_source() ? ClaimOwner::kOwn : ClaimOwner::kPeerCopy)) {
     case ChunkStore::ClaimResult::kClaimed:
       return Outcome::kStarted;
@@ -92,10 +92,10 @@ Promoter::Outcome Promoter::ClaimFor(ChunkKey key, Origin origin, ChunkClaim* cl
   return Outcome::kNoRoom;
 }
 
-Promoter::Outcome Promoter::PromoteHere(ChunkKey key, Origin origin, Serve* serve) {
+Promoter::Outcome Promoter::PromoteHere(ChunkKey key, Serving serving, Serve* serve) {
   ChunkClaim claim;
   HomeLink home = HomeLink::Source();
-  if (Outcome claimed = ClaimFor(key, origin, &claim, &home); claimed != Outcome::kStarted) {
+  if (Outcome claimed = ClaimFor(key, serving, &claim, &home); claimed != Outcome::kStarted) {
     return claimed;
   }
   requested_.fetch_add(1, std::memory_order_relaxed);

@@ -44,12 +44,12 @@ class Promoter {
     kNoRoom,    // on SOURCE, and no tier has room for it now
     kLaneFull,  // on SOURCE, and the lane's queue is full
   };
-  // The bytes come from where `origin` may take them (ChunkSource::HomeFor).
+  // The bytes come from where `serving` may take them (ChunkSource::HomeFor).
 
   // Starts promoting `key` if it is on SOURCE only. kStarted if this call
   // put it in flight (the caller may then wait on the store): the chunk is
   // claimed now; its copy waits its turn on `lane`.
-  Outcome Request(ChunkKey key, Executor::Lane lane, Origin origin = Origin::kThisNode);
+  Outcome Request(ChunkKey key, Executor::Lane lane, Serving serving = Serving::kThisNode);
 
   // A reader needs `key`, which is in flight but whose copy has not started
   // (queued on the look-ahead or background lane, perhaps behind a whole
@@ -74,7 +74,7 @@ class Promoter {
     size_t n = 0;
     char* scratch = nullptr;
   };
-  Outcome PromoteHere(ChunkKey key, Origin origin = Origin::kThisNode, Serve* serve = nullptr);
+  Outcome PromoteHere(ChunkKey key, Serving serving = Serving::kThisNode, Serve* serve = nullptr);
 
   // Keeps `n` bytes a peer read from SOURCE and offered as chunk `key`
   // (this node is its home, as the peer saw it): claimed like a promotion
@@ -106,7 +106,7 @@ class Promoter {
  private:
   // Claims `key` if it is on SOURCE only; *home: where to copy it from.
   // kStarted if claimed, else why not (kBusy, kNoRoom).
-  Outcome ClaimFor(ChunkKey key, Origin origin, ChunkClaim* claim, HomeLink* home);
+  Outcome ClaimFor(ChunkKey key, Serving serving, ChunkClaim* claim, HomeLink* home);
   void Copy(ChunkClaim& claim, HomeLink home);
   // Copy without the commit: the buffer holding the last piece read, or
   // null after failing the claim. A home that has no copy is offered the

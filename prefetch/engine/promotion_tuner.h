@@ -15,8 +15,8 @@
 
 #include <string>
 
-#include "prefetch/engine/autotuner.h"
 #include "prefetch/engine/executor.h"
+#include "prefetch/engine/lookahead_tuner.h"
 #include "prefetch/engine/read_path.h"
 #include "tiering/base/counter_visitor.h"
 #include "tiering/base/mutex.h"

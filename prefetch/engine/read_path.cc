@@ -14,7 +14,7 @@ ReadPath::ReadPath(const Namespace* ns, ChunkSource* source, ChunkStore* store, 
 ssize_t ReadPath::ReadLocal(NodeId id, uint64_t off, size_t size, char* scratch, TierRead* out,
                             InFlight::Deadline deadline) {
   bool hit = true;
-  return ReadRange(id, off, size, scratch, out, &hit, Origin::kPeer, deadline);
+  return ReadRange(id, off, size, scratch, out, &hit, Serving::kPeer, deadline);
 }
 
 bool ReadPath::Holds(NodeId id, uint32_t chunk) const {
@@ -39,7 +39,7 @@ void ReadPath::NoteReadElsewhere(NodeId id) {
 
 ssize_t ReadPath::Read(NodeId id, uint64_t off, size_t size, char* scratch, TierRead* out) {
   bool hit = true;
-  ssize_t n = ReadRange(id, off, size, scratch, out, &hit, Origin::kThisNode);
+  ssize_t n = ReadRange(id, off, size, scratch, out, &hit, Serving::kThisNode);
   // Only now: the planner may evict a file once it is consumed, and this
   // read must not lose its data to that (the reply holds what it needs).
   if (n > 0) {
@@ -51,7 +51,7 @@ ssize_t ReadPath::Read(NodeId id, uint64_t off, size_t size, char* scratch, Tier
 }
 
 ssize_t ReadPath::ReadRange(NodeId id, uint64_t off, size_t size, char* scratch, TierRead* out,
-                            bool* hit, Origin origin, InFlight::Deadline asker) {
+                            bool* hit, Serving serving, InFlight::Deadline asker) {
   const uint64_t file_size = ns_->node(id).size;
   *out = {};
   if (off >= file_size || size == 0) return 0;
@@ -64,13 +64,13 @@ ssize_t ReadPath::ReadRange(NodeId id, uint64_t off, size_t size, char* scratch,
   ChunkKey key{id, static_cast<uint32_t>(off / chunk_size)};
   uint64_t in_chunk = off % chunk_size;
   if (in_chunk + size <= chunk_size)
-    return ReadChunk(key, in_chunk, size, scratch, out, hit, origin, asker);
+    return ReadChunk(key, in_chunk, size, scratch, out, hit, serving, asker);
   // The request straddles chunks: assemble the pieces in scratch.
   size_t done = 0;
   while (done < size) {
     size_t n = static_cast<size_t>(std::min<uint64_t>(size - done, chunk_size - in_chunk));
     TierRead piece;
-    ssize_t r = ReadChunk(key, in_chunk, n, scratch + done, &piece, hit, origin, asker);
+    ssize_t r = ReadChunk(key, in_chunk, n, scratch + done, &piece, hit, serving, asker);
     if (r < 0) return r;
     if (piece.data != scratch + done) std::memcpy(scratch + done, piece.data, piece.size);
     done += static_cast<size_t>(r);
@@ -91,7 +91,7 @@ struct ReadPath::ChunkRead {
   const size_t n;
   char* const scratch;
   TierRead* const out;
-  const Origin origin;
+  const Serving serving;
   const InFlight::Deadline asker;  // a peer's; max() for this node's reads
   bool missed = false;             // not resident at the first look: not a hit
   bool requested = false;          // a promotion was asked for
@@ -117,8 +117,8 @@ constexpr int kLooks = 3;
 }  // namespace
 
 ssize_t ReadPath::ReadChunk(ChunkKey key, uint64_t off, size_t n, char* scratch, TierRead* out,
-                            bool* hit, Origin origin, InFlight::Deadline asker) {
-  ChunkRead r{key, off, n, scratch, out, origin, asker};
+                            bool* hit, Serving serving, InFlight::Deadline asker) {
+  ChunkRead r{key, off, n, scratch, out, serving, asker};
   for (int look = 0; look < kLooks; ++look) {
     const uint8_t state = store_->state(key);
     ChunkStep step;
@@ -137,7 +137,7 @@ ssize_t ReadPath::ReadChunk(ChunkKey key, uint64_t off, size_t n, char* scratch,
     }
     if (step.answered) return step.result;
   }
-  return ReadUncached(key, off, n, scratch, out, origin);  // the home, then SOURCE
+  return ReadUncached(key, off, n, scratch, out, serving);  // the home, then SOURCE
 }
 
 // Resident: from its tier. A chunk evicted meanwhile (normal) or a tier that
@@ -192,7 +192,7 @@ ReadPath::ChunkStep ReadPath::AwaitPromotion(ChunkRead& r) {
 // larger one goes to the pool and is waited for (its first bytes early).
 ReadPath::ChunkStep ReadPath::PromoteOnMiss(ChunkRead& r) {
   auto uncached = [&] {
-    return ChunkStep{true, ReadUncached(r.key, r.off, r.n, r.scratch, r.out, r.origin)};
+    return ChunkStep{true, ReadUncached(r.key, r.off, r.n, r.scratch, r.out, r.serving)};
   };
   if (r.requested || promoter_ == nullptr) return uncached();
   r.requested = true;
@@ -203,8 +203,8 @@ ReadPath::ChunkStep ReadPath::PromoteOnMiss(ChunkRead& r) {
   Promoter::Serve serve{r.off, r.n, r.scratch};
   const Promoter::Outcome outcome =
       store_->catalog().length(r.key.node, r.key.chunk) <= Promoter::kReadSize
-          ? promoter_->PromoteHere(r.key, r.origin, &serve)
-          : promoter_->Request(r.key, Executor::Lane::kForeground, r.origin);
+          ? promoter_->PromoteHere(r.key, r.serving, &serve)
+          : promoter_->Request(r.key, Executor::Lane::kForeground, r.serving);
   switch (outcome) {
     case Promoter::Outcome::kServed:  // from the copy, its commit on a pool thread
       counters_.copy_reads.fetch_add(1, std::memory_order_relaxed);
@@ -226,8 +226,8 @@ ReadPath::ChunkStep ReadPath::PromoteOnMiss(ChunkRead& r) {
 }
 
 ssize_t ReadPath::ReadUncached(ChunkKey key, uint64_t off, size_t n, char* scratch, TierRead* out,
-                               Origin origin) {
-  HomeLink home = source_->HomeFor(key, origin);
+                               Serving serving) {
+  HomeLink home = source_->HomeFor(key, serving);
   ssize_t r = source_->Read(key, off, n, scratch, &home);
   if (r < 0) return r;
   if (!home.is_source()) {

@@ -87,14 +87,14 @@ class ReadPath {
 
  private:
   // *hit becomes false when a piece was not served from a tier at once.
-  // `origin` kPeer: no peer is asked.
+  // Serving::kPeer: no peer is asked.
   ssize_t ReadRange(NodeId id, uint64_t off, size_t size, char* scratch, TierRead* out, bool* hit,
-                    Origin origin, InFlight::Deadline asker = InFlight::Deadline::max());
+                    Serving serving, InFlight::Deadline asker = InFlight::Deadline::max());
   // Reads [off, off+n) of one chunk (off relative to the chunk): a few
   // looks at the chunk's state, each followed by the transition for that
   // state.
   ssize_t ReadChunk(ChunkKey key, uint64_t off, size_t n, char* scratch, TierRead* out, bool* hit,
-                    Origin origin, InFlight::Deadline asker);
+                    Serving serving, InFlight::Deadline asker);
   // One read of a chunk across its looks, and what it has done so far.
   struct ChunkRead;
   // What a transition leads to: the read's answer, or another look.
@@ -106,9 +106,9 @@ class ReadPath {
   ChunkStep AwaitPromotion(ChunkRead& r);
   ChunkStep PromoteOnMiss(ChunkRead& r);
   // A chunk that stays on SOURCE here: from its home if another node homes
-  // it and `origin` may ask it, else (or if the home fails) from SOURCE.
+  // it and a read serving `serving` may ask it, else (or if the home fails) from SOURCE.
   ssize_t ReadUncached(ChunkKey key, uint64_t off, size_t n, char* scratch, TierRead* out,
-                       Origin origin);
+                       Serving serving);
   // From SOURCE itself, skipping the peers: for a file no tier takes, a
   // tier that failed, or a promotion that is stuck.
   ssize_t ReadSource(ChunkKey key, uint64_t off, size_t n, char* scratch, TierRead* out);

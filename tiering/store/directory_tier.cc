@@ -125,7 +125,7 @@ Result<std::unique_ptr<DirectoryTier>> OpenDirectoryTier(std::shared_ptr<FileIo>
   if (err < 0) {
     return Status::FromErrno(-err, fmt::format("tier '{}': cannot create its lock file", path));
   }
-  // Replaced by the mount's pid and mount point once it serves (TieredStore).
+  // Replaced by the mount's pid and mount point once it serves (Engine).
   lock->Note(fmt::format("pid={}\nstate=starting\n", ::getpid()));
   if (reset) EmptyTierDirectory(io.get(), path);
   // data/ is the daemon's alone, whatever the umask: in a directory others

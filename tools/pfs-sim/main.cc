@@ -106,7 +106,7 @@ int main(int argc, char* argv[]) {
     if (fuse_set_signal_handlers(se) == 0) {
       if (fuse_session_mount(se, opts.mountpoint) == 0) {
         // A PFS client looks up the names of one directory in parallel.
-        if (int err = tierfs::NegotiateParallelDirops<pfssim::SimFs>(se); err != 0) {
+        if (int err = tierfs::InstallReplyPatch<pfssim::SimFs>(se); err != 0) {
           fmt::print(stderr, "pfs-sim: cannot set up the session's I/O: {}\n", std::strerror(-err));
           fuse_session_unmount(se);
           fuse_remove_signal_handlers(se);

@@ -41,7 +41,7 @@ class SimFs {
   // Sends every pending reply. Call after the session loop, before destroy.
   void Stop();
 
-  // The INIT exchange, for tierfs::NegotiateParallelDirops<SimFs>.
+  // The INIT exchange, for tierfs::InstallReplyPatch<SimFs>.
   tierfs::InitReplyPatch& init_patch() { return init_patch_; }
 
   // The JSON served by .pfs-sim/stats.

@@ -163,12 +163,12 @@ TEST_CASE("Every counter appears in the stats JSON and in Prometheus with one va
   TieringConfig config;
   config.ram = 50000;
   config.dirs.push_back({tier_dir.root(), 1 << 20});
-  auto store = RequireOk(TieredStore::Open(config, ns.get(), &reader, 0));
+  auto store = RequireOk(Engine::Open(config, ns.get(), &reader, 0));
   store->Start();
   FsParts parts;
   parts.ns = ns.get();
   parts.reader = &reader;
-  parts.store = store.get();
+  parts.engine = store.get();
   parts.source = &backend.counters();
   FsContext ctx(std::move(parts));
   std::vector<char> scratch(1 << 16);
@@ -188,7 +188,7 @@ TEST_CASE("Every counter appears in the stats JSON and in Prometheus with one va
   figures.ns = ns.get();
   figures.source = &backend.counters();
   figures.reader = &reader;
-  figures.store = store.get();
+  figures.engine = store.get();
   MountStats(std::move(figures)).VisitCounters(tee);
   const std::string json_text = json.Finish();
   const std::string prom_text = prometheus.Finish();

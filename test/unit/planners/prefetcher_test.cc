@@ -1,4 +1,4 @@
-// Prefetcher through TieredStore: the control files (order, stage, mode), the
+// Prefetcher through Engine: the control files (order, stage, mode), the
 // reader's position, promotion ahead of the reader, and the stats.
 #include "prefetch/planners/prefetcher.h"
 
@@ -10,7 +10,7 @@
 
 #include "eventually.h"
 #include "fs/telemetry/counter_json.h"
-#include "prefetch/assembly/tiered_store.h"
+#include "prefetch/assembly/engine.h"
 #include "require_ok.h"
 #include "scan_tree.h"
 
@@ -24,7 +24,7 @@ constexpr uint64_t kNever = OrderPlan::kNever;
 HintWriter Writer(uint64_t id) { return HintWriter{id, AccessCaller{}}; }
 
 // SOURCE: f0..f5 of 10 KB and a directory d with d/g0, d/g1 (and with `big`,
-// a file "big" of 5 chunks); a TieredStore over it (64 KiB chunks, `ram`
+// a file "big" of 5 chunks); a Engine over it (64 KiB chunks, `ram`
 // bytes of RAM tier) mounted at /mnt.
 class Store {
  public:
@@ -43,14 +43,14 @@ class Store {
     config.promote_threads = 2;
     config.prefetch.mode = mode;
     config.prefetch.mountpoint = "/mnt";
-    store_ = RequireOk(TieredStore::Open(config, ns_.get(), reader_.get(), 0));
+    store_ = RequireOk(Engine::Open(config, ns_.get(), reader_.get(), 0));
   }
 
   static constexpr uint64_t kChunk = 64 << 10;
   Prefetcher& prefetcher() { return store_->prefetcher(); }
   // What the planner wrote in the store's next-use table.
   NextUses NextUse(ChunkKey key) const { return store_->chunks()->next_uses().NextUse(key); }
-  TieredStore& store() { return *store_; }
+  Engine& store() { return *store_; }
   NodeId Id(const std::string& rel) const { return *ns_->Resolve(rel); }
 
   // The number after "key": in the stats, searching from `section`.
@@ -74,7 +74,7 @@ class Store {
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<Namespace> ns_;
   std::unique_ptr<SourceReader> reader_;
-  std::unique_ptr<TieredStore> store_;  // last: destroyed first
+  std::unique_ptr<Engine> store_;  // last: destroyed first
 };
 
 TEST_CASE("Prefetcher WriteOrder declares files and refuses only all-invalid writes",

@@ -1,9 +1,9 @@
-// TieredStore after a restart: what a directory tier kept is reused when
+// Engine after a restart: what a directory tier kept is reused when
 // SOURCE and the chunking still match, and dropped when they do not.
 #include <catch2/catch.hpp>
 
 #include "eventually.h"
-#include "prefetch/assembly/tiered_store.h"
+#include "prefetch/assembly/engine.h"
 #include "promotion_stack.h"
 #include "require_ok.h"
 #include "temp_tree.h"
@@ -19,7 +19,7 @@ using testing::ReadVia;
 using testing::Source;
 using testing::TempTree;
 
-TEST_CASE("TieredStore reuses a directory tier's chunks after a restart", "[tiered_store]") {
+TEST_CASE("Engine reuses a directory tier's chunks after a restart", "[engine]") {
   Source source({70000, 20000});
   TempTree tier_dir;
   TieringConfig config;
@@ -27,11 +27,11 @@ TEST_CASE("TieredStore reuses a directory tier's chunks after a restart", "[tier
   config.chunk_size = 64 * 1024;
   config.promote_threads = 2;
   auto open = [&] {
-    auto store = RequireOk(TieredStore::Open(config, source.ns(), source.reader(), 0));
+    auto store = RequireOk(Engine::Open(config, source.ns(), source.reader(), 0));
     store->Start();
     return store;
   };
-  auto read_all = [&](TieredStore& store, size_t i) {
+  auto read_all = [&](Engine& store, size_t i) {
     ssize_t r = 0;
     CHECK(ReadVia(store.read_path(), source.Id(i), 0, source.Contents(i).size(), &r) ==
           source.Contents(i));

@@ -1,4 +1,4 @@
-#include "prefetch/assembly/tiered_store.h"
+#include "prefetch/assembly/engine.h"
 
 #include <fmt/format.h>
 #include <sys/stat.h>
@@ -10,8 +10,8 @@
 
 namespace tierfs {
 
-Result<std::vector<std::unique_ptr<Tier>>> TieredStore::OpenTiers(const TieringConfig& config,
-                                                                  dev_t source_dev) {
+Result<std::vector<std::unique_ptr<Tier>>> Engine::OpenTiers(const TieringConfig& config,
+                                                             dev_t source_dev) {
   std::vector<std::unique_ptr<Tier>> tiers;
   if (config.ram > 0) tiers.push_back(NewMemoryTier("ram", config.ram));
   for (size_t i = 0; i < config.dirs.size(); ++i) {
@@ -32,10 +32,9 @@ Result<std::vector<std::unique_ptr<Tier>>> TieredStore::OpenTiers(const TieringC
   return tiers;
 }
 
-Result<std::unique_ptr<TieredStore>> TieredStore::Open(const TieringConfig& config,
-                                                       const Namespace* ns, SourceReader* source,
-                                                       dev_t source_dev) {
-  std::unique_ptr<TieredStore> store(new TieredStore());
+Result<std::unique_ptr<Engine>> Engine::Open(const TieringConfig& config, const Namespace* ns,
+                                             SourceReader* source, dev_t source_dev) {
+  std::unique_ptr<Engine> store(new Engine());
   store->config_ = config;
   if (Status needs = config.CheckNeedsTier(); !needs.ok()) return needs;
   if (!config.enabled()) {
@@ -102,7 +101,7 @@ Result<std::unique_ptr<TieredStore>> TieredStore::Open(const TieringConfig& conf
   return store;
 }
 
-TieredStore::~TieredStore() { Shutdown(); }
+Engine::~Engine() { Shutdown(); }
 
 namespace {
 // What a directory tier's lock file says of its holder (LockHolder reads it).
@@ -111,14 +110,14 @@ std::string HolderNote(const TieringConfig& config, const char* state) {
 }
 }  // namespace
 
-void TieredStore::Start() {
+void Engine::Start() {
   // After the daemon forked: this pid serves the mount from now on.
   if (chunks_) chunks_->NoteTierHolder(HolderNote(config_, "mounted"));
   if (executor_) executor_->Start();
   if (prefetcher_) prefetcher_->Start();
 }
 
-void TieredStore::Shutdown() {
+void Engine::Shutdown() {
   // A daemon mounting the same tier now waits for this one to finish
   // instead of being refused.
   if (chunks_ && !shut_down_) chunks_->NoteTierHolder(HolderNote(config_, "stopping"));
@@ -130,7 +129,7 @@ void TieredStore::Shutdown() {
   if (executor_) executor_->Shutdown();
 }
 
-void TieredStore::VisitCounters(CounterVisitor& v) const {
+void Engine::VisitCounters(CounterVisitor& v) const {
   if (chunks_) {
     chunks_->VisitTiers(v);
   } else {

@@ -1,4 +1,4 @@
-#include "prefetch/engine/autotuner.h"
+#include "prefetch/engine/lookahead_tuner.h"
 
 #include <algorithm>
 

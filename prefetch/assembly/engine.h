@@ -1,4 +1,4 @@
-// TieredStore: assembles the promotion stack from the mount's options (the
+// Engine: assembles the promotion stack from the mount's options (the
 // tiers and the ChunkStore over them, the executor, the promoter, the read
 // path and the prefetcher), starts and stops it, and walks its counters.
 // With no tier configured, reads go to SOURCE.
@@ -19,14 +19,14 @@
 
 namespace tierfs {
 
-class TieredStore {
+class Engine {
  public:
   // Fails with a message for an unusable configuration (EINVAL) or a tier
   // that cannot start (OpenDirectoryTier's error).
   // `source_dev` is SOURCE's st_dev: a tier on the same device gets a warning.
-  static Result<std::unique_ptr<TieredStore>> Open(const TieringConfig& config, const Namespace* ns,
-                                                   SourceReader* source, dev_t source_dev);
-  ~TieredStore();
+  static Result<std::unique_ptr<Engine>> Open(const TieringConfig& config, const Namespace* ns,
+                                              SourceReader* source, dev_t source_dev);
+  ~Engine();
 
   ReadPath& read_path() { return *read_path_; }
   Prefetcher& prefetcher() { return *prefetcher_; }
@@ -46,7 +46,7 @@ class TieredStore {
   void VisitCounters(CounterVisitor& v) const;
 
  private:
-  TieredStore() = default;
+  Engine() = default;
   static Result<std::vector<std::unique_ptr<Tier>>> OpenTiers(const TieringConfig& config,
                                                               dev_t source_dev);
   TieringConfig config_;
