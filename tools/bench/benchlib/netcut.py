@@ -172,8 +172,12 @@ def cut_markdown(name, cut, summary):
         if not n["alive"]:
             what = "killed on purpose (--kill-node)" if n.get("killed") else "FAILURE"
             lines.append(f"  - {what}: {_flags(n)}")
-    lines.append("  - transport_failed: " + "; ".join(_flags(n) for n in summary["nodes"]
-                                                         if n["alive"]))
+    failed = [_flags(n) for n in summary["nodes"]
+              if n["alive"] and (n.get("stats_error") or n["client_transport_failed"]
+                                 or n["server_transport_failed"])]
+    lines.append("  - transport failed and not started again: "
+                 + ("; ".join(failed) if failed else
+                    f"none of the {sum(n['alive'] for n in summary['nodes'])} daemons alive"))
     restarts = summary.get("transport_restarts") or {}
     lines.append("  - transport restarts (client, server): "
                  + ("; ".join(f"node {i}: {c}, {s}" for i, (c, s) in sorted(restarts.items()))
