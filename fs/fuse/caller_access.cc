@@ -20,7 +20,7 @@ bool CallerAccess::Allows(const AccessCaller& caller, NodeId id, int mask) {
   };
   if (!ModeAllows(*ns_, caller.uid, caller.gid, in_group, id, mask)) return false;
   if (group_decided && !caller.groups_known) return false;  // her groups might refuse her
-  return source_ == nullptr || source_->Check(caller, id, mask) == 0;
+  return permissions_ == nullptr || permissions_->Check(caller, id, mask) == 0;
 }
 
 }  // namespace tierfs

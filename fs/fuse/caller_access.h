@@ -24,7 +24,7 @@ class CallerAccess final : public HintAccess {
 
   // With `p` (null: none), SOURCE has the last word. REQUIRES: before the
   // session starts; `p` outlives this.
-  void set_source_permissions(SourcePermissions* p) { source_ = p; }
+  void set_source_permissions(SourcePermissions* p) { permissions_ = p; }
 
   // Whether the mode bits of the snapshot let `uid` (primary group `gid`;
   // `in_group(g)` says whether it is also in group g, asked only when a
@@ -59,7 +59,7 @@ class CallerAccess final : public HintAccess {
   bool Allows(const AccessCaller& caller, NodeId id, int mask);
 
   const Namespace* const ns_;
-  SourcePermissions* source_ = nullptr;
+  SourcePermissions* permissions_ = nullptr;
 };
 
 }  // namespace tierfs

@@ -106,7 +106,7 @@ class FsContext {
 
   const Namespace& ns() const { return *ns_; }
   ReadPath& read_path() { return engine_->read_path(); }
-  const SourceCounters& source() const { return *source_; }
+  const SourceCounters& source() const { return *source_counters_; }
   const FsTimeouts& timeouts() const { return timeouts_; }
   RequestCounters& requests() { return requests_; }
   const RequestCounters& requests() const { return requests_; }
@@ -159,7 +159,7 @@ class FsContext {
   const Namespace* const ns_;
   SourceReader* const reader_;
   Engine* const engine_;
-  const SourceCounters* const source_;
+  const SourceCounters* const source_counters_;
   const FsTimeouts timeouts_;
   RequestCounters requests_;
   CallerAccess access_;  // before control_: its files' writers are checked with it

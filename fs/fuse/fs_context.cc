@@ -15,7 +15,7 @@ FsContext::FsContext(FsParts parts)
       ns_(parts_.ns),
       reader_(parts_.reader),
       engine_(parts_.engine),
-      source_(parts_.source),
+      source_counters_(parts_.source),
       timeouts_(parts_.timeouts),
       access_(ns_),
       control_(static_cast<uint64_t>(ns_->size()) + 1, parts_.owner, parts_.group,

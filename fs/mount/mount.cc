@@ -148,11 +148,11 @@ MountFailure TierfsMount::OpenSourceAndMountpoint() {
     if (MountFailure f = Blamed(::geteuid() == 0 ? Blame::kMachine : Blame::kCommandLine, err)) {
       return f;
     }
-    source_ = opened_as_.source_shown();
-  } else if (Status err = CheckSource(config_.source, &source_); !err.ok()) {
+    source_path_ = opened_as_.source_shown();
+  } else if (Status err = CheckSource(config_.source, &source_path_); !err.ok()) {
     return SourceFailure(err);
   }
-  source_open_ = opened_as_.active() ? opened_as_.source_path() : source_;
+  source_open_ = opened_as_.active() ? opened_as_.source_path() : source_path_;
   fd_mount_ = config_.mountpoint.rfind("/dev/fd/", 0) == 0;
   if (fd_mount_) {
     mountpoint_ = config_.mountpoint;
@@ -166,7 +166,7 @@ MountFailure TierfsMount::OpenSourceAndMountpoint() {
       return Blamed(Blame::kMountpoint, err);
     }
     mountpoint_ = opened_as_.mount_shown();
-  } else if (Status err = CheckSourceApart(source_, config_.mountpoint); !err.ok()) {
+  } else if (Status err = CheckSourceApart(source_path_, config_.mountpoint); !err.ok()) {
     return Blamed(Blame::kSource, err);
   } else if (Status err = CheckMountpoint(config_.mountpoint, config_.nonempty, &mountpoint_);
              !err.ok()) {
@@ -191,7 +191,7 @@ MountFailure TierfsMount::ScanSource() {
   Result<std::unique_ptr<Backend>> posix = NewPosixBackend(source_open_);
   if (!posix.ok()) {
     return {SourceBlame(posix.status().code()),
-            fmt::format("SOURCE '{}': {}", source_, std::strerror(posix.status().code()))};
+            fmt::format("SOURCE '{}': {}", source_path_, std::strerror(posix.status().code()))};
   }
   posix_ = std::move(posix).value();
   backend_ = std::make_unique<CountingBackend>(posix_);
@@ -200,7 +200,7 @@ MountFailure TierfsMount::ScanSource() {
                "SOURCE is a FUSE file system: its inode numbers may change, so files are "
                "identified by size, mtime and ctime only");
   }
-  NotifyStatus(fmt::format("scanning {}", source_));
+  NotifyStatus(fmt::format("scanning {}", source_path_));
   ::stat(source_open_.c_str(), &source_st_);
   OpenOptions open_options;
   if (MountFailure f = Blamed(Blame::kCommandLine, IndexPath(config_, &open_options.index))) {
@@ -209,7 +209,7 @@ MountFailure TierfsMount::ScanSource() {
   open_options.check = config_.index_check;
   open_options.scan_threads = config_.scan_threads;
   open_options.wait_s = config_.index_wait;
-  SourceIdentity identity{source_, source_st_.st_dev, source_st_.st_ino};
+  SourceIdentity identity{source_path_, source_st_.st_dev, source_st_.st_ino};
   OpenReport opened;
   ScanReport scan;
   Result<std::unique_ptr<Namespace>> scanned = [&] {
@@ -239,7 +239,7 @@ MountFailure TierfsMount::OpenStore() {
   TieringConfig tiering = config_.tiering;
   tiering.prefetch.mountpoint = fd_mount_ ? "" : mountpoint_;
   tiering.prefetch.shared_control = config_.control_any;
-  tiering.source_id = fmt::format("{} ino {}", source_, source_st_.st_ino);
+  tiering.source_id = fmt::format("{} ino {}", source_path_, source_st_.st_ino);
   // A daemon unmounted a moment ago may hold the tiers for up to its
   // shutdown_timeout (30 s by default) while it finishes its promotions.
   tiering.lock_wait_s = config_.shutdown_timeout + 5;
@@ -295,7 +295,7 @@ void TierfsMount::ConfigureContext() {
   figures.reader = reader_.get();
   figures.permissions = permissions_.get();
   figures.engine = engine_.get();
-  figures.source_path = source_;
+  figures.source_path = source_path_;
   figures.mount_path = mountpoint_;
   stats_ = std::make_unique<MountStats>(std::move(figures));
   ctx_->passthrough().Configure(
@@ -314,7 +314,7 @@ void TierfsMount::ConfigureContext() {
 
 MountFailure TierfsMount::MountFuse() {
   Result<std::unique_ptr<FuseSession>> created = FuseSession::Create(
-      FuseOptionString(config_, source_), config_.debug, TierFsOps(), ctx_.get());
+      FuseOptionString(config_, source_path_), config_.debug, TierFsOps(), ctx_.get());
   if (!created.ok()) return Blamed(Blame::kMachine, created.status());
   session_ = std::move(created).value();
   if (opened_as_.active()) {
@@ -347,7 +347,7 @@ MountFailure TierfsMount::MountFuse() {
               fmt::format("passthrough=on is impossible here: {}", ctx_->passthrough().why_not())};
     }
   }
-  TIERFS_LOG(kInfo, "mounted {} on {}", source_, mountpoint_);
+  TIERFS_LOG(kInfo, "mounted {} on {}", source_path_, mountpoint_);
   LogWrapped(kInfo, ctx_->passthrough().active()
                         ? "passthrough on: the kernel reads files wholly in one tier file itself"
                         : fmt::format("passthrough off: {}", ctx_->passthrough().why_not()));

@@ -59,7 +59,7 @@ class TierfsMount {
   std::vector<std::string> warnings_;
   std::string no_passthrough_;  // PassthroughUnavailable's answer
   std::unique_ptr<MetricsServer> metrics_;
-  std::string source_, mountpoint_;
+  std::string source_path_, mountpoint_;
   // open_as=: both opened once as that user; from then on they are those
   // directories (/proc/self/fd/N), never their paths walked again.
   OpenedAs opened_as_;

@@ -112,7 +112,7 @@ void TierfsMount::Detach() {
     // later), so forking is safe.
     UseDetachedLog(config_.log_to, mountpoint_);
     fuse_daemonize(0);
-    TIERFS_LOG(kInfo, "detached: serving {} on {} (pid {})", source_, mountpoint_, ::getpid());
+    TIERFS_LOG(kInfo, "detached: serving {} on {} (pid {})", source_path_, mountpoint_, ::getpid());
   } else if (!config_.log_to.empty() && config_.log_to[0] == '/') {
     if (int err = Log::UseFile(config_.log_to); err < 0) {
       TIERFS_LOG(kWarning, "log={}: {}; logging to stderr", config_.log_to, std::strerror(-err));
@@ -149,7 +149,8 @@ int TierfsMount::Serve() {
     SetReadAhead(opened_as_.active() ? opened_as_.mounted_path() : mountpoint_,
                  fd_mount_ ? 0 : config_.read_ahead_kb, ctx_->init_patch());
   });
-  NotifyReady(fmt::format("serving {} on {} ({} files)", source_, mountpoint_, ns_->file_count()));
+  NotifyReady(
+      fmt::format("serving {} on {} ({} files)", source_path_, mountpoint_, ns_->file_count()));
   std::unique_ptr<IdleExit> idle = StartIdleExit();
   const int rc = session_->Loop(config_.threads);
   if (idle) idle->Stop();

@@ -38,8 +38,9 @@ Result<std::unique_ptr<Engine>> Engine::Open(const TieringConfig& config, const 
   store->config_ = config;
   if (Status needs = config.CheckNeedsTier(); !needs.ok()) return needs;
   if (!config.enabled()) {
-    store->source_ = std::make_unique<ChunkSource>(source, config.chunk_size);
-    store->read_path_ = std::make_unique<ReadPath>(ns, store->source_.get(), nullptr, nullptr);
+    store->chunk_source_ = std::make_unique<ChunkSource>(source, config.chunk_size);
+    store->read_path_ =
+        std::make_unique<ReadPath>(ns, store->chunk_source_.get(), nullptr, nullptr);
     // Hints are still parsed and counted, so helpers work against any mount.
     store->prefetcher_ = std::make_unique<Prefetcher>(config.prefetch, PrefetcherParts{.ns = ns});
     return store;
@@ -77,11 +78,12 @@ Result<std::unique_ptr<Engine>> Engine::Open(const TieringConfig& config, const 
     store->peers_ = std::make_unique<JobPeers>(std::move(peers), ns);
   }
   store->executor_ = std::make_unique<Executor>(config.promote_threads, config.promote_queue);
-  store->source_ = std::make_unique<ChunkSource>(source, config.chunk_size, store->peers_.get());
-  store->promoter_ = std::make_unique<Promoter>(store->chunks_.get(), store->source_.get(),
+  store->chunk_source_ =
+      std::make_unique<ChunkSource>(source, config.chunk_size, store->peers_.get());
+  store->promoter_ = std::make_unique<Promoter>(store->chunks_.get(), store->chunk_source_.get(),
                                                 store->executor_.get());
-  store->read_path_ = std::make_unique<ReadPath>(ns, store->source_.get(), store->chunks_.get(),
-                                                 store->promoter_.get());
+  store->read_path_ = std::make_unique<ReadPath>(ns, store->chunk_source_.get(),
+                                                 store->chunks_.get(), store->promoter_.get());
   PrefetchConfig prefetch = config.prefetch;
   prefetch.max_lookahead_bytes = std::max<uint64_t>(store->chunks_->tier_bytes() / 4, 1);
   if (config.stage_share_percent < 100) {

@@ -53,7 +53,7 @@ class Engine {
   std::unique_ptr<ChunkStore> chunks_;
   bool shut_down_ = false;  // Shutdown ran (it may run again, from the destructor)
   std::unique_ptr<JobPeers> peers_;
-  std::unique_ptr<ChunkSource> source_;  // home, then SOURCE
+  std::unique_ptr<ChunkSource> chunk_source_;  // home, then SOURCE
   std::unique_ptr<Executor> executor_;
   std::unique_ptr<Promoter> promoter_;
   std::unique_ptr<ReadPath> read_path_;

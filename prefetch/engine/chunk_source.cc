@@ -17,12 +17,12 @@ ssize_t ChunkSource::Read(ChunkKey key, uint64_t off, size_t n, char* buf, HomeL
     if (from_source || r == static_cast<ssize_t>(n)) return r;
     *home = HomeLink::Source();  // it failed us (the peers count the fallback)
   }
-  return source_->Read(key.node, static_cast<uint64_t>(key.chunk) * chunk_size_ + off, n, buf);
+  return reader_->Read(key.node, static_cast<uint64_t>(key.chunk) * chunk_size_ + off, n, buf);
 }
 
 std::function<ssize_t(char*)> ChunkSource::Hedge(ChunkKey key, uint64_t off, size_t n) {
   return [this, key, off, n](char* dest) {
-    return source_->Read(key.node, static_cast<uint64_t>(key.chunk) * chunk_size_ + off, n, dest);
+    return reader_->Read(key.node, static_cast<uint64_t>(key.chunk) * chunk_size_ + off, n, dest);
   };
 }
 

@@ -56,7 +56,7 @@ class ChunkSource {
  public:
   // `source` and `peers` (which may be null: no peers) must outlive this.
   ChunkSource(SourceReader* source, uint64_t chunk_size, ChunkHomes* peers = nullptr)
-      : source_(source), chunk_size_(chunk_size), peers_(peers) {}
+      : reader_(source), chunk_size_(chunk_size), peers_(peers) {}
 
   // The link to the peer that homes `key`, or SOURCE when this node does
   // (or there are no peers).
@@ -122,7 +122,7 @@ class ChunkSource {
 
   // Reads up to n bytes of file `node` at file offset `off` from SOURCE.
   ssize_t ReadFile(NodeId node, uint64_t off, size_t n, char* buf) {
-    return source_->Read(node, off, n, buf);
+    return reader_->Read(node, off, n, buf);
   }
   // Asks `key`'s home, if another node, to promote it now (look-ahead for
   // a chunk this node has no room to copy). True if there is no such home
@@ -136,7 +136,7 @@ class ChunkSource {
   // A hedge for a fetch of [off, off+n) of `key`: the same bytes from SOURCE.
   std::function<ssize_t(char*)> Hedge(ChunkKey key, uint64_t off, size_t n);
 
-  SourceReader* const source_;
+  SourceReader* const reader_;
   const uint64_t chunk_size_;
   ChunkHomes* const peers_;
   std::atomic<uint64_t> offer_held_{0};  // bytes of OfferBuffers alive

@@ -9,7 +9,7 @@
 namespace tierfs {
 
 Promoter::Promoter(ChunkStore* store, ChunkSource* source, Executor* executor)
-    : store_(store), source_(source), executor_(executor) {}
+    : store_(store), chunk_source_(source), executor_(executor) {}
 
 Promoter::Outcome Promoter::Request(ChunkKey key, Executor::Lane lane, Serving serving) {
   // A full lane would reject the job after the claim made room for it:
@@ -80,7 +80,7 @@ Promoter::Outcome Promoter::ClaimFor(ChunkKey key, Serving serving, ChunkClaim* 
                                      HomeLink* home) {
   // Cheap before the claim: a chunk resident or in flight needs no home.
   if (store_->state(key) != Catalog::kOnSource) return Outcome::kBusy;
-  *home = source_->HomeFor(key, serving);
+  *home = chunk_source_->HomeFor(key, serving);
   switch (store_->Claim(key, claim, home->is_source() ? ClaimOwner::kOwn : ClaimOwner::kPeerCopy)) {
     case ChunkStore::ClaimResult::kClaimed:
       return Outcome::kStarted;
@@ -121,9 +121,9 @@ Promoter::Outcome Promoter::PromoteHere(ChunkKey key, Serving serving, Serve* se
 }
 
 bool Promoter::AskHome(ChunkKey key) {
-  if (!source_->has_peers()) return true;
+  if (!chunk_source_->has_peers()) return true;
   return executor_->Submit(Executor::Lane::kLookahead,
-                           Executor::Job{[this, key] { source_->AskHome(key); }});
+                           Executor::Job{[this, key] { chunk_source_->AskHome(key); }});
 }
 
 void Promoter::Copy(ChunkClaim& claim, HomeLink home) {
@@ -150,7 +150,8 @@ const char* Promoter::Fill(ChunkClaim& claim, HomeLink home) {
     size_t want = static_cast<size_t>(std::min<uint64_t>(kReadSize, claim.length() - done));
     if (executor_->stopping()) {
       err = -ECANCELED, why = "cancelled at shutdown";
-    } else if (ssize_t n = source_->ReadForCopy(claim.key(), done, want, buf, &route); n < 0) {
+    } else if (ssize_t n = chunk_source_->ReadForCopy(claim.key(), done, want, buf, &route);
+               n < 0) {
       err = static_cast<int>(n), why = "SOURCE read failed";
     } else if (static_cast<size_t>(n) != want) {
       err = -EIO, why = "SOURCE read short";
@@ -162,14 +163,14 @@ const char* Promoter::Fill(ChunkClaim& claim, HomeLink home) {
       return nullptr;
     }
     if (!route.offer_to.is_source() && claim.length() > kReadSize) {
-      if (done == 0) whole = source_->TakeOfferBuffer(claim.length());
+      if (done == 0) whole = chunk_source_->TakeOfferBuffer(claim.length());
       if (whole.data() != nullptr) std::memcpy(whole.data() + done, buf, want);
     }
     done += want;
   }
   if (!route.offer_to.is_source()) {
     const char* bytes = claim.length() <= kReadSize ? buf : whole.data();
-    if (bytes != nullptr) source_->Offer(claim.key(), bytes, claim.length(), route.offer_to);
+    if (bytes != nullptr) chunk_source_->Offer(claim.key(), bytes, claim.length(), route.offer_to);
   }
   return buf;
 }
@@ -178,7 +179,7 @@ int Promoter::Adopt(ChunkKey key, const char* data, size_t n) {
   if (store_->state(key) != Catalog::kOnSource) return -EEXIST;
   ChunkClaim claim;
   if (store_->Claim(key, &claim,
-                    source_->HomedHere(key) ? ClaimOwner::kOwn : ClaimOwner::kPeerCopy) !=
+                    chunk_source_->HomedHere(key) ? ClaimOwner::kOwn : ClaimOwner::kPeerCopy) !=
       ChunkStore::ClaimResult::kClaimed) {
     return store_->state(key) != Catalog::kOnSource ? -EEXIST : -ENOSPC;
   }

@@ -86,7 +86,7 @@ class Promoter {
   int Adopt(ChunkKey key, const char* data, size_t n);
 
   // True unless another live peer is `key`'s home (always true without peers).
-  bool HomedHere(ChunkKey key) const { return source_->HomedHere(key); }
+  bool HomedHere(ChunkKey key) const { return chunk_source_->HomedHere(key); }
   // False while the job's peers are still connecting (homes not known yet).
   // Look-ahead for a chunk another node homes and this one has no room to
   // copy: asks the home (on the look-ahead lane) to promote it now. False
@@ -133,7 +133,7 @@ class Promoter {
   std::array<QueuedStripe, kQueuedStripes> queued_;
 
   ChunkStore* const store_;
-  ChunkSource* const source_;
+  ChunkSource* const chunk_source_;
   Executor* const executor_;
   std::atomic<uint64_t> requested_{0};  // chunks put in flight
   std::atomic<uint64_t> rejected_{0};   // the executor's lane was full

@@ -15,7 +15,7 @@ PromotionTuner::PromotionTuner(Executor* executor, const ChunkStore* store,
     : executor_(executor),
       store_(store),
       reads_(reads),
-      source_(source),
+      reader_(source),
       tune_parallelism_(tune_parallelism && executor != nullptr),
       tune_window_(lookahead == 0),
       window_(lookahead ? lookahead : kStartWindow),
@@ -36,8 +36,8 @@ unsigned PromotionTuner::Tune(double seconds, uint64_t lead, bool order_mode) {
   const uint64_t bytes = store_->counters().bytes.load(std::memory_order_relaxed);
   const uint64_t misses = reads_->waits.load(std::memory_order_relaxed) +
                           reads_->source_reads.load(std::memory_order_relaxed);
-  const uint64_t timed = source_ ? source_->timed_reads() : 0;
-  const uint64_t micros = source_ ? source_->read_micros() : 0;
+  const uint64_t timed = reader_ ? reader_->timed_reads() : 0;
+  const uint64_t micros = reader_ ? reader_->read_micros() : 0;
   const bool backlog = executor_->queued(Executor::Lane::kForeground) +
                            executor_->queued(Executor::Lane::kLookahead) +
                            executor_->queued(Executor::Lane::kBackground) >

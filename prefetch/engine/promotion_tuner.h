@@ -47,7 +47,7 @@ class PromotionTuner {
   Executor* const executor_;
   const ChunkStore* const store_;
   const ReadCounters* const reads_;
-  const SourceReader* const source_;
+  const SourceReader* const reader_;
   const bool tune_parallelism_;
   const bool tune_window_;
   mutable Mutex mu_;  // guards the rest. Lock order: a leaf (the executor is set outside it).

@@ -9,7 +9,7 @@ namespace tierfs {
 
 ReadPath::ReadPath(const Namespace* ns, ChunkSource* source, ChunkStore* store, Promoter* promoter,
                    std::chrono::milliseconds wait_limit)
-    : ns_(ns), source_(source), store_(store), promoter_(promoter), wait_limit_(wait_limit) {}
+    : ns_(ns), chunk_source_(source), store_(store), promoter_(promoter), wait_limit_(wait_limit) {}
 
 ssize_t ReadPath::ReadLocal(NodeId id, uint64_t off, size_t size, char* scratch, TierRead* out,
                             InFlight::Deadline deadline) {
@@ -227,8 +227,8 @@ ReadPath::ChunkStep ReadPath::PromoteOnMiss(ChunkRead& r) {
 
 ssize_t ReadPath::ReadUncached(ChunkKey key, uint64_t off, size_t n, char* scratch, TierRead* out,
                                Serving serving) {
-  HomeLink home = source_->HomeFor(key, serving);
-  ssize_t r = source_->Read(key, off, n, scratch, &home);
+  HomeLink home = chunk_source_->HomeFor(key, serving);
+  ssize_t r = chunk_source_->Read(key, off, n, scratch, &home);
   if (r < 0) return r;
   if (!home.is_source()) {
     counters_.peer_reads.fetch_add(1, std::memory_order_relaxed);
@@ -268,7 +268,7 @@ void ReadPath::PromoteRestOf(ChunkKey key) {
 
 ssize_t ReadPath::ReadSource(ChunkKey key, uint64_t off, size_t n, char* scratch, TierRead* out) {
   uint64_t file_off = store_ ? key.chunk * store_->catalog().chunk_size() + off : off;
-  ssize_t r = source_->ReadFile(key.node, file_off, n, scratch);
+  ssize_t r = chunk_source_->ReadFile(key.node, file_off, n, scratch);
   if (r < 0) return r;
   CountSource(r);
   out->data = scratch;

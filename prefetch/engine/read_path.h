@@ -122,7 +122,7 @@ class ReadPath {
   void NoteBypassed(ChunkKey key);
 
   const Namespace* const ns_;
-  ChunkSource* const source_;
+  ChunkSource* const chunk_source_;
   ChunkStore* const store_;
   Promoter* const promoter_;
   const std::chrono::milliseconds wait_limit_;

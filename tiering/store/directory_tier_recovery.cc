@@ -30,17 +30,17 @@ bool Whole(LocalFile* file, uint64_t off, uint64_t length) {
 int JournaledDirectoryTier::Recover(const std::string& source, const Acceptor& accept,
                                     std::vector<ChunkKey>* keys) {
   keys->clear();
-  source_ = source;
+  source_id_ = source;
   TierJournal::Entries recorded;
   bool foreign = false;
-  if (int err = journal_.Load(source_, &recorded, &foreign); err < 0) {
+  if (int err = journal_.Load(source_id_, &recorded, &foreign); err < 0) {
     TIERFS_LOG(kWarning, "tier {}: cannot read its journal ({}): nothing is reused", path_,
                std::strerror(-err));
   } else if (foreign) {
     TIERFS_LOG(kWarning,
                "tier {}: its journal is of another SOURCE or an older tierfs: its copies are "
                "removed, none is reused (this SOURCE: {})",
-               path_, source_);
+               path_, source_id_);
   }
   // No new tier file or record may take a number that a record or a file
   // already has.
@@ -72,7 +72,7 @@ int JournaledDirectoryTier::Recover(const std::string& source, const Acceptor& a
     index_ = std::move(index);
     files_ = std::move(files);
   }
-  if (int err = journal_.Rewrite(source_, kept); err < 0) {
+  if (int err = journal_.Rewrite(source_id_, kept); err < 0) {
     keys->clear();
     return GiveUp("cannot rewrite its journal", err);
   }
@@ -143,8 +143,8 @@ void JournaledDirectoryTier::CompactJournalIfLong() {
     newer = next_seq_.load();
     for (const auto& [key, entry] : index_) records.insert(entry.record);
   }
-  int err =
-      journal_.Compact(source_, [&](uint64_t rec) { return rec >= newer || records.count(rec); });
+  int err = journal_.Compact(source_id_,
+                             [&](uint64_t rec) { return rec >= newer || records.count(rec); });
   if (err < 0) {
     TIERFS_LOG(kWarning, "tier {}: cannot compact its journal: {}", path_, std::strerror(-err));
   }

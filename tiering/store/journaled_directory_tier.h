@@ -173,7 +173,7 @@ class JournaledDirectoryTier final : public DirectoryTier {
   const std::unique_ptr<FileLock> lock_;  // one daemon per tier directory
   TierJournal journal_;
   OpenTierFiles open_files_;  // read descriptors, by tier file seq
-  std::string source_;        // the SOURCE identity; set by Recover, before any other use
+  std::string source_id_;     // the SOURCE identity; set by Recover, before any other use
   std::atomic<bool> compacting_{false};
   std::atomic<uint64_t> unsynced_{0};  // publishes since the last sync
   std::atomic<int64_t> last_sync_ns_{NowNs()};
