@@ -1,8 +1,15 @@
 // ChunkStore: the tiers, the catalog of where each chunk is, and the
 // eviction policy; it owns the lifecycle of every chunk:
 //
-//   Claim:   ON_SOURCE -> IN_FLIGHT, a tier chosen (the fastest with room,
-//            evicting what the policy picks) and the chunk's bytes reserved
+//   Claim:   ON_SOURCE -> IN_FLIGHT, a tier chosen (the fastest with room
+//            to spare, else one whose policy admits the chunk) and the
+//            chunk's bytes reserved; never an eviction: a tier short of
+//            room kicks its Reclaimer (reclaimer.h), which evicts what the
+//            policy names on the store's JobRunner (a claim the policy
+//            admits on a background thread, the planner's, evicts for
+//            itself when the reclaimer is behind)
+//   Reclaim: (the reclaimer's job) evict until the tier's free room is back
+//            above its high watermark; the tier's upkeep
 //   Write:   the bytes streamed into the tier, invisible to readers
 //   Publish: IN_FLIGHT -> RESIDENT(t)
 //   or undo: reservation released, policy told, IN_FLIGHT -> ON_SOURCE
@@ -26,6 +33,7 @@
 #include "tiering/store/catalog.h"
 #include "tiering/store/eviction_policy.h"
 #include "tiering/store/in_flight.h"
+#include "tiering/store/reclaimer.h"
 #include "tiering/store/tier.h"
 
 namespace tierfs {
@@ -84,6 +92,7 @@ struct StoreCounters {
   std::atomic<uint64_t> evicted{0};         // chunks evicted to make room
   std::atomic<uint64_t> dropped{0};         // resident chunks found unreadable in their tier
   std::atomic<uint64_t> copies_evicted{0};  // peers' chunks evicted for this node's own
+  std::atomic<uint64_t> behind{0};          // claims a policy admitted, refused: room not made yet
 };
 
 class ChunkStore {
@@ -101,10 +110,13 @@ class ChunkStore {
   // `catalog` must describe `ns`; `policy` must have been made for
   // tiers.size() tiers, this catalog and `next_uses` (null: the store makes
   // an empty table). Directory tiers must be recovered through
-  // RecoverDirectoryTiers before the first claim.
+  // RecoverDirectoryTiers before the first claim. Evictions and tier upkeep
+  // run on `reclaim_on` (InlineJobs: on the claimer's thread), which must
+  // run no job of this store once it is destroyed.
   ChunkStore(const Namespace* ns, std::unique_ptr<Catalog> catalog,
              std::vector<std::unique_ptr<Tier>> tiers, std::unique_ptr<EvictionPolicy> policy,
-             std::unique_ptr<NextUseTable> next_uses = nullptr);
+             std::unique_ptr<NextUseTable> next_uses = nullptr,
+             JobRunner* reclaim_on = InlineJobs::Get());
 
   // Reuses what directory tiers kept from an earlier mount of the same
   // `source` (an identity string the journals must name): complete copies
@@ -115,8 +127,10 @@ class ChunkStore {
   void NoteTierHolder(std::string_view text);
 
   // Claims `key` for promotion. kBusy: it is not on SOURCE only (resident, or
-  // in flight) or empty; kNoRoom: it fits in no tier (counted). A peer's
-  // copy takes free room only (see ClaimOwner). Thread-safe.
+  // in flight) or empty; kNoRoom: it fits in no tier, or no tier has room
+  // yet (counted). A peer's copy takes free room only (see ClaimOwner).
+  // Evicts nothing itself (unless the store's runner is InlineJobs).
+  // Thread-safe.
   ClaimResult Claim(ChunkKey key, ChunkClaim* out, ClaimOwner whose = ClaimOwner::kOwn);
 
   // Reads [off, off+n) of chunk `key` from the tier that `state` (its
@@ -156,14 +170,26 @@ class ChunkStore {
 
  private:
   friend class ChunkClaim;
-  // Reserves `bytes` in the fastest tier with room, evicting what the policy
-  // picks when all are full (for an own chunk). The tier's index, or -1.
+  // Reserves `bytes` in the fastest tier with room to spare, else (for an
+  // own chunk) in the fastest tier holding copies or whose policy admits
+  // it, kicking that tier's reclaimer. The tier's index, or -1.
   int Place(ChunkKey key, uint64_t bytes, ClaimOwner whose);
+  // Kicks tier `t`'s reclaimer, then reserves `bytes` there if they fit
+  // (on a BackgroundClaims thread, after evicting for them if need be).
+  bool TakeRoom(int t, uint64_t bytes, bool* behind);
+  // The reclaimer's job for tier `t`: EvictUntilFree to its high
+  // watermark; then the tier's upkeep.
+  void Reclaim(int t);
+  // Evicts copies, then what the policy names, until tier `t` has `bytes`
+  // free or nothing more may go.
+  void EvictUntilFree(int t, uint64_t bytes);
+  // The free room `tier` keeps (none when reclaiming inline), in units of
+  // the largest chunk claimed so far (small files make small chunks).
+  Watermarks MarksOf(const Tier& tier) const;
+  // A copy of a peer's chunk resident in tier `t`, if any.
+  bool CopyIn(int t, ChunkKey* copy) const;
   // Removes a resident chunk from `tier`; the bytes freed (0 if it was not there).
   uint64_t Evict(ChunkKey key, int tier);
-  // Evicts copies from tier `t` until `bytes` are reserved there: true, or
-  // false when the copies there are not enough (the rest stays evicted).
-  bool ReserveOverCopies(int t, uint64_t bytes);
   int Commit(ChunkClaim& claim);
   // Readers of the claimed chunk look at the catalog again.
   void Finish(ChunkClaim& claim);
@@ -177,11 +203,13 @@ class ChunkStore {
   const std::unique_ptr<EvictionPolicy> policy_;
   InFlightTable in_flight_;
   StoreCounters counters_;
+  std::atomic<uint64_t> largest_claim_{0};  // bytes of the largest chunk claimed
   // Per node of ns_: its last Failure (Undo stores, anyone loads).
   std::unique_ptr<std::atomic<uint8_t>[]> last_failure_;
   // Copies of peers' chunks, resident or being published.
   mutable std::mutex copies_mu_;  // guards copies_. A leaf lock.
   std::unordered_set<ChunkKey, ChunkKeyHash> copies_;
+  Reclaimer reclaimer_;  // last: its jobs use the rest
 };
 
 }  // namespace tierfs
