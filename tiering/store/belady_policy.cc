@@ -65,20 +65,23 @@ class Belady final : public BeladyPolicy {
   bool NextVictim(int tier, ChunkKey* victim) override {
     std::lock_guard lock(mu_);
     TierState& t = per_tier_[static_cast<size_t>(tier)];
-    if (ReadTransientFirst(t)) {
-      const ChunkKey k = t.recycle.front();
-      t.recycle.pop_front();
-      t.transient.erase(k);
-      t.transient_bytes -= catalog_->length(k.node, k.chunk);
-      *victim = k;
-      return true;
-    }
+    if (TakeReadTransient(t, victim)) return true;
     Entry farthest{};
     if (!Farthest(t, &farthest)) return false;
     t.heap.pop();
     t.resident.erase(farthest.key);
     *victim = farthest.key;
     return true;
+  }
+
+  // Only a transient chunk already read: any chunk admitted would evict it
+  // first. A chunk with a use still to come stays until a chunk needed
+  // sooner asks for its room (evicting it ahead would cost a SOURCE read for
+  // nothing when none comes), and one with no use left may get one when the
+  // next epoch's order is declared (without an order, nothing ever goes).
+  bool SpareVictim(int tier, ChunkKey* victim) override {
+    std::lock_guard lock(mu_);
+    return TakeReadTransient(per_tier_[static_cast<size_t>(tier)], victim);
   }
 
   void Admitted(ChunkKey key, int tier, Hold hold) override {
@@ -220,6 +223,18 @@ class Belady final : public BeladyPolicy {
       t.recycle.pop_front();
     }
     return false;
+  }
+
+  // REQUIRES: mu_ held. Takes the transient chunk already read that waits
+  // first into *victim, if any.
+  bool TakeReadTransient(TierState& t, ChunkKey* victim) {
+    if (!ReadTransientFirst(t)) return false;
+    const ChunkKey k = t.recycle.front();
+    t.recycle.pop_front();
+    t.transient.erase(k);
+    t.transient_bytes -= catalog_->length(k.node, k.chunk);
+    *victim = k;
+    return true;
   }
 
   // REQUIRES: mu_ held. The resident chunk needed farthest in the future, at

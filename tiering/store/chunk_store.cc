@@ -81,6 +81,8 @@ ChunkStore::ChunkStore(const Namespace* ns, std::unique_ptr<Catalog> catalog,
       next_uses_(next_uses ? std::move(next_uses) : std::make_unique<NextUseTable>(ns->size())),
       policy_(std::move(policy)),
       last_failure_(std::make_unique<std::atomic<uint8_t>[]>(ns->size())),
+      named_(owned_.size()),
+      named_bytes_(owned_.size()),
       reclaimer_(reclaim_on, owned_.size(), [this](int t) { Reclaim(t); }) {
   for (const auto& t : owned_) tiers_.push_back(t.get());
 }
@@ -206,19 +208,25 @@ int ChunkStore::Place(ChunkKey key, uint64_t bytes, ClaimOwner whose) {
 }
 
 bool ChunkStore::TakeRoom(int t, uint64_t bytes, bool* behind) {
-  reclaimer_.Kick(t, bytes);  // on InlineJobs the room is made here and now
   Tier* tier = tiers_[static_cast<size_t>(t)];
-  if (tier->Reserve(bytes)) return true;
-  // The reclaimer is behind. A background thread (the planner's look-ahead)
-  // evicts for the chunk the policy admitted, as a claim did before the
-  // reclaimer: Belady's order keeps its result. A reader's or the network's
-  // thread answers "no room".
-  if (BackgroundClaims::here()) {
-    EvictUntilFree(t, bytes);
-    if (tier->Reserve(bytes)) return true;
+  bool taken = tier->Reserve(bytes);  // below the low watermark: the reclaimer restores it
+  if (!taken && (reclaimer_.runs_inline() || BackgroundClaims::here())) {
+    // The reclaimer is behind (or there is none). A background thread (the
+    // planner's look-ahead) evicts for the chunk the policy admitted, as a
+    // claim did before the reclaimer: Belady's order keeps its result.
+    EvictNamed(t);
+    EvictUntilFree(t, bytes, Victims::kForClaim);
+    taken = tier->Reserve(bytes);
+  } else if (!taken) {
+    // A reader's or the network's thread answers "no room", naming the
+    // victims the policy picks now for this chunk: the reclaimer evicts
+    // those, not what the policy would pick when it runs (for a chunk no
+    // longer waiting, in place of ones needed sooner).
+    NameVictims(t, bytes);
   }
-  *behind = true;
-  return false;
+  reclaimer_.Kick(t);
+  if (!taken) *behind = true;
+  return taken;
 }
 
 uint64_t ChunkStore::Evict(ChunkKey key, int tier_index) {

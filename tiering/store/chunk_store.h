@@ -3,13 +3,15 @@
 //
 //   Claim:   ON_SOURCE -> IN_FLIGHT, a tier chosen (the fastest with room
 //            to spare, else one whose policy admits the chunk) and the
-//            chunk's bytes reserved; never an eviction: a tier short of
-//            room kicks its Reclaimer (reclaimer.h), which evicts what the
-//            policy names on the store's JobRunner (a claim the policy
-//            admits on a background thread, the planner's, evicts for
-//            itself when the reclaimer is behind)
-//   Reclaim: (the reclaimer's job) evict until the tier's free room is back
-//            above its high watermark; the tier's upkeep
+//            chunk's bytes reserved; never an eviction: a claim the policy
+//            admits into a tier short of room names the victims the policy
+//            picks for it and kicks the tier's Reclaimer (reclaimer.h),
+//            which evicts them on the store's JobRunner (a claim made on a
+//            background thread, the planner's, evicts for itself when the
+//            reclaimer is behind)
+//   Reclaim: (the reclaimer's job) evict the named victims, then what the
+//            policy gives up ahead of need until the tier's free room is
+//            back above its high watermark; the tier's upkeep
 //   Write:   the bytes streamed into the tier, invisible to readers
 //   Publish: IN_FLIGHT -> RESIDENT(t)
 //   or undo: reservation released, policy told, IN_FLIGHT -> ON_SOURCE
@@ -174,20 +176,33 @@ class ChunkStore {
   // own chunk) in the fastest tier holding copies or whose policy admits
   // it, kicking that tier's reclaimer. The tier's index, or -1.
   int Place(ChunkKey key, uint64_t bytes, ClaimOwner whose);
-  // Kicks tier `t`'s reclaimer, then reserves `bytes` there if they fit
-  // (on a BackgroundClaims thread, after evicting for them if need be).
+  // For a chunk the policy admitted into tier `t`: reserves `bytes` there if
+  // they fit (on a BackgroundClaims thread, after evicting for them if need
+  // be), else names the victims that make the room; kicks the reclaimer.
   bool TakeRoom(int t, uint64_t bytes, bool* behind);
-  // The reclaimer's job for tier `t`: EvictUntilFree to its high
-  // watermark; then the tier's upkeep.
+  // Names copies, then the policy's victims (NextVictim), until tier `t`'s
+  // free room and the bytes of the victims named there make `bytes`.
+  void NameVictims(int t, uint64_t bytes);
+  // Evicts the victims named in tier `t`.
+  void EvictNamed(int t);
+  // The reclaimer's job for tier `t`: EvictNamed, EvictUntilFree to its
+  // high watermark with spare victims only; then the tier's upkeep.
   void Reclaim(int t);
-  // Evicts copies, then what the policy names, until tier `t` has `bytes`
-  // free or nothing more may go.
-  void EvictUntilFree(int t, uint64_t bytes);
+  // Which victims EvictUntilFree may take after copies: what the policy
+  // names for a claim it admitted (NextVictim), or ahead of need (SpareVictim).
+  enum class Victims { kForClaim, kSpare };
+  // Evicts copies, then `which` victims, until tier `t` has `bytes` free or
+  // nothing more may go.
+  void EvictUntilFree(int t, uint64_t bytes, Victims which);
+  // Evicts `victim` from tier `t` if it is still resident there (`copy`: a
+  // peer's chunk, not the policy's pick); true if it was.
+  bool EvictVictim(int t, ChunkKey victim, bool copy);
   // The free room `tier` keeps (none when reclaiming inline), in units of
   // the largest chunk claimed so far (small files make small chunks).
   Watermarks MarksOf(const Tier& tier) const;
-  // A copy of a peer's chunk resident in tier `t`, if any.
-  bool CopyIn(int t, ChunkKey* copy) const;
+  // A copy of a peer's chunk resident in tier `t`, if any; `take`: no
+  // longer listed as a copy (it is named to go).
+  bool CopyIn(int t, ChunkKey* copy, bool take = false);
   // Removes a resident chunk from `tier`; the bytes freed (0 if it was not there).
   uint64_t Evict(ChunkKey key, int tier);
   int Commit(ChunkClaim& claim);
@@ -207,9 +222,20 @@ class ChunkStore {
   // Per node of ns_: its last Failure (Undo stores, anyone loads).
   std::unique_ptr<std::atomic<uint8_t>[]> last_failure_;
   // Copies of peers' chunks, resident or being published.
-  mutable std::mutex copies_mu_;  // guards copies_. A leaf lock.
+  std::mutex copies_mu_;  // guards copies_. A leaf lock.
   std::unordered_set<ChunkKey, ChunkKeyHash> copies_;
-  Reclaimer reclaimer_;  // last: its jobs use the rest
+  // Victims named for claims made on a reader's or the network's thread
+  // (picked when the policy admitted the claim), for the reclaimer to evict.
+  struct Named {
+    ChunkKey key;
+    bool copy = false;
+  };
+  // Guards named_ and named_bytes_. Lock order: before copies_mu_ and the
+  // policy's lock (NameVictims asks them with it held); no I/O under it.
+  std::mutex named_mu_;
+  std::vector<std::vector<Named>> named_;  // per tier
+  std::vector<uint64_t> named_bytes_;      // per tier: the bytes of named_
+  Reclaimer reclaimer_;                    // last: its jobs use the rest
 };
 
 }  // namespace tierfs

@@ -34,9 +34,10 @@ struct Candidate {
 //
 // Room is made in two steps (navy's split of admission and reclaim): a
 // claim for a tier short of room asks Admit whether the chunk is worth a
-// place there, and the store's reclaimer, on a background thread, evicts
-// what NextVictim names until the tier has its free room back. PickVictim
-// is the two at once: what a tier that evicted for this one chunk would do.
+// place there and, if so, takes what NextVictim names; the store's
+// reclaimer, on a background thread, evicts those, and keeps free room
+// ahead of need with what SpareVictim names. PickVictim is Admit and
+// NextVictim at once: what a tier that evicted for this one chunk would do.
 class EvictionPolicy {
  public:
   virtual ~EvictionPolicy() = default;
@@ -49,6 +50,13 @@ class EvictionPolicy {
   // The resident chunk of `tier` to evict first, no longer tracked from now
   // on. False: nothing there may be evicted.
   virtual bool NextVictim(int tier, ChunkKey* victim) = 0;
+  // A resident chunk of `tier` that may go before any claim asks for its
+  // room (the reclaimer keeping free room between its watermarks), no
+  // longer tracked from now on: one the policy would evict first for any
+  // chunk it admits. False: none may (room is then made for the claims the
+  // policy admits, through NextVictim). By default NextVictim: an order that
+  // needs no candidate (LRU) may evict ahead.
+  virtual bool SpareVictim(int tier, ChunkKey* victim) { return NextVictim(tier, victim); }
   // Admit, then NextVictim: names a resident chunk of that tier to evict for
   // `c` and how `c` would be held. False: evict nothing for it there.
   bool PickVictim(int tier, const Candidate& c, ChunkKey* victim, Hold* hold) {

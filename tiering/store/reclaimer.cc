@@ -18,15 +18,9 @@ Watermarks Watermarks::For(uint64_t limit, uint64_t chunk_size, bool runs_inline
 Reclaimer::Reclaimer(JobRunner* runner, size_t tiers, std::function<void(int)> reclaim)
     : runner_(runner),
       reclaim_(std::move(reclaim)),
-      kicks_(std::make_unique<std::atomic<uint64_t>[]>(tiers)),
-      wanted_(std::make_unique<std::atomic<uint64_t>[]>(tiers)) {}
+      kicks_(std::make_unique<std::atomic<uint64_t>[]>(tiers)) {}
 
-uint64_t Reclaimer::TakeWanted(int t) { return wanted_[static_cast<size_t>(t)].exchange(0); }
-
-void Reclaimer::Kick(int t, uint64_t bytes) {
-  std::atomic<uint64_t>& wanted = wanted_[static_cast<size_t>(t)];
-  for (uint64_t w = wanted.load(); w < bytes && !wanted.compare_exchange_weak(w, bytes);) {
-  }
+void Reclaimer::Kick(int t) {
   if (kicks_[static_cast<size_t>(t)].fetch_add(1) > 0) return;  // queued or running: it reruns
   if (!runner_->Run([this, t] { Run(t); })) {
     kicks_[static_cast<size_t>(t)].store(0);  // the next kick tries again

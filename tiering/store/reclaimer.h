@@ -1,10 +1,11 @@
 // Reclaimer: keeps free room in each tier of a ChunkStore between two
 // watermarks, so that a claim never evicts: it reserves room, or answers
-// "no room" and kicks the reclaimer. The reclaimer's job (ChunkStore::
-// Reclaim) evicts, in the policy's order, until the tier has `high` bytes
-// free, then does the tier's upkeep (a directory tier's journal
-// compaction). The job runs where the store's JobRunner puts it: the
-// promotion pool's background lane in the daemon, so no reader's and no
+// "no room" (naming the victims the policy picks for it) and kicks the
+// reclaimer. The reclaimer's job (ChunkStore::Reclaim) evicts the victims
+// claims named, then what the policy gives up ahead of need
+// (EvictionPolicy::SpareVictim) until the tier has `high` bytes free, then
+// does the tier's upkeep (a directory tier's journal compaction). The job runs where the store's
+// JobRunner puts it: the promotion pool's background lane in the daemon, so no reader's and no
 // network thread removes a chunk's bytes, appends to a journal or compacts
 // it for a claim. At most one job per tier is queued or running; a kick
 // while it runs makes it run once more. (CacheLib navy's region reclaim
@@ -62,8 +63,8 @@ class BackgroundClaims {
 };
 
 // The free room a tier keeps: a claim that would leave less than `low`
-// free asks the policy (Admit) and kicks the reclaimer, which evicts until
-// `high` is free (and the claims that kicked it fit). The room between is
+// free asks the policy (Admit) and kicks the reclaimer, which evicts the
+// victims named for claims, then spare chunks until `high` is free. The room between is
 // what the reclaimer's hysteresis costs; what a claim takes below `low` is
 // the room it takes while the reclaimer catches up.
 struct Watermarks {
@@ -83,12 +84,9 @@ class Reclaimer {
   // down first).
   Reclaimer(JobRunner* runner, size_t tiers, std::function<void(int)> reclaim);
 
-  // Tier `t` is short of room (a claim wants `bytes` free there) or due for
-  // upkeep: its job is queued unless it is queued or running already (then
-  // it runs once more).
-  void Kick(int t, uint64_t bytes = 0);
-  // The most bytes a kick of tier `t` wanted free since the last call.
-  uint64_t TakeWanted(int t);
+  // Tier `t` is short of room or due for upkeep: its job is queued unless
+  // it is queued or running already (then it runs once more).
+  void Kick(int t);
   bool runs_inline() const { return runner_->runs_inline(); }
 
   uint64_t runs() const { return runs_.load(std::memory_order_relaxed); }
@@ -101,7 +99,6 @@ class Reclaimer {
   const std::function<void(int)> reclaim_;
   // Per tier: kicks not yet served; non-zero while its job is queued or running.
   std::unique_ptr<std::atomic<uint64_t>[]> kicks_;
-  std::unique_ptr<std::atomic<uint64_t>[]> wanted_;  // per tier: the most bytes a kick wanted
   std::atomic<uint64_t> runs_{0}, refused_{0};
 };
 

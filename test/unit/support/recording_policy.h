@@ -25,6 +25,11 @@ class RecordingPolicy final : public EvictionPolicy {
     if (picked) victims.push_back(victim->node);
     return picked;
   }
+  bool SpareVictim(int tier, ChunkKey* victim) override {
+    bool picked = inner_->SpareVictim(tier, victim);
+    if (picked) victims.push_back(victim->node);
+    return picked;
+  }
   void Admitted(ChunkKey k, int t, Hold h) override { inner_->Admitted(k, t, h); }
   void Published(ChunkKey k, int t) override {
     if (before_published) before_published(k);
