@@ -131,7 +131,8 @@ class ChunkStore {
   // Claims `key` for promotion. kBusy: it is not on SOURCE only (resident, or
   // in flight) or empty; kNoRoom: it fits in no tier, or no tier has room
   // yet (counted). A peer's copy takes free room only (see ClaimOwner).
-  // Evicts nothing itself (unless the store's runner is InlineJobs).
+  // Evicts nothing itself (unless the store's runner is InlineJobs, or on a
+  // BackgroundClaims thread when the reclaimer is behind).
   // Thread-safe.
   ClaimResult Claim(ChunkKey key, ChunkClaim* out, ClaimOwner whose = ClaimOwner::kOwn);
 
