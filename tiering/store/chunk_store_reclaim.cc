@@ -18,9 +18,9 @@ void ChunkStore::NameVictims(int t, uint64_t bytes) {
   std::lock_guard lock(named_mu_);
   uint64_t& named_bytes = named_bytes_[static_cast<size_t>(t)];
   while (true) {
-    const uint64_t limit = tier->limit();
-    const uint64_t used = tier->used();
-    if (used <= limit && limit - used + named_bytes >= bytes) return;
+    // (A tier found full has its limit lowered below its use: the named
+    // bytes count against the excess too.)
+    if (tier->used() + bytes <= tier->limit() + named_bytes) return;
     Named victim;
     victim.copy = CopyIn(t, &victim.key, true);
     if (!victim.copy && !policy_->NextVictim(t, &victim.key)) return;  // nothing more may go
