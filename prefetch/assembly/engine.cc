@@ -69,15 +69,20 @@ Result<std::unique_ptr<Engine>> Engine::Open(const TieringConfig& config, const 
   if (!policy) {
     return Status::Error(EINVAL, fmt::format("unknown policy '{}'", config.policy));
   }
-  store->chunks_ = std::make_unique<ChunkStore>(ns, std::move(catalog), std::move(tiers),
-                                                std::move(policy), std::move(next_uses));
+  // The pool is made before the store: the store's reclaimer evicts on its
+  // background lane (no thread runs before Start, after the fork).
+  store->executor_ = std::make_unique<Executor>(config.promote_threads, config.promote_queue);
+  store->reclaim_lane_ =
+      std::make_unique<ExecutorLane>(store->executor_.get(), Executor::Lane::kBackground);
+  store->chunks_ =
+      std::make_unique<ChunkStore>(ns, std::move(catalog), std::move(tiers), std::move(policy),
+                                   std::move(next_uses), store->reclaim_lane_.get());
   store->chunks_->RecoverDirectoryTiers(config.source_id);
   if (config.peers_enabled()) {
     JobPeersConfig peers = config.peers;
     peers.chunk_size = config.chunk_size;
     store->peers_ = std::make_unique<JobPeers>(std::move(peers), ns);
   }
-  store->executor_ = std::make_unique<Executor>(config.promote_threads, config.promote_queue);
   store->chunk_source_ =
       std::make_unique<ChunkSource>(source, config.chunk_size, store->peers_.get());
   store->promoter_ = std::make_unique<Promoter>(store->chunks_.get(), store->chunk_source_.get(),

@@ -55,6 +55,9 @@ class Engine {
   std::unique_ptr<JobPeers> peers_;
   std::unique_ptr<ChunkSource> chunk_source_;  // home, then SOURCE
   std::unique_ptr<Executor> executor_;
+  // The store's reclaimer runs on executor_'s background lane; no job runs
+  // once Shutdown stopped the executor.
+  std::unique_ptr<ExecutorLane> reclaim_lane_;
   std::unique_ptr<Promoter> promoter_;
   std::unique_ptr<ReadPath> read_path_;
   std::unique_ptr<Prefetcher> prefetcher_;

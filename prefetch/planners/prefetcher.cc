@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "tiering/base/log_limiter.h"
+#include "tiering/store/reclaimer.h"
 
 namespace tierfs {
 
@@ -186,6 +187,9 @@ void Prefetcher::FeedStage() {
 }
 
 void Prefetcher::Loop() {
+  // Look-ahead's claims may evict here when the reclaimer is behind: this
+  // thread serves no reader.
+  const BackgroundClaims background;
   auto last_tune = std::chrono::steady_clock::now();
   // A throw (bad_alloc, a broken invariant in a planner) loses that round,
   // not the thread: a dead planner would leave the mount without prefetch

@@ -57,8 +57,8 @@ class ChunkProvider {
   // node's snapshot describes the file as `ref` does and a tier has room.
   // 0 kept, -EEXIST (held or in flight already), -ENOSPC, -ENOENT,
   // -ESTALE, -EINVAL, -EIO, or -ENOTSUP (this provider keeps nothing).
-  // On the server's progress thread: it copies the bytes and may write a
-  // file, but leaves whatever waits for a device (an fdatasync) to others.
+  // On one of the server's pool threads: it copies the bytes and may write
+  // a file, and leaves whatever waits for an fdatasync to others.
   virtual int Adopt(const ChunkRef& ref, const char* data) {
     (void)ref, (void)data;
     return -ENOTSUP;

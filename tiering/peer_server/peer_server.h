@@ -36,7 +36,7 @@
 // received within the same budgets (a rendezvous one into a buffer of the
 // server's), opened (its
 // tag over header, path and bytes), and handed to ChunkProvider::Adopt on
-// the progress thread; it is never answered. One over budget is dropped
+// a pool thread (an eager body copied first); it is never answered. One over budget is dropped
 // unread.
 #pragma once
 

@@ -200,11 +200,27 @@ void PeerServer::AdoptOffer(Connection& c, const std::shared_ptr<OfferJob>& job,
     release();
     return;
   }
-  // On this thread: a claim and a copy into memory (a slow commit goes to
-  // the promoter's pool), cheaper than two thread hand-offs.
-  int r = provider_->Adopt(ref, body + job->m.path_len);
-  (r == 0 ? counters_.adopted : counters_.offers_refused)++;
-  release();
+  // On a pool thread: the claim and the copy into a tier may wait for a
+  // device, which the progress thread must not. An eager body is UCX's only
+  // until this returns: copied first.
+  if (job->body.get() == nullptr) {
+    job->body = buffers_.Take(job->size);
+    std::memcpy(job->body.get(), body, job->size);
+  }
+  const bool queued = pool_.Submit([this, job] {
+    ChunkRef adopt = job->m.chunk;
+    adopt.path = std::string_view(job->body.get(), job->m.path_len);
+    const int r = provider_->Adopt(adopt, job->body.get() + job->m.path_len);
+    ucx()->Post([this, job, r] {
+      (r == 0 ? counters_.adopted : counters_.offers_refused)++;
+      Unreserve(job->session, job->size, job->epoch);
+      buffers_.Give(std::move(job->body));
+    });
+  });
+  if (!queued) {  // the pool is full or stopping: the offer is a favour
+    counters_.offers_refused++;
+    release();
+  }
 }
 
 // On a pool thread: reads and seals the bytes, then hands the answer back.

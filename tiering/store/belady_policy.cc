@@ -38,27 +38,16 @@ class Belady final : public BeladyPolicy {
     transient_limit_ = std::max<size_t>(chunks, 1);
   }
 
-  bool PickVictim(int tier, const Candidate& c, ChunkKey* victim, Hold* hold) override {
+  bool Admit(int tier, const Candidate& c, Hold* hold) override {
     MutexLock lock(mu_);
     TierState& t = per_tier_[static_cast<size_t>(tier)];
-    while (!t.recycle.empty()) {
-      ChunkKey k = t.recycle.front();
-      t.recycle.pop_front();
-      // Entries of chunks since kept, evicted or held again are stale.
-      auto tr = t.transient.find(k);
-      if (tr != t.transient.end() && tr->second.read) {
-        t.transient.erase(tr);
-        t.transient_bytes -= catalog_->length(k.node, k.chunk);
-        *victim = k;
-        *hold = Hold::kKept;  // as far as is known yet; a later pick may say otherwise
-        return true;
-      }
-    }
+    *hold = Hold::kKept;
+    if (ReadTransientFirst(t)) return true;  // it makes the room
+    Entry farthest{};
+    const bool any = Farthest(t, &farthest);
+    if (!any && t.transient.empty()) return true;  // nothing here to displace
     const NextUses uses = NextUseOf(c.key);
-    if (PopFarthest(t, uses.after, victim)) {
-      *hold = Hold::kKept;
-      return true;
-    }
+    if (any && farthest.next_use > uses.after) return true;
     // Transient chunks may take at most an eighth of the tier: more would
     // evict what is kept for later (large shards thrashed without it)...
     const uint64_t transient_cap = std::max(c.bytes, c.tier_limit / 8);
@@ -66,11 +55,33 @@ class Belady final : public BeladyPolicy {
     // still needed would cost a SOURCE read later for a read served from the
     // tier now (with one epoch declared at a time, shards thrashed).
     if (t.transient.size() < transient_limit_ && t.transient_bytes + c.bytes <= transient_cap &&
-        uses.next != NextUses::kNever && PopFarthest(t, NextUses::kNever - 1, victim)) {
+        uses.next != NextUses::kNever && any && farthest.next_use == NextUses::kNever) {
       *hold = Hold::kTransient;
       return true;
     }
     return false;
+  }
+
+  bool NextVictim(int tier, ChunkKey* victim) override {
+    MutexLock lock(mu_);
+    TierState& t = per_tier_[static_cast<size_t>(tier)];
+    if (TakeReadTransient(t, victim)) return true;
+    Entry farthest{};
+    if (!Farthest(t, &farthest)) return false;
+    t.heap.pop();
+    t.resident.erase(farthest.key);
+    *victim = farthest.key;
+    return true;
+  }
+
+  // Only a transient chunk already read: any chunk admitted would evict it
+  // first. A chunk with a use still to come stays until a chunk needed
+  // sooner asks for its room (evicting it ahead would cost a SOURCE read for
+  // nothing when none comes), and one with no use left may get one when the
+  // next epoch's order is declared (without an order, nothing ever goes).
+  bool SpareVictim(int tier, ChunkKey* victim) override {
+    MutexLock lock(mu_);
+    return TakeReadTransient(per_tier_[static_cast<size_t>(tier)], victim);
   }
 
   void Admitted(ChunkKey key, int tier, Hold hold) override {
@@ -202,28 +213,49 @@ class Belady final : public BeladyPolicy {
     t.heap = std::priority_queue<Entry>(std::less<Entry>(), std::move(live));
   }
 
-  // Takes the resident chunk needed farthest in the future, if that is
-  // later than `than`.
-  bool PopFarthest(TierState& t, uint64_t than, ChunkKey* victim) REQUIRES(mu_) {
+  // True if a transient chunk already read waits at the
+  // front of `recycle` (stale entries before it, of chunks since kept,
+  // evicted or held again, are dropped).
+  bool ReadTransientFirst(TierState& t) REQUIRES(mu_) {
+    while (!t.recycle.empty()) {
+      auto tr = t.transient.find(t.recycle.front());
+      if (tr != t.transient.end() && tr->second.read) return true;
+      t.recycle.pop_front();
+    }
+    return false;
+  }
+
+  // Takes the transient chunk already read that waits
+  // first into *victim, if any.
+  bool TakeReadTransient(TierState& t, ChunkKey* victim) REQUIRES(mu_) {
+    if (!ReadTransientFirst(t)) return false;
+    const ChunkKey k = t.recycle.front();
+    t.recycle.pop_front();
+    t.transient.erase(k);
+    t.transient_bytes -= catalog_->length(k.node, k.chunk);
+    *victim = k;
+    return true;
+  }
+
+  // The resident chunk needed farthest in the future, at
+  // the top of the heap, with its next use now in *top; false if none.
+  bool Farthest(TierState& t, Entry* top) REQUIRES(mu_) {
     while (!t.heap.empty()) {
-      Entry top = t.heap.top();
-      if (!t.resident.count(top.key)) {
+      Entry e = t.heap.top();
+      if (!t.resident.count(e.key)) {
         t.heap.pop();  // evicted already
         continue;
       }
-      uint64_t now = NextUseOf(top.key).next;
+      uint64_t now = NextUseOf(e.key).next;
       // Next uses count down as readers advance, all of a stream's alike, so
       // an entry is requeued only when its use moved later or came more than
       // twice as near: each entry is requeued O(log) times, not at every read.
-      if (now > top.next_use || now < top.next_use / 2) {
+      if (now > e.next_use || now < e.next_use / 2) {
         t.heap.pop();
-        t.heap.push({now, top.key});
+        t.heap.push({now, e.key});
         continue;
       }
-      if (now <= than) return false;
-      t.heap.pop();
-      t.resident.erase(top.key);
-      *victim = top.key;
+      *top = {now, e.key};
       return true;
     }
     return false;

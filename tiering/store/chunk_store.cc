@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <string_view>
@@ -73,13 +74,16 @@ void ChunkClaim::Undo(const char* what, int err) {
 ChunkStore::ChunkStore(const Namespace* ns, std::unique_ptr<Catalog> catalog,
                        std::vector<std::unique_ptr<Tier>> tiers,
                        std::unique_ptr<EvictionPolicy> policy,
-                       std::unique_ptr<NextUseTable> next_uses)
+                       std::unique_ptr<NextUseTable> next_uses, JobRunner* reclaim_on)
     : ns_(ns),
       catalog_(std::move(catalog)),
       owned_(std::move(tiers)),
       next_uses_(next_uses ? std::move(next_uses) : std::make_unique<NextUseTable>(ns->size())),
       policy_(std::move(policy)),
-      last_failure_(std::make_unique<std::atomic<uint8_t>[]>(ns->size())) {
+      last_failure_(std::make_unique<std::atomic<uint8_t>[]>(ns->size())),
+      named_(owned_.size()),
+      named_bytes_(owned_.size()),
+      reclaimer_(reclaim_on, owned_.size(), [this](int t) { Reclaim(t); }) {
   for (const auto& t : owned_) tiers_.push_back(t.get());
 }
 
@@ -138,6 +142,9 @@ ChunkStore::ClaimResult ChunkStore::Claim(ChunkKey key, ChunkClaim* out, ClaimOw
   if (catalog_->state(key) != Catalog::kOnSource) return ClaimResult::kBusy;  // cheap check first
   const uint64_t length = catalog_->length(key.node, key.chunk);
   if (length == 0 || !catalog_->TryBegin(key)) return ClaimResult::kBusy;
+  for (uint64_t l = largest_claim_.load();
+       l < length && !largest_claim_.compare_exchange_weak(l, length);) {
+  }
   int tier = Place(key, length, whose);
   if (tier < 0) {
     counters_.no_room.fetch_add(1, std::memory_order_relaxed);
@@ -156,39 +163,69 @@ ChunkStore::ClaimResult ChunkStore::Claim(ChunkKey key, ChunkClaim* out, ClaimOw
 }
 
 int ChunkStore::Place(ChunkKey key, uint64_t bytes, ClaimOwner whose) {
+  // First fit: the fastest tier with room to spare (its free room stays at
+  // or above the low watermark).
   for (size_t i = 0; i < tiers_.size(); ++i) {
-    if (!tiers_[i]->Reserve(bytes)) continue;
+    Tier* tier = tiers_[i];
+    if (!tier->Reserve(bytes, MarksOf(*tier).low)) continue;
     policy_->Admitted(key, static_cast<int>(i), Hold::kKept);
     return static_cast<int>(i);
   }
   if (whose == ClaimOwner::kPeerCopy) return -1;
-  // All full. This node's own chunk goes before any copy of a peer's: a
-  // copy saves a transfer between nodes, the own chunk a PFS read for the job.
+  // All short of room. This node's own chunk goes before any copy of a
+  // peer's (the reclaimer evicts copies first): a copy saves a transfer
+  // between nodes, the own chunk a PFS read for the job.
+  bool behind = false;
+  ChunkKey copy;
   for (size_t i = 0; i < tiers_.size(); ++i) {
-    if (bytes <= tiers_[i]->limit() && ReserveOverCopies(static_cast<int>(i), bytes)) {
-      policy_->Admitted(key, static_cast<int>(i), Hold::kKept);
-      return static_cast<int>(i);
+    const int t = static_cast<int>(i);
+    if (bytes <= tiers_[i]->limit() && CopyIn(t, &copy) && TakeRoom(t, bytes, &behind)) {
+      policy_->Admitted(key, t, Hold::kKept);
+      return t;
     }
   }
-  // Make room in the fastest tier that could ever hold the chunk and where
-  // the policy finds something worth evicting for it.
+  // The fastest tier that could ever hold the chunk and whose policy finds
+  // it worth what the reclaimer will evict for it.
   for (size_t i = 0; i < tiers_.size(); ++i) {
     const int t = static_cast<int>(i);
     if (bytes > tiers_[i]->limit()) continue;
     Hold hold = Hold::kKept;
-    while (true) {
-      if (tiers_[i]->Reserve(bytes)) {
-        policy_->Admitted(key, t, hold);
-        return t;
-      }
-      ChunkKey victim;
-      if (!policy_->PickVictim(t, Candidate{key, bytes, tiers_[i]->limit()}, &victim, &hold)) {
-        break;
-      }
-      if (Evict(victim, t) > 0) counters_.evicted.fetch_add(1, std::memory_order_relaxed);
+    if (!policy_->Admit(t, Candidate{key, bytes, tiers_[i]->limit()}, &hold)) {
+      // Not worth an eviction, but free room is free: it may take that, as
+      // it always could (first-fit fills a tier to its limit).
+      if (!tiers_[i]->Reserve(bytes)) continue;
+      policy_->Admitted(key, t, Hold::kKept);
+      return t;
+    }
+    if (TakeRoom(t, bytes, &behind)) {
+      policy_->Admitted(key, t, hold);
+      return t;
     }
   }
+  if (behind) counters_.behind.fetch_add(1, std::memory_order_relaxed);
   return -1;
+}
+
+bool ChunkStore::TakeRoom(int t, uint64_t bytes, bool* behind) {
+  Tier* tier = tiers_[static_cast<size_t>(t)];
+  bool taken = tier->Reserve(bytes);  // below the low watermark: the reclaimer restores it
+  if (!taken && (reclaimer_.runs_inline() || BackgroundClaims::here())) {
+    // The reclaimer is behind (or there is none). A background thread (the
+    // planner's look-ahead) evicts for the chunk the policy admitted, as a
+    // claim did before the reclaimer: Belady's order keeps its result.
+    EvictNamed(t);
+    EvictUntilFree(t, bytes, Victims::kForClaim);
+    taken = tier->Reserve(bytes);
+  } else if (!taken) {
+    // A reader's or the network's thread answers "no room", naming the
+    // victims the policy picks now for this chunk: the reclaimer evicts
+    // those, not what the policy would pick when it runs (for a chunk no
+    // longer waiting, in place of ones needed sooner).
+    NameVictims(t, bytes);
+  }
+  reclaimer_.Kick(t);
+  if (!taken) *behind = true;
+  return taken;
 }
 
 uint64_t ChunkStore::Evict(ChunkKey key, int tier_index) {
@@ -213,32 +250,6 @@ uint64_t ChunkStore::Evict(ChunkKey key, int tier_index) {
   return bytes;
 }
 
-bool ChunkStore::ReserveOverCopies(int t, uint64_t bytes) {
-  Tier* tier = tiers_[static_cast<size_t>(t)];
-  const uint8_t resident_here = static_cast<uint8_t>(Catalog::kResidentBase + t);
-  while (!tier->Reserve(bytes)) {
-    ChunkKey victim;
-    bool found = false;
-    {
-      MutexLock lock(copies_mu_);
-      for (const ChunkKey& k : copies_) {
-        if (catalog_->state(k) == resident_here) {
-          victim = k;
-          found = true;
-          break;
-        }
-      }
-    }
-    if (!found) return false;
-    if (Evict(victim, t) > 0) {
-      policy_->Dropped(victim, t);  // not the policy's pick: it forgets the chunk
-      counters_.evicted.fetch_add(1, std::memory_order_relaxed);
-      counters_.copies_evicted.fetch_add(1, std::memory_order_relaxed);
-    }
-  }
-  return true;
-}
-
 int ChunkStore::Commit(ChunkClaim& claim) {
   int err = claim.written_ == claim.length_ ? 0 : -EIO;
   if (err == 0 && !claim.writer_) err = -EIO;
@@ -259,6 +270,7 @@ int ChunkStore::Commit(ChunkClaim& claim) {
   catalog_->Publish(key, tier);
   Finish(claim);
   policy_->Published(key, tier);
+  if (tiers_[static_cast<size_t>(tier)]->maintenance_due()) reclaimer_.Kick(tier);
   counters_.done.fetch_add(1, std::memory_order_relaxed);
   counters_.bytes.fetch_add(claim.length_, std::memory_order_relaxed);
   return 0;
@@ -387,6 +399,11 @@ void ChunkStore::VisitPromotions(CounterVisitor& v) const {
             {"Resident chunks found unreadable in their tier and dropped."});
   v.Counter("copies_evicted", load(counters_.copies_evicted),
             {"Chunks that another node keeps, evicted to make room for chunks this node keeps."});
+  v.Counter("reclaim_behind", load(counters_.behind),
+            {"Chunk promotions refused because the tiers' room was still being made (evictions "
+             "run in the background)."});
+  v.Counter("reclaims", reclaimer_.runs(),
+            {"Runs of the background job that evicts to keep free room in the tiers."});
   v.Counter("bytes", load(counters_.bytes), {"Bytes promoted into the tiers.", Unit::kBytes});
   v.Gauge("files_resident", static_cast<double>(catalog_->FullyResidentFiles()),
           {"Files whose every chunk is resident in a tier.", Unit::kFiles, "resident"});

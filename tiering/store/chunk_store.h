@@ -1,8 +1,17 @@
 // ChunkStore: the tiers, the catalog of where each chunk is, and the
 // eviction policy; it owns the lifecycle of every chunk:
 //
-//   Claim:   ON_SOURCE -> IN_FLIGHT, a tier chosen (the fastest with room,
-//            evicting what the policy picks) and the chunk's bytes reserved
+//   Claim:   ON_SOURCE -> IN_FLIGHT, a tier chosen (the fastest with room
+//            to spare, else one whose policy admits the chunk) and the
+//            chunk's bytes reserved; never an eviction: a claim the policy
+//            admits into a tier short of room names the victims the policy
+//            picks for it and kicks the tier's Reclaimer (reclaimer.h),
+//            which evicts them on the store's JobRunner (a claim made on a
+//            background thread, the planner's, evicts for itself when the
+//            reclaimer is behind)
+//   Reclaim: (the reclaimer's job) evict the named victims, then what the
+//            policy gives up ahead of need until the tier's free room is
+//            back above its high watermark; the tier's upkeep
 //   Write:   the bytes streamed into the tier, invisible to readers
 //   Publish: IN_FLIGHT -> RESIDENT(t)
 //   or undo: reservation released, policy told, IN_FLIGHT -> ON_SOURCE
@@ -26,6 +35,7 @@
 #include "tiering/store/catalog.h"
 #include "tiering/store/eviction_policy.h"
 #include "tiering/store/in_flight.h"
+#include "tiering/store/reclaimer.h"
 #include "tiering/store/tier.h"
 
 namespace tierfs {
@@ -84,6 +94,7 @@ struct StoreCounters {
   std::atomic<uint64_t> evicted{0};         // chunks evicted to make room
   std::atomic<uint64_t> dropped{0};         // resident chunks found unreadable in their tier
   std::atomic<uint64_t> copies_evicted{0};  // peers' chunks evicted for this node's own
+  std::atomic<uint64_t> behind{0};          // claims a policy admitted, refused: room not made yet
 };
 
 class ChunkStore {
@@ -101,10 +112,13 @@ class ChunkStore {
   // `catalog` must describe `ns`; `policy` must have been made for
   // tiers.size() tiers, this catalog and `next_uses` (null: the store makes
   // an empty table). Directory tiers must be recovered through
-  // RecoverDirectoryTiers before the first claim.
+  // RecoverDirectoryTiers before the first claim. Evictions and tier upkeep
+  // run on `reclaim_on` (InlineJobs: on the claimer's thread), which must
+  // run no job of this store once it is destroyed.
   ChunkStore(const Namespace* ns, std::unique_ptr<Catalog> catalog,
              std::vector<std::unique_ptr<Tier>> tiers, std::unique_ptr<EvictionPolicy> policy,
-             std::unique_ptr<NextUseTable> next_uses = nullptr);
+             std::unique_ptr<NextUseTable> next_uses = nullptr,
+             JobRunner* reclaim_on = InlineJobs::Get());
 
   // Reuses what directory tiers kept from an earlier mount of the same
   // `source` (an identity string the journals must name): complete copies
@@ -115,8 +129,11 @@ class ChunkStore {
   void NoteTierHolder(std::string_view text);
 
   // Claims `key` for promotion. kBusy: it is not on SOURCE only (resident, or
-  // in flight) or empty; kNoRoom: it fits in no tier (counted). A peer's
-  // copy takes free room only (see ClaimOwner). Thread-safe.
+  // in flight) or empty; kNoRoom: it fits in no tier, or no tier has room
+  // yet (counted). A peer's copy takes free room only (see ClaimOwner).
+  // Evicts nothing itself (unless the store's runner is InlineJobs, or on a
+  // BackgroundClaims thread when the reclaimer is behind).
+  // Thread-safe.
   ClaimResult Claim(ChunkKey key, ChunkClaim* out, ClaimOwner whose = ClaimOwner::kOwn);
 
   // Reads [off, off+n) of chunk `key` from the tier that `state` (its
@@ -156,14 +173,39 @@ class ChunkStore {
 
  private:
   friend class ChunkClaim;
-  // Reserves `bytes` in the fastest tier with room, evicting what the policy
-  // picks when all are full (for an own chunk). The tier's index, or -1.
+  // Reserves `bytes` in the fastest tier with room to spare, else (for an
+  // own chunk) in the fastest tier holding copies or whose policy admits
+  // it, kicking that tier's reclaimer. The tier's index, or -1.
   int Place(ChunkKey key, uint64_t bytes, ClaimOwner whose);
+  // For a chunk the policy admitted into tier `t`: reserves `bytes` there if
+  // they fit (on a BackgroundClaims thread, after evicting for them if need
+  // be), else names the victims that make the room; kicks the reclaimer.
+  bool TakeRoom(int t, uint64_t bytes, bool* behind);
+  // Names copies, then the policy's victims (NextVictim), until tier `t`'s
+  // free room and the bytes of the victims named there make `bytes`.
+  void NameVictims(int t, uint64_t bytes);
+  // Evicts the victims named in tier `t`.
+  void EvictNamed(int t);
+  // The reclaimer's job for tier `t`: EvictNamed, EvictUntilFree to its
+  // high watermark with spare victims only; then the tier's upkeep.
+  void Reclaim(int t);
+  // Which victims EvictUntilFree may take after copies: what the policy
+  // names for a claim it admitted (NextVictim), or ahead of need (SpareVictim).
+  enum class Victims { kForClaim, kSpare };
+  // Evicts copies, then `which` victims, until tier `t` has `bytes` free or
+  // nothing more may go.
+  void EvictUntilFree(int t, uint64_t bytes, Victims which);
+  // Evicts `victim` from tier `t` if it is still resident there (`copy`: a
+  // peer's chunk, not the policy's pick); true if it was.
+  bool EvictVictim(int t, ChunkKey victim, bool copy);
+  // The free room `tier` keeps (none when reclaiming inline), in units of
+  // the largest chunk claimed so far (small files make small chunks).
+  Watermarks MarksOf(const Tier& tier) const;
+  // A copy of a peer's chunk resident in tier `t`, if any; `take`: no
+  // longer listed as a copy (it is named to go).
+  bool CopyIn(int t, ChunkKey* copy, bool take = false);
   // Removes a resident chunk from `tier`; the bytes freed (0 if it was not there).
   uint64_t Evict(ChunkKey key, int tier);
-  // Evicts copies from tier `t` until `bytes` are reserved there: true, or
-  // false when the copies there are not enough (the rest stays evicted).
-  bool ReserveOverCopies(int t, uint64_t bytes);
   int Commit(ChunkClaim& claim);
   // Readers of the claimed chunk look at the catalog again.
   void Finish(ChunkClaim& claim);
@@ -177,11 +219,24 @@ class ChunkStore {
   const std::unique_ptr<EvictionPolicy> policy_;
   InFlightTable in_flight_;
   StoreCounters counters_;
+  std::atomic<uint64_t> largest_claim_{0};  // bytes of the largest chunk claimed
   // Per node of ns_: its last Failure (Undo stores, anyone loads).
   std::unique_ptr<std::atomic<uint8_t>[]> last_failure_;
   // Copies of peers' chunks, resident or being published.
   mutable Mutex copies_mu_;  // guards copies_. A leaf lock.
   std::unordered_set<ChunkKey, ChunkKeyHash> copies_ GUARDED_BY(copies_mu_);
+  // Victims named for claims made on a reader's or the network's thread
+  // (picked when the policy admitted the claim), for the reclaimer to evict.
+  struct Named {
+    ChunkKey key;
+    bool copy = false;
+  };
+  // Guards named_ and named_bytes_. Lock order: before copies_mu_ and the
+  // policy's lock (NameVictims asks them with it held); no I/O under it.
+  Mutex named_mu_ ACQUIRED_BEFORE(copies_mu_);
+  std::vector<std::vector<Named>> named_ GUARDED_BY(named_mu_);  // per tier
+  std::vector<uint64_t> named_bytes_ GUARDED_BY(named_mu_);      // per tier: the bytes of named_
+  Reclaimer reclaimer_;                                          // last: its jobs use the rest
 };
 
 }  // namespace tierfs

@@ -133,8 +133,7 @@ bool JournaledDirectoryTier::RecoverFile(uint64_t seq, const std::vector<uint64_
 }
 
 void JournaledDirectoryTier::CompactJournalIfLong() {
-  const uint64_t live = chunks();
-  if (journal_.records() <= std::max(kCompactAfter, 2 * live)) return;
+  if (!JournalLong()) return;
   if (compacting_.exchange(true)) return;  // another thread is at it
   std::unordered_set<uint64_t> records;
   uint64_t newer;  // chunks published from here on are kept whatever the snapshot says

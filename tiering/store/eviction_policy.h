@@ -32,14 +32,37 @@ struct Candidate {
 
 // Thread-safe: every method may be called concurrently. Implementations
 // hold their own lock only inside a call.
+//
+// Room is made in two steps (navy's split of admission and reclaim): a
+// claim for a tier short of room asks Admit whether the chunk is worth a
+// place there and, if so, takes what NextVictim names; the store's
+// reclaimer, on a background thread, evicts those, and keeps free room
+// ahead of need with what SpareVictim names. PickVictim is Admit and
+// NextVictim at once: what a tier that evicted for this one chunk would do.
 class EvictionPolicy {
  public:
   virtual ~EvictionPolicy() = default;
   virtual const char* name() const = 0;
-  // Tier `tier` has no room for `c`: names a resident chunk of that tier to
-  // evict (no longer tracked from now on) and how `c` would be held. False:
-  // evict nothing for it there.
-  virtual bool PickVictim(int tier, const Candidate& c, ChunkKey* victim, Hold* hold) = 0;
+  // Tier `tier` is short of room for `c`: true if `c` is worth a place
+  // there, displacing what NextVictim names (or when nothing is resident
+  // there to displace), with *hold saying how `c` would be held. False:
+  // evict nothing for it there. Changes nothing the policy tracks.
+  virtual bool Admit(int tier, const Candidate& c, Hold* hold) = 0;
+  // The resident chunk of `tier` to evict first, no longer tracked from now
+  // on. False: nothing there may be evicted.
+  virtual bool NextVictim(int tier, ChunkKey* victim) = 0;
+  // A resident chunk of `tier` that may go before any claim asks for its
+  // room (the reclaimer keeping free room between its watermarks), no
+  // longer tracked from now on: one the policy would evict first for any
+  // chunk it admits. False: none may (room is then made for the claims the
+  // policy admits, through NextVictim). By default NextVictim: an order that
+  // needs no candidate (LRU) may evict ahead.
+  virtual bool SpareVictim(int tier, ChunkKey* victim) { return NextVictim(tier, victim); }
+  // Admit, then NextVictim: names a resident chunk of that tier to evict for
+  // `c` and how `c` would be held. False: evict nothing for it there.
+  bool PickVictim(int tier, const Candidate& c, ChunkKey* victim, Hold* hold) {
+    return Admit(tier, c, hold) && NextVictim(tier, victim);
+  }
   // `key`'s bytes were reserved in `tier`; `hold` comes from the last
   // PickVictim for it (kKept when it fitted without one).
   virtual void Admitted(ChunkKey key, int tier, Hold hold) = 0;

@@ -201,7 +201,6 @@ void JournaledDirectoryTier::Finish(ChunkKey key, const ChunkOrigin& origin, Ent
   }
   if (replaced) journal_.AppendRemove(*replaced);
   SyncBatchIfDue();
-  CompactJournalIfLong();
 }
 
 std::shared_ptr<TierFile> JournaledDirectoryTier::DropIfEmpty(Files::iterator it) {
@@ -269,7 +268,6 @@ uint64_t JournaledDirectoryTier::Remove(ChunkKey key) {
   } else {
     e.file->LetGo(key.chunk, e.gen, e.offset, e.length);  // punched, or at the last unpin
   }
-  CompactJournalIfLong();
   NoteRemoved(key.node);
   return e.length;
 }

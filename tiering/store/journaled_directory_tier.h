@@ -20,6 +20,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -103,6 +104,11 @@ class JournaledDirectoryTier final : public DirectoryTier {
     ReaderMutexLock lock(mu_);
     return index_.size();
   }
+  // Due once the journal holds more than twice as many lines as there are
+  // chunks (and at least kCompactAfter): eviction churn must not grow it
+  // without bound. Maintain compacts it (the store's reclaimer runs it).
+  bool maintenance_due() const override { return JournalLong(); }
+  void Maintain() override { CompactJournalIfLong(); }
 
   // Where a stored chunk is: its tier file, its journal record number (a
   // chunk stored again gets another; 0 until published) and its range's
@@ -155,9 +161,11 @@ class JournaledDirectoryTier final : public DirectoryTier {
   void SyncNow();
   // One publisher at a time syncs, when a batch is full or old.
   void SyncBatchIfDue();
-  // Rewrites the journal with the live chunks' records once it holds more
-  // than twice as many lines as there are chunks (and at least
-  // kCompactAfter): eviction churn must not grow it without bound.
+  // Whether the journal is long (maintenance_due), and its rewrite with the
+  // live chunks' records if it is.
+  bool JournalLong() const {
+    return journal_.records() > std::max<uint64_t>(kCompactAfter, 2 * chunks());
+  }
   void CompactJournalIfLong();
   static int64_t NowNs() {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(

@@ -14,12 +14,16 @@ class LruPolicy final : public EvictionPolicy {
   explicit LruPolicy(int tiers) : lists_(static_cast<size_t>(tiers)) {}
   const char* name() const override { return "lru"; }
 
-  bool PickVictim(int tier, const Candidate&, ChunkKey* victim, Hold* hold) override {
+  // Every chunk is worth a place: the least recently read one makes room.
+  bool Admit(int, const Candidate&, Hold* hold) override {
+    *hold = Hold::kKept;
+    return true;
+  }
+  bool NextVictim(int tier, ChunkKey* victim) override {
     MutexLock lock(mu_);
     List& list = lists_[static_cast<size_t>(tier)];
     if (list.order.empty()) return false;
     *victim = list.order.back();
-    *hold = Hold::kKept;
     list.Erase(*victim);
     return true;
   }

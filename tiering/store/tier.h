@@ -83,8 +83,9 @@ class Tier {
   uint64_t limit() const { return limit_.load(std::memory_order_relaxed); }
   void MarkFull() { limit_.store(used(), std::memory_order_relaxed); }
 
-  // Reserves `n` bytes of the budget; false (nothing reserved) if they do not fit.
-  bool Reserve(uint64_t n);
+  // Reserves `n` bytes of the budget, leaving at least `keep_free` bytes of
+  // it free; false (nothing reserved) if they do not fit.
+  bool Reserve(uint64_t n, uint64_t keep_free = 0);
   void Release(uint64_t n);
 
   // Starts storing chunk `key` of `origin.length` bytes, already reserved.
@@ -128,6 +129,11 @@ class Tier {
   // True if a commit waits for a device (a directory tier's fdatasync and
   // rename): a reader that copies a chunk it missed should not wait for it.
   virtual bool slow_commit() const { return false; }
+  // True when the tier has upkeep to do (a directory tier's journal grown
+  // long): the store runs Maintain on its reclaimer's thread. Cheap.
+  virtual bool maintenance_due() const { return false; }
+  // Does the upkeep, if due. Thread-safe; device I/O: not for a reader's thread.
+  virtual void Maintain() {}
   // Descriptors it may keep open at most besides its memory files (a
   // directory tier's files kept open for reading).
   virtual size_t kept_descriptors() const { return 0; }

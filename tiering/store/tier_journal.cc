@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <sstream>
 
@@ -49,24 +50,50 @@ bool Unescape(const std::string& s, std::string* out) {
   return true;
 }
 
-// The whole content of `file`. 0 or -errno.
-int ReadAll(LocalFile* file, std::string* out) {
+// The content of `file` from `from` to its end. 0 or -errno.
+int ReadFrom(LocalFile* file, uint64_t from, std::string* out) {
   constexpr size_t kStep = 64 * 1024;
   out->clear();
   while (true) {
     size_t have = out->size();
     out->resize(have + kStep);
-    ssize_t n = file->pread(out->data() + have, kStep, have);
+    ssize_t n = file->pread(out->data() + have, kStep, from + have);
     if (n < 0) return static_cast<int>(n);
     out->resize(have + static_cast<size_t>(n));
     if (static_cast<size_t>(n) < kStep) return 0;
   }
 }
 
+int ReadAll(LocalFile* file, std::string* out) { return ReadFrom(file, 0, out); }
+
 // The first line of a journal of `source`'s tier, with its newline.
 std::string Header(const std::string& source) { return kMagic + Escape(source) + "\n"; }
 
+// The directory holding `path`.
+std::string DirOf(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
 }  // namespace
+
+void TierJournal::ApplyLines(const std::string& text, size_t begin, size_t stop, Entries* out) {
+  for (size_t end; (end = text.find('\n', begin)) != std::string::npos && end < stop;
+       begin = end + 1) {
+    // A line without its newline is torn (a crash in its write): never read.
+    char op;
+    uint64_t seq;
+    Record record;
+    if (!ParseLine(text.substr(begin, end - begin), &op, &seq, &record)) continue;
+    if (op == 'P') {
+      (*out)[seq] = std::move(record);
+    } else {
+      out->erase(seq);
+    }
+  }
+}
+
+namespace {}  // namespace
 
 std::string TierJournal::FormatPublish(uint64_t seq, const Record& r) {
   const ChunkOrigin& o = r.origin;
@@ -105,50 +132,51 @@ int TierJournal::Load(const std::string& source, Entries* out, bool* foreign) co
     if (foreign) *foreign = !text.empty();
     return 0;
   }
-  size_t begin = header.size();
-  for (size_t end; (end = text.find('\n', begin)) != std::string::npos; begin = end + 1) {
-    // A line without its newline is torn (a crash in its write): never read.
-    char op;
-    uint64_t seq;
-    Record record;
-    if (!ParseLine(text.substr(begin, end - begin), &op, &seq, &record)) continue;
-    if (op == 'P') {
-      (*out)[seq] = std::move(record);
-    } else {
-      out->erase(seq);
-    }
-  }
+  ApplyLines(text, header.size(), text.size(), out);
   return 0;
 }
 
-int TierJournal::WriteFresh(const std::string& source, const Entries& entries,
-                            std::unique_ptr<LocalFile>* appender) {
-  std::string text = Header(source);
-  for (const auto& [seq, record] : entries) text += FormatPublish(seq, record);
-  const std::string tmp = path_ + ".tmp";
+int TierJournal::WriteTemp(const std::string& text, std::unique_ptr<LocalFile>* out) {
   std::unique_ptr<LocalFile> file;
-  int err = io_->open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0600, &file);
-  if (err < 0) return err;
-  err = WriteAll(file.get(), text.data(), text.size());
+  int err = io_->open(path_ + ".tmp", O_WRONLY | O_CREAT | O_TRUNC, 0600, &file);
+  if (err == 0) err = WriteAll(file.get(), text.data(), text.size());
   if (err == 0) err = file->fdatasync();  // the records durable before the name
-  if (int closed = file->close(); err == 0) err = closed;
+  if (err < 0) {
+    if (file) file->close();
+    io_->unlink(path_ + ".tmp");
+    return err;
+  }
+  *out = std::move(file);
+  return 0;
+}
+
+int TierJournal::Install(std::unique_ptr<LocalFile> temp, std::unique_ptr<LocalFile>* appender) {
+  const std::string tmp = path_ + ".tmp";
+  int err = temp->close();
   if (err == 0) err = io_->rename(tmp, path_);
   if (err < 0) {
     io_->unlink(tmp);
     return err;
   }
-  // The new name durable too: a power cut must not bring the old journal back.
-  const size_t slash = path_.rfind('/');
-  if (int synced = io_->sync_dir(slash == std::string::npos ? "." : path_.substr(0, slash));
-      synced < 0) {
-    return synced;
-  }
   return io_->open(path_, O_WRONLY | O_APPEND, 0, appender);
 }
 
+int TierJournal::SyncName() {
+  if (!rename_unsynced_.load()) return 0;
+  // The new name durable too: a power cut must not bring the old journal back.
+  int err = io_->sync_dir(DirOf(path_));
+  if (err == 0) rename_unsynced_.store(false);
+  return err;
+}
+
 int TierJournal::Rewrite(const std::string& source, const Entries& entries) {
+  std::string text = Header(source);
+  for (const auto& [seq, record] : entries) text += FormatPublish(seq, record);
   std::unique_ptr<LocalFile> file;
-  if (int err = WriteFresh(source, entries, &file); err < 0) return err;
+  if (int err = WriteTemp(text, &file); err < 0) return err;
+  if (int err = Install(std::move(file), &file); err < 0) return err;
+  rename_unsynced_.store(true);
+  if (int err = SyncName(); err < 0) return err;
   {
     WriterMutexLock lock(file_mu_);
     file_.swap(file);
@@ -158,17 +186,52 @@ int TierJournal::Rewrite(const std::string& source, const Entries& entries) {
 }
 
 int TierJournal::Compact(const std::string& source, const std::function<bool(uint64_t)>& keep) {
-  std::unique_ptr<LocalFile> old;
-  WriterMutexLock lock(file_mu_);  // appenders wait: no record may go to the old file
-  if (!file_) return -EBADF;
+  {
+    ReaderMutexLock lock(file_mu_);
+    if (!file_) return -EBADF;
+  }
+  // The journal as it is now, read and shrunk outside the lock: appenders
+  // go on (O_APPEND), and whatever they add past `cut` is copied as it is
+  // at the swap. A line being written as this reads lies past the cut.
+  std::unique_ptr<LocalFile> reader;
+  if (int err = io_->open(path_, O_RDONLY, 0, &reader); err < 0) return err;
+  std::string text;
+  if (int err = ReadAll(reader.get(), &text); err < 0) return err;
+  const std::string header = Header(source);
+  if (text.compare(0, header.size(), header) != 0) return -EIO;  // not the journal Rewrite made
+  const size_t cut = text.rfind('\n') + 1;
   Entries entries;
-  if (int err = Load(source, &entries); err < 0) return err;
+  ApplyLines(text, header.size(), cut, &entries);
   std::erase_if(entries, [&keep](const auto& e) { return !keep(e.first); });
-  std::unique_ptr<LocalFile> file;
-  if (int err = WriteFresh(source, entries, &file); err < 0) return err;  // the old one stays
-  old = std::exchange(file_, std::move(file));
-  records_.store(entries.size(), std::memory_order_relaxed);
-  return 0;
+  std::string fresh = header;
+  for (const auto& [seq, record] : entries) fresh += FormatPublish(seq, record);
+  std::unique_ptr<LocalFile> temp;
+  if (int err = WriteTemp(fresh, &temp); err < 0) return err;  // the old journal stays
+  std::unique_ptr<LocalFile> old;
+  {
+    // Appenders wait from here: what they appended since the cut is copied
+    // over (few lines, one fdatasync), then the new journal takes its place.
+    WriterMutexLock lock(file_mu_);
+    std::string tail;
+    int err = ReadFrom(reader.get(), cut, &tail);
+    if (err == 0 && !tail.empty()) err = WriteAll(temp.get(), tail.data(), tail.size());
+    if (err == 0 && !tail.empty()) err = temp->fdatasync();
+    std::unique_ptr<LocalFile> appender;
+    if (err == 0) err = Install(std::move(temp), &appender);
+    if (err < 0) {
+      if (temp) {
+        temp->close();
+        io_->unlink(path_ + ".tmp");
+      }
+      return err;  // the old journal stays in use
+    }
+    rename_unsynced_.store(true);  // before an append can reach the new file
+    old = std::exchange(file_, std::move(appender));
+    records_.store(
+        entries.size() + static_cast<uint64_t>(std::count(tail.begin(), tail.end(), '\n')),
+        std::memory_order_relaxed);
+  }
+  return SyncName();  // old closes after the lock; a Sync meanwhile syncs the name first
 }
 
 int TierJournal::AppendLine(const std::string& line) {
@@ -184,6 +247,7 @@ int TierJournal::AppendPublish(uint64_t seq, const Record& record) {
 int TierJournal::AppendRemove(uint64_t seq) { return AppendLine(fmt::format("R {}\n", seq)); }
 
 int TierJournal::Sync() {
+  if (int err = SyncName(); err < 0) return err;
   ReaderMutexLock lock(file_mu_);
   if (!file_) return -EBADF;
   return file_->fdatasync();

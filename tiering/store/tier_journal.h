@@ -52,8 +52,12 @@ class TierJournal {
   int Rewrite(const std::string& source, const Entries& entries);
   // Rewrites the journal keeping only the published records whose seq
   // `keep` takes, so that it does not grow without bound under eviction
-  // churn. Appenders wait for it (it holds the file lock across its I/O);
-  // on an error the old journal stays in use. 0 or -errno.
+  // churn. The journal is read and the new one written and flushed outside
+  // the file lock, appends going on; appenders wait only while the lines
+  // they added meanwhile are copied over (one small fdatasync) and the new
+  // journal is renamed into place; its name is made durable after (or by
+  // a Sync meanwhile). On an error the old journal stays in use. 0 or
+  // -errno. REQUIRES: one Compact at a time, none beside Rewrite.
   int Compact(const std::string& source, const std::function<bool(uint64_t)>& keep);
   // Lines in the journal since the last Rewrite or Compact, plus the records
   // that wrote: what Compact would shrink.
@@ -74,10 +78,17 @@ class TierJournal {
 
  private:
   int AppendLine(const std::string& line);
-  // Writes a journal of `entries` beside the old one, renames it over, and
-  // opens it for appending into *appender. 0 or -errno.
-  int WriteFresh(const std::string& source, const Entries& entries,
-                 std::unique_ptr<LocalFile>* appender);
+  // Applies the whole lines of text[begin, stop) to *out (P adds, R erases).
+  static void ApplyLines(const std::string& text, size_t begin, size_t stop, Entries* out);
+  // Writes `text` into the temporary journal beside the old one, flushed;
+  // it is left open in *out for more. 0 or -errno (nothing left behind).
+  int WriteTemp(const std::string& text, std::unique_ptr<LocalFile>* out);
+  // Closes the temporary journal, renames it over the journal and opens
+  // that for appending into *appender. 0 or -errno.
+  int Install(std::unique_ptr<LocalFile> temp, std::unique_ptr<LocalFile>* appender);
+  // Makes the last rename of the journal durable (syncs its directory) if
+  // it is not yet. 0 or -errno.
+  int SyncName();
   FileIo* const io_;
   const std::string path_;
   // Guards file_ (the pointer, not the file's contents). A leaf: no other lock
@@ -85,10 +96,12 @@ class TierJournal {
   // write(2), so they never wait for each other (O_APPEND places each write
   // whole at the end); Rewrite holds it exclusive only to swap the pointer
   // (the old file is closed after the lock is released); Compact holds it
-  // exclusive across its read and write of the journal, so no record is lost.
+  // exclusive while it copies the lines appended since its read and swaps
+  // the files, so no record is lost.
   SharedMutex file_mu_;
   std::unique_ptr<LocalFile> file_ GUARDED_BY(file_mu_);  // open O_APPEND once Rewrite succeeded
   std::atomic<uint64_t> records_{0};
+  std::atomic<bool> rename_unsynced_{false};  // the journal's directory not synced since a rename
 };
 
 }  // namespace tierfs

@@ -17,6 +17,7 @@
 #include <memory>
 #include <mutex>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -114,6 +115,10 @@ class PatternProvider : public ChunkProvider {
   bool stall_past_deadline = false;
   // Holds(): `holds` for a file it has (held unless a test says otherwise).
   Residence Holds(const ChunkRef& ref) override {
+    {
+      std::lock_guard lock(mu_);
+      holds_thread_ = std::this_thread::get_id();  // the server's progress thread
+    }
     if (int err = Check(ref); err < 0) {
       return err == -ENOENT ? Residence::kNoSuchFile : Residence::kStale;
     }
@@ -121,10 +126,23 @@ class PatternProvider : public ChunkProvider {
   }
   // Adopt(): counts the chunk, and whether its bytes are the file's.
   int Adopt(const ChunkRef& ref, const char* data) override {
+    {
+      std::lock_guard lock(mu_);
+      adopt_threads_.insert(std::this_thread::get_id());
+    }
     if (int err = Check(ref); err < 0) return err;
     if (IsPattern(ref.path, ref.offset(), data, ref.chunk_length())) adopted_intact++;
     adopted++;  // last: a test that sees it sees adopted_intact too
     return 0;
+  }
+  // The thread the last Holds() ran on, and every thread an Adopt() ran on.
+  std::thread::id holds_thread() {
+    std::lock_guard lock(mu_);
+    return holds_thread_;
+  }
+  std::set<std::thread::id> adopt_threads() {
+    std::lock_guard lock(mu_);
+    return adopt_threads_;
   }
   std::atomic<bool> holds{true};
   std::atomic<int> adopted{0}, adopted_intact{0};
@@ -149,9 +167,11 @@ class PatternProvider : public ChunkProvider {
   }
   const uint64_t chunk_size_;
   std::map<std::string, File> files_;  // set up before serving
-  std::mutex mu_;
+  std::mutex mu_;  // guards stalled_, holds_thread_, adopt_threads_. A leaf lock.
   std::condition_variable cv_;
   bool stalled_ = false;
+  std::thread::id holds_thread_;
+  std::set<std::thread::id> adopt_threads_;
 };
 
 // True if UCX peers can run in this test program; else says why the test

@@ -17,8 +17,16 @@ class RecordingPolicy final : public EvictionPolicy {
   explicit RecordingPolicy(std::unique_ptr<EvictionPolicy> inner) : inner_(std::move(inner)) {}
   EvictionPolicy& inner() { return *inner_; }
   const char* name() const override { return inner_->name(); }
-  bool PickVictim(int tier, const Candidate& c, ChunkKey* victim, Hold* hold) override {
-    bool picked = inner_->PickVictim(tier, c, victim, hold);
+  bool Admit(int tier, const Candidate& c, Hold* hold) override {
+    return inner_->Admit(tier, c, hold);
+  }
+  bool NextVictim(int tier, ChunkKey* victim) override {
+    bool picked = inner_->NextVictim(tier, victim);
+    if (picked) victims.push_back(victim->node);
+    return picked;
+  }
+  bool SpareVictim(int tier, ChunkKey* victim) override {
+    bool picked = inner_->SpareVictim(tier, victim);
     if (picked) victims.push_back(victim->node);
     return picked;
   }

@@ -91,6 +91,27 @@ TEST_CASE("peer offer: the home keeps the chunk its peer read, small or large", 
   CHECK(p.provider.calls == 0);  // an offer is never answered, nor read at the home
 }
 
+TEST_CASE("peer offer: the home adopts an offer on a pool thread, not its progress thread",
+          "[peer]") {
+  if (!PeersCanRun()) return;
+  Pair p;
+  // Holds() runs on the server's progress thread: it names that thread.
+  std::vector<char> buf(kChunk);
+  p.provider.holds = false;
+  REQUIRE(p.a->client().Fetch(0, Ref("f", 3 * kChunk, 0, kChunk), buf.data(), Clock::now() + 5s,
+                              kIfResident) == -ENODATA);
+  const std::thread::id progress = p.provider.holds_thread();
+  REQUIRE(progress != std::thread::id());
+  std::vector<char> large = Pattern("f", kChunk, kChunk);  // a rendezvous body
+  std::vector<char> small = Pattern("small", 0, 1000);     // an eager one
+  CHECK(p.a->client().Offer(0, Ref("f", 3 * kChunk, 1, kChunk), large.data()));
+  CHECK(p.a->client().Offer(0, Ref("small", 1000, 0, kChunk), small.data()));
+  REQUIRE(Within(5s, [&] { return p.provider.adopted == 2; }));
+  const std::set<std::thread::id> adopters = p.provider.adopt_threads();
+  CHECK(adopters.count(progress) == 0);
+  CHECK(adopters.count(std::this_thread::get_id()) == 0);
+}
+
 TEST_CASE("peer offer: an offer that does not hold is dropped and counted", "[peer]") {
   if (!PeersCanRun()) return;
   Pair p;
