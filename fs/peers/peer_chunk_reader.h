@@ -7,7 +7,7 @@
 // Never from another peer: a request is answered by the node asked.
 #pragma once
 
-#include "prefetch/engine/read_path.h"
+#include "tiering/engine/read_path.h"
 #include "tiering/namespace/namespace.h"
 #include "tiering/peer_server/chunk_provider.h"
 

@@ -20,7 +20,7 @@
 #include <memory>
 
 #include "fs/peers/peer_chunk_reader.h"
-#include "prefetch/engine/read_path.h"
+#include "tiering/engine/read_path.h"
 #include "tiering/base/counter_visitor.h"
 #include "tiering/base/status.h"
 #include "tiering/peer/job_peers.h"

@@ -9,11 +9,11 @@
 #include <vector>
 
 #include "prefetch/assembly/tiering_config.h"
-#include "prefetch/engine/executor.h"
-#include "prefetch/engine/promoter.h"
-#include "prefetch/engine/read_path.h"
 #include "prefetch/planners/prefetcher.h"
 #include "tiering/base/counter_visitor.h"
+#include "tiering/engine/executor_lane.h"
+#include "tiering/engine/promoter.h"
+#include "tiering/engine/read_path.h"
 #include "tiering/peer/job_peers.h"
 #include "tiering/store/chunk_store.h"
 

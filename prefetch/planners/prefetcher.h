@@ -31,10 +31,10 @@
 #include <unordered_set>
 #include <vector>
 
-#include "prefetch/engine/executor.h"
-#include "prefetch/engine/promoter.h"
-#include "prefetch/engine/promotion_tuner.h"
-#include "prefetch/engine/read_path.h"
+#include "tiering/base/executor.h"
+#include "tiering/engine/promoter.h"
+#include "tiering/engine/promotion_tuner.h"
+#include "tiering/engine/read_path.h"
 #include "prefetch/planners/hint_intake.h"
 #include "prefetch/planners/hint_parser.h"
 #include "prefetch/planners/order_model.h"

@@ -25,12 +25,17 @@ BELOW = {
     "tiering/store": {"tiering/base", "tiering/io", "tiering/namespace"},
     "tiering/peer": {"tiering/base", "tiering/io", "tiering/namespace"},
     "tiering/peer_server": {"tiering/base", "tiering/io", "tiering/namespace", "tiering/peer"},
+    # The core: a read, a promotion, "the home, then SOURCE". It knows the
+    # peers only as ChunkHomes (tiering/namespace), never the peer stack.
+    "tiering/engine": {"tiering/base", "tiering/io", "tiering/namespace", "tiering/source",
+                       "tiering/store"},
 }
 TIERING = set(BELOW)
-BELOW["prefetch/engine"] = TIERING
-BELOW["prefetch/planners"] = TIERING | {"prefetch/engine"}
-BELOW["prefetch/assembly"] = TIERING | {"prefetch/engine", "prefetch/planners"}
-PREFETCH = {"prefetch/engine", "prefetch/planners", "prefetch/assembly"}
+# prefetch/ plans ahead over the engine (planners) and assembles the two
+# with the peers (assembly).
+BELOW["prefetch/planners"] = TIERING
+BELOW["prefetch/assembly"] = TIERING | {"prefetch/planners"}
+PREFETCH = {"prefetch/planners", "prefetch/assembly"}
 # fs/: the counters' writers and the options need no FUSE; the two front
 # doors: the peer service (fs/peers) goes in through the engine's read path
 # only, the FUSE adapter (fs/fuse) through the whole engine, and it may know
@@ -38,7 +43,7 @@ PREFETCH = {"prefetch/engine", "prefetch/planners", "prefetch/assembly"}
 # daemon from all of them.
 BELOW["fs/telemetry"] = {"tiering/base"}
 BELOW["fs/config"] = TIERING | PREFETCH
-BELOW["fs/peers"] = TIERING | {"prefetch/engine"}
+BELOW["fs/peers"] = TIERING
 BELOW["fs/fuse"] = TIERING | PREFETCH | {"fs/peers", "fs/telemetry", "fs/config"}
 BELOW["fs/mount"] = TIERING | PREFETCH | {"fs/peers", "fs/telemetry", "fs/config", "fs/fuse"}
 FUSE_FOLDERS = {"fs/fuse", "fs/mount"}

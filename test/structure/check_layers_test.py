@@ -50,9 +50,9 @@ BREAKS = {
         "PUBLIC tierfs_prefetch", "PUBLIC tierfs_prefetch tierfs_fs")},
         "tierfs_fs_config (fs/config): links tierfs_fs (fs/fuse is not below fs/config)"),
     "config leaf on the engine": ({"prefetch/assembly/tiering_config.h":
-                                   '#include "prefetch/engine/x.h"\n'},
+                                   '#include "tiering/engine/x.h"\n'},
                                   "prefetch/assembly/tiering_config.h: a config leaf includes "
-                                  "prefetch/engine/x.h"),
+                                  "tiering/engine/x.h"),
     "config leaf gone": ({"tiering/peer/source_port.h": None},
                          "tiering/peer/source_port.h: a config leaf that is gone"),
     "stray source": ({"fs/loose.cc": ""}, "a source outside the layer's folders"),

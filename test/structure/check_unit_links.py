@@ -5,7 +5,7 @@ option parser link no FUSE or peer library.
 Usage: check_unit_links.py BUILD_DIR RUNNER...
 
 The tests of tiering/base, io, namespace, source and store, those of
-prefetch/engine (which knows the peers only as ChunkHomes) and those of the
+tiering/engine (which knows the peers only as ChunkHomes) and those of the
 option parser (fs/config's tierfs_fs_options, also the options fuzz target)
 build and run without the FUSE adapter and the peers (docs/ARCHITECTURE.md,
 "Folders and libraries"). For each runner (a path to the built binary) this

@@ -1,6 +1,6 @@
 // ChunkHomes: where a chunk lives among the nodes of a job, and how its
 // bytes are fetched from or offered to the node that homes it. The read
-// engine (prefetch/engine/chunk_source.h) asks through this and nothing
+// engine (tiering/engine/chunk_source.h) asks through this and nothing
 // else, so it knows no transport; the peer stack implements it
 // (tiering/peer/job_peers.h), and the engine's tests use fakes.
 //

@@ -1,6 +1,6 @@
 // Autotuning: HillClimber converges on the best parallelism of a modelled
 // backend; LookaheadTuner grows on misses and shrinks after calm.
-#include "prefetch/engine/lookahead_tuner.h"
+#include "tiering/engine/lookahead_tuner.h"
 
 #include <algorithm>
 #include <catch2/catch.hpp>

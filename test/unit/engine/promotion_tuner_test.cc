@@ -1,7 +1,7 @@
 // PromotionTuner over a real promotion stack and a SOURCE whose reads take a
 // set time: it raises parallelism while that pays, and backs off when
 // SOURCE's latency climbs.
-#include "prefetch/engine/promotion_tuner.h"
+#include "tiering/engine/promotion_tuner.h"
 
 #include <fmt/format.h>
 
@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "fault_backend.h"
-#include "prefetch/engine/promoter.h"
+#include "tiering/engine/promoter.h"
 #include "require_ok.h"
 #include "temp_tree.h"
 

@@ -16,8 +16,8 @@
 
 #include "eventually.h"
 #include "fault_backend.h"
-#include "prefetch/engine/promoter.h"
-#include "prefetch/engine/read_path.h"
+#include "tiering/engine/promoter.h"
+#include "tiering/engine/read_path.h"
 #include "require_ok.h"
 #include "temp_tree.h"
 #include "tiering/io/counting_backend.h"

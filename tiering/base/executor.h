@@ -15,7 +15,6 @@
 
 #include "tiering/base/counter_visitor.h"
 #include "tiering/base/mutex.h"
-#include "tiering/store/reclaimer.h"
 
 namespace tierfs {
 
@@ -68,20 +67,6 @@ class Executor {
   std::atomic<unsigned> running_{0};
   std::atomic<uint64_t> rejected_{0}, completed_{0};
   std::vector<std::thread> workers_;  // made by Start under mu_, joined by Shutdown once stopping_
-};
-
-// One lane of an executor as a JobRunner: the store's reclaimer runs on the
-// background lane, behind readers' and look-ahead promotions.
-class ExecutorLane final : public JobRunner {
- public:
-  ExecutorLane(Executor* executor, Executor::Lane lane) : executor_(executor), lane_(lane) {}
-  bool Run(std::function<void()> job) override {
-    return executor_->Submit(lane_, Executor::Job{std::move(job)});
-  }
-
- private:
-  Executor* const executor_;
-  const Executor::Lane lane_;
 };
 
 }  // namespace tierfs

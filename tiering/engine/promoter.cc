@@ -1,4 +1,4 @@
-#include "prefetch/engine/promoter.h"
+#include "tiering/engine/promoter.h"
 
 #include <cerrno>
 #include <cstring>

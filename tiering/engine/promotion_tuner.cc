@@ -1,4 +1,4 @@
-#include "prefetch/engine/promotion_tuner.h"
+#include "tiering/engine/promotion_tuner.h"
 
 #include <fmt/format.h>
 

@@ -15,9 +15,9 @@
 #include <chrono>
 #include <cstdint>
 
-#include "prefetch/engine/chunk_source.h"
-#include "prefetch/engine/promoter.h"
 #include "tiering/base/counter_visitor.h"
+#include "tiering/engine/chunk_source.h"
+#include "tiering/engine/promoter.h"
 #include "tiering/store/chunk_store.h"
 
 namespace tierfs {

@@ -1,4 +1,4 @@
-#include "prefetch/engine/read_path.h"
+#include "tiering/engine/read_path.h"
 
 #include <cerrno>
 #include <cstring>

@@ -8,7 +8,7 @@
 #include <thread>
 
 #include "eventually.h"
-#include "prefetch/engine/executor.h"
+#include "tiering/base/executor.h"
 
 namespace tierfs {
 namespace {

@@ -15,11 +15,11 @@
 
 #include <string>
 
-#include "prefetch/engine/executor.h"
-#include "prefetch/engine/lookahead_tuner.h"
-#include "prefetch/engine/read_path.h"
 #include "tiering/base/counter_visitor.h"
+#include "tiering/base/executor.h"
 #include "tiering/base/mutex.h"
+#include "tiering/engine/lookahead_tuner.h"
+#include "tiering/engine/read_path.h"
 #include "tiering/source/source_reader.h"
 #include "tiering/store/chunk_store.h"
 

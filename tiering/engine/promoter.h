@@ -17,10 +17,10 @@
 #include <memory>
 #include <unordered_map>
 
-#include "prefetch/engine/chunk_source.h"
-#include "prefetch/engine/executor.h"
 #include "tiering/base/counter_visitor.h"
+#include "tiering/base/executor.h"
 #include "tiering/base/mutex.h"
+#include "tiering/engine/chunk_source.h"
 #include "tiering/store/chunk_store.h"
 
 namespace tierfs {

@@ -1,4 +1,4 @@
-#include "prefetch/engine/lookahead_tuner.h"
+#include "tiering/engine/lookahead_tuner.h"
 
 #include <algorithm>
 

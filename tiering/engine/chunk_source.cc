@@ -1,4 +1,4 @@
-#include "prefetch/engine/chunk_source.h"
+#include "tiering/engine/chunk_source.h"
 
 #include <cerrno>
 #include <functional>

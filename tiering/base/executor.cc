@@ -1,4 +1,4 @@
-#include "prefetch/engine/executor.h"
+#include "tiering/base/executor.h"
 
 #include <algorithm>
 #include <exception>

@@ -1,5 +1,5 @@
 // Executor: lane priority, bounded lanes, Start, Shutdown.
-#include "prefetch/engine/executor.h"
+#include "tiering/base/executor.h"
 
 #include <catch2/catch.hpp>
 #include <chrono>
