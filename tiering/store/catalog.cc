@@ -5,7 +5,7 @@
 namespace tierfs {
 
 Catalog::Catalog(const Namespace& ns, uint64_t chunk_size, uint64_t max_file_chunks)
-    : ns_(ns), chunk_size_(chunk_size), first_(ns.size() + 1), stripes_(new Stripe[kStripes]) {
+    : ns_(ns), chunk_size_(chunk_size), first_(ns.size() + 1) {
   max_file_chunks = std::min<uint64_t>(max_file_chunks, UINT32_MAX);
   uint64_t total = 0;
   for (NodeId id = 0; id < ns.size(); ++id) {
@@ -35,39 +35,21 @@ bool Catalog::TryBegin(ChunkKey k) {
   return At(k).compare_exchange_strong(expected, kInFlight, std::memory_order_acq_rel);
 }
 
-void Catalog::Set(ChunkKey k, uint8_t s) {
-  Stripe& stripe = StripeOf(k);
-  {
-    // Under the stripe lock so a waiter cannot miss the change between its
-    // check and its wait.
-    MutexLock lock(stripe.mu);
-    At(k).store(s, std::memory_order_release);
-  }
-  stripe.cv.NotifyAll();
+bool Catalog::Recover(ChunkKey k, int tier) {
+  uint8_t expected = kOnSource;
+  return At(k).compare_exchange_strong(expected, static_cast<uint8_t>(kResidentBase + tier),
+                                       std::memory_order_acq_rel);
 }
 
-void Catalog::Publish(ChunkKey k, int tier) { Set(k, static_cast<uint8_t>(kResidentBase + tier)); }
+void Catalog::Publish(ChunkKey k, int tier) {
+  At(k).store(static_cast<uint8_t>(kResidentBase + tier), std::memory_order_release);
+}
 
-void Catalog::Abort(ChunkKey k) { Set(k, kOnSource); }
+void Catalog::Abort(ChunkKey k) { At(k).store(kOnSource, std::memory_order_release); }
 
 bool Catalog::Evict(ChunkKey k, int tier) {
   uint8_t expected = static_cast<uint8_t>(kResidentBase + tier);
   return At(k).compare_exchange_strong(expected, kOnSource, std::memory_order_acq_rel);
-}
-
-uint8_t Catalog::WaitWhileInFlight(ChunkKey k) {
-  Stripe& stripe = StripeOf(k);
-  MutexLock lock(stripe.mu);
-  stripe.cv.Wait(stripe.mu, [&] { return At(k).load(std::memory_order_acquire) != kInFlight; });
-  return At(k).load(std::memory_order_acquire);
-}
-
-uint8_t Catalog::WaitWhileInFlight(ChunkKey k, std::chrono::steady_clock::time_point deadline) {
-  Stripe& stripe = StripeOf(k);
-  MutexLock lock(stripe.mu);
-  stripe.cv.WaitUntil(stripe.mu, deadline,
-                      [&] { return At(k).load(std::memory_order_acquire) != kInFlight; });
-  return At(k).load(std::memory_order_acquire);
 }
 
 std::vector<uint64_t> Catalog::ResidentChunksPerTier(int tiers) const {

@@ -4,17 +4,17 @@
 //
 // State changes: OnSource -> InFlight (TryBegin, by exactly one promoter),
 // InFlight -> Resident(t) (Publish) or -> OnSource (Abort), Resident(t) ->
-// OnSource (Evict). Readers that find a chunk in flight wait for it instead
-// of reading SOURCE a second time.
+// OnSource (Evict), and OnSource -> Resident(t) for a chunk a directory tier
+// kept across a restart (Recover). Readers that find a chunk in flight wait
+// for it in the store's in-flight table (in_flight.h) instead of reading
+// SOURCE a second time; the catalog itself has no waits.
 #pragma once
 
 #include <atomic>
-#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <vector>
 
-#include "tiering/base/mutex.h"
 #include "tiering/namespace/namespace.h"
 #include "tiering/store/tier.h"
 
@@ -50,16 +50,15 @@ class Catalog {
 
   // OnSource -> InFlight; true for the one caller that made the change.
   bool TryBegin(ChunkKey k);
-  // InFlight -> Resident(tier), waking waiters.
+  // OnSource -> Resident(tier) at once: a chunk recovered from a directory
+  // tier before anyone reads; false if it was not on SOURCE.
+  bool Recover(ChunkKey k, int tier);
+  // InFlight -> Resident(tier).
   void Publish(ChunkKey k, int tier);
-  // InFlight -> OnSource, waking waiters.
+  // InFlight -> OnSource.
   void Abort(ChunkKey k);
   // Resident(tier) -> OnSource; false if it was not resident there.
   bool Evict(ChunkKey k, int tier);
-  // Blocks while `k` is in flight; returns the state it then has.
-  uint8_t WaitWhileInFlight(ChunkKey k);
-  // The same, until `deadline` at the latest (then kInFlight).
-  uint8_t WaitWhileInFlight(ChunkKey k, std::chrono::steady_clock::time_point deadline);
 
   // Resident chunks per tier, and the files all of whose chunks are resident
   // somewhere (computed by a scan: for stats, not the hot path).
@@ -68,23 +67,12 @@ class Catalog {
 
  private:
   std::atomic<uint8_t>& At(ChunkKey k) const { return states_[first_[k.node] + k.chunk]; }
-  void Set(ChunkKey k, uint8_t s);
 
   const Namespace& ns_;
   const uint64_t chunk_size_;
   uint64_t untiered_files_ = 0;
   std::vector<uint64_t> first_;  // first_[id]: index of node id's first chunk; size ns.size()+1
   std::unique_ptr<std::atomic<uint8_t>[]> states_;
-
-  // Waiters: a few stripes of mutex + condition variable. Each stripe's mutex
-  // guards nothing but the wait; leaf locks.
-  static constexpr size_t kStripes = 64;
-  struct Stripe {
-    Mutex mu;
-    CondVar cv;
-  };
-  Stripe& StripeOf(ChunkKey k) { return stripes_[(first_[k.node] + k.chunk) % kStripes]; }
-  std::unique_ptr<Stripe[]> stripes_;
 };
 
 }  // namespace tierfs

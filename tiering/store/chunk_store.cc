@@ -128,9 +128,8 @@ uint64_t ChunkStore::RecoverDirectoryTiers(const std::string& source) {
       continue;
     }
     for (ChunkKey key : kept) {
-      if (!catalog_->TryBegin(key)) continue;
+      if (!catalog_->Recover(key, static_cast<int>(i))) continue;
       policy_->Admitted(key, static_cast<int>(i), Hold::kKept);
-      catalog_->Publish(key, static_cast<int>(i));
       policy_->Published(key, static_cast<int>(i));
       reused++;
     }
@@ -141,7 +140,16 @@ uint64_t ChunkStore::RecoverDirectoryTiers(const std::string& source) {
 ChunkStore::ClaimResult ChunkStore::Claim(ChunkKey key, ChunkClaim* out, ClaimOwner whose) {
   if (catalog_->state(key) != Catalog::kOnSource) return ClaimResult::kBusy;  // cheap check first
   const uint64_t length = catalog_->length(key.node, key.chunk);
-  if (length == 0 || !catalog_->TryBegin(key)) return ClaimResult::kBusy;
+  if (length == 0) return ClaimResult::kBusy;
+  // Listed before the catalog says "in flight" (a reader that sees it finds
+  // this entry to wait on); removed if another claim won the catalog.
+  std::shared_ptr<InFlight> progress = in_flight_.TryAdd(key);
+  if (!progress) return ClaimResult::kBusy;
+  if (!catalog_->TryBegin(key)) {
+    in_flight_.Remove(key);
+    progress->Finish();
+    return ClaimResult::kBusy;
+  }
   for (uint64_t l = largest_claim_.load();
        l < length && !largest_claim_.compare_exchange_weak(l, length);) {
   }
@@ -149,6 +157,8 @@ ChunkStore::ClaimResult ChunkStore::Claim(ChunkKey key, ChunkClaim* out, ClaimOw
   if (tier < 0) {
     counters_.no_room.fetch_add(1, std::memory_order_relaxed);
     catalog_->Abort(key);
+    in_flight_.Remove(key);
+    progress->Finish();
     return ClaimResult::kNoRoom;
   }
   ChunkClaim claim;
@@ -156,7 +166,7 @@ ChunkStore::ClaimResult ChunkStore::Claim(ChunkKey key, ChunkClaim* out, ClaimOw
   claim.key_ = key;
   claim.tier_ = tier;
   claim.length_ = length;
-  claim.progress_ = in_flight_.Add(key, tier);
+  claim.progress_ = std::move(progress);
   claim.whose_ = whose;
   *out = std::move(claim);
   return ClaimResult::kClaimed;
@@ -324,8 +334,9 @@ int ChunkStore::ReadInFlight(ChunkKey key, uint64_t off, size_t n, InFlight::Dea
     // this miss, not a tier hit (the read path counts it as `early`).
     return chunk->Read(off, n, deadline, out);
   }
-  // Claimed a moment ago and not yet listed, or just finished.
-  return catalog_->WaitWhileInFlight(key, deadline) == Catalog::kInFlight ? -ETIMEDOUT : -EAGAIN;
+  // Not listed: the catalog no longer says "in flight" (an entry is listed
+  // before it does and removed after): look again.
+  return -EAGAIN;
 }
 
 int ChunkStore::Read(ChunkKey key, uint8_t state, uint64_t off, size_t n, char* scratch,

@@ -37,12 +37,11 @@ int InFlight::Read(uint64_t off, size_t n, Deadline deadline, TierRead* out) {
   return 0;
 }
 
-std::shared_ptr<InFlight> InFlightTable::Add(ChunkKey key, int tier) {
-  auto chunk = std::make_shared<InFlight>(tier);
+std::shared_ptr<InFlight> InFlightTable::TryAdd(ChunkKey key) {
+  auto chunk = std::make_shared<InFlight>();
   Stripe& s = StripeOf(key);
   MutexLock lock(s.mu);
-  s.chunks[key] = chunk;
-  return chunk;
+  return s.chunks.try_emplace(key, chunk).second ? chunk : nullptr;
 }
 
 std::shared_ptr<InFlight> InFlightTable::Find(ChunkKey key) const {

@@ -3,6 +3,12 @@
 // that needs only its first piece need not wait for the whole copy. The
 // writer reports its progress here; a reader waits until its range is
 // written, or the chunk is done (published or given up), or its deadline.
+//
+// This table is the one way to wait for a chunk's transition: a claim lists
+// its entry before the catalog says "in flight" and removes it only after
+// the catalog says where the chunk went, so a reader that saw "in flight"
+// either finds the entry and waits on it, or finds none and looks at the
+// catalog again.
 #pragma once
 
 #include <chrono>
@@ -18,8 +24,6 @@ namespace tierfs {
 class InFlight {
  public:
   using Deadline = std::chrono::steady_clock::time_point;
-  explicit InFlight(int tier) : tier_(tier) {}
-  int tier() const { return tier_; }
 
   // The writer appended bytes; its total is now `written`. `data` (with
   // `hold`) is where they can be read, or null if the tier cannot serve
@@ -33,8 +37,7 @@ class InFlight {
   int Read(uint64_t off, size_t n, Deadline deadline, TierRead* out);
 
  private:
-  const int tier_;  // being written into
-  Mutex mu_;        // guards the rest. Lock order: a leaf.
+  Mutex mu_;  // guards the rest. Lock order: a leaf.
   CondVar cv_;
   uint64_t written_ GUARDED_BY(mu_) = 0;
   bool done_ GUARDED_BY(mu_) = false;
@@ -46,7 +49,8 @@ class InFlight {
 class InFlightTable {
  public:
   InFlightTable() : stripes_(new Stripe[kStripes]) {}
-  std::shared_ptr<InFlight> Add(ChunkKey key, int tier);
+  // A new entry for `key`; null if it has one (another claim holds it).
+  std::shared_ptr<InFlight> TryAdd(ChunkKey key);
   std::shared_ptr<InFlight> Find(ChunkKey key) const;
   void Remove(ChunkKey key);
 

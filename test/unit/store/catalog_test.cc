@@ -2,8 +2,6 @@
 #include "tiering/store/catalog.h"
 
 #include <catch2/catch.hpp>
-#include <chrono>
-#include <future>
 #include <thread>
 
 #include "require_ok.h"
@@ -38,11 +36,6 @@ class Files {
   TempTree tree_;
   std::unique_ptr<Namespace> ns_;
 };
-
-// Waits up to 5 s for `f`; true if it became ready.
-bool Ready(std::future<uint8_t>& f) {
-  return f.wait_for(std::chrono::seconds(5)) == std::future_status::ready;
-}
 
 TEST_CASE("Catalog splits files into chunks", "[catalog]") {
   Files files;
@@ -117,55 +110,19 @@ TEST_CASE("Catalog state changes follow the state machine", "[catalog]") {
   CHECK(catalog.state(ChunkKey{k.node, 0}) == Catalog::kOnSource);  // its neighbour untouched
 }
 
-TEST_CASE("Catalog::WaitWhileInFlight returns at once unless in flight", "[catalog]") {
+TEST_CASE("Catalog::Recover makes a chunk on SOURCE resident at once, and nothing else",
+          "[catalog]") {
   Files files;
   Catalog catalog(files.ns(), kChunk);
-  const ChunkKey k{files.Id("one"), 0};
-  CHECK(catalog.WaitWhileInFlight(k) == Catalog::kOnSource);
-  REQUIRE(catalog.TryBegin(k));
-  catalog.Publish(k, 0);
-  CHECK(catalog.WaitWhileInFlight(k) == Catalog::kResidentBase);
-}
-
-TEST_CASE("Catalog::WaitWhileInFlight wakes on Publish and on Abort", "[catalog]") {
-  Files files;
-  Catalog catalog(files.ns(), kChunk);
-  const ChunkKey k{files.Id("many"), 3};
-  REQUIRE(catalog.TryBegin(k));
-  auto waiter = std::async(std::launch::async, [&] { return catalog.WaitWhileInFlight(k); });
-  // Still waiting while the chunk is in flight.
-  CHECK(waiter.wait_for(std::chrono::milliseconds(50)) == std::future_status::timeout);
-  uint8_t want = 0;
-  SECTION("Publish") {
-    std::thread([&] { catalog.Publish(k, 4); }).join();
-    want = Catalog::kResidentBase + 4;
-  }
-  SECTION("Abort") {
-    std::thread([&] { catalog.Abort(k); }).join();
-    want = Catalog::kOnSource;
-  }
-  REQUIRE(Ready(waiter));
-  CHECK(waiter.get() == want);
-}
-
-TEST_CASE("Catalog wakes many waiters on chunks sharing a stripe", "[catalog]") {
-  Files files;
-  Catalog catalog(files.ns(), kChunk);
-  const NodeId many = files.Id("many");
-  std::vector<std::future<uint8_t>> waiters;
-  for (uint32_t c = 0; c < 11; ++c) {
-    REQUIRE(catalog.TryBegin(ChunkKey{many, c}));
-    for (int w = 0; w < 3; ++w) {
-      waiters.push_back(std::async(std::launch::async, [&, c] {
-        return catalog.WaitWhileInFlight(ChunkKey{many, c});
-      }));
-    }
-  }
-  for (uint32_t c = 0; c < 11; ++c) catalog.Publish(ChunkKey{many, c}, static_cast<int>(c % 2));
-  for (size_t i = 0; i < waiters.size(); ++i) {
-    REQUIRE(Ready(waiters[i]));
-    CHECK(waiters[i].get() == Catalog::kResidentBase + (i / 3) % 2);
-  }
+  const ChunkKey k{files.Id("plus"), 0};
+  CHECK(catalog.Recover(k, 2));
+  CHECK(catalog.state(k) == Catalog::kResidentBase + 2);
+  CHECK_FALSE(catalog.Recover(k, 1));  // resident: kept where it is
+  CHECK(catalog.state(k) == Catalog::kResidentBase + 2);
+  const ChunkKey flying{files.Id("plus"), 1};
+  REQUIRE(catalog.TryBegin(flying));
+  CHECK_FALSE(catalog.Recover(flying, 0));  // a claim's: never taken over
+  CHECK(catalog.state(flying) == Catalog::kInFlight);
 }
 
 TEST_CASE("Catalog counts resident chunks per tier and fully resident files", "[catalog]") {

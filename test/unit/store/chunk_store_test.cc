@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 
 #include <catch2/catch.hpp>
+#include <chrono>
+#include <future>
 #include <stdexcept>
 #include <thread>
 
@@ -13,6 +15,8 @@
 
 namespace tierfs {
 namespace {
+
+using namespace std::chrono_literals;
 
 using testing::RecordingPolicy;
 using testing::TempTree;
@@ -69,6 +73,7 @@ class Store {
   ChunkStore& operator*() { return *store_; }
   ChunkStore* operator->() { return store_.get(); }
   Tier& tier(size_t i) { return *store_->tiers()[i]; }
+  RecordingPolicy& policy() { return *policy_; }
 
  private:
   TempTree tree_;
@@ -199,6 +204,40 @@ TEST_CASE("A claim undoes itself on every exit that did not publish", "[chunk_st
   CHECK(s.tier(0).chunks() == 0);
   ChunkClaim again;
   CHECK(s->Claim(s.K(0), &again) != ChunkStore::ClaimResult::kBusy);  // not left in flight
+}
+
+TEST_CASE("A reader that sees a chunk in flight finds its entry from the first moment",
+          "[chunk_store]") {
+  // The reader starts while the claim is being placed (the catalog says "in
+  // flight" already) and must be served the first bytes as they are
+  // written. Were the entry listed only after the placement, the reader
+  // would find none and be sent back to the catalog without the bytes.
+  Store s({64}, {100});
+  const std::string data = Store::Bytes(0, 64);
+  std::future<int> reader;
+  TierRead early;
+  s.policy().on_admitted = [&](ChunkKey key) {
+    REQUIRE(s->state(key) == Catalog::kInFlight);
+    reader = std::async(std::launch::async, [&, key] {
+      return s->ReadInFlight(key, 0, 8, std::chrono::steady_clock::now() + 10s, &early);
+    });
+    // Give the reader time to look while this claim is still being placed.
+    std::this_thread::sleep_for(100ms);
+  };
+  ChunkClaim claim;
+  REQUIRE(s->Claim(s.K(0), &claim) == ChunkStore::ClaimResult::kClaimed);
+  s.policy().on_admitted = nullptr;
+  REQUIRE(reader.valid());
+  REQUIRE(claim.Write(data.data(), 16) == 0);
+  REQUIRE(reader.wait_for(5s) == std::future_status::ready);
+  REQUIRE(reader.get() == 0);
+  REQUIRE(early.size == 8);
+  CHECK(std::string(early.data, 8) == data.substr(0, 8));
+  REQUIRE(claim.Write(data.data() + 16, 48) == 0);
+  REQUIRE(claim.Publish() == 0);
+  // Once published, a late reader is sent back to the catalog at once.
+  TierRead late;
+  CHECK(s->ReadInFlight(s.K(0), 0, 8, std::chrono::steady_clock::now() + 10s, &late) == -EAGAIN);
 }
 
 TEST_CASE("lru evicts the least recently read chunks first", "[chunk_store]") {

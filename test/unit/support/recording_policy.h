@@ -30,7 +30,10 @@ class RecordingPolicy final : public EvictionPolicy {
     if (picked) victims.push_back(victim->node);
     return picked;
   }
-  void Admitted(ChunkKey k, int t, Hold h) override { inner_->Admitted(k, t, h); }
+  void Admitted(ChunkKey k, int t, Hold h) override {
+    if (on_admitted) on_admitted(k);
+    inner_->Admitted(k, t, h);
+  }
   void Published(ChunkKey k, int t) override {
     if (before_published) before_published(k);
     inner_->Published(k, t);
@@ -43,6 +46,8 @@ class RecordingPolicy final : public EvictionPolicy {
   // Not thread-safe: for single-threaded tests.
   std::vector<NodeId> victims;
   std::function<void(ChunkKey)> before_published;
+  // Called as a claim is placed: the catalog says "in flight" already.
+  std::function<void(ChunkKey)> on_admitted;
 
  private:
   std::unique_ptr<EvictionPolicy> inner_;
