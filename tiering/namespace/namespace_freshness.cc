@@ -6,9 +6,9 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
-#include <thread>
 
 #include "tiering/base/mutex.h"
+#include "tiering/base/parallel_for.h"
 #include "tiering/namespace/file_identity.h"
 #include "tiering/namespace/namespace_open.h"
 
@@ -35,7 +35,6 @@ FreshnessReport CheckFreshness(Backend* backend, const Namespace& ns, unsigned t
     report.checked_dirs += S_ISDIR(mode);
     report.checked_files += S_ISREG(mode);
   }
-  std::atomic<size_t> next{0};
   std::atomic<uint64_t> changed_files{0}, changed_dirs{0}, missing{0}, errors{0};
   Mutex samples_mu;  // guards samples: taken only for the first few changes
   std::atomic<size_t> sampled{0};
@@ -46,29 +45,23 @@ FreshnessReport CheckFreshness(Backend* backend, const Namespace& ns, unsigned t
     MutexLock lock(samples_mu);
     samples.push_back(std::move(line));
   };
-  auto work = [&] {
-    for (size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < todo.size();) {
-      const NodeId id = todo[i];
-      const Node& n = ns.node(id);
-      struct stat st;
-      const int err = backend->stat(ns.Path(id), &st);
-      if (err == -ENOENT || err == -ENOTDIR) {
-        missing.fetch_add(1, std::memory_order_relaxed);
-        note(id, "is gone");
-      } else if (err < 0) {
-        errors.fetch_add(1, std::memory_order_relaxed);
-      } else if (const char* why = IdentityChange(n, st)) {
-        (S_ISDIR(n.mode) ? changed_dirs : changed_files).fetch_add(1, std::memory_order_relaxed);
-        note(id, why);
-      }
+  auto check = [&](size_t i) {
+    const NodeId id = todo[i];
+    const Node& n = ns.node(id);
+    struct stat st;
+    const int err = backend->stat(ns.Path(id), &st);
+    if (err == -ENOENT || err == -ENOTDIR) {
+      missing.fetch_add(1, std::memory_order_relaxed);
+      note(id, "is gone");
+    } else if (err < 0) {
+      errors.fetch_add(1, std::memory_order_relaxed);
+    } else if (const char* why = IdentityChange(n, st)) {
+      (S_ISDIR(n.mode) ? changed_dirs : changed_files).fetch_add(1, std::memory_order_relaxed);
+      note(id, why);
     }
   };
   if (threads == 0) threads = kValidateThreads;
-  const unsigned n = std::max(1u, std::min<unsigned>(threads, static_cast<unsigned>(todo.size())));
-  std::vector<std::thread> pool;
-  for (unsigned t = 1; t < n; ++t) pool.emplace_back(work);
-  work();  // the caller's thread is one of them
-  for (auto& t : pool) t.join();
+  ParallelFor(todo.size(), threads, check);
   report.changed_files = changed_files;
   report.changed_dirs = changed_dirs;
   report.missing = missing;

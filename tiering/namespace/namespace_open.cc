@@ -15,6 +15,7 @@
 
 #include "tiering/base/log.h"
 #include "tiering/base/mutex.h"
+#include "tiering/base/parallel_for.h"
 #include "tiering/namespace/namespace_freshness.h"
 
 namespace tierfs {
@@ -134,23 +135,17 @@ std::vector<NodeId> ChangedDirectories(Backend* backend, const Namespace& ns, un
     if (S_ISDIR(ns.node(id).mode)) dirs.push_back(id);
   }
   std::vector<char> changed(dirs.size(), 0);
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t i; (i = next.fetch_add(1)) < dirs.size();) {
-      struct stat st;
-      const Node& n = ns.node(dirs[i]);
-      bool same = backend->stat(ns.Path(dirs[i]), &st) == 0 && IdentityChange(n, st) == nullptr &&
-                  n.mtime_ns < racy_after_ns && n.ctime_ns < racy_after_ns;
-      changed[i] = !same;
-    }
-  };
-  std::vector<std::thread> pool;
   // scan_threads=auto: a stat per directory is over too soon to tune (1,001
   // for ImageNet); as many in flight as the scan's tuning found at full scale.
   if (threads == 0) threads = kValidateThreads;
-  unsigned n = std::max(1u, std::min<unsigned>(threads, static_cast<unsigned>(dirs.size())));
-  for (unsigned t = 0; t < n; ++t) pool.emplace_back(work);
-  for (auto& t : pool) t.join();
+  ParallelFor(dirs.size(), threads, [&](size_t i) {
+    struct stat st;
+    const Node& n = ns.node(dirs[i]);
+    const bool same = backend->stat(ns.Path(dirs[i]), &st) == 0 &&
+                      IdentityChange(n, st) == nullptr && n.mtime_ns < racy_after_ns &&
+                      n.ctime_ns < racy_after_ns;
+    changed[i] = !same;
+  });
   *stats += dirs.size();
   std::vector<NodeId> out;
   for (size_t i = 0; i < dirs.size(); ++i) {
