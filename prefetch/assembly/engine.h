@@ -14,7 +14,7 @@
 #include "prefetch/engine/read_path.h"
 #include "prefetch/planners/prefetcher.h"
 #include "tiering/base/counter_visitor.h"
-#include "tiering/peer/job_peers.h"
+#include "tiering/peers/client/job_peers.h"
 #include "tiering/store/chunk_store.h"
 
 namespace tierfs {
