@@ -38,14 +38,10 @@ PeerClient::PeerClient(PeerAuth* auth, PeerClientOptions options)
     : auth_(auth),
       options_(std::move(options)),
       pool_(kHandshakeThreads, 4 * 1024),
-      buffers_(std::make_shared<BufferPool>(size_t{64} << 20)) {
+      buffers_(std::make_shared<BufferPool>(size_t{64} << 20)),
+      offers_(options_.max_offers, options_.max_offer_bytes) {
   for (size_t i = 0; i < options_.peers.size(); ++i) {
-    auto l = std::make_unique<Link>();
-    l->index = i;
-    l->address = options_.peers[i];
-    l->backoff = options_.retry_min;
-    l->slow_backoff = options_.retry_min;
-    links_.push_back(std::move(l));
+    links_.push_back(std::make_unique<Link>(i, options_));
   }
 }
 
@@ -114,15 +110,9 @@ ssize_t PeerClient::Fetch(size_t peer, const ChunkRef& ref, char* dest, Deadline
     l.wanted_at.store(now_ns, std::memory_order_relaxed);
     return -EHOSTDOWN;
   }
-  {
-    MutexLock lock(l.slot_mu);
-    if (!l.slot_cv.WaitUntil(l.slot_mu, deadline, [&]() REQUIRES(l.slot_mu) {
-          return l.in_flight < options_.max_in_flight;
-        })) {
-      l.counters.busy++;
-      return -EBUSY;
-    }
-    ++l.in_flight;
+  if (!l.slots.Take(deadline)) {
+    l.counters.busy++;
+    return -EBUSY;
   }
   auto start = Clock::now();
   ssize_t r = -EBUSY;
@@ -134,11 +124,7 @@ ssize_t PeerClient::Fetch(size_t peer, const ChunkRef& ref, char* dest, Deadline
   if (r == -ECONNRESET && AwaitUp(l, deadline)) {
     r = Ask(l, ref, dest, deadline, flags, hedge);  // once more, on the connection made again
   }
-  {
-    MutexLock lock(l.slot_mu);
-    --l.in_flight;
-  }
-  l.slot_cv.NotifyOne();
+  l.slots.Give();
   if (r >= 0 && !(hedge != nullptr && hedge->used)) {
     l.counters.fetched_chunks++;
     l.counters.fetched_bytes += static_cast<uint64_t>(r);
@@ -188,18 +174,14 @@ bool PeerClient::AwaitUp(Link& l, Deadline deadline) {
   }
   // An attempt ends up or down, or idle when no connection could be
   // closed to make room for it.
-  MutexLock lock(l.slot_mu);
-  l.slot_cv.WaitUntil(l.slot_mu, std::min(deadline, Clock::now() + options_.connect_timeout), [&] {
+  l.slots.WaitUntil(std::min(deadline, Clock::now() + options_.connect_timeout), [&] {
     int st = l.state.load();
     return st == kUp || st == kDown || l.no_slot.load() != refused;
   });
   return l.state.load() == kUp;
 }
 
-void PeerClient::Signal(Link& l) {
-  { MutexLock lock(l.slot_mu); }  // a waiter is either waiting or sees the new state
-  l.slot_cv.NotifyAll();
-}
+void PeerClient::Signal(Link& l) { l.slots.NotifyAll(); }
 
 ssize_t PeerClient::Wait(Link& l, const std::shared_ptr<Pending>& p, Deadline deadline) {
   MutexLock lock(p->mu);
@@ -281,15 +263,9 @@ bool PeerClient::Offer(size_t peer, const ChunkRef& ref, const char* data) {
   const uint64_t length = whole.chunk_length();
   if (!ValidChunkRef(whole) || length == 0) return false;
   const uint64_t bytes = whole.path.size() + length;
-  {
-    MutexLock lock(offers_mu_);
-    if (l.state.load() != kUp || offers_ >= options_.max_offers ||
-        offer_bytes_ + bytes > options_.max_offer_bytes) {
-      l.counters.offers_dropped++;
-      return false;
-    }
-    ++offers_;
-    offer_bytes_ += bytes;
+  if (l.state.load() != kUp || !offers_.TryTake(bytes)) {
+    l.counters.offers_dropped++;
+    return false;
   }
   // The body: the path, then the bytes; sealed in place on the progress
   // thread, which numbers the connection's messages. The reference's path
@@ -328,9 +304,7 @@ bool PeerClient::Offer(size_t peer, const ChunkRef& ref, const char* data) {
 
 void PeerClient::OfferDone(BufferPool::Buffer body, uint64_t bytes) {
   buffers_->Give(std::move(body));
-  MutexLock lock(offers_mu_);
-  --offers_;
-  offer_bytes_ -= bytes;
+  offers_.Give(bytes);
 }
 
 void PeerClient::VisitCounters(CounterVisitor& v) const {

@@ -63,6 +63,7 @@
 #include "tiering/base/counter_visitor.h"
 #include "tiering/base/latency_histogram.h"
 #include "tiering/base/mutex.h"
+#include "tiering/peers/client/offer_budget.h"
 #include "tiering/peers/secure/peer_auth.h"
 #include "tiering/peers/secure/peer_handshake.h"
 #include "tiering/peers/transport/buffer_pool.h"
@@ -275,11 +276,6 @@ class PeerClient {
   void Heard(Link& l);
   // It answers again: no longer stalled nor slow.
   void EndStall(Link& l);
-  // How long a peer with fetches waiting may answer nothing before it is
-  // stalled, and a stalled one before its connection is made afresh
-  // (peer_client_stall.cc).
-  std::chrono::milliseconds StallTime(const Link& l) const;
-  std::chrono::milliseconds SilenceBound(const Link& l) const;
   // Stalled, wanted and silent for its silence bound: dropped, made afresh.
   void Redial(Link& l, std::chrono::steady_clock::time_point now);
   // Redialed, and silent for less than dead_after: a failed connect is no death.
@@ -327,9 +323,7 @@ class PeerClient {
   std::shared_ptr<BufferPool> buffers_;  // answers' buffers, kept for reuse
   std::atomic<uint64_t> next_request_{1};
   std::atomic<uint64_t> stray_{0};
-  Mutex offers_mu_;  // guards the two below. A leaf lock.
-  size_t offers_ GUARDED_BY(offers_mu_) = 0;
-  uint64_t offer_bytes_ GUARDED_BY(offers_mu_) = 0;
+  OfferBudget offers_;  // offers being sent, in all
   // An offer sent or dropped: its buffer back, its budget released.
   void OfferDone(BufferPool::Buffer body, uint64_t bytes);
   LatencyHistogram latency_;

@@ -4,7 +4,6 @@
 // behind ended at their deadline (EndAbandoned). The asking is
 // peer_client.cc's, the connections peer_client_link.cc's.
 #include <algorithm>
-#include <array>
 #include <cerrno>
 #include <vector>
 
@@ -52,9 +51,7 @@ bool PeerClient::Race(Link& l, const std::shared_ptr<Pending>& p, char* dest, He
 }
 
 std::chrono::microseconds PeerClient::hedge_after(size_t peer) const {
-  const int64_t us = links_[peer]->hedge_after_us.load(std::memory_order_relaxed);
-  return us > 0 ? std::chrono::microseconds(us)
-                : std::chrono::duration_cast<std::chrono::microseconds>(options_.hedge_max);
+  return links_[peer]->hedge_time.after();
 }
 
 void PeerClient::Want(size_t peer) {
@@ -74,24 +71,11 @@ void PeerClient::EndAbandoned(Link& l, Clock::time_point now) {
   for (auto& p : ended) Complete(l, p, -ETIMEDOUT);
 }
 
-// The latency of an answer, from the request sent to its first byte back;
-// the hedge time is the p99 of the last kAnswers, within the bounds
-// (recomputed every 8 answers once 16 are measured).
+// The latency of an answer, from the request sent to its first byte back
+// (hedge_time.h: the hedge time is its p99 within bounds).
 void PeerClient::Answered(Link& l, const Pending& p) {
-  const auto us = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - p.sent_at);
-  l.answer_us[l.answers % Link::kAnswers] =
-      static_cast<uint32_t>(std::clamp<int64_t>(us.count(), 0, UINT32_MAX));
-  ++l.answers;
-  if (l.answers < 16 || l.answers % 8 != 0) return;
-  const size_t n = std::min<uint64_t>(l.answers, Link::kAnswers);
-  std::array<uint32_t, Link::kAnswers> sorted = l.answer_us;
-  auto p99 = sorted.begin() + static_cast<std::ptrdiff_t>(n * 99 / 100);
-  std::nth_element(sorted.begin(), p99, sorted.begin() + static_cast<std::ptrdiff_t>(n));
-  const auto floor = std::chrono::duration_cast<std::chrono::microseconds>(options_.hedge_min);
-  const auto ceiling =
-      std::max(floor, std::chrono::duration_cast<std::chrono::microseconds>(options_.hedge_max));
-  l.hedge_after_us.store(std::clamp(std::chrono::microseconds(*p99), floor, ceiling).count(),
-                         std::memory_order_relaxed);
+  l.hedge_time.Record(
+      std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - p.sent_at));
 }
 
 }  // namespace tierfs

@@ -70,7 +70,7 @@ void PeerClient::Tick() {
         } else if (now - l.last_heard >= options_.dead_after) {
           Down(l, "silent for " + std::to_string(Ms(now - l.last_heard)) + " ms", /*dead=*/true);
         } else if (l.stalled && Wanted(l, now) &&
-                   now - std::max(l.last_heard, l.connected_at) >= SilenceBound(l)) {
+                   now - std::max(l.last_heard, l.connected_at) >= l.liveness.SilenceBound()) {
           Redial(l, now);  // down: made afresh at the next tick
           break;
         } else if (now - l.last_heard >= heartbeat && now - l.last_ping >= heartbeat) {

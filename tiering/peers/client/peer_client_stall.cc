@@ -17,13 +17,6 @@ using std::chrono::milliseconds;
 
 long long Ms(Clock::duration d) { return std::chrono::duration_cast<milliseconds>(d).count(); }
 
-// No peer is taken for stalled sooner: 32 daemons on 2 cores answered
-// pings 50 ms late and more while working.
-constexpr milliseconds kStallFloor(250);
-
-// Nor is a stalled one's connection made afresh sooner (see SilenceBound).
-constexpr milliseconds kSilenceFloor(1000);
-
 }  // namespace
 
 void PeerClient::Heard(Link& l) {
@@ -47,28 +40,6 @@ bool PeerClient::Wanted(const Link& l, Clock::time_point now) {
   return now - at < std::chrono::seconds(1);
 }
 
-// Eight smoothed round trips, or the round trip and four of its
-// deviations if more (a loaded host answers late, not never), within
-// [max(250 ms, dead_after / 40), dead_after / 4].
-milliseconds PeerClient::StallTime(const Link& l) const {
-  const auto rtt =
-      std::chrono::duration_cast<milliseconds>(std::max(8 * l.srtt, l.srtt + 4 * l.rttvar));
-  const auto floor = std::max(kStallFloor, options_.dead_after / 40);
-  return std::clamp(rtt, floor, std::max(floor, options_.dead_after / 4));
-}
-
-// Twice the stall time, at least 1 s, at most dead_after / 2. A peer is
-// stalled only once it answered nothing, not even a ping, for its stall
-// time, which already allows eight of its round trips; a loaded but alive
-// peer answers a ping from its progress thread well within twice that and
-// is no longer stalled. One that does not is cut off or stopped: on the
-// connection it had, TCP resends only after an exponential backoff (1.4,
-// 3, 6.2 s ... into a cut), and every ping waits behind that; a fresh
-// connection's SYNs reach it as soon as the link is back.
-milliseconds PeerClient::SilenceBound(const Link& l) const {
-  return std::min(std::max(kSilenceFloor, 2 * StallTime(l)), options_.dead_after / 2);
-}
-
 // A peer with fetches waiting that has been heard from since the oldest
 // was sent is working on them (a home promoting from a slow PFS still
 // answers pings from its progress thread at once): they wait up to their
@@ -84,7 +55,7 @@ void PeerClient::CheckStall(Link& l, Clock::time_point now) {
   if (oldest == Clock::time_point::max() || l.last_heard >= oldest) return;
   // The probe: a ping once the oldest fetch waited half the stall time
   // with nothing heard.
-  const auto stall = StallTime(l);
+  const auto stall = l.liveness.StallTime();
   if (l.last_ping < oldest || l.last_ping <= l.last_heard) {
     if (now - oldest >= stall / 2) Ping(l);
     return;
@@ -141,17 +112,10 @@ size_t PeerClient::EndWaiting(Link& l, ssize_t error) {
   return ended.size();
 }
 
-// The round trip smoothed as TCP does (RFC 6298): its mean and deviation.
+// A ping's round trip, for the stall time (peer_liveness.h).
 void PeerClient::OnPong(Link& l) {
-  const auto sample =
-      std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - l.last_ping);
-  if (l.srtt.count() == 0) {
-    l.srtt = sample;
-    l.rttvar = sample / 2;
-    return;
-  }
-  l.rttvar = (3 * l.rttvar + std::chrono::abs(l.srtt - sample)) / 4;
-  l.srtt = (7 * l.srtt + sample) / 8;
+  l.liveness.OnRoundTrip(
+      std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - l.last_ping));
 }
 
 }  // namespace tierfs

@@ -2,7 +2,6 @@
 // private to peer_client*.cc.
 #pragma once
 
-#include <array>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -10,7 +9,10 @@
 #include <unordered_map>
 
 #include "tiering/base/mutex.h"
+#include "tiering/peers/client/fetch_slots.h"
+#include "tiering/peers/client/hedge_time.h"
 #include "tiering/peers/client/peer_client.h"
+#include "tiering/peers/client/peer_liveness.h"
 #include "tiering/peers/secure/session_resumption.h"
 #include "tiering/peers/transport/buffer_pool.h"
 #include "tiering/peers/transport/peer_crypto.h"
@@ -66,6 +68,15 @@ struct PeerClient::Pending {
 };
 
 struct PeerClient::Link {
+  Link(size_t i, const PeerClientOptions& o)
+      : index(i),
+        address(o.peers[i]),
+        hedge_time(o.hedge_min, o.hedge_max),
+        slots(o.max_in_flight),
+        liveness(o.dead_after),
+        backoff(o.retry_min),
+        slow_backoff(o.retry_min) {}
+
   size_t index = 0;
   PeerAddress address;
   std::atomic<int> state{kIdle};
@@ -84,15 +95,14 @@ struct PeerClient::Link {
   // Fetch skipped it, or a chunk it homes went elsewhere while it was
   // taken for gone): while wanted, it is probed on a short timer.
   std::atomic<int64_t> wanted_at{0};
-  // How long a Fetch waits for it before SOURCE is read too (us; 0: no
-  // answers measured yet). Written on the progress thread.
-  std::atomic<int64_t> hedge_after_us{0};
+  // How long a Fetch waits for it before SOURCE is read too, learnt from
+  // its answers on the progress thread.
+  HedgeTime hedge_time;
   PeerLinkCounters counters;
 
-  Mutex slot_mu;  // guards in_flight. A leaf lock.
-  // Signalled when in_flight drops and when the state changes (Signal).
-  CondVar slot_cv;
-  size_t in_flight GUARDED_BY(slot_mu) = 0;
+  // Its requests outstanding at once; also where Fetches wait for its
+  // state to change (Signal).
+  FetchSlots slots;
 
   // Progress thread only.
   ucp_ep_h ep = nullptr;
@@ -111,8 +121,8 @@ struct PeerClient::Link {
   std::chrono::steady_clock::time_point last_ping;     // up: the last kPing sent
   std::chrono::steady_clock::time_point connected_at;  // up: when this connection came up
   uint64_t ping_id = 0;                                // ... and its request id
-  // Smoothed ping round trip and its deviation (0: none measured yet).
-  std::chrono::microseconds srtt{0}, rttvar{0};
+  // Its ping round trips: how long it may be silent before it is stalled.
+  PeerLiveness liveness;
   std::chrono::milliseconds backoff{0};
   std::chrono::milliseconds slow_backoff{0};
   // Slow because it answered nothing, not even a ping (CheckStall): the
@@ -124,11 +134,7 @@ struct PeerClient::Link {
   bool redialing = false;
   // It said it is leaving the job (kLeaving): down quietly, taken for gone.
   bool left = false;
-  std::chrono::steady_clock::time_point last_attempt;  // the last connect started
-  // Its answers' latencies (us), the last kAnswers, for hedge_after_us.
-  static constexpr size_t kAnswers = 128;
-  std::array<uint32_t, kAnswers> answer_us{};
-  uint64_t answers = 0;
+  std::chrono::steady_clock::time_point last_attempt;              // the last connect started
   std::unordered_map<uint64_t, std::shared_ptr<Pending>> pending;  // sent, by request id
 };
 
