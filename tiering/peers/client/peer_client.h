@@ -73,6 +73,8 @@
 
 namespace tierfs {
 
+struct UpLinkClocks;
+
 struct PeerAddress {
   std::string name;  // as in the peer's own PeerIdentity
   std::string host;  // a name or an address
@@ -303,6 +305,8 @@ class PeerClient {
   void EndAbandoned(Link& l, std::chrono::steady_clock::time_point now);
   // Wanted by a read within the last second.
   static bool Wanted(const Link& l, std::chrono::steady_clock::time_point now);
+  // An up link's clocks, for its next step (link_schedule.h).
+  static UpLinkClocks UpClocks(const Link& l, std::chrono::steady_clock::time_point now);
   ssize_t Open(Link& l, const std::shared_ptr<Pending>& p, char* dest);
 
   PeerAuth* const auth_;

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "tiering/base/log.h"
+#include "tiering/peers/client/link_schedule.h"
 #include "tiering/peers/client/peer_client.h"
 #include "tiering/peers/client/peer_link.h"
 #include "tiering/peers/secure/peer_handshake.h"
@@ -27,8 +28,8 @@ void PeerClient::Tick() {
   if (now < next_tick_ || stopped_.load()) return;
   next_tick_ = now + milliseconds(10);
   // A ping when nothing came for a heartbeat: a quarter of dead_after, at most 1 s.
-  const auto heartbeat =
-      std::clamp<milliseconds>(options_.dead_after / 4, milliseconds(10), milliseconds(1000));
+  const auto heartbeat = Heartbeat(options_.dead_after);
+  const UpLinkTimers timers{options_.idle_close, options_.dead_after, options_.probe, heartbeat};
   const bool grace_over = now - started_at_ >= options_.grace;
   for (auto& lp : links_) {
     Link& l = *lp;
@@ -64,31 +65,33 @@ void PeerClient::Tick() {
         }
         break;
       case kUp: {
-        const auto unused = now - Clock::time_point(Clock::duration(l.last_used.load()));
-        if (l.pending.empty() && unused >= options_.idle_close) {
-          Close(l);
-        } else if (now - l.last_heard >= options_.dead_after) {
-          Down(l, "silent for " + std::to_string(Ms(now - l.last_heard)) + " ms", /*dead=*/true);
-        } else if (l.stalled && Wanted(l, now) &&
-                   now - std::max(l.last_heard, l.connected_at) >= l.liveness.SilenceBound()) {
-          Redial(l, now);  // down: made afresh at the next tick
-          break;
-        } else if (now - l.last_heard >= heartbeat && now - l.last_ping >= heartbeat) {
-          Ping(l);
-        } else if (l.stalled && now.time_since_epoch().count() < l.slow_until.load() &&
-                   Wanted(l, now) && now - l.last_ping >= options_.probe) {
-          // Stalled, skipped, and reads want it: its first answer ends the
-          // stall. (Not once fetches wait for it again: CheckStall's probe.)
-          l.counters.probes++;
-          Ping(l);
-        } else {
-          CheckStall(l, now);
+        const UpStep step = NextUpStep(UpClocks(l, now), timers, now);
+        switch (step) {
+          case UpStep::kClose:
+            Close(l);
+            break;
+          case UpStep::kDown:
+            Down(l, "silent for " + std::to_string(Ms(now - l.last_heard)) + " ms", /*dead=*/true);
+            break;
+          case UpStep::kRedial:
+            Redial(l, now);  // down: made afresh at the next tick
+            break;
+          case UpStep::kPing:
+            Ping(l);
+            break;
+          case UpStep::kProbe:  // its first answer ends the stall
+            l.counters.probes++;
+            Ping(l);
+            break;
+          case UpStep::kCheckStall:
+            CheckStall(l, now);
+            break;
         }
+        if (step == UpStep::kRedial) break;
         EndAbandoned(l, now);
         // Slow, and has not answered a ping since: stays slow.
-        const auto slow = Clock::time_point(Clock::duration(l.slow_until.load()));
-        if (now >= slow && now - slow < heartbeat && now - l.last_heard > 2 * heartbeat) {
-          l.slow_until.store((now + heartbeat).time_since_epoch().count());
+        if (auto until = SlowExtended(UpClocks(l, now), heartbeat, now)) {
+          l.slow_until.store(until->time_since_epoch().count());
         }
         break;
       }
@@ -96,6 +99,21 @@ void PeerClient::Tick() {
         break;
     }
   }
+}
+
+UpLinkClocks PeerClient::UpClocks(const Link& l, Clock::time_point now) {
+  const auto at = [](int64_t ns) { return Clock::time_point(Clock::duration(ns)); };
+  UpLinkClocks c;
+  c.idle = l.pending.empty();
+  c.last_used = at(l.last_used.load());
+  c.last_heard = l.last_heard;
+  c.last_ping = l.last_ping;
+  c.connected_at = l.connected_at;
+  c.slow_until = at(l.slow_until.load());
+  c.stalled = l.stalled;
+  c.wanted = Wanted(l, now);
+  c.silence_bound = l.liveness.SilenceBound();
+  return c;
 }
 
 void PeerClient::Ping(Link& l) {
