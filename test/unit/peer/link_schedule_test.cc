@@ -31,6 +31,16 @@ struct Fixture {
     link.silence_bound = 1s;
   }
   UpStep Next() const { return NextUpStep(link, kTimers, now); }
+  // The step once it was last heard from and pinged this long ago.
+  UpStep Silent(std::chrono::milliseconds heard, std::chrono::milliseconds pinged) {
+    link.last_heard = now - heard;
+    link.last_ping = now - pinged;
+    return Next();
+  }
+  void StalledAndWanted() {
+    link.stalled = true;
+    link.wanted = true;
+  }
 };
 
 TEST_CASE("link schedule: the heartbeat is a quarter of dead_after within 10 ms and 1 s",
@@ -60,23 +70,16 @@ TEST_CASE("link schedule: unused for idle_close with nothing in flight: closed",
 
 TEST_CASE("link schedule: silent for dead_after: down, before a redial", "[peer]") {
   Fixture f;
-  f.link.last_heard = f.now - 10s;
-  f.link.stalled = true;
-  f.link.wanted = true;
-  CHECK(f.Next() == UpStep::kDown);
-  f.link.last_heard = f.now - 9s;
-  CHECK(f.Next() == UpStep::kRedial);
+  f.StalledAndWanted();
+  CHECK(f.Silent(10s, 0ms) == UpStep::kDown);
+  CHECK(f.Silent(9s, 0ms) == UpStep::kRedial);
 }
 
 TEST_CASE("link schedule: stalled and wanted: made afresh after its silence bound", "[peer]") {
   Fixture f;
-  f.link.stalled = true;
-  f.link.wanted = true;
-  f.link.last_ping = f.now;
-  f.link.last_heard = f.now - 999ms;
-  CHECK(f.Next() == UpStep::kCheckStall);
-  f.link.last_heard = f.now - 1s;
-  CHECK(f.Next() == UpStep::kRedial);
+  f.StalledAndWanted();
+  CHECK(f.Silent(999ms, 0ms) == UpStep::kCheckStall);
+  CHECK(f.Silent(1s, 0ms) == UpStep::kRedial);
   // A connection made since: its silence counts from then.
   f.link.connected_at = f.now - 500ms;
   CHECK(f.Next() != UpStep::kRedial);
@@ -91,27 +94,20 @@ TEST_CASE("link schedule: stalled and wanted: made afresh after its silence boun
 
 TEST_CASE("link schedule: a heartbeat of silence both ways: a ping", "[peer]") {
   Fixture f;
-  f.link.last_heard = f.now - 1s;
-  CHECK(f.Next() == UpStep::kCheckStall);  // pinged just now
-  f.link.last_ping = f.now - 1s;
-  CHECK(f.Next() == UpStep::kPing);
-  f.link.last_heard = f.now - 999ms;
-  CHECK(f.Next() == UpStep::kCheckStall);
+  CHECK(f.Silent(1s, 0ms) == UpStep::kCheckStall);  // pinged just now
+  CHECK(f.Silent(1s, 1s) == UpStep::kPing);
+  CHECK(f.Silent(999ms, 1s) == UpStep::kCheckStall);
 }
 
 TEST_CASE("link schedule: stalled, skipped and wanted: probed every `probe`", "[peer]") {
   Fixture f;
-  f.link.stalled = true;
-  f.link.wanted = true;
+  f.StalledAndWanted();
   f.link.slow_until = f.now + 2s;
-  f.link.last_heard = f.now - 500ms;  // within its silence bound and the heartbeat
-  f.link.last_ping = f.now - 100ms;
-  CHECK(f.Next() == UpStep::kProbe);
-  f.link.last_ping = f.now - 99ms;
-  CHECK(f.Next() == UpStep::kCheckStall);
-  f.link.last_ping = f.now - 100ms;
+  // Heard within its silence bound and the heartbeat.
+  CHECK(f.Silent(500ms, 100ms) == UpStep::kProbe);
+  CHECK(f.Silent(500ms, 99ms) == UpStep::kCheckStall);
   f.link.slow_until = f.now;  // no longer skipped: fetches wait for it, CheckStall probes
-  CHECK(f.Next() == UpStep::kCheckStall);
+  CHECK(f.Silent(500ms, 100ms) == UpStep::kCheckStall);
 }
 
 TEST_CASE("link schedule: slow until lately and silent for two heartbeats: slow again", "[peer]") {
