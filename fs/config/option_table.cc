@@ -13,9 +13,9 @@
 #include <utility>
 
 #include "tiering/base/units.h"
-#include "tiering/peer/job_peers_config.h"
-#include "tiering/peer/peer_list.h"
-#include "tiering/peer/source_port.h"
+#include "tiering/peers/config/job_peers_config.h"
+#include "tiering/peers/config/peer_list.h"
+#include "tiering/peers/config/source_port.h"
 #include "tiering/store/policy_names.h"
 
 namespace tierfs::option_table {

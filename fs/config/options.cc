@@ -16,8 +16,8 @@
 
 #include "fs/config/option_table.h"
 #include "tiering/base/units.h"
-#include "tiering/peer/job_peers_config.h"
-#include "tiering/peer/peer_list.h"
+#include "tiering/peers/config/job_peers_config.h"
+#include "tiering/peers/config/peer_list.h"
 
 namespace tierfs {
 namespace {

@@ -10,7 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "tiering/peer/peer_list.h"
+#include "tiering/peers/config/peer_list.h"
 
 namespace tierfs {
 namespace {

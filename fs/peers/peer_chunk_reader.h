@@ -9,7 +9,7 @@
 
 #include "tiering/engine/read_path.h"
 #include "tiering/namespace/namespace.h"
-#include "tiering/peer_server/chunk_provider.h"
+#include "tiering/peers/server/chunk_provider.h"
 
 namespace tierfs {
 

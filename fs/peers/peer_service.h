@@ -7,7 +7,7 @@
 // is the chunk's home. Stop ends them in the reverse order.
 //
 // A side (asking or serving) whose UCX failed is started again by a
-// TransportWatch (tiering/peer/transport_watch.h), within bounds.
+// TransportWatch (tiering/peers/transport/transport_watch.h), within bounds.
 // Tests may arm a way to make both fail as UCX's contained abort does:
 // TIERFS_TEST_PEER_TRANSPORT_FAILURE=SIGUSR2 in the daemon's environment at
 // start, then SIGUSR2 (only the daemon's user, or root, may send it: no way
@@ -23,9 +23,9 @@
 #include "tiering/engine/read_path.h"
 #include "tiering/base/counter_visitor.h"
 #include "tiering/base/status.h"
-#include "tiering/peer/job_peers.h"
-#include "tiering/peer/transport_watch.h"
-#include "tiering/peer_server/peer_server.h"
+#include "tiering/peers/client/job_peers.h"
+#include "tiering/peers/server/peer_server.h"
+#include "tiering/peers/transport/transport_watch.h"
 
 namespace tierfs {
 

@@ -14,7 +14,7 @@
 #include "tiering/engine/executor_lane.h"
 #include "tiering/engine/promoter.h"
 #include "tiering/engine/read_path.h"
-#include "tiering/peer/job_peers.h"
+#include "tiering/peers/client/job_peers.h"
 #include "tiering/store/chunk_store.h"
 
 namespace tierfs {

@@ -11,7 +11,7 @@
 
 #include "prefetch/planners/prefetch_config.h"
 #include "tiering/base/status.h"
-#include "tiering/peer/job_peers_config.h"
+#include "tiering/peers/config/job_peers_config.h"
 
 namespace tierfs {
 

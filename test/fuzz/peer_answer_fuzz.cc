@@ -23,9 +23,9 @@
 #include <string>
 #include <string_view>
 
-#include "tiering/peer/peer_auth.h"
-#include "tiering/peer/peer_crypto.h"
-#include "tiering/peer/peer_handshake.h"
+#include "tiering/peers/secure/peer_auth.h"
+#include "tiering/peers/secure/peer_handshake.h"
+#include "tiering/peers/transport/peer_crypto.h"
 
 namespace tierfs {
 namespace {

@@ -30,9 +30,9 @@
 #include <string>
 #include <string_view>
 
-#include "tiering/peer/peer_crypto.h"
-#include "tiering/peer/peer_handshake.h"
-#include "tiering/peer/wire.h"
+#include "tiering/peers/secure/peer_handshake.h"
+#include "tiering/peers/transport/peer_crypto.h"
+#include "tiering/peers/transport/wire.h"
 
 namespace tierfs {
 namespace {

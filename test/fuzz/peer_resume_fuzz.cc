@@ -21,7 +21,7 @@
 #include <string>
 #include <string_view>
 
-#include "tiering/peer/session_resumption.h"
+#include "tiering/peers/secure/session_resumption.h"
 
 namespace tierfs {
 namespace {

@@ -18,9 +18,9 @@
 #include <string>
 #include <string_view>
 
-#include "tiering/peer/peer_auth.h"
-#include "tiering/peer/peer_list.h"
-#include "tiering/peer/wire.h"
+#include "tiering/peers/config/peer_list.h"
+#include "tiering/peers/secure/peer_auth.h"
+#include "tiering/peers/transport/wire.h"
 
 namespace tierfs {
 namespace {

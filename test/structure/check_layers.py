@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Checks that the library's folders depend only downwards.
 
-Each folder of tiering/, prefetch/ and fs/ is one library (docs/ARCHITECTURE.md,
-"Folders and libraries"); a file may include headers of its own folder and of
-the folders below it (tiering/peer_server sits on tiering/peer), never of one
-above or beside it, and a library links only
+Each folder of tiering/, prefetch/ and fs/ that holds sources is one library
+(docs/ARCHITECTURE.md, "Folders and libraries"; tiering/peers only groups its
+five); a file may include headers of its own folder and of the folders below
+it (tiering/peers/server sits on tiering/peers/secure), never of one above or
+beside it, and a library links only
 the libraries of those folders (the CMakeLists.txt of the three layers). FUSE
 headers appear only in fs/fuse and fs/mount (and tools/); the config leaves
 include only tiering/base and each other. Exit status 1 lists
@@ -23,13 +24,23 @@ BELOW = {
     "tiering/namespace": {"tiering/base", "tiering/io"},
     "tiering/source": {"tiering/base", "tiering/io", "tiering/namespace"},
     "tiering/store": {"tiering/base", "tiering/io", "tiering/namespace"},
-    "tiering/peer": {"tiering/base", "tiering/io", "tiering/namespace"},
-    "tiering/peer_server": {"tiering/base", "tiering/io", "tiering/namespace", "tiering/peer"},
     # The core: a read, a promotion, "the home, then SOURCE". It knows the
     # peers only as ChunkHomes (tiering/namespace), never the peer stack.
     "tiering/engine": {"tiering/base", "tiering/io", "tiering/namespace", "tiering/source",
                        "tiering/store"},
 }
+# The peer stack, config -> transport -> secure -> {client, server}. Only
+# tiering/peers/server may serve peers (answer another node's handshake and
+# requests, from a ChunkProvider); only tiering/peers/client may ask them. The
+# two share the handshake (secure) and the transport and never include each
+# other; the engine knows the peers only as ChunkHomes (tiering/namespace), and
+# fs/peers is the one front door that runs the server on the engine's reads.
+CORE = {"tiering/base", "tiering/io", "tiering/namespace"}
+BELOW["tiering/peers/config"] = {"tiering/base"}
+BELOW["tiering/peers/transport"] = CORE | {"tiering/peers/config"}
+BELOW["tiering/peers/secure"] = BELOW["tiering/peers/transport"] | {"tiering/peers/transport"}
+BELOW["tiering/peers/client"] = BELOW["tiering/peers/secure"] | {"tiering/peers/secure"}
+BELOW["tiering/peers/server"] = BELOW["tiering/peers/secure"] | {"tiering/peers/secure"}
 TIERING = set(BELOW)
 # prefetch/ plans ahead over the engine (planners) and assembles the two
 # with the peers (assembly).
@@ -54,9 +65,9 @@ FUSE_FOLDERS = {"fs/fuse", "fs/mount"}
 CONFIG_LEAVES = {
     "tiering/namespace/index_check.h",
     "tiering/store/policy_names.h",
-    "tiering/peer/peer_list.h",
-    "tiering/peer/source_port.h",
-    "tiering/peer/job_peers_config.h",
+    "tiering/peers/config/peer_list.h",
+    "tiering/peers/config/source_port.h",
+    "tiering/peers/config/job_peers_config.h",
     "prefetch/planners/prefetch_config.h",
     "prefetch/assembly/tiering_config.h",
     "fs/config/mount_modes.h",
@@ -154,13 +165,19 @@ def check_links(root: pathlib.Path, problems: list) -> int:
 
 
 def check_folders(root: pathlib.Path, problems: list):
-    # Every source folder of the layers is in the table; no source beside them.
-    for layer in LAYERS:
-        for d in sorted(p for p in (root / layer).iterdir() if p.is_dir()):
-            name = d.relative_to(root).as_posix()
-            if name not in BELOW:
-                problems.append(f"{name}: a folder the layer table does not know")
-        for f in sorted((root / layer).glob("*.[hc]*")):
+    # Every source folder of the layers is in the table; a folder that is not
+    # (a layer, or a group such as tiering/peers) holds no source but folders
+    # of the table.
+    groups = {folder_of(f) for f in BELOW} | set(LAYERS)
+    for d in sorted(p for layer in LAYERS for p in [root / layer, *(root / layer).rglob("*")]
+                    if p.is_dir()):
+        name = d.relative_to(root).as_posix()
+        if name in BELOW:
+            continue
+        if name not in groups:
+            problems.append(f"{name}: a folder the layer table does not know")
+            continue
+        for f in sorted(d.glob("*.[hc]*")):
             problems.append(f"{f.relative_to(root)}: a source outside the layer's folders")
 
 

@@ -38,8 +38,17 @@ BREAKS = {
                         "(fs/mount is not below fs/fuse)"),
     "include upwards into the adapter": ({"fs/config/options.cc": '#include "fs/fuse/x.h"\n'},
                                          "(fs/fuse is not below fs/config)"),
-    "include across tiering": ({"tiering/store/x.h": '#include "tiering/peer/x.h"\n'},
-                               "(tiering/peer is not below tiering/store)"),
+    "include across tiering": ({"tiering/store/x.h": '#include "tiering/peers/client/x.h"\n'},
+                               "(tiering/peers/client is not below tiering/store)"),
+    "server includes the client": ({"tiering/peers/server/x.h":
+                                    '#include "tiering/peers/client/x.h"\n'},
+                                   "(tiering/peers/client is not below tiering/peers/server)"),
+    "transport includes the handshake": ({"tiering/peers/transport/x.h":
+                                          '#include "tiering/peers/secure/x.h"\n'},
+                                         "(tiering/peers/secure is not below "
+                                         "tiering/peers/transport)"),
+    "stray source in a group": ({"tiering/peers/loose.h": ""},
+                                "tiering/peers/loose.h: a source outside the layer's folders"),
     "FUSE outside the adapter": ({"fs/telemetry/prometheus.cc": "#include <fuse_lowlevel.h>\n"},
                                  "includes FUSE header <fuse_lowlevel.h> outside"),
     "sideways link": ({"fs/CMakeLists.txt": FS_CMAKE.replace(
@@ -53,8 +62,8 @@ BREAKS = {
                                    '#include "tiering/engine/x.h"\n'},
                                   "prefetch/assembly/tiering_config.h: a config leaf includes "
                                   "tiering/engine/x.h"),
-    "config leaf gone": ({"tiering/peer/source_port.h": None},
-                         "tiering/peer/source_port.h: a config leaf that is gone"),
+    "config leaf gone": ({"tiering/peers/config/source_port.h": None},
+                         "tiering/peers/config/source_port.h: a config leaf that is gone"),
     "stray source": ({"fs/loose.cc": ""}, "a source outside the layer's folders"),
     "unknown folder": ({"fs/newthing/a.h": ""},
                        "fs/newthing: a folder the layer table does not know"),

@@ -15,9 +15,9 @@ reads
     library given to the linker, used or not, and
   - the shared libraries it loads (`ldd`, transitive),
 and fails on libfuse, UCX (libucp, libucs, libuct, libucm), MUNGE, libcrypto
-or a tierfs library that brings them (tierfs_fs, tierfs_peer,
-tierfs_peer_server, tierfs_peer_service, tierfs_parallel_dirops,
-tierfs_engine and above; a runner may link the library it is named after:
+or a tierfs library that brings them (tierfs_fs, tierfs_peer_transport,
+tierfs_peer_secure, tierfs_peer_client, tierfs_peer_server, tierfs_peer_service,
+tierfs_parallel_dirops, tierfs_engine and above; a runner may link the library it is named after:
 unit_tests_engine, tierfs_engine). Exit status 1 names each runner and what
 it links.
 """
@@ -28,8 +28,8 @@ import sys
 
 from structure_report import report, usage
 
-TIERFS_ABOVE = ("fs", "peer", "peer_server", "peer_service", "parallel_dirops", "engine",
-                "planners", "prefetch")
+TIERFS_ABOVE = ("fs", "peer_transport", "peer_secure", "peer_client", "peer_server",
+                "peer_service", "parallel_dirops", "engine", "planners", "prefetch")
 
 
 def forbidden(runner_name: str) -> re.Pattern:

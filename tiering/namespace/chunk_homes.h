@@ -2,7 +2,7 @@
 // bytes are fetched from or offered to the node that homes it. The read
 // engine (tiering/engine/chunk_source.h) asks through this and nothing
 // else, so it knows no transport; the peer stack implements it
-// (tiering/peer/job_peers.h), and the engine's tests use fakes.
+// (tiering/peers/client/job_peers.h), and the engine's tests use fakes.
 //
 // A home is named by a link: a small number >= 0 for another node, -1 for
 // this node (its chunks come from SOURCE here).

@@ -36,7 +36,7 @@
 #include <vector>
 
 #include "door_load_sim.h"
-#include "tiering/peer/door_puzzle.h"
+#include "tiering/peers/secure/door_puzzle.h"
 
 using namespace tierfs;
 using namespace tierfs::door_load;

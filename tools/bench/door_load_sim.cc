@@ -11,8 +11,8 @@
 #include <random>
 #include <thread>
 
-#include "tiering/peer/door_puzzle.h"
-#include "tiering/peer/peer_handshake.h"
+#include "tiering/peers/secure/door_puzzle.h"
+#include "tiering/peers/secure/peer_handshake.h"
 
 namespace tierfs::door_load {
 namespace {

@@ -15,8 +15,8 @@
 #include <string_view>
 #include <vector>
 
-#include "tiering/peer/peer_auth.h"
-#include "tiering/peer_server/peer_door.h"
+#include "tiering/peers/secure/peer_auth.h"
+#include "tiering/peers/server/peer_door.h"
 
 namespace tierfs::door_load {
 

@@ -1,7 +1,7 @@
 // PeerAuth against a real munged: a good hello passes; another user's,
 // another job's, one addressed elsewhere, a corrupted and a replayed
 // credential do not.
-#include "tiering/peer/peer_auth.h"
+#include "tiering/peers/secure/peer_auth.h"
 
 #include <unistd.h>
 

@@ -2,14 +2,14 @@
 // derive the same keys only from the same transcript; a sealed frame opens
 // only under its key; the replay window accepts each sequence number once;
 // frames decode exactly.
-#include "tiering/peer/peer_crypto.h"
+#include "tiering/peers/transport/peer_crypto.h"
 
 #include <catch2/catch.hpp>
 #include <string>
 
-#include "tiering/peer/door_puzzle.h"
-#include "tiering/peer/peer_handshake.h"
-#include "tiering/peer/wire.h"
+#include "tiering/peers/secure/door_puzzle.h"
+#include "tiering/peers/secure/peer_handshake.h"
+#include "tiering/peers/transport/wire.h"
 
 namespace tierfs {
 namespace {

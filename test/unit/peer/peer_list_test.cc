@@ -1,5 +1,5 @@
 // The peer list (-o peers=): files, inline lists, and what is refused.
-#include "tiering/peer/peer_list.h"
+#include "tiering/peers/config/peer_list.h"
 
 #include <catch2/catch.hpp>
 

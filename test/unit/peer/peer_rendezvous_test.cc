@@ -5,7 +5,7 @@
 #include <catch2/catch.hpp>
 #include <vector>
 
-#include "tiering/peer/rendezvous.h"
+#include "tiering/peers/client/rendezvous.h"
 
 namespace tierfs {
 namespace {

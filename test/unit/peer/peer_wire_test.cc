@@ -5,8 +5,8 @@
 #include <cstring>
 #include <string>
 
-#include "tiering/peer/peer_auth.h"
-#include "tiering/peer/wire.h"
+#include "tiering/peers/secure/peer_auth.h"
+#include "tiering/peers/transport/wire.h"
 
 namespace tierfs {
 namespace {

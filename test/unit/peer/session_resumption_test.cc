@@ -2,7 +2,7 @@
 // once, for its job, its two nodes and the greeting it answers, within its
 // lifetime; forged, replayed, misaddressed, expired and unknown tickets
 // are refused, each for its reason; the store is bounded.
-#include "tiering/peer/session_resumption.h"
+#include "tiering/peers/secure/session_resumption.h"
 
 #include <catch2/catch.hpp>
 #include <thread>

@@ -1,7 +1,7 @@
 // The ports a root daemon connects to other nodes from: the option's
 // range, the site's reserved ports skipped, and the trust premise (only
 // root binds below 1024) checked and said when it does not hold.
-#include "tiering/peer/source_ports.h"
+#include "tiering/peers/secure/source_ports.h"
 
 #include <netinet/in.h>
 #include <sched.h>
@@ -15,7 +15,7 @@
 #include <functional>
 #include <set>
 
-#include "tiering/peer/peer_handshake.h"
+#include "tiering/peers/secure/peer_handshake.h"
 
 namespace tierfs {
 namespace {

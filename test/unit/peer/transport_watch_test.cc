@@ -1,7 +1,7 @@
 // TransportWatch: a side whose transport failed is started again, at most
 // max_restarts times in a window, then stays off; one whose restart fails
 // stays off; one that has not failed is left alone.
-#include "tiering/peer/transport_watch.h"
+#include "tiering/peers/transport/transport_watch.h"
 
 #include <atomic>
 #include <catch2/catch.hpp>

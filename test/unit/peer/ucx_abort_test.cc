@@ -5,7 +5,7 @@
 // process end the process. Each case runs in a child process, waited for
 // a bounded time (a child that parks when it should not is killed, and the
 // case fails).
-#include "tiering/peer/ucx_abort.h"
+#include "tiering/peers/transport/ucx_abort.h"
 
 #include <signal.h>
 #include <sys/mman.h>

@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "tiering/peer/peer_auth.h"
+#include "tiering/peers/secure/peer_auth.h"
 
 namespace tierfs::testing {
 

@@ -23,9 +23,9 @@
 #include <vector>
 
 #include "munge_daemon.h"
-#include "tiering/peer/peer_client.h"
-#include "tiering/peer/rendezvous.h"
-#include "tiering/peer_server/peer_server.h"
+#include "tiering/peers/client/peer_client.h"
+#include "tiering/peers/client/rendezvous.h"
+#include "tiering/peers/server/peer_server.h"
 
 namespace tierfs::testing {
 

@@ -18,10 +18,10 @@
 #include <vector>
 
 #include "peer_fixture.h"
-#include "tiering/peer/peer_handshake.h"
-#include "tiering/peer/ucx_worker.h"
-#include "tiering/peer/wire.h"
-#include "tiering/peer_server/peer_door.h"
+#include "tiering/peers/secure/peer_handshake.h"
+#include "tiering/peers/server/peer_door.h"
+#include "tiering/peers/transport/ucx_worker.h"
+#include "tiering/peers/transport/wire.h"
 
 namespace tierfs::testing {
 

@@ -24,7 +24,7 @@
 #include "peer_client_failure_fixture.h"
 #include "peer_fixture.h"
 #include "raw_peer.h"
-#include "tiering/peer/peer_handshake.h"
+#include "tiering/peers/secure/peer_handshake.h"
 
 namespace tierfs {
 namespace {

@@ -20,9 +20,9 @@
 #include <vector>
 
 #include "peer_fixture.h"
-#include "tiering/peer/door_puzzle.h"
-#include "tiering/peer/peer_handshake.h"
-#include "tiering/peer/wire.h"
+#include "tiering/peers/secure/door_puzzle.h"
+#include "tiering/peers/secure/peer_handshake.h"
+#include "tiering/peers/transport/wire.h"
 
 namespace tierfs {
 namespace {

@@ -3,7 +3,7 @@
 // cost nothing, a flood's cost more the longer it goes on, and it is
 // forgotten once it stops), and the checks are given out one per source in
 // turn, the reserved ports' class three turns to the other's one.
-#include "tiering/peer_server/peer_door_sources.h"
+#include "tiering/peers/server/peer_door_sources.h"
 
 #include <catch2/catch.hpp>
 #include <chrono>

@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "peer_fixture.h"
-#include "tiering/peer/peer_handshake.h"
+#include "tiering/peers/secure/peer_handshake.h"
 
 namespace tierfs {
 namespace {

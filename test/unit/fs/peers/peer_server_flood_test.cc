@@ -26,8 +26,8 @@
 #include "munge_daemon.h"
 #include "peer_fixture.h"
 #include "peer_server_refusal_fixture.h"
-#include "tiering/peer/door_puzzle.h"
-#include "tiering/peer/peer_handshake.h"
+#include "tiering/peers/secure/door_puzzle.h"
+#include "tiering/peers/secure/peer_handshake.h"
 
 namespace tierfs {
 namespace {

@@ -17,9 +17,9 @@
 
 #include "munge_daemon.h"
 #include "peer_fixture.h"
-#include "tiering/peer/peer_auth.h"
-#include "tiering/peer/peer_crypto.h"
-#include "tiering/peer_server/peer_server.h"
+#include "tiering/peers/secure/peer_auth.h"
+#include "tiering/peers/server/peer_server.h"
+#include "tiering/peers/transport/peer_crypto.h"
 
 namespace tierfs::testing {
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "peer_fixture.h"
-#include "tiering/peer/peer_handshake.h"
+#include "tiering/peers/secure/peer_handshake.h"
 
 namespace tierfs {
 namespace {

@@ -1,0 +1,59 @@
+// PeerServer: a new transport in place of one whose UCX failed (an abort
+// contained on its progress thread, which is parked there for good). The
+// failed worker is never called again: its thread may hold UCX's locks of
+// that worker, never ours (no UCX call is made under a lock of ours); what
+// it was sending or receiving stays where it is (buffers and holds
+// included). Its sessions are dropped: their peers hear nothing more on
+// them, take this node for stalled, then gone (their peer_dead), and
+// connect again through the door, which kept its socket and names the new
+// worker from now on. If the new worker is not made within the limit,
+// the server stays without peers, as it was (UcxWorker::MakeWithin).
+#include <cerrno>
+
+#include "tiering/base/log.h"
+#include "tiering/peers/server/peer_server.h"
+#include "tiering/peers/server/peer_server_internal.h"
+
+namespace tierfs {
+
+Status PeerServer::Attach(std::unique_ptr<UcxWorker> ucx) {
+  if (Status s = ucx->SetAmHandler(
+          kPeerAmId,
+          [this](const void* h, size_t hn, void* d, size_t n, const ucp_am_recv_param_t* param) {
+            return OnMessage(h, hn, d, n, param);
+          });
+      !s.ok()) {
+    return s;
+  }
+  ucx_.store(ucx.get(), std::memory_order_release);
+  workers_.push_back(std::move(ucx));
+  return Status::Ok();
+}
+
+Status PeerServer::RestartTransport(std::chrono::milliseconds limit) {
+  MutexLock restart(restart_mu_);
+  if (stopped_) return Status::Error(ESHUTDOWN, "the server has stopped");
+  UcxWorker* failed = ucx();
+  if (!failed->wedged()) return Status::Ok();
+  auto made = UcxWorker::MakeWithin(options_.ucx, limit);
+  if (!made.ok()) return made.status();
+  failed->Abandon();  // no UCX call, no wait: its thread is parked
+  // This thread alone on the progress thread's state now. The requests
+  // being read for the failed sessions finish on the pool and find no
+  // session; their budgets (and everything else in flight) start afresh.
+  by_session_.clear();
+  counters_.open = 0;
+  in_flight_ = 0;
+  counters_.bytes_in_flight = 0;
+  ++epoch_;
+  next_tick_ = {};
+  // The door names the new worker before it serves again (it turns
+  // handshakes away while the current worker is the failed one).
+  door_->SetWorkerAddress((*made)->Address());
+  if (Status s = Attach(std::move(made).value()); !s.ok()) return s;
+  restarts_++;
+  ucx()->Start([this] { Tick(); });
+  return Status::Ok();
+}
+
+}  // namespace tierfs
