@@ -7,8 +7,8 @@
 
 namespace tierfs {
 
-Executor::Executor(unsigned threads, size_t capacity)
-    : threads_(threads), capacity_(capacity), active_limit_(threads) {}
+Executor::Executor(unsigned threads, size_t capacity, const char* name)
+    : threads_(threads), capacity_(capacity), name_(name), active_limit_(threads) {}
 
 void Executor::SetActiveLimit(unsigned n) {
   {
@@ -70,7 +70,7 @@ void Executor::Work() {
     try {
       job.run();
     } catch (...) {  // a job must not take the pool down
-      TIERFS_LOG(kError, "promotion job failed: {}", DescribeCurrentException());
+      TIERFS_LOG(kError, "{} job failed: {}", name_, DescribeCurrentException());
     }
     job = {};  // what it owns is released (a claim undone) before the job counts as done
     {

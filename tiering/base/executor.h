@@ -1,9 +1,11 @@
-// Executor: the promotion thread pool. Three lanes, served in order:
-// foreground (a reader is waiting), look-ahead (the declared order's next
-// files), background (stage-in). Bounded: a lane holds at most `capacity`
-// queued jobs; Submit beyond that is rejected and counted, never queued
-// without limit. At most `active_limit` jobs run at once (the autotuner moves
-// it between 1 and the thread count).
+// Executor: the daemon's one kind of thread pool. Three lanes, served in
+// order: foreground (a reader is waiting), look-ahead (the declared order's
+// next files), background (stage-in, the store's reclaimer). Bounded: a lane
+// holds at most `capacity` queued jobs; Submit beyond that is rejected and
+// counted, never queued without limit. At most `active_limit` jobs run at
+// once (the promotion tuner moves it between 1 and the thread count).
+// The promotions use one; TaskPool below is one for the peers' blocking work
+// (handshakes, munged checks, a server's chunk reads).
 #pragma once
 
 #include <atomic>
@@ -11,6 +13,7 @@
 #include <deque>
 #include <functional>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "tiering/base/counter_visitor.h"
@@ -29,7 +32,8 @@ class Executor {
   };
 
   // No thread runs until Start(): a daemon forks after construction.
-  Executor(unsigned threads, size_t capacity);
+  // `name` says whose pool it is in the log ("promotion", "peer server").
+  Executor(unsigned threads, size_t capacity, const char* name = "promotion");
   ~Executor();  // Shutdown()
 
   // Starts the worker threads. Jobs submitted before wait in their lanes.
@@ -59,6 +63,7 @@ class Executor {
 
   const unsigned threads_;
   const size_t capacity_;
+  const char* const name_;
   mutable Mutex mu_;  // guards lanes_; a leaf lock, never held while a job runs
   CondVar cv_;
   std::deque<Job> lanes_[kLanes] GUARDED_BY(mu_);
@@ -67,6 +72,26 @@ class Executor {
   std::atomic<unsigned> running_{0};
   std::atomic<uint64_t> rejected_{0}, completed_{0};
   std::vector<std::thread> workers_;  // made by Start under mu_, joined by Shutdown once stopping_
+};
+
+// An Executor of one lane, started at once: a few threads for the blocking
+// work a network thread must not do (a TCP handshake, an IPC to munged, a
+// chunk read that may promote from SOURCE). Made after the daemon forks.
+class TaskPool {
+ public:
+  TaskPool(unsigned threads, size_t capacity, const char* name) : pool_(threads, capacity, name) {
+    pool_.Start();
+  }
+  // Queues `job`; false when the queue is full or the pool shut down.
+  bool Submit(std::function<void()> job) {
+    return pool_.Submit(Executor::Lane::kForeground, Executor::Job{std::move(job)});
+  }
+  // Drops the queued jobs (destroying them releases what they own), waits
+  // for the running ones. Idempotent.
+  void Shutdown() { pool_.Shutdown(); }
+
+ private:
+  Executor pool_;
 };
 
 }  // namespace tierfs

@@ -1,10 +1,12 @@
 // Executor: lane priority, bounded lanes, Start, Shutdown.
 #include "tiering/base/executor.h"
 
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <filesystem>
 #include <future>
+#include <memory>
 #include <set>
 #include <string>
 #include <thread>
@@ -190,6 +192,43 @@ TEST_CASE("Executor destructor cancels queued jobs", "[executor]") {
     REQUIRE(executor.Submit(Lane::kBackground, journal.Job("b")));
   }
   CHECK(journal.cancelled() == std::vector<std::string>{"b"});
+}
+
+}  // namespace
+}  // namespace tierfs
+
+namespace tierfs {
+namespace {
+
+TEST_CASE("TaskPool runs jobs with no Start, refuses past its queue, drops the queued at Shutdown",
+          "[executor]") {
+  TaskPool pool(1, 2, "test");
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::promise<void> started;
+  REQUIRE(pool.Submit([&] {
+    started.set_value();
+    released.wait();
+  }));
+  REQUIRE(started.get_future().wait_for(std::chrono::seconds(5)) == std::future_status::ready);
+  // The one thread is busy: two wait in the queue, a third is refused.
+  auto owned = std::make_shared<int>(0);
+  std::atomic<int> ran{0};
+  CHECK(pool.Submit([owned, &ran] { ran++; }));
+  CHECK(pool.Submit([owned, &ran] { ran++; }));
+  CHECK_FALSE(pool.Submit([owned, &ran] { ran++; }));
+  CHECK(owned.use_count() == 3);
+  std::thread stopper([&] { pool.Shutdown(); });
+  // Shutdown drops the queued jobs (what they own is released) and waits for the running one.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (owned.use_count() > 1 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  CHECK(owned.use_count() == 1);
+  release.set_value();
+  stopper.join();
+  CHECK(ran == 0);
+  CHECK_FALSE(pool.Submit([] {}));
 }
 
 }  // namespace

@@ -37,7 +37,7 @@ Result<std::unique_ptr<PeerClient>> PeerClient::Make(PeerAuth* auth, PeerClientO
 PeerClient::PeerClient(PeerAuth* auth, PeerClientOptions options)
     : auth_(auth),
       options_(std::move(options)),
-      pool_(kHandshakeThreads, 4 * 1024),
+      pool_(kHandshakeThreads, 4 * 1024, "peer handshake"),
       buffers_(std::make_shared<BufferPool>(size_t{64} << 20)),
       offers_(options_.max_offers, options_.max_offer_bytes) {
   for (size_t i = 0; i < options_.peers.size(); ++i) {

@@ -67,7 +67,7 @@
 #include "tiering/peers/secure/peer_auth.h"
 #include "tiering/peers/secure/peer_handshake.h"
 #include "tiering/peers/transport/buffer_pool.h"
-#include "tiering/peers/transport/task_pool.h"
+#include "tiering/base/executor.h"
 #include "tiering/peers/transport/ucx_worker.h"
 #include "tiering/peers/transport/wire.h"
 

@@ -44,7 +44,7 @@ constexpr uint16_t kFirstUnreserved = 1024;
 PeerDoor::PeerDoor(const PeerAuth* auth, PeerDoorOptions options, std::string worker_address)
     : auth_(auth),
       options_(std::move(options)),
-      checks_(2, kDoorChecksAtOnce),
+      checks_(2, kDoorChecksAtOnce, "peer door check"),
       sources_(DoorSources::Options{options_.max_per_address, options_.max_pending,
                                     std::min(options_.max_puzzle_bits, kMaxPuzzleBits)}),
       tickets_(options_.max_tickets, options_.ticket_lifetime),

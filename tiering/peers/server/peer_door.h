@@ -59,7 +59,7 @@
 #include "tiering/peers/secure/session_resumption.h"
 #include "tiering/peers/server/peer_door_sources.h"
 #include "tiering/peers/transport/peer_crypto.h"
-#include "tiering/peers/transport/task_pool.h"
+#include "tiering/base/executor.h"
 
 namespace tierfs {
 

@@ -46,7 +46,7 @@ PeerServer::PeerServer(PeerAuth* auth, ChunkProvider* provider, PeerServerOption
     : auth_(auth),
       provider_(provider),
       options_(std::move(options)),
-      pool_(options_.threads, options_.max_in_flight + 8),
+      pool_(options_.threads, options_.max_in_flight + 8, "peer server"),
       buffers_(kKeptBuffers) {
   PeerDoorOptions door;
   door.host = options_.listen_host;

@@ -58,7 +58,7 @@
 #include "tiering/peers/server/chunk_provider.h"
 #include "tiering/peers/server/peer_door.h"
 #include "tiering/peers/transport/buffer_pool.h"
-#include "tiering/peers/transport/task_pool.h"
+#include "tiering/base/executor.h"
 #include "tiering/peers/transport/ucx_worker.h"
 
 namespace tierfs {
