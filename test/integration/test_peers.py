@@ -251,7 +251,9 @@ class PeersTest(unittest.TestCase):
         offered (too large) and its home never got it: every later read of
         it elsewhere went to the PFS again."""
         MiB = 1024 * KiB
-        with Job(2) as job:
+        # peer_timeout=10: a home reading 70 MiB on a loaded host may take
+        # over a second, and a reader that gave up would read it itself.
+        with Job(2, timeout=10) as job:
             big = [f"huge/h{i}.bin" for i in range(3)]
             os.makedirs(os.path.join(job.src, "huge"))
             for name in big:
@@ -264,10 +266,21 @@ class PeersTest(unittest.TestCase):
             job.read_all(0, big)
             p0 = job.peers(0)
             self.assertEqual(p0["read_here"], 0, p0)
-            self.assertGreater(p0["fetched_chunks"], 0, "some are homed on n1")
+            # Some are homed on n1: fetched from it, or, where n1 read
+            # slower than n0's hedge time, raced by a read of the PFS.
+            self.assertGreater(p0["fetched_chunks"] + p0.get("hedged", 0), 0, p0)
             job.read_all(1, big)
-            self.assertEqual(job.mounts[1].stats()["reads"]["source_bytes"], 0)
-            self.assertEqual(job.pfs_bytes() - before, 3 * 70 * MiB, "each byte from the PFS once")
+
+            def hedge_bytes(i):  # what node i's hedges read from the PFS, won or lost
+                return sum(peer.get("hedge_bytes", 0) for peer in job.peers(i).get("remote", []))
+
+            # n1 kept what it read as the home, and had the rest from n0.
+            self.assertLessEqual(job.mounts[1].stats()["reads"]["source_bytes"], hedge_bytes(1))
+            extra = job.pfs_bytes() - before - 3 * 70 * MiB
+            self.assertGreaterEqual(extra, 0)
+            # Only what the nodes' hedges read is read twice.
+            self.assertLessEqual(extra, hedge_bytes(0) + hedge_bytes(1),
+                                 f"each byte from the PFS once but what was hedged: {p0}")
 
     def test_stage_in_stages_each_share_once_across_the_job(self):
         """With prefetch=stage-in, each node stages its home share from the
