@@ -27,11 +27,12 @@ Result<std::unique_ptr<PeerService>> PeerService::Start(JobPeers* peers, const N
     return s;
   }
   const JobPeersConfig& config = peers->config();
+  const PeerNode& node = *peers->node();  // the client's own, made by Start
   PeerServerOptions so;
-  so.listen_host = peers->listen_host();
-  so.port = peers->listen_port();
+  so.listen_host = node.listen_host;
+  so.port = node.listen_port;
   so.inherited_fd = listener;
-  so.ucx.net_devices = peers->net_device();
+  so.ucx.net_devices = node.net_device;
   so.ucx.tls = config.ucx_tls;
   so.ucx.contain_aborts = true;  // a UCX abort here ends the serving, not the daemon
   so.chunk_size = config.chunk_size;
@@ -51,7 +52,7 @@ Result<std::unique_ptr<PeerService>> PeerService::Start(JobPeers* peers, const N
 
   // From here on the service owns asking: its destructor stops it.
   std::unique_ptr<PeerService> service(new PeerService(peers, ns, reads));
-  auto server = PeerServer::Make(peers->auth(), &service->reader_, so);
+  auto server = PeerServer::Make(node.auth.get(), &service->reader_, so);
   if (!server.ok()) {
     if (listener >= 0) ::close(listener);
     return server.status();

@@ -1,7 +1,7 @@
 // PeerService: the daemon's second front door, beside the FUSE one, and
 // the one owner of the peers' start-up. Start starts asking (JobPeers: this
-// node's address, the MUNGE identity, the client), then answering: a
-// PeerServer listening on that address, answering each request through the
+// node's PeerNode, its address and MUNGE identity, and the client), then
+// answering as that node: a PeerServer listening on its address, answering each request through the
 // local read path (PeerChunkReader): from a tier, from a promotion in
 // flight, or promoted from SOURCE first, since the asker believes this node
 // is the chunk's home. Stop ends them in the reverse order.

@@ -1,8 +1,10 @@
 // The next step of an up link from its clocks: closed when unused, down
 // when silent for dead_after, made afresh when stalled, wanted and silent
 // for its silence bound, pinged on a heartbeat or as a probe, else checked
-// for a stall; the checks in that order. And a slow peer silent for two
-// heartbeats stays slow.
+// for a stall; the checks in that order. A slow peer silent for two
+// heartbeats stays slow. A down link: taken for gone when redialed and
+// silent for dead_after, or never up after the grace; connected again when
+// its backoff ends, or every `probe` while reads want it.
 #include "tiering/peers/client/link_schedule.h"
 
 #include <catch2/catch.hpp>
@@ -124,6 +126,61 @@ TEST_CASE("link schedule: slow until lately and silent for two heartbeats: slow 
   CHECK_FALSE(SlowExtended(f.link, 1s, f.now).has_value());
   f.link.slow_until = f.now + 1ms;  // still slow
   CHECK_FALSE(SlowExtended(f.link, 1s, f.now).has_value());
+}
+
+TEST_CASE("link schedule: a redialed peer is no death before dead_after of silence", "[peer]") {
+  const LinkTime now = LinkTime(100h);
+  CHECK(SilentButNotDead(true, now - 9s, 10s, now));
+  CHECK_FALSE(SilentButNotDead(true, now - 10s, 10s, now));
+  CHECK_FALSE(SilentButNotDead(false, now - 1s, 10s, now));  // not redialed: its failures count
+}
+
+// A down link, once up, cut off a while ago, its backoff still running.
+struct DownFixture {
+  LinkTime now = LinkTime(100h);
+  DownLinkClocks link;
+  DownFixture() {
+    link.ever_up = true;
+    link.last_heard = now - 5s;
+    link.retry_at = now + 1s;
+    link.last_attempt = now - 50ms;
+  }
+  DownStep Next(bool grace_over = true) const {
+    return NextDownStep(link, /*dead_after=*/10s, /*probe=*/100ms, grace_over, now);
+  }
+};
+
+TEST_CASE("link schedule: a down link waits for its backoff, or is probed while wanted", "[peer]") {
+  DownFixture f;
+  CHECK(f.Next().dial == DownStep::kWait);
+  CHECK(f.Next().death == DownStep::kAlive);
+  f.link.wanted = true;
+  CHECK(f.Next().dial == DownStep::kWait);  // probed 50 ms ago
+  f.link.last_attempt = f.now - 100ms;
+  CHECK(f.Next().dial == DownStep::kProbe);
+  f.link.left = true;  // it left the job: only its backoff brings it back
+  CHECK(f.Next().dial == DownStep::kWait);
+  f.link.left = false;
+  f.link.ever_up = false;  // never up: no probe either
+  CHECK(f.Next(false).dial == DownStep::kWait);
+  f.link.retry_at = f.now;
+  CHECK(f.Next(false).dial == DownStep::kRetry);
+}
+
+TEST_CASE("link schedule: a down link taken for gone: redialed and silent, or never up", "[peer]") {
+  DownFixture f;
+  f.link.redialing = true;
+  CHECK(f.Next().death == DownStep::kAlive);  // silent 5 s of 10
+  f.link.last_heard = f.now - 10s;
+  CHECK(f.Next().death == DownStep::kSilent);
+  f.link.dead = true;  // already gone: nothing more
+  CHECK(f.Next().death == DownStep::kAlive);
+  DownFixture never;
+  never.link.ever_up = false;
+  CHECK(never.Next(false).death == DownStep::kAlive);  // within the grace
+  CHECK(never.Next(true).death == DownStep::kNeverUp);
+  never.link.dead = true;  // taken for gone once, not at every tick
+  CHECK(never.Next(true).death == DownStep::kAlive);
 }
 
 }  // namespace

@@ -1,11 +1,12 @@
 // JobPeers: this node's place among the job's peers, as an asker. It owns
-// the MUNGE identity and the PeerClient (asking the others), knows this
-// node's address for them, and knows each chunk's home: the live peer that
-// rendezvous hashing picks for it (tiering/peers/client/rendezvous.h). The engine's
+// this node's PeerNode (its address for the others and its MUNGE
+// identity: tiering/peers/secure/peer_node.h) and the PeerClient (asking
+// the others), and knows each chunk's home: the live peer that rendezvous
+// hashing picks for it (tiering/peers/client/rendezvous.h). The engine's
 // ChunkSource asks Home() on a miss and Fetch()es from a remote home; a
 // failed fetch is its to serve from SOURCE (counted here as a fallback).
-// Answering the others is the peer server's (tiering/peers/server/), run by the
-// daemon's second front door (fs/peers/), which takes the identity and address from here.
+// Answering the others is the peer server's (tiering/peers/server/), run
+// by the daemon's second front door (fs/peers/) as the same PeerNode.
 //
 // Homes are computed over the job's whole node list from the first
 // second, so stage-in starts at once on every node and a node that is slow
@@ -38,12 +39,12 @@
 #include "tiering/peers/client/rendezvous.h"
 #include "tiering/peers/config/job_peers_config.h"
 #include "tiering/peers/config/peer_list.h"
+#include "tiering/peers/secure/peer_node.h"
 #include "tiering/peers/secure/source_ports.h"
 #include "tiering/peers/transport/wire.h"
 
 namespace tierfs {
 
-class PeerAuth;
 class PeerClient;
 
 class JobPeers final : public ChunkHomes {
@@ -52,8 +53,8 @@ class JobPeers final : public ChunkHomes {
   JobPeers(JobPeersConfig config, const Namespace* ns);
   ~JobPeers() override;  // Stop()
 
-  // Makes this node's identity, finds its address and starts connecting to
-  // the others. An error leaves this node asking nobody (its chunks are
+  // Makes this node's PeerNode (its identity and address) and starts
+  // connecting to the others. An error leaves this node asking nobody (its chunks are
   // read from SOURCE).
   Status Start();
   // Stops asking (fetches in progress fail: their callers read SOURCE).
@@ -64,12 +65,9 @@ class JobPeers final : public ChunkHomes {
   const JobPeersConfig& config() const { return config_; }
   const std::string& self() const { return config_.self; }
   size_t size() const { return rendezvous_.size(); }
-  // --- After a successful Start: what the peer service listens with ---
-  PeerAuth* auth() const { return auth_.get(); }
-  const std::string& listen_host() const { return listen_host_; }
-  uint16_t listen_port() const;  // this node's port in the list
-  // The interface UCX's own TCP listeners are kept to ("" = UCX's choice).
-  const std::string& net_device() const { return net_device_; }
+  // After a successful Start: this node as its peers know it, which the
+  // peer service listens and answers as (null before).
+  const PeerNode* node() const { return node_.get(); }
 
   // The client link of the peer that is `key`'s home among the peers not
   // dead, or -1 when that is this node (or this node asks nobody).
@@ -112,10 +110,9 @@ class JobPeers final : public ChunkHomes {
   const uint64_t chunk_size_;
   Rendezvous rendezvous_;
   int self_index_ = -1;
-  std::vector<int> link_of_;  // rendezvous index -> client link (-1: this node)
-  std::unique_ptr<PeerAuth> auth_;
+  std::vector<int> link_of_;            // rendezvous index -> client link (-1: this node)
+  std::unique_ptr<PeerNode> node_;      // set by Start
   std::unique_ptr<PeerClient> client_;  // set once Start succeeded
-  std::string listen_host_, net_device_;
   std::atomic<bool> started_{false};
   std::atomic<bool> given_up_{false};  // Start failed, or Stop ran: this node asks nobody
   Status StartAsking();

@@ -39,4 +39,27 @@ std::optional<LinkTime> SlowExtended(const UpLinkClocks& link, milliseconds hear
   return std::nullopt;
 }
 
+bool SilentButNotDead(bool redialing, LinkTime last_heard, milliseconds dead_after, LinkTime now) {
+  return redialing && now - last_heard < dead_after;
+}
+
+DownStep NextDownStep(const DownLinkClocks& link, milliseconds dead_after, milliseconds probe,
+                      bool grace_over, LinkTime now) {
+  DownStep step;
+  if (!link.dead && link.redialing &&
+      !SilentButNotDead(link.redialing, link.last_heard, dead_after, now)) {
+    step.death = DownStep::kSilent;
+  } else if (!link.dead && !link.ever_up && grace_over) {
+    step.death = DownStep::kNeverUp;
+  }
+  if (now >= link.retry_at) {
+    step.dial = DownStep::kRetry;
+  } else if (link.ever_up && !link.left && link.wanted && now - link.last_attempt >= probe) {
+    // Cut off, and reads want it: asked again as soon as it answers, not
+    // at the end of a backoff of up to retry_max.
+    step.dial = DownStep::kProbe;
+  }
+  return step;
+}
+
 }  // namespace tierfs

@@ -1,7 +1,7 @@
 // What PeerClient's progress thread does next to a peer whose connection
-// is up, decided from the link's clocks alone: pure (no transport, no
-// clock of its own), so that the order of the checks is tested directly;
-// PeerClient::Tick carries the step out (peer_client_link.cc).
+// is up or down, decided from the link's clocks alone: pure (no transport,
+// no clock of its own), so that the order of the checks is tested
+// directly; PeerClient::Tick carries the step out (peer_client_link.cc).
 #pragma once
 
 #include <chrono>
@@ -51,5 +51,40 @@ UpStep NextUpStep(const UpLinkClocks& link, const UpLinkTimers& timers, LinkTime
 // skipped until, or nothing if it is not extended.
 std::optional<LinkTime> SlowExtended(const UpLinkClocks& link, std::chrono::milliseconds heartbeat,
                                      LinkTime now);
+
+// A peer whose connection was dropped for silence (redialing) and that has
+// not answered since: its failed connects are no death before it has been
+// silent for dead_after, as they would not be on the connection it had.
+bool SilentButNotDead(bool redialing, LinkTime last_heard, std::chrono::milliseconds dead_after,
+                      LinkTime now);
+
+// A down link as a tick sees it.
+struct DownLinkClocks {
+  bool dead = false;       // taken for gone already
+  bool redialing = false;  // dropped for silence, not heard from since
+  bool ever_up = false;
+  bool left = false;    // it said it was leaving the job
+  bool wanted = false;  // a read wanted it and could not have it, within the last second
+  LinkTime last_heard;
+  LinkTime retry_at;      // its backoff ends
+  LinkTime last_attempt;  // the last connect started
+};
+
+struct DownStep {
+  enum Death {
+    kAlive,    // as it was
+    kSilent,   // redialed and silent for dead_after: taken for gone
+    kNeverUp,  // never up, and the grace since Start is over: taken for gone
+  } death = kAlive;
+  enum Dial {
+    kWait,   // its backoff runs
+    kRetry,  // its backoff is over: connect
+    kProbe,  // was up, did not leave, and reads want it: connect every `probe`
+  } dial = kWait;
+};
+
+// `grace_over`: the grace since the client started has passed.
+DownStep NextDownStep(const DownLinkClocks& link, std::chrono::milliseconds dead_after,
+                      std::chrono::milliseconds probe, bool grace_over, LinkTime now);
 
 }  // namespace tierfs

@@ -74,6 +74,7 @@
 namespace tierfs {
 
 struct UpLinkClocks;
+struct DownLinkClocks;
 
 struct PeerAddress {
   std::string name;  // as in the peer's own PeerIdentity
@@ -307,6 +308,7 @@ class PeerClient {
   static bool Wanted(const Link& l, std::chrono::steady_clock::time_point now);
   // An up link's clocks, for its next step (link_schedule.h).
   static UpLinkClocks UpClocks(const Link& l, std::chrono::steady_clock::time_point now);
+  static DownLinkClocks DownClocks(const Link& l, std::chrono::steady_clock::time_point now);
   ssize_t Open(Link& l, const std::shared_ptr<Pending>& p, char* dest);
 
   PeerAuth* const auth_;

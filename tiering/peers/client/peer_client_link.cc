@@ -39,8 +39,10 @@ void PeerClient::Tick() {
         if (now > l.deadline + milliseconds(500))
           Down(l, "no handshake in time", (grace_over || l.ever_up) && !SilentButNotDead(l, now));
         break;
-      case kDown:
-        if (!l.dead.load() && l.redialing && !SilentButNotDead(l, now)) {
+      case kDown: {
+        const DownStep step =
+            NextDownStep(DownClocks(l, now), options_.dead_after, options_.probe, grace_over, now);
+        if (step.death == DownStep::kSilent) {
           l.dead = true;
           l.redialing = false;  // its next connection is heard when made
           l.counters.downs++;
@@ -48,22 +50,15 @@ void PeerClient::Tick() {
                      "peer {} is down (its chunks are kept by others meanwhile): "
                      "silent for {} ms",
                      l.address.name, Ms(now - l.last_heard));
-        }
-        if (!l.dead.load() && !l.ever_up && grace_over) {
+        } else if (step.death == DownStep::kNeverUp) {
           l.dead = true;
           TIERFS_LOG(kWarning, "peer {} has not come up in {} s: its chunks are kept by others",
                      l.address.name, Ms(options_.grace) / 1000);
         }
-        if (now >= l.retry_at) {
-          Connect(l);
-        } else if (l.ever_up && !l.left && Wanted(l, now) &&
-                   now - l.last_attempt >= options_.probe) {
-          // Cut off, and reads want it: asked again as soon as it answers,
-          // not at the end of a backoff of up to retry_max.
-          l.counters.probes++;
-          Connect(l);
-        }
+        if (step.dial == DownStep::kProbe) l.counters.probes++;
+        if (step.dial != DownStep::kWait) Connect(l);
         break;
+      }
       case kUp: {
         const UpStep step = NextUpStep(UpClocks(l, now), timers, now);
         switch (step) {
@@ -99,6 +94,19 @@ void PeerClient::Tick() {
         break;
     }
   }
+}
+
+DownLinkClocks PeerClient::DownClocks(const Link& l, Clock::time_point now) {
+  DownLinkClocks c;
+  c.dead = l.dead.load();
+  c.redialing = l.redialing;
+  c.ever_up = l.ever_up;
+  c.left = l.left;
+  c.wanted = Wanted(l, now);
+  c.last_heard = l.last_heard;
+  c.retry_at = l.retry_at;
+  c.last_attempt = l.last_attempt;
+  return c;
 }
 
 UpLinkClocks PeerClient::UpClocks(const Link& l, Clock::time_point now) {

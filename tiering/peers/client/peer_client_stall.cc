@@ -6,6 +6,7 @@
 #include <cerrno>
 
 #include "tiering/base/log.h"
+#include "tiering/peers/client/link_schedule.h"
 #include "tiering/peers/client/peer_client.h"
 #include "tiering/peers/client/peer_link.h"
 
@@ -95,7 +96,7 @@ void PeerClient::Redial(Link& l, Clock::time_point now) {
 // A redialed peer's failed connects are not its death before it has been
 // silent for dead_after, as they would not be on the connection it had.
 bool PeerClient::SilentButNotDead(const Link& l, Clock::time_point now) const {
-  return l.redialing && now - l.last_heard < options_.dead_after;
+  return tierfs::SilentButNotDead(l.redialing, l.last_heard, options_.dead_after, now);
 }
 
 void PeerClient::MarkSlow(Link& l, Clock::time_point now) {
