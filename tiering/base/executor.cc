@@ -73,17 +73,12 @@ void Executor::Work() {
       TIERFS_LOG(kError, "{} job failed: {}", name_, DescribeCurrentException());
     }
     job = {};  // what it owns is released (a claim undone) before the job counts as done
-    bool queued = false;
     {
       MutexLock lock(mu_);  // so a worker waiting on the limit sees the change
       running_.fetch_sub(1, std::memory_order_relaxed);
-      for (const auto& lane : lanes_) queued |= !lane.empty();
     }
     completed_.fetch_add(1, std::memory_order_relaxed);
-    // One place came free: one waiting worker may take a queued job. Waking
-    // them all (16 idle threads of a server pool per answer) costs the
-    // cores the answers need.
-    if (queued) cv_.NotifyOne();
+    cv_.NotifyAll();
   }
 }
 
