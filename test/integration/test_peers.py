@@ -111,12 +111,6 @@ class Job:
     def peers(self, i):
         return self.mounts[i].stats()["peers"]
 
-    def hedged(self):
-        """Fetches, summed over the live nodes, that a slow home made read
-        from the PFS too (each at most one chunk read twice)."""
-        return sum(m.stats()["peers"].get("hedged", 0) for m in self.mounts
-                   if m is not None and m.proc.poll() is None)
-
     def hedge_bytes(self):
         """Bytes the live nodes' hedges read from the PFS, won or lost: the
         only bytes a job may read from it twice."""

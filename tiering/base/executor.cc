@@ -78,7 +78,11 @@ void Executor::Work() {
       running_.fetch_sub(1, std::memory_order_relaxed);
     }
     completed_.fetch_add(1, std::memory_order_relaxed);
-    cv_.NotifyAll();
+    // Workers wait for a place only while the active limit is below the
+    // thread count (the promotions' tuner); a pool at full width (a
+    // TaskPool) has no one to wake, and waking its idle threads after
+    // every job costs the cores its jobs need.
+    if (active_limit() < threads_) cv_.NotifyAll();
   }
 }
 
