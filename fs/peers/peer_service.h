@@ -20,9 +20,9 @@
 #include <memory>
 
 #include "fs/peers/peer_chunk_reader.h"
-#include "tiering/engine/read_path.h"
 #include "tiering/base/counter_visitor.h"
 #include "tiering/base/status.h"
+#include "tiering/engine/read_path.h"
 #include "tiering/peers/client/job_peers.h"
 #include "tiering/peers/server/peer_server.h"
 #include "tiering/peers/transport/transport_watch.h"

@@ -31,17 +31,17 @@
 #include <unordered_set>
 #include <vector>
 
-#include "tiering/base/executor.h"
-#include "tiering/engine/promoter.h"
-#include "tiering/engine/promotion_tuner.h"
-#include "tiering/engine/read_path.h"
 #include "prefetch/planners/hint_intake.h"
 #include "prefetch/planners/hint_parser.h"
 #include "prefetch/planners/order_model.h"
 #include "prefetch/planners/prefetch_config.h"
 #include "prefetch/planners/stage_planner.h"
 #include "prefetch/planners/stream_planner.h"
+#include "tiering/base/executor.h"
 #include "tiering/base/mutex.h"
+#include "tiering/engine/promoter.h"
+#include "tiering/engine/promotion_tuner.h"
+#include "tiering/engine/read_path.h"
 #include "tiering/store/eviction_policy.h"
 #include "tiering/store/next_use_table.h"
 

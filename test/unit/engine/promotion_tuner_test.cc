@@ -9,9 +9,9 @@
 #include <thread>
 
 #include "fault_backend.h"
-#include "tiering/engine/promoter.h"
 #include "require_ok.h"
 #include "temp_tree.h"
+#include "tiering/engine/promoter.h"
 
 namespace tierfs {
 namespace {

@@ -16,10 +16,10 @@
 
 #include "eventually.h"
 #include "fault_backend.h"
-#include "tiering/engine/promoter.h"
-#include "tiering/engine/read_path.h"
 #include "require_ok.h"
 #include "temp_tree.h"
+#include "tiering/engine/promoter.h"
+#include "tiering/engine/read_path.h"
 #include "tiering/io/counting_backend.h"
 
 namespace tierfs::testing {

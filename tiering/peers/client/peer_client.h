@@ -61,13 +61,13 @@
 #include <vector>
 
 #include "tiering/base/counter_visitor.h"
+#include "tiering/base/executor.h"
 #include "tiering/base/latency_histogram.h"
 #include "tiering/base/mutex.h"
 #include "tiering/peers/client/offer_budget.h"
 #include "tiering/peers/secure/peer_auth.h"
 #include "tiering/peers/secure/peer_handshake.h"
 #include "tiering/peers/transport/buffer_pool.h"
-#include "tiering/base/executor.h"
 #include "tiering/peers/transport/ucx_worker.h"
 #include "tiering/peers/transport/wire.h"
 

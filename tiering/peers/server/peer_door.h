@@ -53,13 +53,13 @@
 #include <vector>
 
 #include "tiering/base/counter_visitor.h"
+#include "tiering/base/executor.h"
 #include "tiering/base/mutex.h"
 #include "tiering/base/status.h"
 #include "tiering/peers/secure/peer_auth.h"
 #include "tiering/peers/secure/session_resumption.h"
 #include "tiering/peers/server/peer_door_sources.h"
 #include "tiering/peers/transport/peer_crypto.h"
-#include "tiering/base/executor.h"
 
 namespace tierfs {
 
