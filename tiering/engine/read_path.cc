@@ -215,8 +215,11 @@ ReadPath::ChunkStep ReadPath::PromoteOnMiss(ChunkRead& r) {
     case Promoter::Outcome::kStarted:  // now resident, in flight, or on SOURCE (failed)
       PromoteRestOf(r.key);
       return {};
-    case Promoter::Outcome::kBusy:  // another reader's promotion since the look: wait for it
-      return {};
+    case Promoter::Outcome::kBusy:
+      // Another reader's promotion since the look: wait for it. Its claim
+      // is listed in flight before the catalog says so, so looking again
+      // could still see "on SOURCE" and read SOURCE a second time.
+      return AwaitPromotion(r);
     case Promoter::Outcome::kNoRoom:
     case Promoter::Outcome::kLaneFull:
       NoteBypassed(r.key);

@@ -180,14 +180,16 @@ TEST_CASE("16 concurrent readers of a cold file read SOURCE once", "[promoter][r
 }
 
 // Many readers race on many cold files. Guards against a reader that saw a
-// chunk on SOURCE, then lost the race to put it in flight (Request returned
-// false), reading SOURCE itself instead of waiting: SOURCE would be read
-// twice. That window is a few instructions wide, so this is a stress test,
-// not a deterministic reproduction.
+// chunk on SOURCE, then lost the race to claim it (kBusy), reading SOURCE
+// itself instead of waiting: SOURCE would be read twice. A claim is listed
+// in flight a few instructions before the catalog says so; a reader that
+// looks again in that window still sees "on SOURCE". This is a stress test,
+// not a deterministic reproduction: with 2,000 files it failed 5 of 30 runs
+// when the loser looked again instead of waiting on the listed claim.
 TEST_CASE("Readers racing on many cold files read SOURCE once per byte", "[promoter][read_path]") {
-  const size_t kFiles = 200;
+  const size_t kFiles = 2000;
   Source source(std::vector<size_t>(kFiles, 2000));
-  Stack stack(&source, Ram(kMiB), kMiB, "first-fit", 2);
+  Stack stack(&source, Ram(8 * kMiB), kMiB, "first-fit", 2);
   std::atomic<size_t> next{0};
   std::atomic<int> bad{0};
   std::vector<std::thread> readers;
