@@ -22,12 +22,18 @@ void OnFailSignal(int) { g_fail_asked.store(true); }
 
 Result<std::unique_ptr<PeerService>> PeerService::Start(JobPeers* peers, const Namespace* ns,
                                                         ReadPath* reads, int listener) {
-  if (Status s = peers->Start(); !s.ok()) {
+  auto fail = [listener](Status s) {
     if (listener >= 0) ::close(listener);
     return s;
-  }
+  };
   const JobPeersConfig& config = peers->config();
-  const PeerNode& node = *peers->node();  // the client's own, made by Start
+  // This node as the others know it, made once: the client asks as it and
+  // the server answers as it.
+  auto made = PeerNode::Make(config);
+  if (!made.ok()) return fail(made.status());
+  std::shared_ptr<const PeerNode> shared = std::move(made).value();
+  if (Status s = peers->Start(shared); !s.ok()) return fail(s);
+  const PeerNode& node = *shared;
   PeerServerOptions so;
   so.listen_host = node.listen_host;
   so.port = node.listen_port;
@@ -51,12 +57,9 @@ Result<std::unique_ptr<PeerService>> PeerService::Start(JobPeers* peers, const N
   so.max_bytes_per_connection = std::max(so.max_bytes_in_flight / 4, config.chunk_size);
 
   // From here on the service owns asking: its destructor stops it.
-  std::unique_ptr<PeerService> service(new PeerService(peers, ns, reads));
+  std::unique_ptr<PeerService> service(new PeerService(peers, ns, reads, shared));
   auto server = PeerServer::Make(node.auth.get(), &service->reader_, so);
-  if (!server.ok()) {
-    if (listener >= 0) ::close(listener);
-    return server.status();
-  }
+  if (!server.ok()) return fail(server.status());
   service->server_ = std::move(server).value();
   // The door's errors name the address ("cannot listen on HOST:PORT: ...").
   if (Status s = service->server_->Start(); !s.ok()) return s;

@@ -1,10 +1,11 @@
 // PeerService: the daemon's second front door, beside the FUSE one, and
-// the one owner of the peers' start-up. Start starts asking (JobPeers: this
-// node's PeerNode, its address and MUNGE identity, and the client), then
-// answering as that node: a PeerServer listening on its address, answering each request through the
-// local read path (PeerChunkReader): from a tier, from a promotion in
-// flight, or promoted from SOURCE first, since the asker believes this node
-// is the chunk's home. Stop ends them in the reverse order.
+// the one owner of the peers' start-up. Start makes this node's PeerNode
+// (its address and MUNGE identity) once, starts asking as it (JobPeers and
+// its client), then answering as it: a PeerServer listening on its
+// address, answering each request through the local read path
+// (PeerChunkReader): from a tier, from a promotion in flight, or promoted
+// from SOURCE first, since the asker believes this node is the chunk's
+// home. Stop ends them in the reverse order.
 //
 // A side (asking or serving) whose UCX failed is started again by a
 // TransportWatch (tiering/peers/transport/transport_watch.h), within bounds.
@@ -18,6 +19,7 @@
 #pragma once
 
 #include <memory>
+#include <utility>
 
 #include "fs/peers/peer_chunk_reader.h"
 #include "tiering/base/counter_visitor.h"
@@ -55,9 +57,11 @@ class PeerService {
   static void VisitCounters(const PeerService* service, CounterVisitor& v);
 
  private:
-  PeerService(JobPeers* peers, const Namespace* ns, ReadPath* reads)
-      : peers_(peers), reader_(ns, reads) {}
+  PeerService(JobPeers* peers, const Namespace* ns, ReadPath* reads,
+              std::shared_ptr<const PeerNode> node)
+      : peers_(peers), node_(std::move(node)), reader_(ns, reads) {}
   JobPeers* const peers_;
+  const std::shared_ptr<const PeerNode> node_;  // the server's identity (and the client's)
   PeerChunkReader reader_;
   std::unique_ptr<PeerServer> server_;
   std::unique_ptr<TransportWatch> watch_;

@@ -31,19 +31,18 @@ JobPeers::JobPeers(JobPeersConfig config, const Namespace* ns)
 
 JobPeers::~JobPeers() { Stop(); }
 
-Status JobPeers::Start() {
-  Status s = StartAsking();
+Status JobPeers::Start(std::shared_ptr<const PeerNode> node) {
+  Status s = StartAsking(std::move(node));
   if (!s.ok()) given_up_.store(true, std::memory_order_release);
   return s;
 }
 
-Status JobPeers::StartAsking() {
+Status JobPeers::StartAsking(std::shared_ptr<const PeerNode> node) {
   if (self_index_ < 0) {
     return Status::Error(EINVAL, "this node ('" + config_.self + "') is not in the peer list");
   }
-  auto node = PeerNode::Make(config_);
-  if (!node.ok()) return node.status();
-  node_ = std::move(node).value();
+  if (node == nullptr) return Status::Error(EINVAL, "peers started without this node's identity");
+  node_ = std::move(node);
   PeerClientOptions co;
   for (size_t i = 0; i < config_.peers.size(); ++i) {
     if (static_cast<int>(i) == self_index_) continue;

@@ -1,7 +1,8 @@
-// JobPeers: this node's place among the job's peers, as an asker. It owns
-// this node's PeerNode (its address for the others and its MUNGE
-// identity: tiering/peers/secure/peer_node.h) and the PeerClient (asking
-// the others), and knows each chunk's home: the live peer that rendezvous
+// JobPeers: this node's place among the job's peers, as an asker. It asks
+// as the PeerNode it is started with (its address for the others and its
+// MUNGE identity: tiering/peers/secure/peer_node.h), which the server
+// answers as too, owns the PeerClient (asking the others), and knows each
+// chunk's home: the live peer that rendezvous
 // hashing picks for it (tiering/peers/client/rendezvous.h). The engine's
 // ChunkSource asks Home() on a miss and Fetch()es from a remote home; a
 // failed fetch is its to serve from SOURCE (counted here as a fallback).
@@ -53,10 +54,10 @@ class JobPeers final : public ChunkHomes {
   JobPeers(JobPeersConfig config, const Namespace* ns);
   ~JobPeers() override;  // Stop()
 
-  // Makes this node's PeerNode (its identity and address) and starts
-  // connecting to the others. An error leaves this node asking nobody (its chunks are
-  // read from SOURCE).
-  Status Start();
+  // Starts connecting to the others as `node` (made from config(); shared
+  // with the server). An error leaves this node asking nobody (its chunks
+  // are read from SOURCE).
+  Status Start(std::shared_ptr<const PeerNode> node);
   // Stops asking (fetches in progress fail: their callers read SOURCE).
   // Idempotent.
   void Stop();
@@ -65,9 +66,6 @@ class JobPeers final : public ChunkHomes {
   const JobPeersConfig& config() const { return config_; }
   const std::string& self() const { return config_.self; }
   size_t size() const { return rendezvous_.size(); }
-  // After a successful Start: this node as its peers know it, which the
-  // peer service listens and answers as (null before).
-  const PeerNode* node() const { return node_.get(); }
 
   // The client link of the peer that is `key`'s home among the peers not
   // dead, or -1 when that is this node (or this node asks nobody).
@@ -111,11 +109,11 @@ class JobPeers final : public ChunkHomes {
   Rendezvous rendezvous_;
   int self_index_ = -1;
   std::vector<int> link_of_;            // rendezvous index -> client link (-1: this node)
-  std::unique_ptr<PeerNode> node_;      // set by Start
+  std::shared_ptr<const PeerNode> node_;  // set by Start; its auth outlives the client
   std::unique_ptr<PeerClient> client_;  // set once Start succeeded
   std::atomic<bool> started_{false};
   std::atomic<bool> given_up_{false};  // Start failed, or Stop ran: this node asks nobody
-  Status StartAsking();
+  Status StartAsking(std::shared_ptr<const PeerNode> node);
   // The chunk as the asker's snapshot names it: [off, off+n) of it.
   ChunkRef Ref(ChunkKey key, const std::string& path, uint64_t off, size_t n) const;
 
