@@ -69,11 +69,14 @@ Result<std::unique_ptr<Engine>> Engine::Open(const TieringConfig& config, const 
   if (!policy) {
     return Status::Error(EINVAL, fmt::format("unknown policy '{}'", config.policy));
   }
-  // The pool is made before the store: the store's reclaimer evicts on its
-  // background lane (no thread runs before Start, after the fork).
+  // The pool is made before the store: the store's reclaimer evicts on a
+  // pool thread (no thread runs before Start, after the fork), first of
+  // all the jobs queued: the readers' claims wait for the room it makes,
+  // and behind a stream of their commits it would make it too late (the
+  // claims meanwhile answer "no room" and their chunks go uncached).
   store->executor_ = std::make_unique<Executor>(config.promote_threads, config.promote_queue);
-  store->reclaim_lane_ =
-      std::make_unique<ExecutorLane>(store->executor_.get(), Executor::Lane::kBackground);
+  store->reclaim_lane_ = std::make_unique<ExecutorLane>(
+      store->executor_.get(), Executor::Lane::kForeground, Executor::Place::kFirst);
   store->chunks_ =
       std::make_unique<ChunkStore>(ns, std::move(catalog), std::move(tiers), std::move(policy),
                                    std::move(next_uses), store->reclaim_lane_.get());

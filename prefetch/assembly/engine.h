@@ -55,8 +55,8 @@ class Engine {
   std::unique_ptr<JobPeers> peers_;
   std::unique_ptr<ChunkSource> chunk_source_;  // home, then SOURCE
   std::unique_ptr<Executor> executor_;
-  // The store's reclaimer runs on executor_'s background lane; no job runs
-  // once Shutdown stopped the executor.
+  // The store's reclaimer runs on executor_, first in its foreground lane;
+  // no job runs once Shutdown stopped the executor.
   std::unique_ptr<ExecutorLane> reclaim_lane_;
   std::unique_ptr<Promoter> promoter_;
   std::unique_ptr<ReadPath> read_path_;

@@ -26,7 +26,7 @@ void Executor::Start() {
 
 Executor::~Executor() { Shutdown(); }
 
-bool Executor::Submit(Lane lane, Job job) {
+bool Executor::Submit(Lane lane, Job job, Place place) {
   {
     MutexLock lock(mu_);
     auto& q = lanes_[static_cast<int>(lane)];
@@ -34,7 +34,11 @@ bool Executor::Submit(Lane lane, Job job) {
       rejected_.fetch_add(1, std::memory_order_relaxed);
       return false;
     }
-    q.push_back(std::move(job));
+    if (place == Place::kFirst) {
+      q.push_front(std::move(job));
+    } else {
+      q.push_back(std::move(job));
+    }
   }
   cv_.NotifyOne();
   return true;

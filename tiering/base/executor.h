@@ -1,6 +1,7 @@
 // Executor: the daemon's one kind of thread pool. Three lanes, served in
-// order: foreground (a reader is waiting), look-ahead (the declared order's
-// next files), background (stage-in, the store's reclaimer). Bounded: a lane
+// order: foreground (a reader is waiting; the store's reclaimer, queued
+// first), look-ahead (the declared order's next files), background
+// (stage-in, a file's later chunks). Bounded: a lane
 // holds at most `capacity` queued jobs; Submit beyond that is rejected and
 // counted, never queued without limit. At most `active_limit` jobs run at
 // once (the promotion tuner moves it between 1 and the thread count).
@@ -39,8 +40,12 @@ class Executor {
   // Starts the worker threads. Jobs submitted before wait in their lanes.
   void Start();
 
+  // Where a job joins its lane: behind the jobs queued there, or ahead of
+  // them (a short job they wait on: the store's reclaimer, whose room the
+  // readers' claims need).
+  enum class Place { kLast, kFirst };
   // Queues a job; false if the lane is full or the executor is shut down.
-  bool Submit(Lane lane, Job job);
+  bool Submit(Lane lane, Job job, Place place = Place::kLast);
   // Stops accepting jobs, cancels the queued ones, waits for running ones.
   void Shutdown();
   // True once Shutdown began: long jobs should give up early.

@@ -227,15 +227,32 @@ bool ChunkStore::TakeRoom(int t, uint64_t bytes, bool* behind) {
     EvictUntilFree(t, bytes, Victims::kForClaim);
     taken = tier->Reserve(bytes);
   } else if (!taken) {
-    // A reader's or the network's thread answers "no room", naming the
-    // victims the policy picks now for this chunk: the reclaimer evicts
-    // those, not what the policy would pick when it runs (for a chunk no
-    // longer waiting, in place of ones needed sooner).
+    // A reader's thread names the victims the policy picks now for this
+    // chunk (the reclaimer evicts those, not what the policy would pick
+    // when it runs) and waits a little for their room; then "no room".
     NameVictims(t, bytes);
+    reclaimer_.Kick(t);
+    taken = AwaitRoom(t, bytes);
+    if (!taken) *behind = true;
+    return taken;
   }
   reclaimer_.Kick(t);
   if (!taken) *behind = true;
   return taken;
+}
+
+bool ChunkStore::AwaitRoom(int t, uint64_t bytes) {
+  Tier* tier = tiers_[static_cast<size_t>(t)];
+  const auto deadline = std::chrono::steady_clock::now() + room_wait_;
+  MutexLock lock(room_mu_);
+  // Reserve is checked under room_mu_, which RoomFreed takes after each
+  // release: a release is either seen here or wakes this wait.
+  return room_cv_.WaitUntil(room_mu_, deadline, [&] { return tier->Reserve(bytes); });
+}
+
+void ChunkStore::RoomFreed() {
+  { MutexLock lock(room_mu_); }
+  room_cv_.NotifyAll();
 }
 
 uint64_t ChunkStore::Evict(ChunkKey key, int tier_index) {
@@ -257,6 +274,7 @@ uint64_t ChunkStore::Evict(ChunkKey key, int tier_index) {
   }
   catalog_->Evict(key, tier_index);
   tier->Release(bytes);
+  RoomFreed();
   return bytes;
 }
 
@@ -291,6 +309,7 @@ void ChunkStore::Undo(ChunkClaim& claim, const char* what, int err) {
   claim.writer_.reset();  // a writer destroyed before Commit removes what it wrote
   Tier* tier = tiers_[static_cast<size_t>(claim.tier_)];
   tier->Release(claim.length_);
+  RoomFreed();
   policy_->Abandoned(claim.key_, claim.tier_);
   if (err == -ENOSPC || err == -EDQUOT) {
     // The device filled before the budget did: stop placing there (said
@@ -411,8 +430,8 @@ void ChunkStore::VisitPromotions(CounterVisitor& v) const {
   v.Counter("copies_evicted", load(counters_.copies_evicted),
             {"Chunks that another node keeps, evicted to make room for chunks this node keeps."});
   v.Counter("reclaim_behind", load(counters_.behind),
-            {"Chunk promotions refused because the tiers' room was still being made (evictions "
-             "run in the background)."});
+            {"Chunk promotions refused because the tiers' room was still being made after a few "
+             "milliseconds (evictions run in the background)."});
   v.Counter("reclaims", reclaimer_.runs(),
             {"Runs of the background job that evicts to keep free room in the tiers."});
   v.Counter("bytes", load(counters_.bytes), {"Bytes promoted into the tiers.", Unit::kBytes});

@@ -23,6 +23,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -153,6 +154,15 @@ class ChunkStore {
   int ReadInFlight(ChunkKey key, uint64_t off, size_t n, InFlight::Deadline deadline,
                    TierRead* out);
 
+  // A claim on a reader's thread whose victims are named waits this long at
+  // most for the reclaimer to free their room: answered "no room" at once,
+  // the reader would read SOURCE uncached while the evictions it asked for
+  // free room that a look-ahead claim of the same chunk then takes (the
+  // chunk read from SOURCE twice), and a full tier would cache no miss.
+  static constexpr std::chrono::milliseconds kRoomWait{5};
+  // Tests: another bound. Before any claim.
+  void set_room_wait(std::chrono::milliseconds wait) { room_wait_ = wait; }
+
   const Namespace& ns() const { return *ns_; }
   const Catalog& catalog() const { return *catalog_; }
   const std::vector<Tier*>& tiers() const { return tiers_; }
@@ -179,8 +189,13 @@ class ChunkStore {
   int Place(ChunkKey key, uint64_t bytes, ClaimOwner whose);
   // For a chunk the policy admitted into tier `t`: reserves `bytes` there if
   // they fit (on a BackgroundClaims thread, after evicting for them if need
-  // be), else names the victims that make the room; kicks the reclaimer.
+  // be), else names the victims that make the room, kicks the reclaimer and
+  // waits for it, at most kRoomWait.
   bool TakeRoom(int t, uint64_t bytes, bool* behind);
+  // Reserves `bytes` in tier `t` once room is freed, within the room wait; false if not.
+  bool AwaitRoom(int t, uint64_t bytes);
+  // Room was freed in a tier: wake the claims waiting for it.
+  void RoomFreed();
   // Names copies, then the policy's victims (NextVictim), until tier `t`'s
   // free room and the bytes of the victims named there make `bytes`.
   void NameVictims(int t, uint64_t bytes);
@@ -236,7 +251,12 @@ class ChunkStore {
   Mutex named_mu_ ACQUIRED_BEFORE(copies_mu_);
   std::vector<std::vector<Named>> named_ GUARDED_BY(named_mu_);  // per tier
   std::vector<uint64_t> named_bytes_ GUARDED_BY(named_mu_);      // per tier: the bytes of named_
-  Reclaimer reclaimer_;                                          // last: its jobs use the rest
+  // Claims waiting for room (AwaitRoom) and the evictions and undone
+  // claims that free it. A leaf lock, held only to check and to wake.
+  Mutex room_mu_;
+  CondVar room_cv_;
+  std::chrono::milliseconds room_wait_ = kRoomWait;
+  Reclaimer reclaimer_;  // last: its jobs use the rest
 };
 
 }  // namespace tierfs

@@ -1,15 +1,16 @@
 // Reclaimer: keeps free room in each tier of a ChunkStore between two
-// watermarks, so that a claim never evicts: it reserves room, or answers
-// "no room" (naming the victims the policy picks for it) and kicks the
-// reclaimer. The reclaimer's job (ChunkStore::Reclaim) evicts the victims
+// watermarks, so that a claim never evicts: it reserves room, or names the
+// victims the policy picks for it, kicks the reclaimer and waits a few
+// milliseconds for their room (ChunkStore::kRoomWait), then answers "no
+// room". The reclaimer's job (ChunkStore::Reclaim) evicts the victims
 // claims named, then what the policy gives up ahead of need
 // (EvictionPolicy::SpareVictim) until the tier has `high` bytes free, then
-// does the tier's upkeep (a directory tier's journal compaction). The job runs where the store's
-// JobRunner puts it: the promotion pool's background lane in the daemon, so no reader's and no
-// network thread removes a chunk's bytes, appends to a journal or compacts
-// it for a claim. At most one job per tier is queued or running; a kick
-// while it runs makes it run once more. (CacheLib navy's region reclaim
-// keeps clean regions the same way.)
+// does the tier's upkeep (a directory tier's journal compaction). The job
+// runs where the store's JobRunner puts it: first in the promotion pool's
+// foreground lane in the daemon, so no reader's and no network thread
+// removes a chunk's bytes, appends to a journal or compacts it for a claim. At most one job per
+// tier is queued or running; a kick while it runs makes it run once more. (CacheLib navy's region
+// reclaim keeps clean regions the same way.)
 #pragma once
 
 #include <atomic>

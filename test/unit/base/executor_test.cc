@@ -101,6 +101,27 @@ TEST_CASE("Executor runs foreground jobs before queued background ones", "[execu
   CHECK(executor.running() == 0);
 }
 
+TEST_CASE("Executor runs a job submitted first ahead of its lane's queued jobs", "[executor]") {
+  Journal journal;  // outlives the executor, whose threads write to it
+  Executor executor(1, 16);
+  std::promise<void> open_gate;
+  std::shared_future<void> gate = open_gate.get_future().share();
+  std::atomic<bool> gate_running{false};
+  REQUIRE(executor.Submit(Lane::kForeground, Executor::Job{[&] {
+                            gate_running = true;
+                            gate.wait();
+                          }}));
+  executor.Start();
+  REQUIRE(Eventually([&] { return gate_running.load(); }));  // the one thread is busy
+  REQUIRE(executor.Submit(Lane::kForeground, journal.Job("f1")));
+  REQUIRE(executor.Submit(Lane::kForeground, journal.Job("f2")));
+  REQUIRE(executor.Submit(Lane::kForeground, journal.Job("first"), Executor::Place::kFirst));
+  REQUIRE(executor.Submit(Lane::kForeground, journal.Job("f3")));
+  open_gate.set_value();
+  REQUIRE(Eventually([&] { return executor.completed() == 5; }));
+  CHECK(journal.ran() == std::vector<std::string>{"first", "f1", "f2", "f3"});
+}
+
 TEST_CASE("Executor rejects and counts jobs beyond a lane's capacity", "[executor]") {
   Journal journal;  // outlives the executor, whose threads write to it
   Executor executor(1, 2);

@@ -7,9 +7,12 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <deque>
 #include <thread>
+#include <vector>
 
 #include "recording_policy.h"
 #include "scan_tree.h"
@@ -142,6 +145,49 @@ TEST_CASE("A claim in a full tier evicts nothing on its thread: the reclaimer do
   CHECK(s.Promote(8));
   jobs.RunAll();
   CHECK(s.Victims() == std::vector<size_t>{0, 1});
+}
+
+TEST_CASE("A reader's claim in a full tier waits for the room the reclaimer frees for it",
+          "[reclaimer]") {
+  SteppedJobs jobs;
+  Fixture s(12, 8, &jobs);
+  s.store->set_room_wait(std::chrono::seconds(10));      // no timing in the test: it waits
+  for (size_t i = 0; i < 8; ++i) REQUIRE(s.Promote(i));  // full, the reclaimer's job held
+  REQUIRE(jobs.jobs.size() == 1);
+  // The reclaimer's job runs on another thread once the reader's claim is
+  // under way (its chunk in flight) and has had time to find no room.
+  std::atomic<bool> returned{false};
+  std::thread pool([&] {
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (!returned && s.store->state(s.K(8)) != Catalog::kInFlight &&
+           std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::yield();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    jobs.RunAll();
+  });
+  // It names its victim and waits for the room, rather than answering "no
+  // room" at once and leaving the reader to read SOURCE uncached.
+  const bool promoted = s.Promote(8);
+  returned = true;
+  pool.join();
+  CHECK(promoted);
+  CHECK(s.Resident(8));
+  CHECK(s.store->counters().behind == 0);
+  CHECK(s.Victims().front() == 0);  // LRU's tail made the room
+}
+
+TEST_CASE("A reader's claim waits for the reclaimer a bounded time, then answers no room",
+          "[reclaimer]") {
+  SteppedJobs jobs;  // the reclaimer's job never runs by itself
+  Fixture s(12, 8, &jobs);
+  for (size_t i = 0; i < 8; ++i) REQUIRE(s.Promote(i));
+  const auto start = std::chrono::steady_clock::now();
+  CHECK_FALSE(s.Promote(8));
+  const auto waited = std::chrono::steady_clock::now() - start;
+  CHECK(waited >= ChunkStore::kRoomWait);
+  CHECK(waited < std::chrono::seconds(5));  // bounded (kRoomWait, and a loaded host's slack)
+  CHECK(s.store->counters().behind == 1);
 }
 
 TEST_CASE("A refused job leaves the next kick to try again", "[reclaimer]") {
