@@ -186,10 +186,12 @@ int ChunkStore::Place(ChunkKey key, uint64_t bytes, ClaimOwner whose) {
   // peer's (the reclaimer evicts copies first): a copy saves a transfer
   // between nodes, the own chunk a PFS read for the job.
   bool behind = false;
+  std::chrono::steady_clock::time_point wait_until{};  // a reader's claim waits once for room
   ChunkKey copy;
   for (size_t i = 0; i < tiers_.size(); ++i) {
     const int t = static_cast<int>(i);
-    if (bytes <= tiers_[i]->limit() && CopyIn(t, &copy) && TakeRoom(t, bytes, &behind)) {
+    if (bytes <= tiers_[i]->limit() && CopyIn(t, &copy) &&
+        TakeRoom(t, bytes, &behind, &wait_until)) {
       policy_->Admitted(key, t, Hold::kKept);
       return t;
     }
@@ -207,7 +209,7 @@ int ChunkStore::Place(ChunkKey key, uint64_t bytes, ClaimOwner whose) {
       policy_->Admitted(key, t, Hold::kKept);
       return t;
     }
-    if (TakeRoom(t, bytes, &behind)) {
+    if (TakeRoom(t, bytes, &behind, &wait_until)) {
       policy_->Admitted(key, t, hold);
       return t;
     }
@@ -216,7 +218,8 @@ int ChunkStore::Place(ChunkKey key, uint64_t bytes, ClaimOwner whose) {
   return -1;
 }
 
-bool ChunkStore::TakeRoom(int t, uint64_t bytes, bool* behind) {
+bool ChunkStore::TakeRoom(int t, uint64_t bytes, bool* behind,
+                          std::chrono::steady_clock::time_point* wait_until) {
   Tier* tier = tiers_[static_cast<size_t>(t)];
   bool taken = tier->Reserve(bytes);  // below the low watermark: the reclaimer restores it
   if (!taken && (reclaimer_.runs_inline() || BackgroundClaims::here())) {
@@ -232,7 +235,7 @@ bool ChunkStore::TakeRoom(int t, uint64_t bytes, bool* behind) {
     // when it runs) and waits a little for their room; then "no room".
     NameVictims(t, bytes);
     reclaimer_.Kick(t);
-    taken = AwaitRoom(t, bytes);
+    taken = AwaitRoom(t, bytes, wait_until);
     if (!taken) *behind = true;
     return taken;
   }
@@ -241,9 +244,13 @@ bool ChunkStore::TakeRoom(int t, uint64_t bytes, bool* behind) {
   return taken;
 }
 
-bool ChunkStore::AwaitRoom(int t, uint64_t bytes) {
+bool ChunkStore::AwaitRoom(int t, uint64_t bytes,
+                           std::chrono::steady_clock::time_point* wait_until) {
   Tier* tier = tiers_[static_cast<size_t>(t)];
-  const auto deadline = std::chrono::steady_clock::now() + room_wait_;
+  if (*wait_until == std::chrono::steady_clock::time_point{}) {
+    *wait_until = std::chrono::steady_clock::now() + room_wait_;
+  }
+  const auto deadline = *wait_until;
   MutexLock lock(room_mu_);
   // Reserve is checked under room_mu_, which RoomFreed takes after each
   // release: a release is either seen here or wakes this wait.

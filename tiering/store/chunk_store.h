@@ -190,10 +190,13 @@ class ChunkStore {
   // For a chunk the policy admitted into tier `t`: reserves `bytes` there if
   // they fit (on a BackgroundClaims thread, after evicting for them if need
   // be), else names the victims that make the room, kicks the reclaimer and
-  // waits for it, at most kRoomWait.
-  bool TakeRoom(int t, uint64_t bytes, bool* behind);
+  // waits for it until `wait_until`: the claim's deadline for room, set by
+  // its first wait to kRoomWait from then (zero before), so that a claim
+  // tried in several tiers waits kRoomWait in all.
+  bool TakeRoom(int t, uint64_t bytes, bool* behind,
+                std::chrono::steady_clock::time_point* wait_until);
   // Reserves `bytes` in tier `t` once room is freed, within the room wait; false if not.
-  bool AwaitRoom(int t, uint64_t bytes);
+  bool AwaitRoom(int t, uint64_t bytes, std::chrono::steady_clock::time_point* wait_until);
   // Room was freed in a tier: wake the claims waiting for it.
   void RoomFreed();
   // Names copies, then the policy's victims (NextVictim), until tier `t`'s
