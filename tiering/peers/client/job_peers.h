@@ -108,9 +108,9 @@ class JobPeers final : public ChunkHomes {
   const uint64_t chunk_size_;
   Rendezvous rendezvous_;
   int self_index_ = -1;
-  std::vector<int> link_of_;            // rendezvous index -> client link (-1: this node)
+  std::vector<int> link_of_;              // rendezvous index -> client link (-1: this node)
   std::shared_ptr<const PeerNode> node_;  // set by Start; its auth outlives the client
-  std::unique_ptr<PeerClient> client_;  // set once Start succeeded
+  std::unique_ptr<PeerClient> client_;    // set once Start succeeded
   std::atomic<bool> started_{false};
   std::atomic<bool> given_up_{false};  // Start failed, or Stop ran: this node asks nobody
   Status StartAsking(std::shared_ptr<const PeerNode> node);

@@ -1,8 +1,9 @@
 // PeerNode: this node as the job's other nodes know it, made once when
 // the peers start (by the peer front door, fs/peers/peer_service.cc) and
 // shared by both halves: the client (tiering/peers/client) asks as it, the
-// server (tiering/peers/server) listens and answers as it. The listening socket a privileged parent may hand the
-// daemon is the mount's (fs/mount/inherited_listener.h).
+// server (tiering/peers/server) listens and answers as it. The listening
+// socket a privileged parent may hand the daemon is the mount's
+// (fs/mount/inherited_listener.h).
 #pragma once
 
 #include <cstdint>
