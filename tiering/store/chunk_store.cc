@@ -222,7 +222,8 @@ bool ChunkStore::TakeRoom(int t, uint64_t bytes, bool* behind,
                           std::chrono::steady_clock::time_point* wait_until) {
   Tier* tier = tiers_[static_cast<size_t>(t)];
   bool taken = tier->Reserve(bytes);  // below the low watermark: the reclaimer restores it
-  if (!taken && (reclaimer_.runs_inline() || BackgroundClaims::here())) {
+  const bool evict_here = !taken && (reclaimer_.runs_inline() || BackgroundClaims::here());
+  if (evict_here) {
     // The reclaimer is behind (or there is none). A background thread (the
     // planner's look-ahead) evicts for the chunk the policy admitted, as a
     // claim did before the reclaimer: Belady's order keeps its result.
@@ -234,12 +235,9 @@ bool ChunkStore::TakeRoom(int t, uint64_t bytes, bool* behind,
     // chunk (the reclaimer evicts those, not what the policy would pick
     // when it runs) and waits a little for their room; then "no room".
     NameVictims(t, bytes);
-    reclaimer_.Kick(t);
-    taken = AwaitRoom(t, bytes, wait_until);
-    if (!taken) *behind = true;
-    return taken;
   }
   reclaimer_.Kick(t);
+  if (!taken && !evict_here) taken = AwaitRoom(t, bytes, wait_until);
   if (!taken) *behind = true;
   return taken;
 }
