@@ -13,7 +13,7 @@ Executor::Executor(unsigned threads, size_t capacity, const char* name)
 void Executor::SetActiveLimit(unsigned n) {
   {
     MutexLock lock(mu_);
-    active_limit_.store(std::clamp(n, 1u, threads_));
+    active_limit_.store(std::clamp(n, 1u, threads()));
   }
   cv_.NotifyAll();
 }
@@ -21,7 +21,14 @@ void Executor::SetActiveLimit(unsigned n) {
 void Executor::Start() {
   MutexLock lock(mu_);
   if (!workers_.empty() || stopping()) return;
-  for (unsigned i = 0; i < threads_; ++i) workers_.emplace_back([this] { Work(); });
+  for (unsigned i = 0; i < threads(); ++i) workers_.emplace_back([this] { Work(); });
+}
+
+void Executor::Grow(unsigned threads) {
+  MutexLock lock(mu_);
+  if (workers_.empty() || stopping()) return;
+  while (workers_.size() < threads) workers_.emplace_back([this] { Work(); });
+  threads_.store(static_cast<unsigned>(workers_.size()));
 }
 
 Executor::~Executor() { Shutdown(); }
@@ -83,10 +90,11 @@ void Executor::Work() {
     }
     completed_.fetch_add(1, std::memory_order_relaxed);
     // Workers wait for a place only while the active limit is below the
-    // thread count (the promotions' tuner); a pool at full width (a
-    // TaskPool) has no one to wake, and waking its idle threads after
-    // every job costs the cores its jobs need.
-    if (active_limit() < threads_) cv_.NotifyAll();
+    // thread count (the promotions' and the scan's tuners): the place this
+    // job freed is one waiter's. A pool at full width (a TaskPool) has no
+    // one to wake, and waking idle threads after every job (all of them:
+    // up to 512 in a scan) costs the cores the jobs need.
+    if (active_limit() < threads()) cv_.NotifyOne();
   }
 }
 

@@ -4,9 +4,10 @@
 // (stage-in, a file's later chunks). Bounded: a lane
 // holds at most `capacity` queued jobs; Submit beyond that is rejected and
 // counted, never queued without limit. At most `active_limit` jobs run at
-// once (the promotion tuner moves it between 1 and the thread count).
-// The promotions use one; TaskPool below is one for the peers' blocking work
-// (handshakes, munged checks, a server's chunk reads).
+// once (the promotion tuner moves it between 1 and the thread count; the
+// namespace scan's tuner grows the pool too). The promotions use one, the
+// scan one while it runs; TaskPool below is one for the peers' blocking
+// work (handshakes, munged checks, a server's chunk reads).
 #pragma once
 
 #include <atomic>
@@ -39,6 +40,9 @@ class Executor {
 
   // Starts the worker threads. Jobs submitted before wait in their lanes.
   void Start();
+  // Started: more worker threads, up to `threads` in all (never fewer).
+  // Ignored before Start and once Shutdown began.
+  void Grow(unsigned threads);
 
   // Where a job joins its lane: behind the jobs queued there, or ahead of
   // them (a short job they wait on: the store's reclaimer, whose room the
@@ -51,7 +55,7 @@ class Executor {
   // True once Shutdown began: long jobs should give up early.
   bool stopping() const { return stopping_.load(std::memory_order_relaxed); }
 
-  unsigned threads() const { return threads_; }
+  unsigned threads() const { return threads_.load(std::memory_order_relaxed); }
   // Jobs allowed to run at once, 1..threads().
   unsigned active_limit() const { return active_limit_.load(std::memory_order_relaxed); }
   void SetActiveLimit(unsigned n);
@@ -66,7 +70,7 @@ class Executor {
  private:
   void Work();
 
-  const unsigned threads_;
+  std::atomic<unsigned> threads_;  // written under mu_ (Grow)
   const size_t capacity_;
   const char* const name_;
   mutable Mutex mu_;  // guards lanes_; a leaf lock, never held while a job runs
@@ -76,7 +80,8 @@ class Executor {
   std::atomic<bool> stopping_{false};
   std::atomic<unsigned> running_{0};
   std::atomic<uint64_t> rejected_{0}, completed_{0};
-  std::vector<std::thread> workers_;  // made by Start under mu_, joined by Shutdown once stopping_
+  // Made by Start and Grow under mu_ before stopping_, joined by Shutdown once stopping_.
+  std::vector<std::thread> workers_;
 };
 
 // An Executor of one lane, started at once: a few threads for the blocking

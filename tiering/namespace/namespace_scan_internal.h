@@ -8,13 +8,14 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 
+#include <atomic>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "tiering/base/executor.h"
 #include "tiering/base/hill_climber.h"
 #include "tiering/base/mutex.h"
 #include "tiering/namespace/namespace.h"
@@ -50,7 +51,8 @@ class ParallelScanner {
   ParallelScanner(Backend* backend, const ScanOptions& options, ScanReport* report);
 
   // Scans the tree below the root, whose attributes are *root_node (from a
-  // fresh stat); returns -errno if the root cannot be listed.
+  // fresh stat); returns -errno if the root cannot be listed, -ENOMEM if
+  // the scan ran out of memory.
   int Run(ScanDir* root, Node* root_node);
 
  private:
@@ -66,17 +68,20 @@ class ParallelScanner {
     size_t begin = 0, end = 0;
   };
 
-  bool Done() const REQUIRES(mu_) { return queue_.empty() && active_ == 0; }
+  // Every job queued has been scanned: none is left to queue more.
+  bool Done() const REQUIRES(mu_) { return outstanding_ == 0; }
 
-  template <typename Grow>
-  void Tune(Grow& grow);
-  void Work();
+  void Tune();
+  // Queues `job` on the pool: a stat chunk `first` (ahead of the
+  // directories waiting), a directory last.
+  void Submit(Job job, Executor::Place place);
+  void Work(Job& job);
   bool Unchanged(Job& job);
   int ScanOne(Job job, bool log);
   void StatChunk(const Job& job);
   void StatRange(ScanListing& l, size_t begin, size_t end);
   void Finish(const Job& job, ScanListing& l, std::vector<Job>* jobs);
-  void Queue(ScanDir* dir, std::vector<Job>* jobs, size_t queued = 0) EXCLUDES(mu_);
+  void Queue(ScanDir* dir, std::vector<Job>* jobs) EXCLUDES(mu_);
   static std::string Child(const std::string& path, std::string_view name);
   static std::string_view Name(const ScanDir& dir, size_t i);
   static void AddEntry(ScanDir* dir, Node n, std::string_view name, std::string_view target);
@@ -90,13 +95,16 @@ class ParallelScanner {
   const int64_t racy_after_ns_;
   const double period_;
   ScanReport* const report_;
-  Mutex mu_;         // guards queue_, active_, width_ and starved_; a leaf lock
-  CondVar cv_;       // workers: a job was queued or a place freed
-  CondVar tune_cv_;  // Tune: the scan is done
-  std::deque<Job> queue_ GUARDED_BY(mu_);
-  unsigned active_ GUARDED_BY(mu_) = 0;   // jobs being scanned now
-  unsigned width_ GUARDED_BY(mu_);        // the most jobs scanned at once
-  bool starved_ GUARDED_BY(mu_) = false;  // the queue ran dry since the last tuning step
+  // The scan's threads: at most the width's jobs at once (its active
+  // limit); the tuner grows it. One lane: a directory's stat chunks go
+  // ahead of the directories waiting. Its queue is bounded by the tree:
+  // each directory and each chunk of a listing is queued once.
+  Executor pool_;
+  Mutex mu_;                                // guards outstanding_; a leaf lock
+  CondVar done_cv_;                         // Run and Tune: the scan is done
+  size_t outstanding_ GUARDED_BY(mu_) = 0;  // jobs queued or being scanned
+  std::atomic<bool> starved_{false};        // the queue ran dry since the last tuning step
+  std::atomic<bool> failed_{false};         // a job threw (out of memory): the scan fails
 };
 
 }  // namespace scan_internal

@@ -1,4 +1,4 @@
-// The walk of the parallel namespace scan: a pool of threads lists SOURCE's
+// The walk of the parallel namespace scan: a pool of threads (an Executor) lists SOURCE's
 // directories (on a PFS each listing and stat is a metadata round trip, so
 // parallelism is what makes the scan fast) into a ScanDir tree.
 // The pool's width (jobs run at once = metadata requests in flight) is fixed,
@@ -12,7 +12,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
-#include <thread>
+#include <limits>
 
 #include "tiering/base/log.h"
 #include "tiering/namespace/namespace_scan_internal.h"
@@ -54,97 +54,86 @@ ParallelScanner::ParallelScanner(Backend* backend, const ScanOptions& options, S
       racy_after_ns_(options.racy_after_ns),
       period_(options.tune_period_s),
       report_(report),
-      width_(tuned_ ? climber_.value() : options.threads) {}
+      pool_(tuned_ ? climber_.value() : options.threads, std::numeric_limits<size_t>::max(),
+            "scan") {}
 
 int ParallelScanner::Run(ScanDir* root, Node* root_node) {
   int err =
       ScanOne({root, "", previous_ ? kRootNode : kNoNode, root_node, true, nullptr, 0, 0}, false);
   if (err < 0) return err;
-  std::vector<std::thread> pool;
-  auto grow = [&](unsigned width) {
-    while (pool.size() < width) pool.emplace_back([this] { Work(); });
-  };
-  unsigned width;
-  {
-    MutexLock lock(mu_);  // no worker runs yet: for the analysis
-    width = width_;
+  report_->width = pool_.threads();
+  report_->peak_width = pool_.threads();
+  pool_.Start();
+  if (tuned_) {
+    Tune();
+  } else {
+    MutexLock lock(mu_);
+    done_cv_.Wait(mu_, [this]() REQUIRES(mu_) { return Done(); });
   }
-  report_->width = width;
-  report_->peak_width = width;
-  grow(width);
-  if (tuned_) Tune(grow);
-  for (auto& t : pool) t.join();
-  return 0;
+  pool_.Shutdown();  // nothing is queued: the threads end
+  return failed_.load() ? -ENOMEM : 0;
 }
 
 // Every period while the scan runs: the operations per second at the
-// current width step the climber, which sets the next width (threads are
-// added as it grows; beyond it they wait). A period in which the queue ran
-// dry says nothing about the width (the tree, not the PFS, limited it).
-template <typename Grow>
-void ParallelScanner::Tune(Grow& grow) {
+// current width step the climber, which sets the next width (the pool
+// grows to it; beyond a narrower width its threads wait). A period in
+// which the queue ran dry says nothing about the width (the tree, not the
+// PFS, limited it).
+void ParallelScanner::Tune() {
   const auto period = std::chrono::duration<double>(period_);
   uint64_t last_ops = report_->meta_ops();
   auto last = std::chrono::steady_clock::now();
   MutexLock lock(mu_);
-  while (!tune_cv_.WaitFor(mu_, period, [this]() REQUIRES(mu_) { return Done(); })) {
+  while (!done_cv_.WaitFor(mu_, period, [this]() REQUIRES(mu_) { return Done(); })) {
     auto now = std::chrono::steady_clock::now();
     uint64_t ops = report_->meta_ops();
     double rate =
         static_cast<double>(ops - last_ops) / std::chrono::duration<double>(now - last).count();
     last_ops = ops;
     last = now;
-    if (starved_) {
-      starved_ = false;
-      continue;
-    }
-    const unsigned was = width_;
-    const unsigned next = width_ = climber_.Step(rate);
+    if (starved_.exchange(false)) continue;
+    const unsigned was = pool_.active_limit();
+    const unsigned next = climber_.Step(rate);
     report_->width = next;
     report_->peak_width = std::max<unsigned>(report_->peak_width, next);
     report_->tune_steps++;
     lock.Unlock();
     TIERFS_LOG(kDebug, "scan: {:.0f} metadata operations/s at width {}, next {}", rate, was, next);
-    grow(next);
-    cv_.NotifyAll();
+    pool_.Grow(next);
+    pool_.SetActiveLimit(next);
     lock.Lock();
   }
 }
 
-void ParallelScanner::Work() {
-  while (true) {
-    Job job;
-    {
-      MutexLock lock(mu_);
-      // At most width_ jobs at once; a thread beyond it waits.
-      cv_.Wait(mu_,
-               [this]() REQUIRES(mu_) { return Done() || (!queue_.empty() && active_ < width_); });
-      if (Done()) return;  // nothing queued and nobody can add more
-      job = std::move(queue_.front());
-      queue_.pop_front();
-      ++active_;
-      if (queue_.empty()) starved_ = true;
-    }
+void ParallelScanner::Submit(Job job, Executor::Place place) {
+  {
+    MutexLock lock(mu_);
+    ++outstanding_;
+  }
+  auto run = [this, job = std::move(job)]() mutable { Work(job); };
+  // Refused only once the pool stops, which it does after the last job.
+  if (!pool_.Submit(Executor::Lane::kForeground, Executor::Job{run}, place)) run();
+}
+
+void ParallelScanner::Work(Job& job) {
+  if (pool_.queued(Executor::Lane::kForeground) == 0) starved_.store(true);
+  try {
+    ScanDir* dir = job.dir;
     if (job.listing) {
       StatChunk(job);
-    } else if (ScanOne(job, true) < 0) {
-      job.dir->skipped++;
+    } else if (ScanOne(std::move(job), true) < 0) {
+      dir->skipped++;
     }
-    bool done;
-    {
-      MutexLock lock(mu_);
-      --active_;
-      done = Done();
-    }
-    // One waiter may take the freed place (not all: the threads parked
-    // beyond the width would wake for nothing at every job).
-    if (done) {
-      cv_.NotifyAll();
-      tune_cv_.NotifyAll();
-    } else {
-      cv_.NotifyOne();
-    }
+  } catch (...) {  // out of memory: the scan fails, it does not show a part of a directory
+    TIERFS_LOG(kError, "scan: {}", DescribeCurrentException());
+    failed_.store(true);
   }
+  bool done;
+  {
+    MutexLock lock(mu_);
+    done = --outstanding_ == 0;  // the jobs this one queued count already
+  }
+  if (done) done_cv_.NotifyAll();
 }
 
 // Whether directory `job` may be taken from previous_: it was there and its
@@ -180,7 +169,6 @@ int ParallelScanner::ScanOne(Job job,
   ScanDir* dir = job.dir;
   std::vector<Job> jobs;
   ScanDir* done = dir;  // complete when this returns (not when its stats are queued)
-  size_t chunks_queued = 0;
   if (Unchanged(job)) {
     report_->dirs_reused++;
     auto [begin, end] = previous_->Children(job.old);
@@ -224,18 +212,16 @@ int ParallelScanner::ScanOne(Job job,
       listing->chunks_left = chunks;
       listing->job = std::move(job);
       done = nullptr;
-      MutexLock lock(mu_);
       for (size_t c = chunks; c-- > 0;) {
         Job chunk;
         chunk.listing = listing;
         chunk.begin = c * kStatChunk;
         chunk.end = std::min(n, chunk.begin + kStatChunk);
-        queue_.push_front(std::move(chunk));
+        Submit(std::move(chunk), Executor::Place::kFirst);
       }
-      chunks_queued = chunks;
     }
   }
-  Queue(done, &jobs, chunks_queued);
+  Queue(done, &jobs);
   return 0;
 }
 
@@ -288,19 +274,14 @@ void ParallelScanner::Finish(const Job& job, ScanListing& l, std::vector<Job>* j
   l.st = {};
 }
 
-// Queues `jobs` and wakes a worker for each of them and for `queued`
-// jobs the caller has queued itself. REQUIRES: mu_ not held.
-void ParallelScanner::Queue(ScanDir* dir, std::vector<Job>* jobs, size_t queued) {
+// Counts `dir` (complete, or null) and queues `jobs` behind the others.
+void ParallelScanner::Queue(ScanDir* dir, std::vector<Job>* jobs) {
   if (dir != nullptr) {
     report_->entries += dir->nodes.size();
     dir->names.shrink_to_fit();
     dir->targets.shrink_to_fit();
   }
-  if (!jobs->empty()) {
-    MutexLock lock(mu_);
-    for (auto& j : *jobs) queue_.push_back(std::move(j));
-  }
-  for (size_t i = jobs->size() + queued; i-- > 0;) cv_.NotifyOne();
+  for (auto& j : *jobs) Submit(std::move(j), Executor::Place::kLast);
 }
 
 std::string ParallelScanner::Child(const std::string& path, std::string_view name) {

@@ -1,4 +1,5 @@
-// Executor: the three lanes' order and the active-job limit the autotuner moves.
+// Executor: the three lanes' order, the active-job limit the autotuners
+// move, and the pool the scan's tuner grows.
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -126,6 +127,37 @@ TEST_CASE("Executor runs at most active_limit jobs at once", "[executor_lanes]")
   jobs.Open();
   REQUIRE(Eventually([&] { return executor.completed() == 10; }));
   CHECK(jobs.TakeMax() == 1);
+}
+
+TEST_CASE("Executor grows to more threads once started, and its limit still holds",
+          "[executor_lanes]") {
+  Jobs jobs;
+  Executor executor(2, 16);
+  executor.Grow(5);  // before Start: nothing to grow
+  CHECK(executor.threads() == 2);
+  for (int i = 0; i < 6; ++i) REQUIRE(executor.Submit(Lane::kForeground, jobs.Held("j")));
+  executor.Start();
+  REQUIRE(Eventually([&] { return jobs.inside() == 2; }));
+  executor.Grow(1);  // never fewer
+  CHECK(executor.threads() == 2);
+  executor.Grow(5);
+  CHECK(executor.threads() == 5);
+  CHECK(executor.active_limit() == 2);  // growing is not widening
+  std::this_thread::sleep_for(50ms);    // the new threads wait for a place
+  CHECK(jobs.inside() == 2);
+  executor.SetActiveLimit(5);  // the new threads run jobs
+  REQUIRE(Eventually([&] { return jobs.inside() == 5; }));
+  CHECK(executor.queued(Lane::kForeground) == 1);
+  // Narrowed again: the place each job frees is taken one at a time
+  // until all have run.
+  executor.SetActiveLimit(1);
+  jobs.TakeMax();
+  jobs.Open();
+  REQUIRE(Eventually([&] { return executor.completed() == 6; }));
+  CHECK(jobs.TakeMax() == 1);
+  executor.Shutdown();
+  executor.Grow(8);  // once stopping: nothing
+  CHECK(executor.threads() == 5);
 }
 
 }  // namespace

@@ -1,11 +1,13 @@
 // The scan's width (metadata requests in flight): fixed when scan_threads
 // is a number, tuned while scanning when it is auto, against a simulated
-// metadata server that serves a bounded number of requests at once.
+// metadata server that serves a bounded number of requests at once; and a
+// scan whose pool thread runs out of memory.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <new>
 #include <thread>
 
 #include "require_ok.h"
@@ -167,6 +169,32 @@ TEST_CASE("A tuned scan does not pile requests on a server that cannot take them
   CHECK(report.tune_steps >= 3);
   CHECK(report.width <= 16);
   CHECK(mds.most_in_flight() <= report.peak_width);
+}
+
+// Runs out of memory listing one directory.
+class NoMemoryFor final : public BackendWrapper {
+ public:
+  NoMemoryFor(std::shared_ptr<Backend> target, std::string dir)
+      : BackendWrapper(std::move(target)), dir_(std::move(dir)) {}
+  int open_dir(const std::string& rel, std::unique_ptr<SourceDir>* out) override {
+    if (rel == dir_) throw std::bad_alloc();
+    return target()->open_dir(rel, out);
+  }
+
+ private:
+  const std::string dir_;
+};
+
+TEST_CASE("A scan that runs out of memory on a pool thread fails, whole", "[scan_tuning]") {
+  // Not a crash, not a hang, and not a tree with one directory shown empty.
+  for (unsigned threads : {0u, 3u}) {
+    NoMemoryFor backend(Posix(), "c7");
+    ScanOptions options;
+    options.threads = threads;
+    auto ns = ScanNamespace(&backend, options, nullptr);
+    REQUIRE_FALSE(ns.ok());
+    CHECK(ns.status().code() == ENOMEM);
+  }
 }
 
 }  // namespace
