@@ -2,13 +2,12 @@
 // the peer's hedge time reads SOURCE too (Race), the hedge time learnt
 // from the peer's answers (Answered), and the requests hedges leave
 // behind ended at their deadline (EndAbandoned). The asking is
-// peer_client.cc's, the connections peer_client_link.cc's.
+// peer_client.cc's, the connections peer_connections.cc's.
 #include <algorithm>
 #include <cerrno>
 #include <vector>
 
 #include "tiering/peers/client/peer_client.h"
-#include "tiering/peers/client/peer_link.h"
 
 namespace tierfs {
 namespace {
@@ -25,12 +24,12 @@ using Clock = std::chrono::steady_clock;
 // bounded: the request by its deadline (EndAbandoned), SOURCE's read by
 // the read path's own bounds. If SOURCE fails, the peer is waited for
 // as if there were no hedge.
-bool PeerClient::Race(Link& l, const std::shared_ptr<Pending>& p, char* dest, Hedge* hedge,
+bool PeerClient::Race(PeerLink& l, const std::shared_ptr<PeerRequest>& p, char* dest, Hedge* hedge,
                       ssize_t* result) {
   const auto race_at = std::min(p->deadline, Clock::now() + hedge_after(l.index));
   {
     MutexLock lock(p->mu);
-    if (p->cv.WaitUntil(p->mu, race_at, [&] { return p->phase != Pending::kWaiting; }))
+    if (p->cv.WaitUntil(p->mu, race_at, [&] { return p->phase != PeerRequest::kWaiting; }))
       return false;  // it answers (or its bytes are on their way): no race
   }
   if (Clock::now() >= p->deadline) return false;
@@ -40,7 +39,7 @@ bool PeerClient::Race(Link& l, const std::shared_ptr<Pending>& p, char* dest, He
   bool peer_first = false;
   {
     MutexLock lock(p->mu);
-    peer_first = p->phase != Pending::kWaiting;
+    peer_first = p->phase != PeerRequest::kWaiting;
     p->abandoned = true;
   }
   (peer_first ? l.counters.hedges_lost : l.counters.hedges_won)++;
@@ -51,29 +50,19 @@ bool PeerClient::Race(Link& l, const std::shared_ptr<Pending>& p, char* dest, He
 }
 
 std::chrono::microseconds PeerClient::hedge_after(size_t peer) const {
-  return links_[peer]->hedge_time.after();
+  return connections_.link(peer).hedge_time.after();
 }
 
 void PeerClient::Want(size_t peer) {
-  if (peer < links_.size()) {
-    links_[peer]->wanted_at.store(Clock::now().time_since_epoch().count(),
-                                  std::memory_order_relaxed);
+  if (peer < connections_.size()) {
+    connections_.link(peer).status.wanted_at.store(Clock::now().time_since_epoch().count(),
+                                                   std::memory_order_relaxed);
   }
-}
-
-void PeerClient::EndAbandoned(Link& l, Clock::time_point now) {
-  std::vector<std::shared_ptr<Pending>> ended;
-  for (auto& [id, p] : l.pending) {
-    if (now < p->deadline) continue;
-    MutexLock lock(p->mu);
-    if (p->abandoned && p->phase == Pending::kWaiting) ended.push_back(p);
-  }
-  for (auto& p : ended) Complete(l, p, -ETIMEDOUT);
 }
 
 // The latency of an answer, from the request sent to its first byte back
 // (hedge_time.h: the hedge time is its p99 within bounds).
-void PeerClient::Answered(Link& l, const Pending& p) {
+void PeerClient::Answered(PeerLink& l, const PeerRequest& p) {
   l.hedge_time.Record(
       std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - p.sent_at));
 }
