@@ -19,9 +19,6 @@ constexpr std::chrono::milliseconds kSettle(200);
 // How often a waiting Fetch looks whether its transport failed.
 constexpr std::chrono::milliseconds kTransportCheck(50);
 
-// Offers up to this size (path and bytes) are sent eagerly.
-constexpr uint64_t kEagerOffer = uint64_t{1} << 20;
-
 }  // namespace
 
 Result<std::unique_ptr<PeerClient>> PeerClient::Make(PeerAuth* auth, PeerClientOptions options) {
@@ -40,7 +37,8 @@ PeerClient::PeerClient(PeerAuth* auth, PeerClientOptions options)
       dialer_(auth, options_),
       connections_(options_, &dialer_),
       buffers_(std::make_shared<BufferPool>(size_t{64} << 20)),
-      offers_(options_.max_offers, options_.max_offer_bytes) {}
+      answers_(&connections_, buffers_),
+      offers_(&connections_, buffers_, options_.max_offers, options_.max_offer_bytes) {}
 
 PeerClient::~PeerClient() { Stop(); }
 
@@ -137,7 +135,7 @@ ssize_t PeerClient::Ask(PeerLink& l, const ChunkRef& ref, char* dest, Deadline d
   if (!p->via->Post([this, p] { Send(p); })) return -ESHUTDOWN;
   if (ssize_t got = 0; hedge != nullptr && Race(l, p, dest, hedge, &got)) return got;
   ssize_t r = Wait(l, p, deadline);
-  return r >= 0 ? Open(l, p, dest) : r;
+  return r >= 0 ? answers_.Open(l, p, dest) : r;
 }
 
 bool PeerClient::AwaitUp(PeerLink& l, Deadline deadline) {
@@ -220,58 +218,52 @@ void PeerClient::Send(const std::shared_ptr<PeerRequest>& p) {
                     });
 }
 
-bool PeerClient::Offer(size_t peer, const ChunkRef& ref, const char* data) {
-  if (peer >= connections_.size()) return false;
-  PeerLink& l = connections_.link(peer);
-  l.status.last_used.store(Clock::now().time_since_epoch().count(), std::memory_order_relaxed);
-  ChunkRef whole = ref;
-  whole.range_off = whole.range_len = 0;
-  const uint64_t length = whole.chunk_length();
-  if (!ValidChunkRef(whole) || length == 0) return false;
-  const uint64_t bytes = whole.path.size() + length;
-  if (l.status.state.load() != LinkState::kUp || !offers_.TryTake(bytes)) {
-    l.counters.offers_dropped++;
-    return false;
+// The race: the peer has its hedge time to begin answering (the bytes
+// arriving, or an error); then SOURCE is read into `dest` on this thread
+// while the request stays with the progress thread. Whatever the peer
+// sends then lands in the request's own buffer and is dropped with it
+// (never in `dest`, which only this thread writes). Both racers are
+// bounded: the request by its deadline (PeerConnections::EndAbandoned), SOURCE's read by
+// the read path's own bounds. If SOURCE fails, the peer is waited for
+// as if there were no hedge.
+bool PeerClient::Race(PeerLink& l, const std::shared_ptr<PeerRequest>& p, char* dest, Hedge* hedge,
+                      ssize_t* result) {
+  const auto race_at = std::min(p->deadline, Clock::now() + hedge_after(l.index));
+  {
+    MutexLock lock(p->mu);
+    if (p->cv.WaitUntil(p->mu, race_at, [&] { return p->phase != PeerRequest::kWaiting; }))
+      return false;  // it answers (or its bytes are on their way): no race
   }
-  // The body: the path, then the bytes; sealed in place on the progress
-  // thread, which numbers the connection's messages. The reference's path
-  // views the body's.
-  auto body = std::make_shared<BufferPool::Buffer>(buffers_->Take(bytes));
-  std::memcpy(body->get(), whole.path.data(), whole.path.size());
-  std::memcpy(body->get() + whole.path.size(), data, length);
-  whole.path = std::string_view(body->get(), whole.path.size());
-  bool posted = transport()->Post([this, peer, whole, body, bytes] {
-    PeerLink& l = connections_.link(peer);
-    LinkProgress& c = l.progress;
-    WireHeader h;
-    if (l.status.state.load() != LinkState::kUp) {
-      l.counters.offers_dropped++;
-      OfferDone(std::move(*body), bytes);
-      return;
-    }
-    size_t n = EncodeOffer(WireIds{0, c.crypto->session, c.crypto->next_seq++}, whole, &h);
-    if (!SealWire(c.crypto->keys.send, &h, n, body->get(), bytes, nullptr)) {
-      OfferDone(std::move(*body), bytes);
-      return;
-    }
-    l.counters.offered++;
-    // Eager up to kEagerOffer: the bytes go with the header, with no
-    // rendezvous round trips and the wake-ups they cost both sides.
-    // With a reply endpoint, as every message: an offer may be the first
-    // on a new connection, and the server answers nothing but keeps the
-    // session for the requests that follow.
-    const uint32_t flags =
-        PeerTransport::kReply | (bytes <= kEagerOffer ? PeerTransport::kEager : 0);
-    transport()->Send(c.ep, h, n, body->get(), bytes, flags,
-                      [this, body, bytes](bool) { OfferDone(std::move(*body), bytes); });
-  });
-  if (!posted) OfferDone(std::move(*body), bytes);
-  return posted;
+  if (Clock::now() >= p->deadline) return false;
+  l.counters.hedges++;
+  const ssize_t got = hedge->read(dest);
+  if (got < 0) return false;
+  bool peer_first = false;
+  {
+    MutexLock lock(p->mu);
+    peer_first = p->phase != PeerRequest::kWaiting;
+    p->abandoned = true;
+  }
+  (peer_first ? l.counters.hedges_lost : l.counters.hedges_won)++;
+  l.counters.hedge_bytes += static_cast<uint64_t>(got);
+  hedge->used = true;
+  *result = got;
+  return true;
 }
 
-void PeerClient::OfferDone(BufferPool::Buffer body, uint64_t bytes) {
-  buffers_->Give(std::move(body));
-  offers_.Give(bytes);
+std::chrono::microseconds PeerClient::hedge_after(size_t peer) const {
+  return connections_.link(peer).hedge_time.after();
+}
+
+void PeerClient::Want(size_t peer) {
+  if (peer < connections_.size()) {
+    connections_.link(peer).status.wanted_at.store(Clock::now().time_since_epoch().count(),
+                                                   std::memory_order_relaxed);
+  }
+}
+
+bool PeerClient::Offer(size_t peer, const ChunkRef& ref, const char* data) {
+  return offers_.Offer(peer, ref, data);
 }
 
 void PeerClient::VisitCounters(CounterVisitor& v) const {
@@ -292,83 +284,55 @@ void PeerClient::VisitCounters(CounterVisitor& v) const {
             {"Times UCX failed on the asking side and was started again."});
   v.Gauge("open_connections", static_cast<double>(connections_.open()),
           {"Connections to peers open or being opened (bounded by an option of the mount)."});
-  v.Counter("stray", stray_, {"Answers from peers that matched no connection: dropped."});
+  v.Counter("stray", answers_.stray(), {"Answers from peers that matched no connection: dropped."});
   v.Histogram("fetch_latency", latency_, {"Time to fetch a chunk from a peer."});
   // Per peer, latency as a sum (mean = latency_us / fetched_chunks): the
   // Prometheus writer keeps one histogram per name, not one per list item.
   v.BeginList("remote", "peer");
   for (size_t i = 0; i < peers; ++i) {
     const PeerLink& l = connections_.link(i);
-    const PeerLinkCounters& c = l.counters;
     v.BeginItem({{"name", l.address.name}});
-    v.Flag("up", l.status.state.load() == LinkState::kUp,
-           {"1 if this node is connected to the peer."});
-    v.Flag("dead", l.status.dead.load(), {"1 if the peer is taken for gone."});
-    v.Counter("fetched_chunks", c.fetched_chunks, {"Chunks fetched from the peer."});
-    v.Counter("fetched_bytes", c.fetched_bytes, {"Bytes fetched from the peer.", Unit::kBytes});
-    v.Counter("latency_us", c.latency_us,
-              {"Time spent fetching chunks from the peer, summed over the chunks fetched.",
-               Unit::kMicroseconds});
-    v.Counter("timeouts", c.timeouts, {"Fetches the peer did not answer in time."});
-    v.Counter("ups", c.ups, {"Times the connection to the peer came up."});
-    v.Counter("resumed", c.resumed,
-              {"Times it came up by resuming an earlier session (no MUNGE credential)."});
-    v.Counter("resume_refused", c.resume_refused,
-              {"Resumptions the peer refused (it restarted, or the ticket expired): a full "
-               "handshake followed."});
-    v.Counter("downs", c.downs, {"Times the connection to the peer went down."});
-    v.Counter("connect_failures", c.connect_failures,
-              {"Attempts to connect to the peer that failed."});
-    v.Counter("refused", c.refused, {"Handshakes with the peer that failed authentication."});
-    v.Counter("garbage", c.garbage,
-              {"Undecodable or unexpected answers from the peer (connection cut)."});
-    v.Counter("forged", c.forged,
-              {"Answers from the peer that did not authenticate (connection cut)."});
-    v.Counter("replayed", c.replayed,
-              {"Answers from the peer with a sequence number seen before (connection cut)."});
-    v.Counter("errors", c.errors, {"Error answers from the peer."});
-    v.Counter("busy", c.busy, {"Fetches the peer was too busy to answer."});
-    v.Counter("skipped", c.skipped,
-              {"Fetches not tried because the peer was not up, or slow to answer."});
-    v.Counter("late", c.late, {"Answers that came after their fetch had given up."});
-    v.Counter("stalls", c.stalls,
-              {"Times the peer answered nothing, not even a ping, while fetches waited: they "
-               "were read from SOURCE here."});
-    v.Counter("closed_idle", c.closed_idle, {"Connections to the peer closed for being unused."});
-    v.Counter("connect_us", c.connect_us,
-              {"Time spent connecting to the peer (handshake and transport), summed over the ups.",
-               Unit::kMicroseconds});
-    v.Counter("resets", c.resets,
-              {"Times the peer had forgotten the connection and it was made again."});
-    v.Counter("not_resident", c.not_resident,
-              {"Fetches of chunks the peer did not hold (read from SOURCE here, then offered)."});
-    v.Counter("offered", c.offered, {"Chunks read from SOURCE here and offered to the peer."});
-    v.Counter(
-        "offers_dropped", c.offers_dropped,
-        {"Chunks not offered to the peer: it was not up, or too many offers were in flight."});
-    v.Flag("slow", Clock::now().time_since_epoch().count() < l.status.slow_until.load(),
-           {"1 if reads skip the peer now (it was slow or silent): they read SOURCE."});
-    v.Counter("left", c.left, {"Times the peer said it was leaving the job."});
-    v.Counter("hedges", c.hedges,
-              {"Fetches the peer had not begun to answer in its hedge time: SOURCE was read too."});
-    v.Counter("hedges_won", c.hedges_won,
-              {"Hedged fetches that had SOURCE's bytes before the peer's answer."});
-    v.Counter("hedges_lost", c.hedges_lost,
-              {"Hedged fetches the peer had answered first: SOURCE's bytes were not needed."});
-    v.Counter("hedge_bytes", c.hedge_bytes,
-              {"Bytes hedged fetches read from SOURCE.", Unit::kBytes});
-    v.Gauge("hedge_after_us", static_cast<double>(hedge_after(l.index).count()),
-            {"How long a fetch waits for the peer before SOURCE is read too (the p99 of its "
-             "answers, within bounds).",
-             Unit::kMicroseconds});
-    v.Counter("probes", c.probes,
-              {"Pings and connects made on a short timer while reads wanted the peer."});
-    v.Counter("reconnects_after_silence", c.reconnects_after_silence,
-              {"Connections to the peer dropped and made afresh: it answered nothing while "
-               "reads wanted it."});
+    VisitLinkCounters(l, v);
     v.EndItem();
   }
   v.EndList();
+}
+
+Status PeerClient::Attach(std::unique_ptr<PeerTransport> transport) {
+  Status s = transport->SetHandlers(
+      [this](const PeerTransport::Message& m) { return answers_.OnMessage(m); },
+      [this](PeerEndpoint ep, bool timed_out, const std::string& why) {
+        connections_.OnEndpointError(ep, timed_out, why);
+      });
+  if (!s.ok()) return s;
+  connections_.SetTransport(transport.get());
+  transports_.push_back(std::move(transport));
+  return Status::Ok();
+}
+
+// A new transport in place of one whose UCX failed (an abort
+// contained on its progress thread, which is parked there for good). The
+// failed worker is never called again: its thread may hold UCX's locks of
+// that worker, never ours (no UCX call is made under a lock of ours). A new
+// UCX context and worker share nothing with it but UCX's process-wide
+// state, whose locks the abort path does not hold; if the new worker is
+// not made within the limit all the same, the client stays without
+// peers, as it was (UcxWorker::MakeWithin).
+Status PeerClient::RestartTransport(std::chrono::milliseconds limit) {
+  MutexLock restart(restart_mu_);
+  if (connections_.stopped()) return Status::Error(ESHUTDOWN, "the client has stopped");
+  PeerTransport* failed = transport();
+  if (!failed->wedged()) return Status::Ok();
+  auto made = UcxTransport::MakeWithin(options_.ucx, kPeerAmId, limit);
+  if (!made.ok()) return made.status();
+  failed->Abandon();  // no UCX call, no wait: its thread is parked
+  // Its thread stopped for good and the new one has not started: this
+  // thread alone on the progress thread's state.
+  connections_.ForgetTransport(&stranded_);
+  if (Status s = Attach(std::move(made).value()); !s.ok()) return s;
+  restarts_++;
+  transport()->Start([this] { connections_.Tick(); });
+  return Status::Ok();
 }
 
 }  // namespace tierfs

@@ -39,11 +39,12 @@
 #include "tiering/base/counter_visitor.h"
 #include "tiering/base/latency_histogram.h"
 #include "tiering/base/mutex.h"
-#include "tiering/peers/client/offer_budget.h"
+#include "tiering/peers/client/peer_answers.h"
 #include "tiering/peers/client/peer_client_options.h"
 #include "tiering/peers/client/peer_connections.h"
 #include "tiering/peers/client/peer_dialer.h"
 #include "tiering/peers/client/peer_link.h"
+#include "tiering/peers/client/peer_offers.h"
 #include "tiering/peers/secure/peer_auth.h"
 #include "tiering/peers/transport/buffer_pool.h"
 #include "tiering/peers/transport/peer_transport.h"
@@ -86,7 +87,7 @@ class PeerClient {
   // Connections up or being made, now.
   size_t open_connections() const { return connections_.open(); }
   const PeerLinkCounters& counters(size_t peer) const;
-  uint64_t stray() const { return stray_.load(); }  // messages from no known endpoint
+  uint64_t stray() const { return answers_.stray(); }  // messages from no known endpoint
 
   // Fetches chunk `ref` from peer `peer` into `dest` (ref.length() bytes).
   // Returns ref.length(), or -errno: -EHOSTDOWN (not up: not asked),
@@ -123,7 +124,7 @@ class PeerClient {
   // thread): it asks nobody until RestartTransport. Thread-safe.
   bool transport_failed() const { return transport()->wedged(); }
   // A new UCX context and worker in place of a failed one, made within
-  // `limit` (peer_client_restart.cc): the failed worker and its thread are
+  // `limit`: the failed worker and its thread are
   // left as they are, never called again; the requests waiting on it end
   // (-ECONNRESET: their callers read SOURCE); the connections that were up
   // are made again at once (resumed by their tickets), the others as
@@ -144,15 +145,6 @@ class PeerClient {
   Status Attach(std::unique_ptr<PeerTransport> transport) REQUIRES(restart_mu_);
   PeerTransport* transport() const { return connections_.transport(); }
 
-  // Progress thread (peer_client_answer.cc): a message from a peer.
-  PeerTransport::Receipt OnMessage(const PeerTransport::Message& m);
-  // A kData answer for `p`: copied, or received, into p->sealed.
-  PeerTransport::Receipt OnData(PeerLink& l, const std::shared_ptr<PeerRequest>& p,
-                                const PeerTransport::Message& m, uint64_t seq);
-  // The error answer `m` (authenticated) for `l`.
-  void OnError(PeerLink& l, const PeerMessage& m);
-  // An answer to `p` began to arrive: its latency, for l's hedge time.
-  void Answered(PeerLink& l, const PeerRequest& p);
   // Progress thread: `p` sealed and sent on its link's connection.
   void Send(const std::shared_ptr<PeerRequest>& p);
 
@@ -168,10 +160,6 @@ class PeerClient {
   // hedge time: true if SOURCE's bytes are in `dest` (*result their count).
   bool Race(PeerLink& l, const std::shared_ptr<PeerRequest>& p, char* dest, Hedge* hedge,
             ssize_t* result);
-  // The answer's tag checked, its bytes copied into `dest`.
-  ssize_t Open(PeerLink& l, const std::shared_ptr<PeerRequest>& p, char* dest);
-  // An offer sent or dropped: its buffer back, its budget released.
-  void OfferDone(BufferPool::Buffer body, uint64_t bytes);
 
   const PeerClientOptions options_;
   HandshakeDialer dialer_;
@@ -186,9 +174,9 @@ class PeerClient {
   // Requests a failed transport was receiving into: kept, buffers and all.
   std::vector<std::shared_ptr<PeerRequest>> stranded_ GUARDED_BY(restart_mu_);
   std::atomic<uint64_t> restarts_{0};
-  std::shared_ptr<BufferPool> buffers_;  // answers' buffers, kept for reuse
-  std::atomic<uint64_t> stray_{0};
-  OfferBudget offers_;  // offers being sent, in all
+  std::shared_ptr<BufferPool> buffers_;  // answers' and offers' buffers, kept for reuse
+  PeerAnswers answers_;
+  PeerOffers offers_;
   LatencyHistogram latency_;
 };
 

@@ -15,6 +15,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "tiering/base/counter_visitor.h"
 #include "tiering/base/mutex.h"
 #include "tiering/peers/client/fetch_slots.h"
 #include "tiering/peers/client/hedge_time.h"
@@ -159,5 +160,9 @@ struct PeerLink {
   FetchSlots slots;
   LinkProgress progress;  // progress thread only
 };
+
+// `l`'s state and counters, as an item of the stats' list of peers
+// (between its BeginItem and EndItem). Any thread.
+void VisitLinkCounters(const PeerLink& l, CounterVisitor& v);
 
 }  // namespace tierfs

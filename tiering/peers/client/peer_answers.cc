@@ -1,17 +1,13 @@
-// PeerClient: the answers of its peers, on the progress thread (data,
-// errors, pongs), and their opening on the caller's thread; the asking is
-// peer_client.cc's.
+#include "tiering/peers/client/peer_answers.h"
+
 #include <cerrno>
 #include <cstring>
 
 #include "tiering/base/log.h"
-#include "tiering/peers/client/peer_client.h"
 
 namespace tierfs {
 
-// On the caller's thread: the answer's tag checked, then its bytes copied
-// into `dest` and its sequence number recorded. A failure cuts the peer off.
-ssize_t PeerClient::Open(PeerLink& l, const std::shared_ptr<PeerRequest>& p, char* dest) {
+ssize_t PeerAnswers::Open(PeerLink& l, const std::shared_ptr<PeerRequest>& p, char* dest) {
   const uint64_t length = p->ref.length();
   bool opened = OpenWire(p->crypto->keys.recv, p->header.data(), p->header_size, p->seq,
                          p->sealed.get(), length, dest);
@@ -28,11 +24,11 @@ ssize_t PeerClient::Open(PeerLink& l, const std::shared_ptr<PeerRequest>& p, cha
   return -EBADMSG;
 }
 
-PeerTransport::Receipt PeerClient::OnMessage(const PeerTransport::Message& in) {
+PeerTransport::Receipt PeerAnswers::OnMessage(const PeerTransport::Message& in) {
   const auto discard = PeerTransport::Discard(in);
   PeerMessage m;
   WireStatus st = DecodeHeader(in.header, in.header_size, in.size, &m);
-  PeerLink* link = st == WireStatus::kOk ? connections_.BySession(m.session) : nullptr;
+  PeerLink* link = st == WireStatus::kOk ? connections_->BySession(m.session) : nullptr;
   if (link == nullptr) {  // garbage, or no connection of ours: nobody to cut off
     stray_++;
     return discard;
@@ -55,8 +51,8 @@ PeerTransport::Receipt PeerClient::OnMessage(const PeerTransport::Message& in) {
     }
     c.pending.erase(p->id);
     l.counters.garbage++;
-    connections_.Down(l, "an answer of the wrong length", /*dead=*/true);
-    connections_.Complete(l, p, -EPROTO);
+    connections_->Down(l, "an answer of the wrong length", /*dead=*/true);
+    connections_->Complete(l, p, -EPROTO);
     return discard;
   }
   // Every other message is a header alone: authenticated here, or ignored.
@@ -69,13 +65,13 @@ PeerTransport::Receipt PeerClient::OnMessage(const PeerTransport::Message& in) {
     l.counters.replayed++;
     return discard;
   }
-  connections_.Heard(l);
+  connections_->Heard(l);
   if (m.type == MsgType::kLeaving) {
-    connections_.Leaving(l);
+    connections_->Leaving(l);
     return PeerTransport::Receipt::kDone;
   }
   if (m.type == MsgType::kPong) {
-    if (m.request_id == c.ping_id) connections_.OnPong(l);
+    if (m.request_id == c.ping_id) connections_->OnPong(l);
     return PeerTransport::Receipt::kDone;
   }
   if (m.type == MsgType::kError) {
@@ -84,13 +80,13 @@ PeerTransport::Receipt PeerClient::OnMessage(const PeerTransport::Message& in) {
   }
   l.counters.garbage++;  // its own, and a message a server does not send
   TIERFS_LOG(kWarning, "peer client: cut off {}: a message a server does not send", l.address.name);
-  connections_.Down(l, "a message a server does not send", /*dead=*/true);
+  connections_->Down(l, "a message a server does not send", /*dead=*/true);
   return discard;
 }
 
-void PeerClient::OnError(PeerLink& l, const PeerMessage& m) {
+void PeerAnswers::OnError(PeerLink& l, const PeerMessage& m) {
   if (m.error == WireError::kUnknownSession) {
-    connections_.Forgotten(l);
+    connections_->Forgotten(l);
     return;
   }
   auto pit = l.progress.pending.find(m.request_id);
@@ -108,20 +104,20 @@ void PeerClient::OnError(PeerLink& l, const PeerMessage& m) {
     l.counters.errors++;
   if (m.error == WireError::kDenied) {  // down first: the caller then sees it down
     l.progress.pending.erase(p->id);
-    connections_.Down(l, "the peer says we are not authenticated", /*dead=*/true);
+    connections_->Down(l, "the peer says we are not authenticated", /*dead=*/true);
   }
-  connections_.Complete(l, p, WireErrorToErrno(m.error));
+  connections_->Complete(l, p, WireErrorToErrno(m.error));
 }
 
-PeerTransport::Receipt PeerClient::OnData(PeerLink& l, const std::shared_ptr<PeerRequest>& p,
-                                          const PeerTransport::Message& in, uint64_t seq) {
+PeerTransport::Receipt PeerAnswers::OnData(PeerLink& l, const std::shared_ptr<PeerRequest>& p,
+                                           const PeerTransport::Message& in, uint64_t seq) {
   uint64_t length = p->ref.length();
   l.progress.answered = true;
   Answered(l, *p);
   MutexLock lock(p->mu);
   if (p->abandoned) {
     lock.Unlock();
-    connections_.Complete(l, p, -ETIMEDOUT);
+    connections_->Complete(l, p, -ETIMEDOUT);
     return PeerTransport::Discard(in);
   }
   std::memcpy(p->header.data(), in.header, in.header_size);
@@ -131,17 +127,25 @@ PeerTransport::Receipt PeerClient::OnData(PeerLink& l, const std::shared_ptr<Pee
   if (!in.rendezvous) {  // the bytes are here
     if (length > 0) std::memcpy(p->sealed.get(), in.data, length);
     lock.Unlock();
-    connections_.Answering(l);
-    connections_.Complete(l, p, static_cast<ssize_t>(length));
+    connections_->Answering(l);
+    connections_->Complete(l, p, static_cast<ssize_t>(length));
     return PeerTransport::Receipt::kDone;
   }
   p->phase = PeerRequest::kReceiving;
   lock.Unlock();
-  return transport()->Receive(in, p->sealed.get(), length, [this, p, length](bool ok) {
-    PeerLink& l = connections_.link(p->peer);
-    if (ok) connections_.Answering(l);  // it answers: retry soon if it fails later
-    connections_.Complete(l, p, ok ? static_cast<ssize_t>(length) : -ECONNRESET);
-  });
+  return connections_->transport()->Receive(
+      in, p->sealed.get(), length, [this, p, length](bool ok) {
+        PeerLink& l = connections_->link(p->peer);
+        if (ok) connections_->Answering(l);  // it answers: retry soon if it fails later
+        connections_->Complete(l, p, ok ? static_cast<ssize_t>(length) : -ECONNRESET);
+      });
+}
+
+// The latency of an answer, from the request sent to its first byte back
+// (hedge_time.h: the hedge time is its p99 within bounds).
+void PeerAnswers::Answered(PeerLink& l, const PeerRequest& p) {
+  l.hedge_time.Record(std::chrono::duration_cast<std::chrono::microseconds>(
+      std::chrono::steady_clock::now() - p.sent_at));
 }
 
 }  // namespace tierfs
