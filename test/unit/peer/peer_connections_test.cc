@@ -1,8 +1,9 @@
 // PeerConnections driven by hand: a fake transport and dialer, a clock the
 // test moves, the progress thread's calls made on the test's thread. A
 // connect that fails goes down and is retried after its backoff, which
-// doubles; an up link is pinged after a heartbeat of silence and is down
-// and dead after dead_after of it; a link whose waiting fetches go
+// doubles; a peer never up is dead once the grace is over; over
+// max_connections the least recently used idle connection closes; an up link is pinged after a
+// heartbeat of silence and is down and dead after dead_after of it; a link whose waiting fetches go
 // unanswered, even by a ping, ends them; one closed unused after
 // idle_close; an "unknown session" answer connects again at once when
 // fetches wait; a transport timeout is a slow peer, a reset a dead one;
@@ -116,6 +117,62 @@ TEST_CASE("peer connections: a failed connect goes down and is retried after its
   CHECK(h.state() == LinkState::kUp);
   CHECK_FALSE(h.link().status.retrying.load());
   CHECK(h.transport.connected == std::vector<std::string>{"worker-9"});
+}
+
+TEST_CASE("peer connections: a peer never up is dead only once the grace is over", "[peer]") {
+  PeerClientOptions o = Options();
+  o.grace = 1s;
+  Harness h(o);
+  h.connections.Asked(h.link());
+  h.dialer.Fail(0, HandshakeResult::kUnreachable);
+  h.transport.RunPosted();
+  h.Advance(90ms);  // down, its backoff running: not dead
+  CHECK(h.state() == LinkState::kDown);
+  CHECK_FALSE(h.link().status.dead.load());
+  h.Advance(900ms);  // retried, and failed again just before the grace is over
+  for (size_t i = 1; i < h.dialer.dials.size(); ++i)
+    h.dialer.Fail(i, HandshakeResult::kUnreachable);
+  h.transport.RunPosted();
+  CHECK(h.state() == LinkState::kDown);
+  CHECK_FALSE(h.link().status.dead.load());
+  h.Advance(10ms);
+  CHECK(h.link().status.dead.load());
+}
+
+TEST_CASE("peer connections: over max_connections the least recently used idle one closes",
+          "[peer]") {
+  PeerClientOptions o = Options();
+  o.peers = {PeerAddress{"a", "127.0.0.1", 1}, PeerAddress{"b", "127.0.0.1", 2},
+             PeerAddress{"c", "127.0.0.1", 3}};
+  o.max_connections = 2;
+  Harness h(o);
+  PeerLink& a = h.connections.link(0);
+  PeerLink& b = h.connections.link(1);
+  PeerLink& c = h.connections.link(2);
+  h.connections.Asked(a);
+  h.Answer(1);
+  h.connections.Asked(b);
+  h.Answer(2);
+  a.status.last_used.store((h.now + 2s).time_since_epoch().count());  // b is the older
+  h.connections.Asked(c);
+  CHECK(b.status.state.load() == LinkState::kIdle);  // closed by agreement
+  CHECK(h.transport.Count(MsgType::kBye) == 1);
+  CHECK(a.status.state.load() == LinkState::kUp);
+  CHECK(c.status.state.load() == LinkState::kConnecting);
+  CHECK(h.connections.open() == 2);
+
+  // Both open ones busy: none is closed, and c's would-be connect stays idle.
+  h.Answer(3);
+  REQUIRE(c.status.state.load() == LinkState::kUp);
+  for (PeerLink* l : {&a, &c}) {
+    auto p = std::make_shared<PeerRequest>();
+    p->id = 100 + l->index;
+    l->progress.pending[p->id] = p;
+  }
+  h.connections.Asked(b);
+  CHECK(b.status.state.load() == LinkState::kIdle);
+  CHECK(b.status.no_slot.load() == 1);
+  CHECK(h.dialer.dials.size() == 3);
 }
 
 TEST_CASE("peer connections: a handshake that never answers is given up", "[peer]") {

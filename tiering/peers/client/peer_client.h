@@ -94,7 +94,7 @@ class PeerClient {
   // -ETIMEDOUT (no answer by `deadline`: the peer is now slow), -EBUSY (no
   // slot by the deadline, the peer is busy, or slow), -ENOENT/-ESTALE/-EINVAL/-EIO
   // (the peer's answer), -EPROTO (the peer broke the protocol: cut off),
-  // -EBADMSG (the answer does not authenticate: cut off), -ECONNRESET
+  // -EBADMSG (the answer does not authenticate: ignored), -ECONNRESET
   // (connection lost, or the peer forgot the session), -ESHUTDOWN, -EINVAL
   // (a bad ref). An idle peer is connected first, within `deadline`.
   // Returns by `deadline`, or a progress round later (200 ms at most) after
@@ -124,8 +124,8 @@ class PeerClient {
   // thread): it asks nobody until RestartTransport. Thread-safe.
   bool transport_failed() const { return transport()->wedged(); }
   // A new UCX context and worker in place of a failed one, made within
-  // `limit`: the failed worker and its thread are
-  // left as they are, never called again; the requests waiting on it end
+  // `limit`: the failed worker and its thread are left as they are, never
+  // called again; the requests waiting on it end
   // (-ECONNRESET: their callers read SOURCE); the connections that were up
   // are made again at once (resumed by their tickets), the others as
   // before. Thread-safe; an error if stopped or UCX cannot start.
