@@ -3,7 +3,7 @@
 // latencies (from the request sent to the first byte back), within
 // [floor, ceiling]; the ceiling while fewer than 16 are measured.
 // Recomputed every 8 answers. Record is the progress thread's alone;
-// after() may be read by any thread (peer_client_hedge.cc).
+// after() may be read by any thread (PeerClient::Race).
 #pragma once
 
 #include <array>

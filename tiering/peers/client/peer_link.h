@@ -1,21 +1,31 @@
-// The state PeerClient keeps per peer (Link) and per Fetch (Pending);
-// private to peer_client*.cc.
+// The state a PeerClient keeps per peer (PeerLink) and per Fetch
+// (PeerRequest), private to tiering/peers/client. A link's state lives in
+// three threading domains, one type each: LinkStatus (atomics any thread
+// reads, and the Fetches' slots), FetchSlots (its own lock), and
+// LinkProgress (the progress thread's alone: the connection's state
+// machine, PeerConnections, and the requests it carries).
 #pragma once
 
+#include <sys/types.h>
+
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
 
+#include "tiering/base/counter_visitor.h"
 #include "tiering/base/mutex.h"
 #include "tiering/peers/client/fetch_slots.h"
 #include "tiering/peers/client/hedge_time.h"
-#include "tiering/peers/client/peer_client.h"
+#include "tiering/peers/client/peer_client_options.h"
 #include "tiering/peers/client/peer_liveness.h"
 #include "tiering/peers/secure/session_resumption.h"
 #include "tiering/peers/transport/buffer_pool.h"
 #include "tiering/peers/transport/peer_crypto.h"
+#include "tiering/peers/transport/peer_transport.h"
+#include "tiering/peers/transport/wire.h"
 
 namespace tierfs {
 
@@ -34,7 +44,7 @@ struct LinkCrypto {
 };
 
 // One Fetch: shared by its caller and the progress thread.
-struct PeerClient::Pending {
+struct PeerRequest {
   uint64_t id = 0;
   size_t peer = 0;
   std::string path;  // the request's body; ref.path views it
@@ -42,11 +52,11 @@ struct PeerClient::Pending {
   uint32_t timeout_ms = 1;
   uint16_t flags = 0;                  // the request's (kIfResident)
   uint64_t generation = 0;             // of the connection it was sent on (progress thread)
-  UcxWorker* via = nullptr;            // the transport it was posted to (its caller's)
+  PeerTransport* via = nullptr;        // the transport it was posted to (its caller's)
   std::shared_ptr<LinkCrypto> crypto;  // ... and its keys (progress thread)
   BufferPool::Buffer sealed;           // the answer's bytes as they came
   std::shared_ptr<BufferPool> pool;    // where `sealed` goes back
-  ~Pending() {
+  ~PeerRequest() {
     if (pool) pool->Give(std::move(sealed));
   }
   std::chrono::steady_clock::time_point sent_at;  // progress thread
@@ -67,19 +77,12 @@ struct PeerClient::Pending {
   ssize_t result = 0;                     // kDone: the length (sealed holds it), or -errno
 };
 
-struct PeerClient::Link {
-  Link(size_t i, const PeerClientOptions& o)
-      : index(i),
-        address(o.peers[i]),
-        hedge_time(o.hedge_min, o.hedge_max),
-        slots(o.max_in_flight),
-        liveness(o.dead_after),
-        backoff(o.retry_min),
-        slow_backoff(o.retry_min) {}
+enum class LinkState { kDown, kConnecting, kUp, kIdle };
 
-  size_t index = 0;
-  PeerAddress address;
-  std::atomic<int> state{kIdle};
+// What any thread may read of a link (and a Fetch write: last_used,
+// wanted_at, slow_until), atomics all; the progress thread changes the rest.
+struct LinkStatus {
+  std::atomic<LinkState> state{LinkState::kIdle};
   // Not a home: its transport failed, it went silent for dead_after, it
   // refused us, or it never came up within the grace. A slow peer, one
   // whose session was forgotten, or one closed for being idle is not.
@@ -95,17 +98,15 @@ struct PeerClient::Link {
   // Fetch skipped it, or a chunk it homes went elsewhere while it was
   // taken for gone): while wanted, it is probed on a short timer.
   std::atomic<int64_t> wanted_at{0};
-  // How long a Fetch waits for it before SOURCE is read too, learnt from
-  // its answers on the progress thread.
-  HedgeTime hedge_time;
-  PeerLinkCounters counters;
+};
 
-  // Its requests outstanding at once; also where Fetches wait for its
-  // state to change (Signal).
-  FetchSlots slots;
+// The progress thread's alone: the connection (written by PeerConnections)
+// and the requests sent on it (added by PeerClient::Send).
+struct LinkProgress {
+  explicit LinkProgress(const PeerClientOptions& o)
+      : liveness(o.dead_after), backoff(o.retry_min), slow_backoff(o.retry_min) {}
 
-  // Progress thread only.
-  ucp_ep_h ep = nullptr;
+  PeerEndpoint ep = nullptr;
   std::shared_ptr<LinkCrypto> crypto;  // up: the connection's keys
   uint64_t generation = 0;             // one per connection attempt; stale callbacks compare it
   // What the last session left to resume it: offered once, at the next
@@ -128,14 +129,40 @@ struct PeerClient::Link {
   // Slow because it answered nothing, not even a ping (CheckStall): the
   // first message from it that authenticates ends that at once.
   bool stalled = false;
-  // Its connection was dropped for silence (PeerClient::Redial) and it
-  // has not answered since: its failed connects are no death before
+  // Its connection was dropped for silence (PeerConnections::Redial) and
+  // it has not answered since: its failed connects are no death before
   // dead_after, and a new connection's handshake is not an answer.
   bool redialing = false;
   // It said it is leaving the job (kLeaving): down quietly, taken for gone.
   bool left = false;
-  std::chrono::steady_clock::time_point last_attempt;              // the last connect started
-  std::unordered_map<uint64_t, std::shared_ptr<Pending>> pending;  // sent, by request id
+  std::chrono::steady_clock::time_point last_attempt;                  // the last connect started
+  std::unordered_map<uint64_t, std::shared_ptr<PeerRequest>> pending;  // sent, by request id
 };
+
+// One peer of the job, as this node asks it.
+struct PeerLink {
+  PeerLink(size_t i, const PeerClientOptions& o)
+      : index(i),
+        address(o.peers[i]),
+        hedge_time(o.hedge_min, o.hedge_max),
+        slots(o.max_in_flight),
+        progress(o) {}
+
+  const size_t index;
+  const PeerAddress address;
+  LinkStatus status;  // any thread
+  // How long a Fetch waits for it before SOURCE is read too, learnt from
+  // its answers on the progress thread; read by any thread.
+  HedgeTime hedge_time;
+  PeerLinkCounters counters;  // any thread
+  // Its requests outstanding at once; also where Fetches wait for its
+  // state to change (PeerConnections::Signal).
+  FetchSlots slots;
+  LinkProgress progress;  // progress thread only
+};
+
+// `l`'s state and counters, as an item of the stats' list of peers
+// (between its BeginItem and EndItem). Any thread.
+void VisitLinkCounters(const PeerLink& l, CounterVisitor& v);
 
 }  // namespace tierfs

@@ -35,21 +35,14 @@
 
 #include "tiering/base/mutex.h"
 #include "tiering/base/status.h"
+#include "tiering/peers/transport/ucx_options.h"
 #include "tiering/peers/transport/wire.h"
 
 namespace tierfs {
 
 class UcxWorker {
  public:
-  struct Options {
-    std::string tls;             // UCX_TLS ("" = UCX's default, or the environment's)
-    std::string tcp_port_range;  // UCX_TCP_PORT_RANGE, the TCP transport's ports ("" = any)
-    std::string net_devices;     // UCX_NET_DEVICES ("" = UCX's default, or the environment's)
-    std::chrono::milliseconds tick{20};
-    // An abort inside UCX on the progress thread wedges this worker instead
-    // of ending the process (ucx_abort.h). The daemon's workers set it.
-    bool contain_aborts = false;
-  };
+  using Options = UcxOptions;
   // Runs on the progress thread. The return value is the handler's answer
   // to UCX: UCS_OK, or an error status to drop a rendezvous body unread.
   using AmHandler = std::function<ucs_status_t(const void* header, size_t header_size, void* data,
