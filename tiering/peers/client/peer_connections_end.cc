@@ -78,7 +78,6 @@ void PeerConnections::Down(PeerLink& l, const std::string& why, bool dead) {
 // case its node mounts again within the job.
 void PeerConnections::Leaving(PeerLink& l) {
   LinkProgress& c = l.progress;
-  l.counters.left++;
   Forget(l, LinkState::kDown, -ECONNRESET);
   c.left = true;
   l.status.dead = true;
@@ -86,6 +85,8 @@ void PeerConnections::Leaving(PeerLink& l) {
   l.status.retrying = true;
   c.backoff = options_.retry_max;
   c.retry_at = now_() + options_.retry_max;
+  // Counted last: whoever sees it counted sees the link down and dead.
+  l.counters.left++;
   TIERFS_LOG(kDebug, "peer {} is leaving the job", l.address.name);
 }
 
