@@ -63,6 +63,7 @@ void Message(std::string_view in) {
     case MsgType::kPing:
     case MsgType::kPong:
     case MsgType::kBye:
+    case MsgType::kLeaving:
       n = EncodeBare(m.type, ids, &again);
       break;
   }
