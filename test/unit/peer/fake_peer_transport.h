@@ -1,8 +1,8 @@
 // A PeerTransport and a PeerDialer that a test drives by hand, for
-// PeerConnections' tests: nothing runs on a thread of its own. What is
-// posted runs when the test calls RunPosted; dials wait until the test
-// answers them; sends are recorded (their header decoded) and complete at
-// once; endpoints are numbers.
+// PeerConnections' and PeerConnection's tests: nothing runs on a thread of
+// its own. What is posted runs when the test calls RunPosted; dials wait
+// until the test answers them; sends are recorded (their header decoded)
+// and complete at once; endpoints are numbers.
 #pragma once
 
 #include <cstdint>
@@ -54,7 +54,10 @@ class FakePeerTransport final : public PeerTransport {
     if (refuse_connect) return Status::Error(ECONNREFUSED, "refused by the test");
     return reinterpret_cast<PeerEndpoint>(next_endpoint_++);
   }
-  void Close(PeerEndpoint endpoint) override { closed.push_back(endpoint); }
+  void Close(PeerEndpoint endpoint) override {
+    closed.push_back(endpoint);
+    if (on_close) on_close(endpoint);
+  }
   void Send(PeerEndpoint endpoint, const WireHeader& header, size_t header_size, const void*,
             size_t size, uint32_t flags, Completion done) override {
     PeerMessage m;
@@ -93,6 +96,7 @@ class FakePeerTransport final : public PeerTransport {
 
   std::vector<std::string> connected;  // the addresses Connect was asked for
   std::vector<PeerEndpoint> closed;
+  std::function<void(PeerEndpoint)> on_close;  // called by each Close, if set
   std::vector<Sent> sent;
   bool refuse_connect = false;
 
