@@ -2,7 +2,6 @@
 
 #include "tiering/base/log.h"
 #include "tiering/peers/server/peer_server_internal.h"
-#include "tiering/peers/transport/ucx_transport.h"
 
 namespace tierfs {
 namespace {
@@ -28,30 +27,6 @@ struct PeerServer::Forgotten {
   std::shared_ptr<SessionCrypto> crypto;
   ReplayWindow window;
 };
-
-Result<std::unique_ptr<PeerServer>> PeerServer::Make(PeerAuth* auth, ChunkProvider* provider,
-                                                     PeerServerOptions options) {
-  auto made = UcxTransport::Make(options.ucx, kPeerAmId);
-  if (!made.ok()) return made.status();
-  const UcxOptions ucx = options.ucx;
-  return Make(auth, provider, std::move(options), std::move(made).value(),
-              [ucx](std::chrono::milliseconds limit) {
-                return UcxTransport::MakeWithin(ucx, kPeerAmId, limit);
-              });
-}
-
-Result<std::unique_ptr<PeerServer>> PeerServer::Make(PeerAuth* auth, ChunkProvider* provider,
-                                                     PeerServerOptions options,
-                                                     std::unique_ptr<PeerTransport> transport,
-                                                     TransportMaker remake) {
-  std::unique_ptr<PeerServer> server(
-      new PeerServer(auth, provider, std::move(options), transport->Address(), std::move(remake)));
-  {
-    MutexLock restart(server->restart_mu_);
-    if (Status s = server->Attach(std::move(transport)); !s.ok()) return s;
-  }
-  return server;
-}
 
 PeerServer::PeerServer(PeerAuth* auth, ChunkProvider* provider, PeerServerOptions options,
                        std::string worker_address, TransportMaker remake)
