@@ -41,6 +41,7 @@ struct Harness {
     connections.Start();
   }
 
+  PeerConnection& connection() { return connections.connection(0); }
   PeerLink& link() { return connections.link(0); }
   LinkState state() { return link().status.state.load(); }
   // The clock moves by `d` in ticks of 10 ms (the progress thread's
@@ -55,7 +56,7 @@ struct Harness {
   }
   // A Fetch asks for the idle link; its handshake succeeds: up.
   void Up(uint64_t session = 7) {
-    connections.Asked(link());
+    connections.Asked(connection());
     REQUIRE(state() == LinkState::kConnecting);
     Answer(session);
     REQUIRE(state() == LinkState::kUp);
@@ -89,7 +90,7 @@ struct Harness {
 TEST_CASE("peer connections: a failed connect goes down and is retried after its backoff",
           "[peer]") {
   Harness h;
-  h.connections.Asked(h.link());
+  h.connections.Asked(h.connection());
   REQUIRE(h.dialer.dials.size() == 1);
   CHECK(h.dialer.dials[0].request.tcp_limit == h.options.connect_timeout);  // a first connect
   h.dialer.Fail(0, HandshakeResult::kUnreachable);
@@ -123,7 +124,7 @@ TEST_CASE("peer connections: a peer never up is dead only once the grace is over
   PeerClientOptions o = Options();
   o.grace = 1s;
   Harness h(o);
-  h.connections.Asked(h.link());
+  h.connections.Asked(h.connection());
   h.dialer.Fail(0, HandshakeResult::kUnreachable);
   h.transport.RunPosted();
   h.Advance(90ms);  // down, its backoff running: not dead
@@ -149,12 +150,12 @@ TEST_CASE("peer connections: over max_connections the least recently used idle o
   PeerLink& a = h.connections.link(0);
   PeerLink& b = h.connections.link(1);
   PeerLink& c = h.connections.link(2);
-  h.connections.Asked(a);
+  h.connections.Asked(h.connections.connection(0));
   h.Answer(1);
-  h.connections.Asked(b);
+  h.connections.Asked(h.connections.connection(1));
   h.Answer(2);
   a.status.last_used.store((h.now + 2s).time_since_epoch().count());  // b is the older
-  h.connections.Asked(c);
+  h.connections.Asked(h.connections.connection(2));
   CHECK(b.status.state.load() == LinkState::kIdle);  // closed by agreement
   CHECK(h.transport.Count(MsgType::kBye) == 1);
   CHECK(a.status.state.load() == LinkState::kUp);
@@ -169,7 +170,7 @@ TEST_CASE("peer connections: over max_connections the least recently used idle o
     p->id = 100 + l->index;
     l->progress.pending[p->id] = p;
   }
-  h.connections.Asked(b);
+  h.connections.Asked(h.connections.connection(1));
   CHECK(b.status.state.load() == LinkState::kIdle);
   CHECK(b.status.no_slot.load() == 1);
   CHECK(h.dialer.dials.size() == 3);
@@ -177,7 +178,7 @@ TEST_CASE("peer connections: over max_connections the least recently used idle o
 
 TEST_CASE("peer connections: a handshake that never answers is given up", "[peer]") {
   Harness h;
-  h.connections.Asked(h.link());
+  h.connections.Asked(h.connection());
   // Its deadline is twice connect_timeout, and half a second more for its result.
   h.Advance(2 * h.options.connect_timeout + 500ms);
   CHECK(h.state() == LinkState::kConnecting);
@@ -199,8 +200,8 @@ TEST_CASE("peer connections: an up link is pinged after a heartbeat of silence",
   CHECK(h.transport.Count(MsgType::kPing) == 2);
   // Its answer: heard, a round trip measured; the next ping a heartbeat on.
   h.Advance(200ms);
-  h.connections.Heard(h.link());
-  h.connections.OnPong(h.link());
+  h.connection().Heard();
+  h.connection().OnPong();
   CHECK(h.link().progress.liveness.srtt() == 200ms);
   h.Advance(990ms);
   CHECK(h.transport.Count(MsgType::kPing) == 2);
@@ -253,7 +254,7 @@ TEST_CASE("peer connections: waiting fetches of a peer that answers nothing end"
   CHECK(h.state() == LinkState::kUp);  // slow, not down
   CHECK_FALSE(h.link().status.dead.load());
   // It answers: no longer stalled nor slow.
-  h.connections.Heard(h.link());
+  h.connection().Heard();
   CHECK_FALSE(h.link().progress.stalled);
   CHECK(h.link().status.slow_until.load() == 0);
 }
@@ -265,7 +266,7 @@ TEST_CASE("peer connections: waiting fetches of a peer that answers pings wait",
   auto p = h.Waiting(1);
   h.Advance(130ms);  // the probe
   REQUIRE(h.transport.Count(MsgType::kPing) == 2);
-  h.connections.Heard(h.link());  // its answer: working on it
+  h.connection().Heard();  // its answer: working on it
   h.Advance(900ms);
   CHECK(p->phase == PeerRequest::kWaiting);
   CHECK(h.link().counters.stalls.load() == 0);
@@ -312,7 +313,7 @@ TEST_CASE("peer connections: a link with fetches in flight is not closed as unus
   Harness h(Options(/*dead_after=*/10s, /*idle_close=*/1s));
   h.Up();
   h.Waiting(1);
-  h.connections.Heard(h.link());
+  h.connection().Heard();
   h.Advance(1s);
   CHECK(h.state() == LinkState::kUp);
   CHECK(h.transport.Count(MsgType::kBye) == 0);
@@ -323,7 +324,7 @@ TEST_CASE("peer connections: an unknown session connects again at once if fetche
   h.Up();
   const PeerEndpoint ep = h.link().progress.ep;
   auto p = h.Waiting(1);
-  h.connections.Forgotten(h.link());
+  h.connection().Forgotten();
   CHECK(p->phase == PeerRequest::kDone);
   CHECK(p->result == -ECONNRESET);  // its caller asks again on the new connection
   CHECK(h.transport.Closed(ep));
@@ -335,7 +336,7 @@ TEST_CASE("peer connections: an unknown session connects again at once if fetche
   // Told so with nothing waiting (a keep-alive's answer): idle until asked.
   h.Answer(8);
   REQUIRE(h.state() == LinkState::kUp);
-  h.connections.Forgotten(h.link());
+  h.connection().Forgotten();
   CHECK(h.state() == LinkState::kIdle);
   CHECK(h.dialer.dials.size() == 2);
 }

@@ -49,15 +49,9 @@ void Send(int fd, std::string_view frame) {
 
 // A full handshake of `auth` with the door on `port` ("b"): its ticket.
 ResumeTicket FullHandshake(const PeerAuth& auth, uint16_t port) {
-  const auto deadline = Clock::now() + 5s;
-  Result<int> fd = ConnectTcp("127.0.0.1", port, deadline);
-  REQUIRE(fd.ok());
-  Result<ClientSession> made = RunClientHandshake(*fd, auth, "b", deadline);
-  ::close(*fd);
-  INFO(made.status().message());
-  REQUIRE(made.ok());
-  CHECK_FALSE(made->resumed);
-  return made->ticket;
+  const ClientSession made = DoorHandshake(auth, port);
+  CHECK_FALSE(made.resumed);
+  return made.ticket;
 }
 
 TEST_CASE("peer resumption: a connection closed unused comes back without MUNGE", "[peer]") {

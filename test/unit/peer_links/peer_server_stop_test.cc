@@ -21,19 +21,6 @@ using Clock = std::chrono::steady_clock;
 
 constexpr uint64_t kChunk = 1 << 16;
 
-// The door's handshake as node "a", nothing after it: a session handed out
-// and never used (no endpoint, no message).
-void HandshakeOnly(const PeerAuth& auth, uint16_t port) {
-  auto deadline = Clock::now() + 5s;
-  Result<int> fd = ConnectTcp("127.0.0.1", port, deadline);
-  INFO(fd.status().message());
-  REQUIRE(fd.ok());
-  Result<ClientSession> made = RunClientHandshake(*fd, auth, "b", deadline);
-  ::close(*fd);
-  INFO(made.status().message());
-  REQUIRE(made.ok());
-}
-
 std::chrono::milliseconds StopTime(TestNode& node) {
   auto start = Clock::now();
   node.server().Stop();
@@ -49,7 +36,9 @@ TEST_CASE("peer server: an unused session holds Stop within its limit, and not p
   TestNode b("b", &provider, kChunk, 0, options);
   b.StartServer();
   PeerAuth a(Identity("a"), MungeDaemon::Get()->socket());
-  HandshakeOnly(a, b.port());
+  // The door's handshake as node "a", nothing after it: a session handed
+  // out and never used (no endpoint, no message).
+  DoorHandshake(a, b.port());
   REQUIRE(b.server().door().authenticated == 1);
   SECTION("handed out a moment ago: Stop waits for it, up to its limit") {
     auto took = StopTime(b);

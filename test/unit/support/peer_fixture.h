@@ -25,7 +25,9 @@
 #include "munge_daemon.h"
 #include "tiering/peers/client/peer_client.h"
 #include "tiering/peers/client/rendezvous.h"
+#include "tiering/peers/secure/peer_handshake.h"
 #include "tiering/peers/server/peer_server.h"
+#include "tiering/peers/transport/ucx_options.h"
 
 namespace tierfs::testing {
 
@@ -35,9 +37,9 @@ inline constexpr char kJob[] = "job-42";
 
 // UCX transports for the tests: TCP on loopback unless TIERFS_TEST_UCX_TLS
 // says otherwise.
-inline UcxWorker::Options TestUcx() {
+inline UcxOptions TestUcx() {
   const char* tls = std::getenv("TIERFS_TEST_UCX_TLS");
-  return UcxWorker::Options{tls != nullptr ? tls : "tcp", "", "", std::chrono::milliseconds(20)};
+  return UcxOptions{tls != nullptr ? tls : "tcp", "", "", std::chrono::milliseconds(20)};
 }
 
 // Byte `off` of the file at `path`: what every provider serves for it.
@@ -239,6 +241,21 @@ inline uint16_t FreePort() {
 
 inline PeerIdentity Identity(const std::string& name, const std::string& job = kJob) {
   return PeerIdentity{job, name, ::geteuid(), ::getegid()};
+}
+
+// A full handshake of `auth` with the door on 127.0.0.1:`port`, addressed
+// to `server`, within 5 s: the session the door handed out.
+inline ClientSession DoorHandshake(const PeerAuth& auth, uint16_t port,
+                                   const std::string& server = "b") {
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  Result<int> fd = ConnectTcp("127.0.0.1", port, deadline);
+  INFO(fd.status().message());
+  REQUIRE(fd.ok());
+  Result<ClientSession> made = RunClientHandshake(*fd, auth, server, deadline);
+  ::close(*fd);
+  INFO(made.status().message());
+  REQUIRE(made.ok());
+  return std::move(made).value();
 }
 
 // One node: its server (on loopback) and its client of the others.

@@ -1,7 +1,7 @@
 // What PeerClient's progress thread does next to a peer whose connection
 // is up or down, decided from the link's clocks alone: pure (no transport,
 // no clock of its own), so that the order of the checks is tested
-// directly; PeerConnections::Tick carries the step out (peer_connections.cc).
+// directly; PeerConnection::TickUp and TickDown carry the step out (peer_connection.cc).
 #pragma once
 
 #include <chrono>
@@ -40,7 +40,7 @@ enum class UpStep {
   kRedial,      // stalled, wanted, and silent for its silence bound: made afresh
   kPing,        // nothing heard from it nor sent to it for a heartbeat
   kProbe,       // stalled, skipped and wanted: pinged every `probe`, its answer ends the stall
-  kCheckStall,  // none of these: whether its waiting fetches stalled (PeerConnections::CheckStall)
+  kCheckStall,  // none of these: whether its waiting fetches stalled (PeerConnection::CheckStall)
 };
 
 // The first that applies, in the order above.

@@ -28,12 +28,12 @@ PeerTransport::Receipt PeerAnswers::OnMessage(const PeerTransport::Message& in) 
   const auto discard = PeerTransport::Discard(in);
   PeerMessage m;
   WireStatus st = DecodeHeader(in.header, in.header_size, in.size, &m);
-  PeerLink* link = st == WireStatus::kOk ? connections_->BySession(m.session) : nullptr;
-  if (link == nullptr) {  // garbage, or no connection of ours: nobody to cut off
+  PeerConnection* conn = st == WireStatus::kOk ? connections_->BySession(m.session) : nullptr;
+  if (conn == nullptr) {  // garbage, or no connection of ours: nobody to cut off
     stray_++;
     return discard;
   }
-  PeerLink& l = *link;
+  PeerLink& l = conn->link();
   LinkProgress& c = l.progress;
   if (m.type == MsgType::kData) {
     auto pit = c.pending.find(m.request_id);
@@ -42,7 +42,7 @@ PeerTransport::Receipt PeerAnswers::OnMessage(const PeerTransport::Message& in) 
       l.counters.late++;  // its caller gave up (or a forgery): nothing to act on
       return discard;
     }
-    if (m.length == p->ref.length()) return OnData(l, p, in, m.seq);
+    if (m.length == p->ref.length()) return OnData(*conn, p, in, m.seq);
     // The wrong length: the peer's fault only if the answer is its own.
     if (in.rendezvous || !OpenWire(c.crypto->keys.recv, in.header, in.header_size, m.seq, in.data,
                                    in.size, nullptr)) {
@@ -51,8 +51,8 @@ PeerTransport::Receipt PeerAnswers::OnMessage(const PeerTransport::Message& in) 
     }
     c.pending.erase(p->id);
     l.counters.garbage++;
-    connections_->Down(l, "an answer of the wrong length", /*dead=*/true);
-    connections_->Complete(l, p, -EPROTO);
+    conn->Down("an answer of the wrong length", /*dead=*/true);
+    conn->Complete(p, -EPROTO);
     return discard;
   }
   // Every other message is a header alone: authenticated here, or ignored.
@@ -65,30 +65,31 @@ PeerTransport::Receipt PeerAnswers::OnMessage(const PeerTransport::Message& in) 
     l.counters.replayed++;
     return discard;
   }
-  connections_->Heard(l);
+  conn->Heard();
   if (m.type == MsgType::kLeaving) {
-    connections_->Leaving(l);
+    conn->Leaving();
     return PeerTransport::Receipt::kDone;
   }
   if (m.type == MsgType::kPong) {
-    if (m.request_id == c.ping_id) connections_->OnPong(l);
+    if (m.request_id == c.ping_id) conn->OnPong();
     return PeerTransport::Receipt::kDone;
   }
   if (m.type == MsgType::kError) {
-    OnError(l, m);
+    OnError(*conn, m);
     return PeerTransport::Receipt::kDone;
   }
   l.counters.garbage++;  // its own, and a message a server does not send
   TIERFS_LOG(kWarning, "peer client: cut off {}: a message a server does not send", l.address.name);
-  connections_->Down(l, "a message a server does not send", /*dead=*/true);
+  conn->Down("a message a server does not send", /*dead=*/true);
   return discard;
 }
 
-void PeerAnswers::OnError(PeerLink& l, const PeerMessage& m) {
+void PeerAnswers::OnError(PeerConnection& conn, const PeerMessage& m) {
   if (m.error == WireError::kUnknownSession) {
-    connections_->Forgotten(l);
+    conn.Forgotten();
     return;
   }
+  PeerLink& l = conn.link();
   auto pit = l.progress.pending.find(m.request_id);
   std::shared_ptr<PeerRequest> p = pit == l.progress.pending.end() ? nullptr : pit->second;
   if (p == nullptr || p->phase == PeerRequest::kReceiving) {
@@ -104,20 +105,22 @@ void PeerAnswers::OnError(PeerLink& l, const PeerMessage& m) {
     l.counters.errors++;
   if (m.error == WireError::kDenied) {  // down first: the caller then sees it down
     l.progress.pending.erase(p->id);
-    connections_->Down(l, "the peer says we are not authenticated", /*dead=*/true);
+    conn.Down("the peer says we are not authenticated", /*dead=*/true);
   }
-  connections_->Complete(l, p, WireErrorToErrno(m.error));
+  conn.Complete(p, WireErrorToErrno(m.error));
 }
 
-PeerTransport::Receipt PeerAnswers::OnData(PeerLink& l, const std::shared_ptr<PeerRequest>& p,
+PeerTransport::Receipt PeerAnswers::OnData(PeerConnection& conn,
+                                           const std::shared_ptr<PeerRequest>& p,
                                            const PeerTransport::Message& in, uint64_t seq) {
+  PeerLink& l = conn.link();
   uint64_t length = p->ref.length();
   l.progress.answered = true;
   Answered(l, *p);
   MutexLock lock(p->mu);
   if (p->abandoned) {
     lock.Unlock();
-    connections_->Complete(l, p, -ETIMEDOUT);
+    conn.Complete(p, -ETIMEDOUT);
     return PeerTransport::Discard(in);
   }
   std::memcpy(p->header.data(), in.header, in.header_size);
@@ -127,17 +130,17 @@ PeerTransport::Receipt PeerAnswers::OnData(PeerLink& l, const std::shared_ptr<Pe
   if (!in.rendezvous) {  // the bytes are here
     if (length > 0) std::memcpy(p->sealed.get(), in.data, length);
     lock.Unlock();
-    connections_->Answering(l);
-    connections_->Complete(l, p, static_cast<ssize_t>(length));
+    conn.Answering();
+    conn.Complete(p, static_cast<ssize_t>(length));
     return PeerTransport::Receipt::kDone;
   }
   p->phase = PeerRequest::kReceiving;
   lock.Unlock();
   return connections_->transport()->Receive(
       in, p->sealed.get(), length, [this, p, length](bool ok) {
-        PeerLink& l = connections_->link(p->peer);
-        if (ok) connections_->Answering(l);  // it answers: retry soon if it fails later
-        connections_->Complete(l, p, ok ? static_cast<ssize_t>(length) : -ECONNRESET);
+        PeerConnection& conn = connections_->connection(p->peer);
+        if (ok) conn.Answering();  // it answers: retry soon if it fails later
+        conn.Complete(p, ok ? static_cast<ssize_t>(length) : -ECONNRESET);
       });
 }
 

@@ -5,7 +5,7 @@
 // matched to its connection by its session id and authenticated before it
 // counts (a forged or replayed one is counted and ignored: both ids travel
 // in clear); one that authenticates and breaks the protocol cuts the peer
-// off. What the connection does about it is PeerConnections'.
+// off. What the connection does about it is PeerConnection's.
 #pragma once
 
 #include <sys/types.h>
@@ -39,10 +39,10 @@ class PeerAnswers {
 
  private:
   // A kData answer for `p`: copied, or received, into p->sealed.
-  PeerTransport::Receipt OnData(PeerLink& l, const std::shared_ptr<PeerRequest>& p,
+  PeerTransport::Receipt OnData(PeerConnection& conn, const std::shared_ptr<PeerRequest>& p,
                                 const PeerTransport::Message& m, uint64_t seq);
-  // The error answer `m` (authenticated) for `l`.
-  void OnError(PeerLink& l, const PeerMessage& m);
+  // The error answer `m` (authenticated) for `conn`.
+  void OnError(PeerConnection& conn, const PeerMessage& m);
   // An answer to `p` began to arrive: its latency, for l's hedge time.
   void Answered(PeerLink& l, const PeerRequest& p);
 

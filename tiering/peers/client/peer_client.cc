@@ -147,7 +147,8 @@ bool PeerClient::AwaitUp(PeerLink& l, Deadline deadline) {
     return false;
   }
   const uint64_t refused = l.status.no_slot.load();
-  if (state == LinkState::kIdle && !transport()->Post([this, &l] { connections_.Asked(l); })) {
+  if (state == LinkState::kIdle &&
+      !transport()->Post([this, &l] { connections_.Asked(connections_.connection(l.index)); })) {
     return false;  // stopping, or the transport failed: SOURCE now
   }
   // An attempt ends up or down, or idle when no connection could be
@@ -180,9 +181,9 @@ ssize_t PeerClient::Wait(PeerLink& l, const std::shared_ptr<PeerRequest>& p, Dea
   // written to the caller's memory. The caller waits a moment (one
   // progress round; at most kSettle) for the peer to be marked slow.
   transport()->Post([this, p] {
-    PeerLink& l = connections_.link(p->peer);
-    connections_.TimedOut(l, p->generation);
-    if (p->phase != PeerRequest::kReceiving) connections_.Complete(l, p, -ETIMEDOUT);
+    PeerConnection& conn = connections_.connection(p->peer);
+    conn.TimedOut(p->generation);
+    if (p->phase != PeerRequest::kReceiving) conn.Complete(p, -ETIMEDOUT);
     {
       MutexLock lock(p->mu);
       p->settled = true;
@@ -195,10 +196,11 @@ ssize_t PeerClient::Wait(PeerLink& l, const std::shared_ptr<PeerRequest>& p, Dea
 }
 
 void PeerClient::Send(const std::shared_ptr<PeerRequest>& p) {
-  PeerLink& l = connections_.link(p->peer);
+  PeerConnection& conn = connections_.connection(p->peer);
+  PeerLink& l = conn.link();
   LinkProgress& c = l.progress;
   if (l.status.state.load() != LinkState::kUp) {
-    connections_.Complete(l, p, -EHOSTDOWN);
+    conn.Complete(p, -EHOSTDOWN);
     return;
   }
   p->generation = c.generation;
@@ -207,14 +209,14 @@ void PeerClient::Send(const std::shared_ptr<PeerRequest>& p) {
   size_t n = EncodeRequest(WireIds{p->id, c.crypto->session, c.crypto->next_seq++}, p->ref,
                            p->timeout_ms, &h, p->flags);
   if (!SealWire(c.crypto->keys.send, &h, n, p->path.data(), p->path.size(), nullptr)) {
-    connections_.Complete(l, p, -EIO);
+    conn.Complete(p, -EIO);
     return;
   }
   p->sent_at = Clock::now();
   c.pending[p->id] = p;
   transport()->Send(c.ep, h, n, p->path.data(), p->path.size(), PeerTransport::kReply,
                     [this, p](bool ok) {
-                      if (!ok) connections_.Complete(connections_.link(p->peer), p, -ECONNRESET);
+                      if (!ok) connections_.connection(p->peer).Complete(p, -ECONNRESET);
                     });
 }
 
@@ -223,7 +225,7 @@ void PeerClient::Send(const std::shared_ptr<PeerRequest>& p) {
 // while the request stays with the progress thread. Whatever the peer
 // sends then lands in the request's own buffer and is dropped with it
 // (never in `dest`, which only this thread writes). Both racers are
-// bounded: the request by its deadline (PeerConnections::EndAbandoned), SOURCE's read by
+// bounded: the request by its deadline (PeerConnection::EndAbandoned), SOURCE's read by
 // the read path's own bounds. If SOURCE fails, the peer is waited for
 // as if there were no hedge.
 bool PeerClient::Race(PeerLink& l, const std::shared_ptr<PeerRequest>& p, char* dest, Hedge* hedge,

@@ -1,12 +1,12 @@
 // PeerClient: asks the job's other nodes for chunks.
 //
-// One connection per peer (PeerConnections, peer_connections.h: its
-// lifecycle, heartbeats, stalls and redials on the progress thread),
-// opened on first need by the TCP handshake (PeerDialer: the server speaks
-// first, both sides prove who they are with MUNGE, keys are derived for
-// this connection) and then carried by a PeerTransport (UCX) to the worker
-// address the server gave. Its first message is a kPing, so the server
-// holds the session from then on.
+// One connection per peer (PeerConnection, peer_connection.h: its
+// lifecycle, heartbeats, stalls and redials on the progress thread; their
+// table is PeerConnections), opened on first need by the TCP handshake
+// (PeerDialer: the server speaks first, both sides prove who they are with
+// MUNGE, keys are derived for this connection) and then carried by a
+// PeerTransport (UCX) to the worker address the server gave. Its first
+// message is a kPing, so the server holds the session from then on.
 //
 // A peer is dead (JobPeers homes its chunks elsewhere) when it is silent
 // for dead_after, its transport fails, or it breaks the protocol; slow

@@ -1,5 +1,3 @@
-// PeerConnections: the ticks, and a connection's way up (the handshake on
-// the dialer, the endpoint here); its way down is peer_connections_end.cc's.
 #include "tiering/peers/client/peer_connections.h"
 
 #include <algorithm>
@@ -13,17 +11,18 @@ using std::chrono::milliseconds;
 
 PeerConnections::PeerConnections(const PeerClientOptions& options, PeerDialer* dialer, Now now)
     : options_(options), dialer_(dialer), now_(std::move(now)) {
+  ConnectionTable* const table = this;  // what each connection may ask of this table
   for (size_t i = 0; i < options_.peers.size(); ++i) {
-    links_.push_back(std::make_unique<PeerLink>(i, options_));
+    connections_.push_back(std::make_unique<PeerConnection>(i, options_, table));
   }
 }
 
 void PeerConnections::Start() {
   started_at_ = now_();
   if (options_.connect_at_start) {
-    for (auto& l : links_) {
-      l->status.state = LinkState::kDown;  // the first Tick connects it
-      l->progress.retry_at = started_at_;
+    for (auto& c : connections_) {
+      c->link().status.state = LinkState::kDown;  // the first Tick connects it
+      c->link().progress.retry_at = started_at_;
     }
   }
 }
@@ -33,21 +32,22 @@ void PeerConnections::Tick() {
   if (now < next_tick_ || stopped_.load()) return;
   next_tick_ = now + milliseconds(10);
   const bool grace_over = now - started_at_ >= options_.grace;
-  for (auto& lp : links_) {
-    PeerLink& l = *lp;
+  for (auto& cp : connections_) {
+    PeerConnection& c = *cp;
+    const PeerLink& l = c.link();
     switch (l.status.state.load()) {
       case LinkState::kConnecting:
         // The handshake's own deadline has passed and its result is lost.
         if (now > l.progress.deadline + milliseconds(500)) {
-          Down(l, "no handshake in time",
-               (grace_over || l.progress.ever_up) && !SilentButNotDead(l, now));
+          c.Down("no handshake in time",
+                 (grace_over || l.progress.ever_up) && !c.SilentButNotDead(now));
         }
         break;
       case LinkState::kDown:
-        TickDown(l, now, grace_over);
+        c.TickDown(now, grace_over);
         break;
       case LinkState::kUp:
-        TickUp(l, now);
+        c.TickUp(now);
         break;
       case LinkState::kIdle:
         break;
@@ -55,125 +55,32 @@ void PeerConnections::Tick() {
   }
 }
 
-void PeerConnections::TickDown(PeerLink& l, Clock::time_point now, bool grace_over) {
-  LinkProgress& c = l.progress;
-  const DownStep step =
-      NextDownStep(DownClocks(l, now), options_.dead_after, options_.probe, grace_over, now);
-  if (step.death == DownStep::kSilent) {
-    l.status.dead = true;
-    c.redialing = false;  // its next connection is heard when made
-    l.counters.downs++;
-    TIERFS_LOG(kWarning,
-               "peer {} is down (its chunks are kept by others meanwhile): silent for {} ms",
-               l.address.name, Ms(now - c.last_heard));
-  } else if (step.death == DownStep::kNeverUp) {
-    l.status.dead = true;
-    TIERFS_LOG(kWarning, "peer {} has not come up in {} s: its chunks are kept by others",
-               l.address.name, Ms(options_.grace) / 1000);
-  }
-  if (step.dial == DownStep::kProbe) l.counters.probes++;
-  if (step.dial != DownStep::kWait) Connect(l);
-}
-
-void PeerConnections::TickUp(PeerLink& l, Clock::time_point now) {
-  LinkProgress& c = l.progress;
-  // A ping when nothing came for a heartbeat: a quarter of dead_after, at most 1 s.
-  const auto heartbeat = Heartbeat(options_.dead_after);
-  const UpLinkTimers timers{options_.idle_close, options_.dead_after, options_.probe, heartbeat};
-  const UpStep step = NextUpStep(UpClocks(l, now), timers, now);
-  switch (step) {
-    case UpStep::kClose:
-      Close(l);
-      break;
-    case UpStep::kDown:
-      Down(l, "silent for " + std::to_string(Ms(now - c.last_heard)) + " ms", /*dead=*/true);
-      break;
-    case UpStep::kRedial:
-      Redial(l, now);  // down: made afresh at the next tick
-      return;
-    case UpStep::kPing:
-      Ping(l);
-      break;
-    case UpStep::kProbe:  // its first answer ends the stall
-      l.counters.probes++;
-      Ping(l);
-      break;
-    case UpStep::kCheckStall:
-      CheckStall(l, now);
-      break;
-  }
-  EndAbandoned(l, now);
-  // Slow, and has not answered a ping since: stays slow.
-  if (auto until = SlowExtended(UpClocks(l, now), heartbeat, now)) {
-    l.status.slow_until.store(until->time_since_epoch().count());
-  }
-}
-
-DownLinkClocks PeerConnections::DownClocks(const PeerLink& l, Clock::time_point now) {
-  const LinkProgress& p = l.progress;
-  DownLinkClocks c;
-  c.dead = l.status.dead.load();
-  c.redialing = p.redialing;
-  c.ever_up = p.ever_up;
-  c.left = p.left;
-  c.wanted = Wanted(l, now);
-  c.last_heard = p.last_heard;
-  c.retry_at = p.retry_at;
-  c.last_attempt = p.last_attempt;
-  return c;
-}
-
-UpLinkClocks PeerConnections::UpClocks(const PeerLink& l, Clock::time_point now) {
-  const auto at = [](int64_t ns) { return Clock::time_point(Clock::duration(ns)); };
-  const LinkProgress& p = l.progress;
-  UpLinkClocks c;
-  c.idle = p.pending.empty();
-  c.last_used = at(l.status.last_used.load());
-  c.last_heard = p.last_heard;
-  c.last_ping = p.last_ping;
-  c.connected_at = p.connected_at;
-  c.slow_until = at(l.status.slow_until.load());
-  c.stalled = p.stalled;
-  c.wanted = Wanted(l, now);
-  c.silence_bound = p.liveness.SilenceBound();
-  return c;
-}
-
-void PeerConnections::Ping(PeerLink& l) {
-  LinkProgress& c = l.progress;
-  WireHeader h;
-  c.ping_id = NextRequestId();
-  size_t n =
-      EncodeBare(MsgType::kPing, WireIds{c.ping_id, c.crypto->session, c.crypto->next_seq++}, &h);
-  c.last_ping = now_();
-  if (!SealWire(c.crypto->keys.send, &h, n, nullptr, 0, nullptr)) return;
-  transport()->Send(c.ep, h, n, nullptr, 0, PeerTransport::kReply, [](bool) {});
-}
-
-void PeerConnections::Asked(PeerLink& l) {
-  const LinkState state = l.status.state.load();
+void PeerConnections::Asked(PeerConnection& c) {
+  const LinkState state = c.link().status.state.load();
   if (state == LinkState::kIdle) {
-    Connect(l);
+    Connect(c);
   } else if (state != LinkState::kConnecting) {
-    Signal(l);
+    c.Signal();
   }
 }
 
-void PeerConnections::Connect(PeerLink& l) {
+void PeerConnections::Connect(PeerConnection& conn) {
+  PeerLink& l = conn.link();
   if (open_.load() >= options_.max_connections) {
-    PeerLink* lru = nullptr;
-    for (auto& o : links_) {
-      if (o->status.state.load() == LinkState::kUp && o->progress.pending.empty() &&
-          (lru == nullptr || o->status.last_used.load() < lru->status.last_used.load())) {
+    PeerConnection* lru = nullptr;
+    for (auto& o : connections_) {
+      const LinkStatus& s = o->link().status;
+      if (s.state.load() == LinkState::kUp && o->link().progress.pending.empty() &&
+          (lru == nullptr || s.last_used.load() < lru->link().status.last_used.load())) {
         lru = o.get();
       }
     }
     if (lru == nullptr) {  // stays idle (not retried unasked); its waiters read SOURCE
       ++l.status.no_slot;
-      Signal(l);
+      conn.Signal();
       return;
     }
-    Close(*lru);
+    lru->Close();
   }
   LinkProgress& c = l.progress;
   l.status.state = LinkState::kConnecting;
@@ -198,13 +105,14 @@ void PeerConnections::Connect(PeerLink& l) {
   const size_t index = l.index;
   const bool queued = dialer_->Dial(std::move(request), [this, index, generation](DialResult r) {
     transport()->Post([this, index, generation, r = std::move(r)]() mutable {
-      OnDialed(*links_[index], generation, std::move(r));
+      OnDialed(*connections_[index], generation, std::move(r));
     });
   });
-  if (!queued) Down(l, "too much to do", false);
+  if (!queued) conn.Down("too much to do", false);
 }
 
-void PeerConnections::OnDialed(PeerLink& l, uint64_t generation, DialResult dialed) {
+void PeerConnections::OnDialed(PeerConnection& conn, uint64_t generation, DialResult dialed) {
+  PeerLink& l = conn.link();
   LinkProgress& c = l.progress;
   if (generation != c.generation || l.status.state.load() != LinkState::kConnecting) return;
   if (stopped_.load()) return;  // shutting down: no new endpoint (Shutdown downs it)
@@ -212,38 +120,39 @@ void PeerConnections::OnDialed(PeerLink& l, uint64_t generation, DialResult dial
   const HandshakeResult r = dialed.result;
   const bool failure_is_death = r != HandshakeResult::kLocal &&
                                 (c.ever_up || now_() - started_at_ >= options_.grace) &&
-                                !SilentButNotDead(l, now_());
+                                !conn.SilentButNotDead(now_());
   if (r != HandshakeResult::kOk) {
     if (r == HandshakeResult::kRefused || r == HandshakeResult::kBadPeer) {
       l.counters.refused++;
       TIERFS_LOG(kWarning, "peer {}: {}", l.address.name, dialed.error);
-      Down(l, dialed.error, /*dead=*/true);
+      conn.Down(dialed.error, /*dead=*/true);
       return;
     }
     if (r == HandshakeResult::kGarbage) l.counters.garbage++;
-    Down(l, dialed.error, failure_is_death);
+    conn.Down(dialed.error, failure_is_death);
     return;
   }
   if (by_session_.count(dialed.session.session) != 0) {
-    Down(l, "a session id already in use", failure_is_death);
+    conn.Down("a session id already in use", failure_is_death);
     return;
   }
   Result<PeerEndpoint> ep = transport()->Connect(dialed.session.worker_address);
   if (!ep.ok()) {
-    Down(l, "cannot reach its worker: " + ep.status().message(), failure_is_death);
+    conn.Down("cannot reach its worker: " + ep.status().message(), failure_is_death);
     return;
   }
-  Up(l, dialed.session, *ep);
+  Up(conn, dialed.session, *ep);
 }
 
-void PeerConnections::Up(PeerLink& l, ClientSession& session, PeerEndpoint ep) {
+void PeerConnections::Up(PeerConnection& conn, ClientSession& session, PeerEndpoint ep) {
+  PeerLink& l = conn.link();
   LinkProgress& c = l.progress;
   c.ep = ep;
-  by_ep_[c.ep] = &l;
+  by_ep_[c.ep] = &conn;
   c.crypto = std::make_shared<LinkCrypto>();
   c.crypto->keys = session.keys;
   c.crypto->session = session.session;
-  by_session_[session.session] = &l;
+  by_session_[session.session] = &conn;
   c.ticket = session.ticket;
   if (session.resumed) l.counters.resumed++;
   if (session.refused) l.counters.resume_refused++;
@@ -259,7 +168,7 @@ void PeerConnections::Up(PeerLink& l, ClientSession& session, PeerEndpoint ep) {
   // does not), so dead_after still counts from its last answer.
   if (!c.redialing) {
     c.last_heard = up_at;
-    EndStall(l);
+    conn.EndStall();
   }
   c.answered = false;
   l.counters.connect_us +=
@@ -271,13 +180,104 @@ void PeerConnections::Up(PeerLink& l, ClientSession& session, PeerEndpoint ep) {
   l.counters.ups++;
   // The session's first message: the server holds it from now on, however
   // long this node then stays quiet.
-  Ping(l);
+  conn.Ping();
   if (c.redialing) {  // made afresh after a silence: its stall was logged
     TIERFS_LOG(kDebug, "peer {} is up again", l.address.name);
   } else {
     TIERFS_LOG(kInfo, "peer {} is up", l.address.name);
   }
-  Signal(l);
+  conn.Signal();
+}
+
+// A reset or refused connection is a dead peer; a transport timeout (its
+// progress starved, the network congested) is a slow one: its chunks
+// stay, and a reconnect that fails too takes it for dead.
+void PeerConnections::OnEndpointError(PeerEndpoint ep, bool timed_out, const std::string& why) {
+  auto it = by_ep_.find(ep);
+  if (it != by_ep_.end()) it->second->Down(why, /*dead=*/!timed_out);
+}
+
+PeerConnection* PeerConnections::BySession(uint64_t session) const {
+  auto it = by_session_.find(session);
+  return it == by_session_.end() ? nullptr : it->second;
+}
+
+void PeerConnections::Shutdown() {
+  LogEnd();
+  for (auto& c : connections_) c->Close();
+  for (auto& c : connections_) c->Down("shutting down", false);
+}
+
+bool PeerConnections::Settled() const {
+  return std::none_of(connections_.begin(), connections_.end(), [](const auto& c) {
+    return c->link().status.state.load() == LinkState::kUp && !c->link().progress.answered;
+  });
+}
+
+void PeerConnections::EndAll(ssize_t error) {
+  for (auto& c : connections_) {
+    auto pending = std::move(c->link().progress.pending);
+    for (auto& [id, p] : pending) c->Complete(p, error);
+  }
+}
+
+void PeerConnections::ForgetTransport(std::vector<std::shared_ptr<PeerRequest>>* stranded) {
+  by_ep_.clear();
+  by_session_.clear();
+  const auto now = now_();
+  for (auto& cp : connections_) {
+    PeerLink& l = cp->link();
+    LinkProgress& c = l.progress;
+    // The failed transport may still hold a request's buffer (a receive it
+    // began): kept, never reused. Each caller hears at once.
+    std::vector<std::shared_ptr<PeerRequest>> ended;
+    for (auto& [id, p] : c.pending) ended.push_back(p);
+    for (auto& p : ended) {
+      if (p->phase == PeerRequest::kReceiving) stranded->push_back(p);
+      cp->Complete(p, -ECONNRESET);
+    }
+    c.pending.clear();
+    c.ep = nullptr;
+    c.crypto.reset();
+    ++c.generation;  // a handshake under way for the failed transport is dropped
+    const LinkState state = l.status.state.load();
+    if (state == LinkState::kUp || state == LinkState::kConnecting) {
+      // Made again at the next tick, resumed by its ticket; reads go to
+      // SOURCE meanwhile rather than wait for it.
+      l.status.state = LinkState::kDown;
+      l.status.retrying = true;
+      c.retry_at = now;
+      c.backoff = options_.retry_min;
+    }
+    cp->Signal();
+  }
+  open_ = 0;
+  next_tick_ = {};
+}
+
+// One line for the whole job at its end, rather than one per peer: at
+// 1,024 nodes a job's end would otherwise log a thousand transport errors
+// on every node.
+void PeerConnections::LogEnd() {
+  size_t up = 0, left = 0, lost = 0, never = 0;
+  for (const auto& c : connections_) {
+    const PeerLink& l = c->link();
+    const LinkState state = l.status.state.load();
+    if (state == LinkState::kUp || state == LinkState::kIdle) {
+      up += l.progress.ever_up;
+      never += !l.progress.ever_up;
+    } else if (l.progress.left) {
+      ++left;
+    } else if (l.progress.ever_up) {
+      ++lost;
+    } else {
+      ++never;
+    }
+  }
+  TIERFS_LOG(kInfo,
+             "peers at the end: {} left the job, {} lost without a word, {} still there, {} never "
+             "reached (of {})",
+             left, lost, up, never, connections_.size());
 }
 
 }  // namespace tierfs

@@ -3,7 +3,7 @@
 // three threading domains, one type each: LinkStatus (atomics any thread
 // reads, and the Fetches' slots), FetchSlots (its own lock), and
 // LinkProgress (the progress thread's alone: the connection's state
-// machine, PeerConnections, and the requests it carries).
+// machine, PeerConnection, and the requests it carries).
 #pragma once
 
 #include <sys/types.h>
@@ -100,8 +100,9 @@ struct LinkStatus {
   std::atomic<int64_t> wanted_at{0};
 };
 
-// The progress thread's alone: the connection (written by PeerConnections)
-// and the requests sent on it (added by PeerClient::Send).
+// The progress thread's alone: the connection (written by PeerConnection,
+// and by its table PeerConnections on the way up) and the requests sent on
+// it (added by PeerClient::Send).
 struct LinkProgress {
   explicit LinkProgress(const PeerClientOptions& o)
       : liveness(o.dead_after), backoff(o.retry_min), slow_backoff(o.retry_min) {}
@@ -129,7 +130,7 @@ struct LinkProgress {
   // Slow because it answered nothing, not even a ping (CheckStall): the
   // first message from it that authenticates ends that at once.
   bool stalled = false;
-  // Its connection was dropped for silence (PeerConnections::Redial) and
+  // Its connection was dropped for silence (PeerConnection::Redial) and
   // it has not answered since: its failed connects are no death before
   // dead_after, and a new connection's handshake is not an answer.
   bool redialing = false;
@@ -156,7 +157,7 @@ struct PeerLink {
   HedgeTime hedge_time;
   PeerLinkCounters counters;  // any thread
   // Its requests outstanding at once; also where Fetches wait for its
-  // state to change (PeerConnections::Signal).
+  // state to change (PeerConnection::Signal).
   FetchSlots slots;
   LinkProgress progress;  // progress thread only
 };

@@ -3,7 +3,7 @@
 // before its connection is made afresh (SilenceBound), learnt from its
 // ping round trips, smoothed as TCP does (RFC 6298). Pure arithmetic: no
 // clock, no transport; PeerClient feeds it on its progress thread, which
-// alone uses it (peer_connections_stall.cc).
+// alone uses it (peer_connection.cc).
 #pragma once
 
 #include <chrono>

@@ -28,24 +28,12 @@ struct PeerServer::Forgotten {
   ReplayWindow window;
 };
 
-Result<std::unique_ptr<PeerServer>> PeerServer::Make(PeerAuth* auth, ChunkProvider* provider,
-                                                     PeerServerOptions options) {
-  auto ucx = UcxWorker::Make(options.ucx);
-  if (!ucx.ok()) return ucx.status();
-  std::unique_ptr<PeerServer> server(
-      new PeerServer(auth, provider, std::move(options), (*ucx)->Address()));
-  {
-    MutexLock restart(server->restart_mu_);
-    if (Status s = server->Attach(std::move(ucx).value()); !s.ok()) return s;
-  }
-  return server;
-}
-
 PeerServer::PeerServer(PeerAuth* auth, ChunkProvider* provider, PeerServerOptions options,
-                       std::string worker_address)
+                       std::string worker_address, TransportMaker remake)
     : auth_(auth),
       provider_(provider),
       options_(std::move(options)),
+      remake_(std::move(remake)),
       pool_(options_.threads, options_.max_in_flight + 8, "peer server"),
       buffers_(kKeptBuffers) {
   PeerDoorOptions door;
@@ -57,7 +45,7 @@ PeerServer::PeerServer(PeerAuth* auth, ChunkProvider* provider, PeerServerOption
   door.handshake_timeout = options_.hello_timeout;
   door.max_sessions = options_.max_connections;
   door.session_ttl = options_.session_ttl;
-  door.serving = [this] { return !ucx()->wedged(); };
+  door.serving = [this] { return !transport()->wedged(); };
   door_ = std::make_unique<PeerDoor>(auth_, door, std::move(worker_address));
 }
 
@@ -65,7 +53,7 @@ PeerServer::~PeerServer() { Stop(); }
 
 Status PeerServer::Start() {
   if (Status s = door_->Start(); !s.ok()) return s;
-  ucx()->Start([this] { Tick(); });
+  transport()->Start([this] { Tick(); });
   if (const uint16_t port = door_->port(); port > 0) {
     TIERFS_LOG(kInfo, "peer server \"{}\" listening on {}:{}", auth_->self().name,
                options_.listen_host, port);
@@ -79,13 +67,13 @@ Status PeerServer::Start() {
 // A peer whose session was handed out lately but has sent nothing yet
 // may be wiring up its endpoint to this worker, and this worker its reply
 // endpoint back: the worker stays until its first message (which comes
-// once the reply endpoint is up), within the limit (UcxWorker::Stop).
+// once the reply endpoint is up), within the limit (PeerTransport::Stop).
 void PeerServer::Stop() {
   MutexLock restart(restart_mu_);
   stopped_ = true;
   door_->Stop();
   const auto since = Clock::now() - kConnectingWindow;
-  ucx()->Stop(
+  transport()->Stop(
       [this] {
         // Its clients drop their links quietly, rather than each finding
         // a transport error; the sends complete before the worker goes.
@@ -103,15 +91,13 @@ void PeerServer::Stop() {
   pool_.Shutdown();
 }
 
-ucs_status_t PeerServer::OnMessage(const void* header, size_t header_size, void* data, size_t size,
-                                   const ucp_am_recv_param_t* param) {
+PeerTransport::Receipt PeerServer::OnMessage(const PeerTransport::Message& in) {
   PeerMessage m;
-  WireStatus st = DecodeHeader(header, header_size, size, &m);
-  if (st == WireStatus::kOk && m.type == MsgType::kOffer)
-    return OnOffer(m, header, header_size, data, size, param);
-  if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) {  // no request has a large body
+  WireStatus st = DecodeHeader(in.header, in.header_size, in.size, &m);
+  if (st == WireStatus::kOk && m.type == MsgType::kOffer) return OnOffer(m, in);
+  if (in.rendezvous) {  // no request has a large body
     counters_.garbage++;
-    return UCS_ERR_REJECTED;
+    return PeerTransport::Receipt::kRefused;
   }
   const bool ours =
       m.type == MsgType::kRequest || m.type == MsgType::kPing || m.type == MsgType::kBye;
@@ -122,17 +108,16 @@ ucs_status_t PeerServer::OnMessage(const void* header, size_t header_size, void*
       TIERFS_LOG(kWarning, "peer server: dropped a message: {}",
                  st != WireStatus::kOk ? WireStatusName(st) : "not a request");
     }
-    return UCS_OK;
+    return PeerTransport::Receipt::kDone;
   }
-  std::string path(size, '\0');
-  ucp_ep_h reply = (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) ? param->reply_ep : nullptr;
+  std::string path(in.size, '\0');
   Connection* c = Open(
-      m, reply,
+      m, in.reply,
       [&](const SessionKeys& keys) {
-        return OpenWire(keys.recv, header, header_size, m.seq, data, size, path.data());
+        return OpenWire(keys.recv, in.header, in.header_size, m.seq, in.data, in.size, path.data());
       },
       "a message");
-  if (c == nullptr) return UCS_OK;
+  if (c == nullptr) return PeerTransport::Receipt::kDone;
   switch (m.type) {
     case MsgType::kRequest:
       OnRequest(*c, m, path);
@@ -146,11 +131,11 @@ ucs_status_t PeerServer::OnMessage(const void* header, size_t header_size, void*
       Drop(c->session, /*remember=*/false);
       break;
   }
-  return UCS_OK;
+  return PeerTransport::Receipt::kDone;
 }
 
 PeerServer::Connection* PeerServer::TakeSession(
-    const PeerMessage& m, ucp_ep_h reply, const std::function<bool(const SessionKeys&)>& open) {
+    const PeerMessage& m, PeerEndpoint reply, const std::function<bool(const SessionKeys&)>& open) {
   if (reply == nullptr) {  // nowhere to answer: not one of our clients
     counters_.stray++;
     return nullptr;
@@ -188,13 +173,15 @@ PeerServer::Connection* PeerServer::TakeSession(
   counters_.open = by_session_.size();
   // Valid now (its message is being handled); watched from now on, since
   // UCX frees it without a word once its client fails.
-  ucx()->Watch(reply, [this, reply](ucs_status_t status) { ReplyGone(reply, status); });
+  transport()->Watch(reply, [this, reply](bool refused, const std::string& why) {
+    ReplyGone(reply, refused, why);
+  });
   return it->second.get();
 }
 
 // Progress thread, perhaps inside UCX (before it frees `ep`): the sessions
 // are only marked here, and dropped by Tick.
-void PeerServer::ReplyGone(ucp_ep_h ep, ucs_status_t status) {
+void PeerServer::ReplyGone(PeerEndpoint ep, bool refused, const std::string& why) {
   for (auto& [session, c] : by_session_) {
     if (c->ep != ep) continue;
     c->ep = nullptr;
@@ -202,17 +189,17 @@ void PeerServer::ReplyGone(ucp_ep_h ep, ucs_status_t status) {
     // A client that does not hold the watch (another version of tierfs,
     // or one that refuses it) could not be told apart from one that is
     // gone: it is not served.
-    if (status == UCS_ERR_REJECTED || status == UCS_ERR_INVALID_PARAM) {
+    if (refused) {
       uint64_t n = ++counters_.unwatched;
       if (LogSampled(n)) {
         TIERFS_LOG(kWarning, "peer server: {} refused its connection's watch ({}): not served",
-                   c->peer, ucs_status_string(status));
+                   c->peer, why);
       }
     }
   }
 }
 
-PeerServer::Connection* PeerServer::Open(const PeerMessage& m, ucp_ep_h reply,
+PeerServer::Connection* PeerServer::Open(const PeerMessage& m, PeerEndpoint reply,
                                          const std::function<bool(const SessionKeys&)>& open,
                                          const char* what) {
   auto it = by_session_.find(m.session);
@@ -241,7 +228,7 @@ PeerServer::Connection* PeerServer::Open(const PeerMessage& m, ucp_ep_h reply,
   return c;
 }
 
-bool PeerServer::TellForgotten(const PeerMessage& m, ucp_ep_h reply,
+bool PeerServer::TellForgotten(const PeerMessage& m, PeerEndpoint reply,
                                const std::function<bool(const SessionKeys&)>& open) {
   auto it = forgotten_.find(m.session);
   if (it == forgotten_.end() || m.type == MsgType::kBye) return false;
@@ -252,7 +239,7 @@ bool PeerServer::TellForgotten(const PeerMessage& m, ucp_ep_h reply,
                          WireError::kUnknownSession, &h);
   if (!SealWire(f.crypto->keys.send, &h, n, nullptr, 0, nullptr)) return false;
   counters_.forgotten_told++;
-  ucx()->Send(reply, kPeerAmId, h, n, nullptr, 0, 0, [](ucs_status_t) {});
+  transport()->Send(reply, h, n, nullptr, 0, 0, nullptr);
   return true;
 }
 
@@ -330,7 +317,7 @@ void PeerServer::VisitCounters(CounterVisitor& v) const {
   v.Counter("evicted_sessions", c.evicted_sessions,
             {"Peer sessions dropped to make room for a new one (at the bound on connections)."});
   v.Gauge("open_connections", static_cast<double>(c.open.load()), {"Peer sessions open."});
-  v.Flag("transport_failed", ucx()->wedged(),
+  v.Flag("transport_failed", transport()->wedged(),
          {"1 if UCX failed on the serving side and was not started again: this node serves no "
           "peer until it is, or until it is remounted."});
   v.Counter("transport_restarts", restarts_.load(),

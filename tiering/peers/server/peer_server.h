@@ -3,11 +3,11 @@
 // Connections come in through a PeerDoor (peer_door.h): a peer is
 // authenticated on a plain TCP socket before this node spends anything on
 // it, and leaves a session (its keys). The client connects to this
-// server's UCX worker; the first sealed message naming the session takes
-// it, and its reply endpoint carries the answers. (An endpoint of the
-// server's own back to the client's worker would make two opposite
-// connections between the same workers, which UCX 1.13's TCP transport
-// does not survive.) Every message
+// server's transport (a PeerTransport: UCX, over one UcxWorker); the first
+// sealed message naming the session takes it, and its reply endpoint
+// carries the answers. (An endpoint of the server's own back to the
+// client's worker would make two opposite connections between the same
+// workers, which UCX 1.13's TCP transport does not survive.) Every message
 // must open under the session's key with a sequence number not seen
 // before; one that does not (forged, altered, replayed) is counted and
 // is counted and ignored (anyone can name a session: its id travels in
@@ -59,7 +59,8 @@
 #include "tiering/peers/server/chunk_provider.h"
 #include "tiering/peers/server/peer_door.h"
 #include "tiering/peers/transport/buffer_pool.h"
-#include "tiering/peers/transport/ucx_worker.h"
+#include "tiering/peers/transport/peer_transport.h"
+#include "tiering/peers/transport/ucx_options.h"
 
 namespace tierfs {
 
@@ -86,7 +87,7 @@ struct PeerServerOptions {
   // A session nothing came from for this long is dropped (its client pings
   // while it holds it: every second at most).
   std::chrono::milliseconds idle_timeout{30000};
-  UcxWorker::Options ucx;
+  UcxOptions ucx;
 };
 
 struct PeerServerCounters {
@@ -122,10 +123,20 @@ struct PeerServerCounters {
 
 class PeerServer {
  public:
-  // `auth` and `provider` must outlive the server. An error if UCX cannot
-  // start.
+  // A transport in place of a failed one, made within `limit`.
+  using TransportMaker =
+      std::function<Result<std::unique_ptr<PeerTransport>>(std::chrono::milliseconds limit)>;
+
+  // `auth` and `provider` must outlive the server. Over UCX (UcxTransport,
+  // options.ucx); an error if UCX cannot start.
   static Result<std::unique_ptr<PeerServer>> Make(PeerAuth* auth, ChunkProvider* provider,
                                                   PeerServerOptions options);
+  // Over `transport` (not started), replaced by what `remake` makes after
+  // it failed (RestartTransport).
+  static Result<std::unique_ptr<PeerServer>> Make(PeerAuth* auth, ChunkProvider* provider,
+                                                  PeerServerOptions options,
+                                                  std::unique_ptr<PeerTransport> transport,
+                                                  TransportMaker remake);
   ~PeerServer();  // Stop()
 
   // Listens (or keeps trying, if the port is taken: listening() and port()
@@ -141,34 +152,33 @@ class PeerServer {
   uint64_t refused(AuthVerdict v) const { return door().refused[static_cast<int>(v)].load(); }
   // UCX failed under this server (an abort contained on its progress
   // thread): it serves nobody until RestartTransport. Thread-safe.
-  bool transport_failed() const { return ucx()->wedged(); }
-  // A new UCX context and worker in place of a failed one, made within
-  // `limit` (peer_server_restart.cc): the failed worker and its thread are
-  // left as they are, never called again, with whatever they held; the
-  // sessions on it are dropped (their peers connect again through the
-  // door, which keeps its socket and names the new worker from now on).
-  // Thread-safe; an error if stopped or UCX cannot start.
+  bool transport_failed() const { return transport()->wedged(); }
+  // A new transport (a UCX context and worker) in place of a failed one,
+  // made within `limit` (peer_server_restart.cc): the failed one and its
+  // thread are left as they are, never called again, with whatever they
+  // held; the sessions on it are dropped (their peers connect again
+  // through the door, which keeps its socket and names the new worker from
+  // now on). Thread-safe; an error if stopped or UCX cannot start.
   Status RestartTransport(std::chrono::milliseconds limit = std::chrono::seconds(10));
   uint64_t transport_restarts() const { return restarts_.load(); }
-  // Tests: the transport fails as after a contained abort (UcxWorker::WedgeForTest).
-  void WedgeForTest() { ucx()->WedgeForTest(); }
+  // Tests: the transport fails as after a contained abort (PeerTransport::WedgeForTest).
+  void WedgeForTest() { transport()->WedgeForTest(); }
   // The "server" group: the counters above, the door's, and bytes served per peer.
   void VisitCounters(CounterVisitor& v) const;
 
  private:
   PeerServer(PeerAuth* auth, ChunkProvider* provider, PeerServerOptions options,
-             std::string worker_address);
-  // Makes `ucx` this server's transport: its handler set, kept, current.
-  Status Attach(std::unique_ptr<UcxWorker> ucx) REQUIRES(restart_mu_);
-  UcxWorker* ucx() const { return ucx_.load(std::memory_order_acquire); }
+             std::string worker_address, TransportMaker remake);
+  // Makes `transport` this server's: its handler set, kept, current.
+  Status Attach(std::unique_ptr<PeerTransport> transport) REQUIRES(restart_mu_);
+  PeerTransport* transport() const { return transport_.load(std::memory_order_acquire); }
   struct Connection;
   struct Forgotten;
   struct Job;
   struct OfferJob;
   // A kOffer: opened (Open), budgeted and adopted; a rendezvous one is
   // budgeted, received, then opened (progress thread).
-  ucs_status_t OnOffer(const PeerMessage& m, const void* header, size_t header_size, void* data,
-                       size_t size, const ucp_am_recv_param_t* param);
+  PeerTransport::Receipt OnOffer(const PeerMessage& m, const PeerTransport::Message& in);
   // Whether an offer's body (the path, then the bytes) opens under a session's keys.
   static std::function<bool(const SessionKeys&)> OfferOpener(const OfferJob& job, const char* body);
   // An opened, budgeted offer handed to the provider; its budget given back.
@@ -178,17 +188,16 @@ class PeerServer {
   // Of transport `epoch`: nothing if that transport has failed since
   // (its budgets were reset).
   void Unreserve(uint64_t session, uint64_t bytes, uint64_t epoch);
-  ucs_status_t OnMessage(const void* header, size_t header_size, void* data, size_t size,
-                         const ucp_am_recv_param_t* param);
+  PeerTransport::Receipt OnMessage(const PeerTransport::Message& in);
   // Takes session m.session from the door if `open` accepts its keys (the
   // message's tag), answering on `reply`; null (counted) if not.
-  Connection* TakeSession(const PeerMessage& m, ucp_ep_h reply,
+  Connection* TakeSession(const PeerMessage& m, PeerEndpoint reply,
                           const std::function<bool(const SessionKeys&)>& open);
   // The one way a message (a request, a ping, a bye, an offer) opens its
   // session: the session it names, taken from the door if new (answering on
   // `reply`), if `open` accepts the session's keys (the message's tag) and
   // its sequence number is new; null (counted, `what` logged) if not.
-  Connection* Open(const PeerMessage& m, ucp_ep_h reply,
+  Connection* Open(const PeerMessage& m, PeerEndpoint reply,
                    const std::function<bool(const SessionKeys&)>& open, const char* what);
   void OnRequest(Connection& c, const PeerMessage& m, std::string_view path);
   void Run(const std::shared_ptr<Job>& job);
@@ -198,11 +207,11 @@ class PeerServer {
   void SendBare(Connection& c, MsgType type, uint64_t request_id);
   // If `m` names a session dropped here and `open` accepts it under that
   // session's kept keys: answers kUnknownSession on `reply`, true.
-  bool TellForgotten(const PeerMessage& m, ucp_ep_h reply,
+  bool TellForgotten(const PeerMessage& m, PeerEndpoint reply,
                      const std::function<bool(const SessionKeys&)>& open);
-  // The watch on reply endpoint `ep` ended (`status`): every session
-  // answering on it forgets it, and is dropped at the next tick.
-  void ReplyGone(ucp_ep_h ep, ucs_status_t status);
+  // The watch on reply endpoint `ep` ended (`refused`, `why`: Watch's):
+  // every session answering on it forgets it, and is dropped at the next tick.
+  void ReplyGone(PeerEndpoint ep, bool refused, const std::string& why);
   // Garbage or forgery: counted, logged, closed.
   void CutOff(Connection& c, const char* why);
   // `remember`: keep its keys to tell its client (kUnknownSession).
@@ -214,14 +223,15 @@ class PeerServer {
   PeerAuth* const auth_;
   ChunkProvider* const provider_;
   const PeerServerOptions options_;
-  // The transport: the worker in use, and every worker this server made.
-  // A failed one is kept, never called again nor destroyed before the
-  // server: UCX may still hold pointers into it.
-  std::atomic<UcxWorker*> ucx_{nullptr};
-  // Serialises Stop and RestartTransport; guards workers_. Taken before
+  const TransportMaker remake_;
+  // The transport in use, and every transport this server made. A failed
+  // one is kept, never called again nor destroyed before the server: UCX
+  // may still hold pointers into it.
+  std::atomic<PeerTransport*> transport_{nullptr};
+  // Serialises Stop and RestartTransport; guards transports_. Taken before
   // any other lock of the server's.
   Mutex restart_mu_;
-  std::vector<std::unique_ptr<UcxWorker>> workers_ GUARDED_BY(restart_mu_);
+  std::vector<std::unique_ptr<PeerTransport>> transports_ GUARDED_BY(restart_mu_);
   std::atomic<uint64_t> restarts_{0};
   bool stopped_ GUARDED_BY(restart_mu_) = false;
   TaskPool pool_;

@@ -115,48 +115,46 @@ void PeerServer::Unreserve(uint64_t session, uint64_t bytes, uint64_t epoch) {
   }
 }
 
-ucs_status_t PeerServer::OnOffer(const PeerMessage& m, const void* header, size_t header_size,
-                                 void* data, size_t size, const ucp_am_recv_param_t* param) {
+PeerTransport::Receipt PeerServer::OnOffer(const PeerMessage& m, const PeerTransport::Message& in) {
   auto job = std::make_shared<OfferJob>();
   job->session = m.session;
   job->epoch = epoch_;
   job->m = m;
-  std::memcpy(job->header.data(), header, header_size);
-  job->header_size = header_size;
-  job->size = size;
-  if (!(param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {
+  std::memcpy(job->header.data(), in.header, in.header_size);
+  job->header_size = in.header_size;
+  job->size = in.size;
+  if (!in.rendezvous) {
     // Here whole: opened as a request is (the first message of a session,
     // a reconnect right after a kNotResident answer, takes it), then kept
     // in place.
-    ucp_ep_h reply =
-        (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) ? param->reply_ep : nullptr;
-    Connection* c = Open(m, reply, OfferOpener(*job, static_cast<const char*>(data)), "an offer");
-    if (c == nullptr) return UCS_OK;
-    if (!Reserve(*c, size)) {  // dropped: the offer is a favour, not a duty
+    const char* body = static_cast<const char*>(in.data);
+    Connection* c = Open(m, in.reply, OfferOpener(*job, body), "an offer");
+    if (c == nullptr) return PeerTransport::Receipt::kDone;
+    if (!Reserve(*c, in.size)) {  // dropped: the offer is a favour, not a duty
       counters_.offers_refused++;
-      return UCS_OK;
+      return PeerTransport::Receipt::kDone;
     }
-    AdoptOffer(*c, job, static_cast<const char*>(data));
-    return UCS_OK;
+    AdoptOffer(*c, job, body);
+    return PeerTransport::Receipt::kDone;
   }
   // A rendezvous body cannot be opened before it is received: only a
   // session that exists may be sent one, and it is budgeted first.
   auto it = by_session_.find(m.session);
   if (it == by_session_.end()) {
     counters_.stray++;
-    return UcxWorker::Discard(param);
+    return PeerTransport::Discard(in);
   }
-  if (!Reserve(*it->second, size)) {  // dropped unread
+  if (!Reserve(*it->second, in.size)) {  // dropped unread
     counters_.offers_refused++;
-    return UcxWorker::Discard(param);
+    return PeerTransport::Discard(in);
   }
-  job->body = buffers_.Take(size);
-  return ucx()->ReceiveBody(data, job->body.get(), size, [this, job](ucs_status_t s) {
+  job->body = buffers_.Take(in.size);
+  return transport()->Receive(in, job->body.get(), in.size, [this, job](bool ok) {
     auto release = [this, job] {
       Unreserve(job->session, job->size, job->epoch);
       buffers_.Give(std::move(job->body));
     };
-    if (s != UCS_OK) {
+    if (!ok) {
       counters_.offers_refused++;
       release();
       return;
@@ -211,7 +209,7 @@ void PeerServer::AdoptOffer(Connection& c, const std::shared_ptr<OfferJob>& job,
     ChunkRef adopt = job->m.chunk;
     adopt.path = std::string_view(job->body.get(), job->m.path_len);
     const int r = provider_->Adopt(adopt, job->body.get() + job->m.path_len);
-    ucx()->Post([this, job, r] {
+    transport()->Post([this, job, r] {
       (r == 0 ? counters_.adopted : counters_.offers_refused)++;
       Unreserve(job->session, job->size, job->epoch);
       buffers_.Give(std::move(job->body));
@@ -248,7 +246,7 @@ void PeerServer::Run(const std::shared_ptr<Job>& job) {
     }
     if (job->data != job->buffer.get()) buffers_.Give(std::move(job->buffer));  // not sent from it
   }
-  ucx()->Post([this, job] { Answer(job->session, job); });
+  transport()->Post([this, job] { Answer(job->session, job); });
 }
 
 void PeerServer::Answer(uint64_t session, std::shared_ptr<Job> job) {
@@ -289,8 +287,8 @@ void PeerServer::Answer(uint64_t session, std::shared_ptr<Job> job) {
     return;
   }
   c.sending[job->request_id] = Clock::now();
-  ucx()->Send(c.ep, kPeerAmId, job->header, job->header_size, job->data, length, 0,
-              [finish](ucs_status_t s) { finish(s == UCS_OK); });
+  transport()->Send(c.ep, job->header, job->header_size, job->data, length, 0,
+                    [finish](bool ok) { finish(ok); });
 }
 
 void PeerServer::SendBare(Connection& c, MsgType type, uint64_t request_id) {
@@ -298,7 +296,7 @@ void PeerServer::SendBare(Connection& c, MsgType type, uint64_t request_id) {
   WireHeader h;
   size_t n = EncodeBare(type, WireIds{request_id, c.session, c.crypto->next_seq++}, &h);
   if (!SealWire(c.crypto->keys.send, &h, n, nullptr, 0, nullptr)) return;
-  ucx()->Send(c.ep, kPeerAmId, h, n, nullptr, 0, 0, [](ucs_status_t) {});
+  transport()->Send(c.ep, h, n, nullptr, 0, 0, nullptr);
 }
 
 void PeerServer::SendError(Connection& c, uint64_t request_id, WireError error) {
@@ -306,7 +304,7 @@ void PeerServer::SendError(Connection& c, uint64_t request_id, WireError error) 
   WireHeader h;
   size_t n = EncodeError(WireIds{request_id, c.session, c.crypto->next_seq++}, error, &h);
   if (!SealWire(c.crypto->keys.send, &h, n, nullptr, 0, nullptr)) return;
-  ucx()->Send(c.ep, kPeerAmId, h, n, nullptr, 0, 0, [](ucs_status_t) {});
+  transport()->Send(c.ep, h, n, nullptr, 0, 0, nullptr);
 }
 
 }  // namespace tierfs

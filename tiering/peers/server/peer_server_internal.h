@@ -28,11 +28,12 @@ struct SessionCrypto {
 
 struct PeerServer::Connection {
   uint64_t session = 0;
-  // The endpoint UCX made for the peer's (its messages' reply endpoint),
-  // UCX's to keep: closing one the peer still uses would break its side.
-  // Null once its watch ended (UcxWorker::Watch): UCX may have freed it,
-  // nothing is sent on it again, and the session is dropped at the next tick.
-  ucp_ep_h ep = nullptr;
+  // The endpoint the transport made for the peer's (its messages' reply
+  // endpoint), the transport's to keep: closing one the peer still uses
+  // would break its side. Null once its watch ended (PeerTransport::Watch):
+  // it may be freed, nothing is sent on it again, and the session is
+  // dropped at the next tick.
+  PeerEndpoint ep = nullptr;
   peer_server_internal::Clock::time_point last_seen = peer_server_internal::Clock::now();
   std::string peer;  // the authenticated name
   std::shared_ptr<peer_server_internal::SessionCrypto> crypto;

@@ -1,41 +1,67 @@
-// PeerServer: a new transport in place of one whose UCX failed (an abort
-// contained on its progress thread, which is parked there for good). The
-// failed worker is never called again: its thread may hold UCX's locks of
-// that worker, never ours (no UCX call is made under a lock of ours); what
-// it was sending or receiving stays where it is (buffers and holds
-// included). Its sessions are dropped: their peers hear nothing more on
-// them, take this node for stalled, then gone (their peer_dead), and
-// connect again through the door, which kept its socket and names the new
-// worker from now on. If the new worker is not made within the limit,
-// the server stays without peers, as it was (UcxWorker::MakeWithin).
+// PeerServer's transport: made (UCX's, or the one a test gives), attached
+// (its handler set), and made anew in place of one whose UCX failed (an
+// abort contained on its progress thread, which is parked there for
+// good). The failed worker is never called again: its thread may hold
+// UCX's locks of that worker, never ours (no UCX call is made under a lock
+// of ours); what it was sending or receiving stays where it is (buffers
+// and holds included). Its sessions are dropped: their peers hear nothing
+// more on them, take this node for stalled, then gone (their peer_dead),
+// and connect again through the door, which kept its socket and names the
+// new worker from now on. If the new transport is not made within the
+// limit, the server stays without peers, as it was (UcxTransport::MakeWithin,
+// or the maker the server was made with).
 #include <cerrno>
 
 #include "tiering/base/log.h"
 #include "tiering/peers/server/peer_server.h"
 #include "tiering/peers/server/peer_server_internal.h"
+#include "tiering/peers/transport/ucx_transport.h"
 
 namespace tierfs {
 
-Status PeerServer::Attach(std::unique_ptr<UcxWorker> ucx) {
-  if (Status s = ucx->SetAmHandler(
-          kPeerAmId,
-          [this](const void* h, size_t hn, void* d, size_t n, const ucp_am_recv_param_t* param) {
-            return OnMessage(h, hn, d, n, param);
-          });
+Result<std::unique_ptr<PeerServer>> PeerServer::Make(PeerAuth* auth, ChunkProvider* provider,
+                                                     PeerServerOptions options) {
+  auto made = UcxTransport::Make(options.ucx, kPeerAmId);
+  if (!made.ok()) return made.status();
+  const UcxOptions ucx = options.ucx;
+  return Make(auth, provider, std::move(options), std::move(made).value(),
+              [ucx](std::chrono::milliseconds limit) {
+                return UcxTransport::MakeWithin(ucx, kPeerAmId, limit);
+              });
+}
+
+Result<std::unique_ptr<PeerServer>> PeerServer::Make(PeerAuth* auth, ChunkProvider* provider,
+                                                     PeerServerOptions options,
+                                                     std::unique_ptr<PeerTransport> transport,
+                                                     TransportMaker remake) {
+  std::unique_ptr<PeerServer> server(
+      new PeerServer(auth, provider, std::move(options), transport->Address(), std::move(remake)));
+  {
+    MutexLock restart(server->restart_mu_);
+    if (Status s = server->Attach(std::move(transport)); !s.ok()) return s;
+  }
+  return server;
+}
+
+// The server makes no endpoint of its own (it answers on its clients'
+// reply endpoints): no endpoint error handler.
+Status PeerServer::Attach(std::unique_ptr<PeerTransport> transport) {
+  if (Status s = transport->SetHandlers(
+          [this](const PeerTransport::Message& m) { return OnMessage(m); }, nullptr);
       !s.ok()) {
     return s;
   }
-  ucx_.store(ucx.get(), std::memory_order_release);
-  workers_.push_back(std::move(ucx));
+  transport_.store(transport.get(), std::memory_order_release);
+  transports_.push_back(std::move(transport));
   return Status::Ok();
 }
 
 Status PeerServer::RestartTransport(std::chrono::milliseconds limit) {
   MutexLock restart(restart_mu_);
   if (stopped_) return Status::Error(ESHUTDOWN, "the server has stopped");
-  UcxWorker* failed = ucx();
+  PeerTransport* failed = transport();
   if (!failed->wedged()) return Status::Ok();
-  auto made = UcxWorker::MakeWithin(options_.ucx, limit);
+  auto made = remake_(limit);
   if (!made.ok()) return made.status();
   failed->Abandon();  // no UCX call, no wait: its thread is parked
   // This thread alone on the progress thread's state now. The requests
@@ -52,7 +78,7 @@ Status PeerServer::RestartTransport(std::chrono::milliseconds limit) {
   door_->SetWorkerAddress((*made)->Address());
   if (Status s = Attach(std::move(made).value()); !s.ok()) return s;
   restarts_++;
-  ucx()->Start([this] { Tick(); });
+  transport()->Start([this] { Tick(); });
   return Status::Ok();
 }
 

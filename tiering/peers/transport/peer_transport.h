@@ -1,12 +1,15 @@
-// PeerTransport: what a peer client needs of the network beneath its
-// connections, and nothing more, as LevelDB's Env stands between the
-// database and the operating system: endpoints to a peer's worker, messages
-// (a header and a body) sent with a completion, one handler for every
-// message received (an eager body is there; a large one is pulled by
-// Receive, or refused unread), a progress thread to post work to and its
-// tick, and whether the transport failed under its owner. UcxTransport
-// (ucx_transport.h) carries it over UCX; the unit tests drive the client's
-// connections through a fake one, by hand.
+// PeerTransport: what a peer client and a peer server need of the network
+// beneath their connections, and nothing more, as LevelDB's Env stands
+// between the database and the operating system: endpoints to a peer's
+// worker, messages (a header and a body) sent with a completion, one
+// handler for every message received (an eager body is there; a large one
+// is pulled by Receive, or refused unread; the sender's endpoint comes
+// with it, to answer on), a watch on such an endpoint (a server's: UCX
+// frees it when its peer fails), this transport's address for its peers,
+// a progress thread to post work to and its tick, and whether the
+// transport failed under its owner. UcxTransport (ucx_transport.h) carries
+// it over UCX; the unit tests drive the client's connections through a
+// fake one, by hand.
 //
 // Threading: one progress thread runs the handlers, the tick, the
 // completions and whatever is posted. The calls marked "progress thread"
@@ -33,13 +36,17 @@ using PeerEndpoint = PeerEndpointTag*;
 class PeerTransport {
  public:
   // One message received. `data`/`size`: the body; with `rendezvous` its
-  // bytes have not moved yet: `data` describes them for Receive.
+  // bytes have not moved yet: `data` describes them for Receive. `reply`:
+  // the endpoint it may be answered on (sent with kReply), or null; the
+  // transport's to keep (never Closed by its user), valid until its watch
+  // ends (Watch).
   struct Message {
     const void* header = nullptr;
     size_t header_size = 0;
     void* data = nullptr;
     size_t size = 0;
     bool rendezvous = false;
+    PeerEndpoint reply = nullptr;
   };
   // What the handler did with a message: done with it (an eager body may
   // be reused once it returns), receiving its body (Receive), or refusing
@@ -51,14 +58,23 @@ class PeerTransport {
   using ErrorHandler = std::function<void(PeerEndpoint, bool timed_out, const std::string& why)>;
   // A send or receive ended: true if it did what it was asked.
   using Completion = std::function<void(bool ok)>;
+  // A watch ended (Watch): its endpoint is never to be used again.
+  // `refused`: the peer does not hold watches (another version of tierfs),
+  // so it cannot be told apart from one that is gone. `why` says what, for
+  // a log line.
+  using WatchEnded = std::function<void(bool refused, const std::string& why)>;
   // Send's flags: the peer may answer on the endpoint the message came by
   // (kReply); the body goes with the header, with no rendezvous (kEager).
   static constexpr uint32_t kReply = 1, kEager = 2;
 
   virtual ~PeerTransport() = default;
 
-  // Before Start: who hears the messages and the failed endpoints.
+  // Before Start: who hears the messages and the failed endpoints (of
+  // those Connect made; `on_error` may be null if it makes none).
   virtual Status SetHandlers(Handler on_message, ErrorHandler on_error) = 0;
+  // This transport's address, for a peer to connect to (the handshake
+  // carries it). Before Start, or on the progress thread.
+  virtual std::string Address() const = 0;
   // Starts the progress thread; `tick` runs on it every round (at most the
   // transport's tick apart).
   virtual void Start(std::function<void()> tick) = 0;
@@ -87,14 +103,18 @@ class PeerTransport {
   // allowed in a handler for the endpoint whose message it handles.
   virtual void Close(PeerEndpoint endpoint) = 0;
   // Sends a message: the header is copied; `data` must stay valid until
-  // `done` runs (on this thread, perhaps before Send returns). `flags`:
-  // kReply, kEager.
+  // `done` (if any) runs (on this thread, perhaps before Send returns).
+  // `flags`: kReply, kEager.
   virtual void Send(PeerEndpoint endpoint, const WireHeader& header, size_t header_size,
                     const void* data, size_t size, uint32_t flags, Completion done) = 0;
   // Receives a rendezvous body of `message` into `buf`: what the handler
   // returns (kReceiving while it runs; kDone if it ended at once, `done`
   // having run).
   virtual Receipt Receive(const Message& message, void* buf, size_t size, Completion done) = 0;
+  // Watches `reply` (a Message's): `ended` runs on this thread once the
+  // peer let go of its endpoint (it closed it), refused the watch, or the
+  // endpoint failed, before the transport frees it. Not run once stopping.
+  virtual void Watch(PeerEndpoint reply, WatchEnded ended) = 0;
   // What a handler returns to drop `message` unread.
   static Receipt Discard(const Message& message) {
     return message.rendezvous ? Receipt::kRefused : Receipt::kDone;

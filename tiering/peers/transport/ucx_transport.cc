@@ -8,10 +8,10 @@ namespace {
 ucp_ep_h Ucx(PeerEndpoint endpoint) { return reinterpret_cast<ucp_ep_h>(endpoint); }
 PeerEndpoint Ours(ucp_ep_h ep) { return reinterpret_cast<PeerEndpoint>(ep); }
 
+// None for none: a send nobody waits for costs no wrapper.
 UcxWorker::Completion Done(PeerTransport::Completion done) {
-  return [done = std::move(done)](ucs_status_t s) {
-    if (done) done(s == UCS_OK);
-  };
+  if (!done) return nullptr;
+  return [done = std::move(done)](ucs_status_t s) { done(s == UCS_OK); };
 }
 
 }  // namespace
@@ -40,8 +40,14 @@ Status UcxTransport::SetHandlers(Handler on_message, ErrorHandler on_error) {
   Status s = worker_->SetAmHandler(am_id_, [on_message = std::move(on_message)](
                                                const void* header, size_t header_size, void* data,
                                                size_t size, const ucp_am_recv_param_t* param) {
-    const Message m{header, header_size, data, size,
-                    (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0};
+    const Message m{header,
+                    header_size,
+                    data,
+                    size,
+                    (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0,
+                    (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) != 0
+                        ? Ours(param->reply_ep)
+                        : nullptr};
     switch (on_message(m)) {
       case Receipt::kReceiving:
         return UCS_INPROGRESS;
@@ -53,12 +59,15 @@ Status UcxTransport::SetHandlers(Handler on_message, ErrorHandler on_error) {
     return UCS_OK;
   });
   if (!s.ok()) return s;
+  if (!on_error) return Status::Ok();  // no endpoint of its own to hear of
   worker_->SetEndpointErrorHandler(
       [on_error = std::move(on_error)](ucp_ep_h ep, ucs_status_t status) {
         on_error(Ours(ep), status == UCS_ERR_ENDPOINT_TIMEOUT, ucs_status_string(status));
       });
   return Status::Ok();
 }
+
+std::string UcxTransport::Address() const { return worker_->Address(); }
 
 void UcxTransport::Start(std::function<void()> tick) { worker_->Start(std::move(tick)); }
 bool UcxTransport::Post(std::function<void()> fn) { return worker_->Post(std::move(fn)); }
@@ -91,6 +100,15 @@ PeerTransport::Receipt UcxTransport::Receive(const Message& message, void* buf, 
                                              Completion done) {
   const ucs_status_t s = worker_->ReceiveBody(message.data, buf, size, Done(std::move(done)));
   return s == UCS_INPROGRESS ? Receipt::kReceiving : Receipt::kDone;
+}
+
+// A peer that does not hold the watch (a worker without watches: another
+// version of tierfs; or one that refuses it) ends it UCS_ERR_REJECTED or
+// UCS_ERR_INVALID_PARAM.
+void UcxTransport::Watch(PeerEndpoint reply, WatchEnded ended) {
+  worker_->Watch(Ucx(reply), [ended = std::move(ended)](ucs_status_t s) {
+    ended(s == UCS_ERR_REJECTED || s == UCS_ERR_INVALID_PARAM, ucs_status_string(s));
+  });
 }
 
 }  // namespace tierfs

@@ -1,8 +1,8 @@
 // UcxTransport: PeerTransport (peer_transport.h) over one UcxWorker, its
 // messages all of one active-message id. A thin adapter: the worker does
 // the work (ucx_worker.h); this maps its types (ucp_ep_h, ucs_status_t,
-// the receive parameters) to the interface's, so that no header above the
-// transport needs a UCX type.
+// the receive parameters, the watches' statuses) to the interface's, so
+// that no header above the transport needs a UCX type.
 #pragma once
 
 #include <chrono>
@@ -27,6 +27,7 @@ class UcxTransport final : public PeerTransport {
   ~UcxTransport() override;
 
   Status SetHandlers(Handler on_message, ErrorHandler on_error) override;
+  std::string Address() const override;
   void Start(std::function<void()> tick) override;
   bool Post(std::function<void()> fn) override;
   bool wedged() const override;
@@ -39,6 +40,7 @@ class UcxTransport final : public PeerTransport {
   void Send(PeerEndpoint endpoint, const WireHeader& header, size_t header_size, const void* data,
             size_t size, uint32_t flags, Completion done) override;
   Receipt Receive(const Message& message, void* buf, size_t size, Completion done) override;
+  void Watch(PeerEndpoint reply, WatchEnded ended) override;
 
  private:
   const std::unique_ptr<UcxWorker> worker_;

@@ -1,8 +1,11 @@
-// A PeerTransport and a PeerDialer that a test drives by hand, for
-// PeerConnections' tests: nothing runs on a thread of its own. What is
-// posted runs when the test calls RunPosted; dials wait until the test
-// answers them; sends are recorded (their header decoded) and complete at
-// once; endpoints are numbers.
+// A PeerTransport and a PeerDialer that a test drives by hand, for the
+// tests of the client's connections and of PeerServer: nothing runs on a
+// thread of its own. What is posted runs when the test calls RunPosted,
+// the tick when it calls Tick, the handler on the messages it Delivers;
+// dials wait until the test answers them; sends are recorded (their
+// header decoded) and complete at once; watches end when the test ends
+// them; endpoints are numbers. Not thread-safe: for an owner whose work on
+// other threads (a server's pool) the test does not start.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +35,7 @@ class FakePeerTransport final : public PeerTransport {
     on_error_ = std::move(on_error);
     return Status::Ok();
   }
+  std::string Address() const override { return "fake-worker"; }
   void Start(std::function<void()> tick) override { tick_ = std::move(tick); }
   bool Post(std::function<void()> fn) override {
     if (stopped_) return false;
@@ -54,7 +58,10 @@ class FakePeerTransport final : public PeerTransport {
     if (refuse_connect) return Status::Error(ECONNREFUSED, "refused by the test");
     return reinterpret_cast<PeerEndpoint>(next_endpoint_++);
   }
-  void Close(PeerEndpoint endpoint) override { closed.push_back(endpoint); }
+  void Close(PeerEndpoint endpoint) override {
+    closed.push_back(endpoint);
+    if (on_close) on_close(endpoint);
+  }
   void Send(PeerEndpoint endpoint, const WireHeader& header, size_t header_size, const void*,
             size_t size, uint32_t flags, Completion done) override {
     PeerMessage m;
@@ -66,7 +73,16 @@ class FakePeerTransport final : public PeerTransport {
     if (done) done(true);
     return Receipt::kDone;
   }
+  void Watch(PeerEndpoint reply, WatchEnded ended) override {
+    watches.push_back(Watched{reply, std::move(ended)});
+  }
 
+  // A message from a peer, to the handler.
+  Receipt Deliver(const Message& m) { return on_message_(m); }
+  // The owner's tick, as the progress thread runs it every round.
+  void Tick() {
+    if (tick_) tick_();
+  }
   // Runs what was posted, and what that posts, in order; returns how many.
   size_t RunPosted() {
     size_t n = 0;
@@ -91,9 +107,16 @@ class FakePeerTransport final : public PeerTransport {
     return false;
   }
 
+  struct Watched {
+    PeerEndpoint endpoint;
+    WatchEnded ended;  // the test runs it to end the watch
+  };
+
   std::vector<std::string> connected;  // the addresses Connect was asked for
   std::vector<PeerEndpoint> closed;
+  std::function<void(PeerEndpoint)> on_close;  // called by each Close, if set
   std::vector<Sent> sent;
+  std::vector<Watched> watches;
   bool refuse_connect = false;
 
  private:
