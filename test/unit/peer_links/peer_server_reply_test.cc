@@ -104,5 +104,25 @@ TEST_CASE("peer server: answers on the endpoint a message came by, until its wat
   CHECK(b.counters().pings == 1);
 }
 
+TEST_CASE("peer server: a transport that refuses its handlers fails Make with its reason",
+          "[peer]") {
+  if (!PeersCanRun()) return;
+  PatternProvider provider(kChunk);
+  PeerAuth auth(Identity("b"), MungeDaemon::Get()->socket());
+  auto transport = std::make_unique<FakePeerTransport>();
+  transport->handlers_status = Status::Error(EBUSY, "the handler slot is taken");
+  PeerServerOptions o;
+  o.chunk_size = kChunk;
+  // The server made so far is dropped: it stops with no transport attached.
+  auto made =
+      PeerServer::Make(&auth, &provider, o, std::move(transport), [](std::chrono::milliseconds) {
+        return Result<std::unique_ptr<PeerTransport>>(
+            Status::Error(ENOTSUP, "no restart in this test"));
+      });
+  REQUIRE_FALSE(made.ok());
+  CHECK(made.status().code() == EBUSY);
+  CHECK(made.status().message().find("handler slot") != std::string::npos);
+}
+
 }  // namespace
 }  // namespace tierfs

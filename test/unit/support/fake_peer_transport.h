@@ -31,6 +31,7 @@ class FakePeerTransport final : public PeerTransport {
   };
 
   Status SetHandlers(Handler on_message, ErrorHandler on_error) override {
+    if (!handlers_status.ok()) return handlers_status;
     on_message_ = std::move(on_message);
     on_error_ = std::move(on_error);
     return Status::Ok();
@@ -118,6 +119,7 @@ class FakePeerTransport final : public PeerTransport {
   std::vector<Sent> sent;
   std::vector<Watched> watches;
   bool refuse_connect = false;
+  Status handlers_status = Status::Ok();  // what SetHandlers answers
 
  private:
   Handler on_message_;

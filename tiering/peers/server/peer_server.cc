@@ -72,6 +72,7 @@ void PeerServer::Stop() {
   MutexLock restart(restart_mu_);
   stopped_ = true;
   door_->Stop();
+  if (transport() == nullptr) return;  // Make failed to attach one: nothing started
   const auto since = Clock::now() - kConnectingWindow;
   transport()->Stop(
       [this] {
