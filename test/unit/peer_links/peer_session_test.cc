@@ -121,6 +121,26 @@ TEST_CASE("peer session: connected on first need, closed by agreement when unuse
   CHECK(p.a.client().counters(0).downs == 0);
 }
 
+TEST_CASE("peer session: a fetch longer than idle_close leaves its connection open after it",
+          "[peer]") {
+  if (!PeersCanRun()) return;
+  PeerClientOptions client;
+  client.idle_close = 300ms;
+  Pair p({}, client);
+  // b takes 600 ms to read the chunk (it answers pings meanwhile): the
+  // link is busy, not idle, for twice idle_close.
+  p.provider.Stall();
+  auto fetch = std::async(std::launch::async, [&] { return p.Fetch(5s); });
+  std::this_thread::sleep_for(600ms);
+  p.provider.Release();
+  REQUIRE(fetch.get() == static_cast<ssize_t>(kChunk));
+  // Unused counts from the fetch's end: open for idle_close after it.
+  std::this_thread::sleep_for(150ms);
+  CHECK(p.a.client().counters(0).closed_idle == 0);
+  CHECK(p.a.client().open_connections() == 1);
+  REQUIRE(Within(3s, [&] { return p.a.client().counters(0).closed_idle == 1; }));
+}
+
 TEST_CASE("peer session: max_connections bounds the open connections", "[peer]") {
   if (!PeersCanRun()) return;
   PatternProvider provider(kChunk);

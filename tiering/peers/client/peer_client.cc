@@ -106,6 +106,10 @@ ssize_t PeerClient::Fetch(size_t peer, const ChunkRef& ref, char* dest, Deadline
   if (r == -ECONNRESET && AwaitUp(l, deadline)) {
     r = Ask(l, ref, dest, deadline, flags, hedge);  // once more, on the connection made again
   }
+  // Unused from its end, not its start: a fetch longer than idle_close
+  // (a connection made, a slow home) does not leave the link to be closed
+  // as idle at the next tick.
+  status.last_used.store(Clock::now().time_since_epoch().count(), std::memory_order_relaxed);
   l.slots.Give();
   if (r >= 0 && !(hedge != nullptr && hedge->used)) {
     l.counters.fetched_chunks++;

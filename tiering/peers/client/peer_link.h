@@ -89,8 +89,9 @@ struct LinkStatus {
   std::atomic<bool> dead{false};
   // Fetches skip it until then (steady_clock ns): it let one time out.
   std::atomic<int64_t> slow_until{0};
-  std::atomic<int64_t> last_used{0};  // steady_clock ns of the last Fetch or Offer
-  std::atomic<uint64_t> no_slot{0};   // connects put off: max_connections open, none idle
+  std::atomic<int64_t> last_used{
+      0};  // steady_clock ns of the last Fetch (its start and end) or Offer
+  std::atomic<uint64_t> no_slot{0};  // connects put off: max_connections open, none idle
   // Its connection failed and has not come up since: a connect under way
   // is a retry, which no Fetch waits for (it reads SOURCE meanwhile).
   std::atomic<bool> retrying{false};
