@@ -88,7 +88,9 @@ UpLinkClocks PeerConnection::UpClocks(Clock::time_point now) const {
   const auto at = [](int64_t ns) { return Clock::time_point(Clock::duration(ns)); };
   const LinkProgress& p = link_.progress;
   UpLinkClocks c;
-  c.idle = p.pending.empty();
+  // No request waits for an answer, and no Fetch holds a slot (one that
+  // has its answer and is opening it has not marked the link used yet).
+  c.idle = p.pending.empty() && link_.slots.in_flight() == 0;
   c.last_used = at(link_.status.last_used.load());
   c.last_heard = p.last_heard;
   c.last_ping = p.last_ping;
